@@ -1,0 +1,413 @@
+//! The content-addressed step cache.
+//!
+//! # What goes into a step's key
+//!
+//! `key = sha256(canonical JSON of {kind, version, params, inputs})`, where
+//!
+//! | part | what it is |
+//! |---|---|
+//! | `kind` | the step kind (`corpus`, `synth`, `train`, `verify`, `attribute`, `score`, `report`) |
+//! | `version` | the kind's implementation version ([`StepKind::version`]); bump it when a kind's semantics change |
+//! | `params` | the step's parameters, serialised by a function that destructures the parameter struct field by field (see `dag::params`), so a new field forces a decision |
+//! | `inputs` | the keys of the steps it reads, in a fixed order |
+//!
+//! Deliberately left out: absolute paths (a data file is hashed by content, so
+//! moving the data or the project keeps the cache), the device and thread count
+//! (results are the same up to float rounding), attribution batch sizes (likewise),
+//! the binary itself, and display names that do not change results. Identical
+//! keys mean identical results, so one cache can serve every grid file and every
+//! machine that mounts it.
+//!
+//! # On disk
+//!
+//! `cache/<kind>/<key[0..2]>/<key>/` holds the payload files and `manifest.json`
+//! (key, parameters, input keys, payload checksums, timings, versions). A step is
+//! written into `cache/tmp/<kind>-<key>-<pid>/` and renamed into place only when
+//! complete: a crash leaves a temporary folder, never a half-written result that
+//! looks complete. An exclusive lock on `cache/<kind>/<key[0..2]>/<key>.lock`
+//! keeps two processes from computing one step; the second waits, then finds the
+//! step cached. `cache/labels/` remembers, per step label (e.g.
+//! `train/sst2/st/lstm`), the parameters of the last key computed for it, only so
+//! that `grid plan` can say *why* a step will run.
+
+pub mod files;
+pub mod stale;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use stale::StaleReason;
+
+/// The kinds of step, one per pipeline stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Corpus,
+    Synth,
+    Train,
+    Verify,
+    Attribute,
+    Score,
+    Report,
+}
+
+impl StepKind {
+    pub const ALL: [StepKind; 7] = [
+        StepKind::Corpus,
+        StepKind::Synth,
+        StepKind::Train,
+        StepKind::Verify,
+        StepKind::Attribute,
+        StepKind::Score,
+        StepKind::Report,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Corpus => "corpus",
+            StepKind::Synth => "synth",
+            StepKind::Train => "train",
+            StepKind::Verify => "verify",
+            StepKind::Attribute => "attribute",
+            StepKind::Score => "score",
+            StepKind::Report => "report",
+        }
+    }
+
+    /// Implementation version: part of every key of this kind.
+    pub fn version(self) -> u32 {
+        match self {
+            StepKind::Corpus => 1,
+            StepKind::Synth => 1,
+            StepKind::Train => 1,
+            StepKind::Verify => 1,
+            StepKind::Attribute => 1,
+            StepKind::Score => 1,
+            StepKind::Report => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A step's content hash, 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StepKey(String);
+
+impl StepKey {
+    /// `sha256` over the canonical JSON of kind, version, params and input keys.
+    pub fn compute(kind: StepKind, params: &serde_json::Value, inputs: &[StepKey]) -> StepKey {
+        // serde_json's default map is ordered by key, so this serialisation is canonical.
+        let canonical = serde_json::json!({
+            "kind": kind.name(),
+            "version": kind.version(),
+            "params": params,
+            "inputs": inputs,
+        });
+        let digest = Sha256::digest(canonical.to_string().as_bytes());
+        StepKey(hex::encode(digest))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 12 hex digits, for display.
+    pub fn short(&self) -> &str {
+        &self.0[..12]
+    }
+}
+
+impl std::fmt::Display for StepKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One input of a step, as recorded in its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRef {
+    pub kind: StepKind,
+    pub key: StepKey,
+    pub label: String,
+}
+
+/// One payload file with its checksum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayloadFile {
+    pub name: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// `manifest.json`: everything needed to explain and check a cached step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub kind: StepKind,
+    pub key: StepKey,
+    pub version: u32,
+    pub label: String,
+    pub params: serde_json::Value,
+    pub inputs: Vec<InputRef>,
+    pub files: Vec<PayloadFile>,
+    /// Seconds since the Unix epoch when the step finished.
+    pub finished_at: u64,
+    pub seconds: f64,
+    pub grid_version: String,
+    pub device: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: corrupt manifest: {source}")]
+    Manifest { path: PathBuf, source: serde_json::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CacheError + '_ {
+    move |source| CacheError::Io { path: path.to_path_buf(), source }
+}
+
+/// The cache directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+/// Held while a step is being computed; released on drop.
+#[derive(Debug)]
+pub struct StepLock {
+    _file: File,
+}
+
+/// A step being written: its folder is renamed into place by [`Cache::publish`].
+#[derive(Debug)]
+pub struct Staging {
+    pub dir: PathBuf,
+    kind: StepKind,
+    key: StepKey,
+}
+
+/// What `cache/labels/<label>.json` remembers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelRecord {
+    pub key: StepKey,
+    pub version: u32,
+    pub params: serde_json::Value,
+    pub inputs: Vec<InputRef>,
+}
+
+impl Cache {
+    pub fn open(root: impl Into<PathBuf>) -> Result<Cache, CacheError> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io_err(&root))?;
+        Ok(Cache { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `cache/<kind>/<key[0..2]>/<key>`
+    pub fn step_dir(&self, kind: StepKind, key: &StepKey) -> PathBuf {
+        self.root.join(kind.name()).join(&key.as_str()[..2]).join(key.as_str())
+    }
+
+    /// The manifest of a complete step, if cached.
+    pub fn lookup(&self, kind: StepKind, key: &StepKey) -> Result<Option<Manifest>, CacheError> {
+        let path = self.step_dir(kind, key).join("manifest.json");
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| CacheError::Manifest { path, source }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CacheError::Io { path, source: e }),
+        }
+    }
+
+    /// Blocks until this process holds the step's lock.
+    pub fn lock(&self, kind: StepKind, key: &StepKey) -> Result<StepLock, CacheError> {
+        let dir = self.root.join(kind.name()).join(&key.as_str()[..2]);
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let path = dir.join(format!("{}.lock", key.as_str()));
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io_err(&path))?;
+        file.lock().map_err(io_err(&path))?;
+        Ok(StepLock { _file: file })
+    }
+
+    /// A fresh temporary folder for a step's payload.
+    pub fn begin(&self, kind: StepKind, key: &StepKey) -> Result<Staging, CacheError> {
+        let dir = self.root.join("tmp").join(format!("{}-{}-{}", kind.name(), key.short(), std::process::id()));
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+        }
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        Ok(Staging { dir, kind, key: key.clone() })
+    }
+
+    /// Checksums the payload, writes the manifest and renames the folder into place.
+    pub fn publish(
+        &self,
+        staging: Staging,
+        label: &str,
+        params: &serde_json::Value,
+        inputs: Vec<InputRef>,
+        seconds: f64,
+        device: &str,
+    ) -> Result<Manifest, CacheError> {
+        let mut files = Vec::new();
+        let mut names: Vec<PathBuf> = fs::read_dir(&staging.dir)
+            .map_err(io_err(&staging.dir))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(io_err(&staging.dir))?;
+        names.sort();
+        for path in names {
+            let bytes = fs::read(&path).map_err(io_err(&path))?;
+            files.push(PayloadFile {
+                name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                bytes: bytes.len() as u64,
+                sha256: hex::encode(Sha256::digest(&bytes)),
+            });
+        }
+        let manifest = Manifest {
+            kind: staging.kind,
+            key: staging.key.clone(),
+            version: staging.kind.version(),
+            label: label.to_string(),
+            params: params.clone(),
+            inputs,
+            files,
+            finished_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            seconds,
+            grid_version: env!("CARGO_PKG_VERSION").to_string(),
+            device: device.to_string(),
+        };
+        let manifest_path = staging.dir.join("manifest.json");
+        let json = serde_json::to_vec_pretty(&manifest).map_err(|source| CacheError::Manifest { path: manifest_path.clone(), source })?;
+        fs::write(&manifest_path, json).map_err(io_err(&manifest_path))?;
+
+        let target = self.step_dir(staging.kind, &staging.key);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        if target.exists() {
+            // Only a folder without a manifest can be here (we hold the lock):
+            // the remains of an older, interrupted layout. Replace it.
+            fs::remove_dir_all(&target).map_err(io_err(&target))?;
+        }
+        fs::rename(&staging.dir, &target).map_err(io_err(&target))?;
+        self.remember_label(label, &manifest)?;
+        Ok(manifest)
+    }
+
+    fn label_path(&self, label: &str) -> PathBuf {
+        let safe: String = label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '~' }).collect();
+        self.root.join("labels").join(format!("{safe}.json"))
+    }
+
+    fn remember_label(&self, label: &str, manifest: &Manifest) -> Result<(), CacheError> {
+        let path = self.label_path(label);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        let record = LabelRecord {
+            key: manifest.key.clone(),
+            version: manifest.version,
+            params: manifest.params.clone(),
+            inputs: manifest.inputs.clone(),
+        };
+        let tmp = path.with_extension(format!("json.{}", std::process::id()));
+        let json = serde_json::to_vec_pretty(&record).map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
+        fs::write(&tmp, json).map_err(io_err(&tmp))?;
+        fs::rename(&tmp, &path).map_err(io_err(&path))
+    }
+
+    /// What was last computed under this label, if anything.
+    pub fn label_record(&self, label: &str) -> Option<LabelRecord> {
+        let bytes = fs::read(self.label_path(label)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Whether an interrupted attempt at this step left a temporary folder.
+    pub fn has_leftover(&self, kind: StepKind, key: &StepKey) -> bool {
+        let prefix = format!("{}-{}-", kind.name(), key.short());
+        fs::read_dir(self.root.join("tmp"))
+            .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix)))
+            .unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_depends_on_everything_and_only_that() {
+        let p = serde_json::json!({"b": 1, "a": [1.5, "x"]});
+        let same = serde_json::json!({"a": [1.5, "x"], "b": 1});
+        let k = StepKey::compute(StepKind::Train, &p, &[]);
+        assert_eq!(k, StepKey::compute(StepKind::Train, &same, &[]), "key order must not matter");
+        assert_ne!(k, StepKey::compute(StepKind::Verify, &p, &[]));
+        assert_ne!(k, StepKey::compute(StepKind::Train, &serde_json::json!({"b": 2, "a": [1.5, "x"]}), &[]));
+        assert_ne!(k, StepKey::compute(StepKind::Train, &p, std::slice::from_ref(&k)));
+        assert_eq!(k.as_str().len(), 64);
+    }
+
+    #[test]
+    fn publish_is_atomic_and_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let params = serde_json::json!({"x": 1});
+        let key = StepKey::compute(StepKind::Corpus, &params, &[]);
+        assert!(cache.lookup(StepKind::Corpus, &key).unwrap().is_none());
+        let _lock = cache.lock(StepKind::Corpus, &key).unwrap();
+        let staging = cache.begin(StepKind::Corpus, &key).unwrap();
+        fs::write(staging.dir.join("data.txt"), "hello").unwrap();
+        // Not visible before publishing.
+        assert!(cache.lookup(StepKind::Corpus, &key).unwrap().is_none());
+        assert!(cache.has_leftover(StepKind::Corpus, &key));
+        let m = cache.publish(staging, "corpus/x", &params, vec![], 0.5, "cpu").unwrap();
+        assert_eq!(m.files.len(), 1);
+        assert_eq!(m.files[0].sha256, hex::encode(Sha256::digest(b"hello")));
+        assert_eq!(cache.lookup(StepKind::Corpus, &key).unwrap(), Some(m));
+        assert!(!cache.has_leftover(StepKind::Corpus, &key));
+        assert_eq!(cache.label_record("corpus/x").unwrap().key, key);
+    }
+
+    #[test]
+    fn manifest_schema_is_stable() {
+        // Pins the manifest's JSON field names: changing them orphans every cache.
+        let m = Manifest {
+            kind: StepKind::Score,
+            key: StepKey("ab".repeat(32)),
+            version: 1,
+            label: "score/l".into(),
+            params: serde_json::json!({"metric": "rank"}),
+            inputs: vec![InputRef { kind: StepKind::Attribute, key: StepKey("cd".repeat(32)), label: "attribute/l".into() }],
+            files: vec![PayloadFile { name: "scores.json".into(), bytes: 3, sha256: "ef".repeat(32) }],
+            finished_at: 1,
+            seconds: 0.25,
+            grid_version: "0.1.0".into(),
+            device: "cpu".into(),
+        };
+        let v = serde_json::to_value(&m).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["device", "files", "finished_at", "grid_version", "inputs", "key", "kind", "label", "params", "seconds", "version"]);
+        assert_eq!(v["kind"], "score");
+        assert_eq!(v["inputs"][0]["kind"], "attribute");
+        let back: Manifest = serde_json::from_value(v).unwrap();
+        assert_eq!(back, m);
+    }
+}

@@ -1,0 +1,183 @@
+//! The `grid` command line: as thin as ripgrep's core crate. Arguments are
+//! parsed here; everything else is a library call.
+//!
+//! Exit codes: 0 success, 1 a step failed, 2 bad usage or configuration.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::backend::DeviceChoice;
+use crate::cache::{stale, Cache, StepKind};
+use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
+use crate::spec::Grid;
+
+#[derive(Debug, Parser)]
+#[command(name = "grid", version, about = "Declarative experiment grids for evaluating input-salience methods on shortcut-trained classifiers")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan the grid, run every step the cache lacks, write the reports.
+    Run(Common),
+    /// Show every step: cached, or why it will run.
+    Plan(Common),
+    /// Re-render the tables from the cache only; computes nothing else.
+    Report(Common),
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// The grid file (TOML).
+    grid: PathBuf,
+    /// Cache folder.
+    #[arg(long, default_value = "cache", env = "GRID_CACHE")]
+    cache: PathBuf,
+    /// Folder the report tables are written to (under `<grid name>/`).
+    #[arg(long, default_value = "reports")]
+    reports: PathBuf,
+    /// Folder relative data paths resolve against (default: the grid file's folder).
+    #[arg(long, env = "GRID_DATA_ROOT")]
+    data_root: Option<PathBuf>,
+    /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` feature.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Steps run at the same time.
+    #[arg(long, short = 'j', default_value_t = 1)]
+    jobs: usize,
+    /// Print only the tables and errors.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print more about each step.
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+/// Parses arguments, runs, and maps the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(Failure::Usage(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+enum Failure {
+    /// Bad arguments or configuration: exit 2.
+    Usage(anyhow::Error),
+    /// Something broke while running: exit 1.
+    Runtime(anyhow::Error),
+}
+
+fn usage<E: Into<anyhow::Error>>(e: E) -> Failure {
+    Failure::Usage(e.into())
+}
+fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
+    Failure::Runtime(e.into())
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let (command, common) = match cli.command {
+        Command::Run(c) => ("run", c),
+        Command::Plan(c) => ("plan", c),
+        Command::Report(c) => ("report", c),
+    };
+    let device: DeviceChoice = common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?;
+    if command == "run" {
+        device.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    }
+    let grid = Grid::load(&common.grid).map_err(usage)?;
+    let cache = Cache::open(&common.cache).map_err(runtime)?;
+    let plan = dag::plan(&grid, &cache, &PlanOptions { data_root: common.data_root.clone() }).map_err(usage)?;
+    let verbosity = if common.quiet {
+        Verbosity::Quiet
+    } else if common.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    if command == "plan" {
+        print!("{}", describe_plan(&plan, &cache).map_err(runtime)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = RunOptions {
+        jobs: common.jobs,
+        device,
+        verbosity,
+        reports_dir: Some(common.reports.clone()),
+        cache_only: command == "report",
+    };
+    let started = std::time::Instant::now();
+    let outcome = dag::execute(&plan, &cache, &options).map_err(runtime)?;
+    if let Some(console) = &outcome.console {
+        println!("{console}");
+    }
+    if verbosity > Verbosity::Quiet {
+        let ran = outcome.executed().count();
+        eprintln!(
+            "{} steps: {ran} ran, {} cached, {} failed or skipped ({:.1}s)",
+            outcome.records.len(),
+            outcome.cached(),
+            outcome.failures().count(),
+            started.elapsed().as_secs_f64()
+        );
+        if let Some(first) = outcome.report_files.first() {
+            eprintln!("reports written to {}", first.parent().unwrap_or(Path::new(".")).display());
+        }
+    }
+    let failures: Vec<_> = outcome.failures().collect();
+    if failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for f in failures.iter().take(20) {
+        match &f.status {
+            StepStatus::Failed { error } => eprintln!("error: {} failed: {error}", f.label),
+            StepStatus::Skipped { because } => eprintln!("error: {} skipped: {because}", f.label),
+            _ => {}
+        }
+    }
+    Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+/// `grid plan`: one line per step, then a summary per kind.
+pub fn describe_plan(plan: &Plan, cache: &Cache) -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut counts = std::collections::BTreeMap::<StepKind, (usize, usize)>::new();
+    for step in &plan.steps {
+        let cached = cache.lookup(step.kind, &step.key)?.is_some();
+        let entry = counts.entry(step.kind).or_default();
+        if cached {
+            entry.0 += 1;
+            writeln!(out, "cached  {}  {}", step.key.short(), step.label)?;
+        } else {
+            entry.1 += 1;
+            let inputs: Vec<(String, crate::cache::StepKey)> =
+                step.inputs.iter().map(|&i| (plan.steps[i].label.clone(), plan.steps[i].key.clone())).collect();
+            let reason = stale::explain(cache, step.kind, &step.key, &step.label, &step.params, &inputs);
+            writeln!(out, "run     {}  {}  ({reason})", step.key.short(), step.label)?;
+        }
+    }
+    writeln!(out)?;
+    for (kind, (cached, run)) in counts {
+        writeln!(out, "{kind:>9}: {cached} cached, {run} to run")?;
+    }
+    Ok(out)
+}

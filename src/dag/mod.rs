@@ -1,0 +1,95 @@
+//! From a [`Grid`] to a DAG of content-hashed steps, and running the ones the
+//! cache lacks.
+//!
+//! Per dataset: one `corpus` step; per (dataset, shortcut): one `synth`; per
+//! (dataset, model): one `train` on the original data, shared by every shortcut;
+//! per (dataset, shortcut, model): a `train` on the mixed data and a `verify`;
+//! per method: an `attribute`; per metric: a `score`; one `report` for the grid.
+//! Steps are listed in an order where every input comes before its users.
+
+pub mod params;
+pub mod plan;
+pub mod run;
+
+use std::path::PathBuf;
+
+use crate::cache::{StepKey, StepKind};
+use crate::metrics::Metric;
+use crate::report::ReportFormat;
+use crate::salience::Method;
+use crate::shortcut::{ShortcutKind, ShortcutOptions};
+use crate::spec::{DatasetSpec, ModelSpec, TestSet, VerificationSpec};
+
+pub use plan::{plan, PlanError, PlanOptions};
+pub use run::{execute, RunOptions, RunOutcome, StepStatus, Verbosity};
+
+/// A step of the DAG.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub kind: StepKind,
+    /// Stable, human-readable identity, e.g. `train/sst2/st/lstm`.
+    pub label: String,
+    /// Indices of the steps this one reads, in a fixed order.
+    pub inputs: Vec<usize>,
+    /// The canonical parameters that went into the key.
+    pub params: serde_json::Value,
+    pub key: StepKey,
+    pub work: Work,
+}
+
+/// What a step does, with everything it needs that is not in its key (such as
+/// resolved file paths).
+#[derive(Debug, Clone)]
+pub enum Work {
+    Corpus { dataset: DatasetSpec, files: Option<ResolvedFiles> },
+    Synth { options: ShortcutOptions },
+    Train { model: ModelSpec, max_length: usize, shortcut_tokens: Vec<String>, glove: Option<PathBuf> },
+    Verify { thresholds: VerificationSpec },
+    Attribute { method: Method, sample: usize, test_set: TestSet, seed: u64, batch_size: usize, max_length: usize },
+    Score { metric: Metric },
+    Report { formats: Vec<ReportFormat>, cells: Vec<CellCoordinates>, verifications: Vec<VerifyCoordinates> },
+}
+
+/// Data files resolved against the data root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedFiles {
+    pub train: PathBuf,
+    pub validation: Option<PathBuf>,
+    pub test: PathBuf,
+}
+
+/// Where a score lands in the result tables.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CellCoordinates {
+    pub score_step: usize,
+    pub verify_step: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    pub method: String,
+    pub metric: String,
+}
+
+/// Which verification row a verify step is.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VerifyCoordinates {
+    pub verify_step: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+}
+
+/// The whole DAG, topologically ordered.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub grid_name: String,
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    pub fn report_step(&self) -> Option<usize> {
+        self.steps.iter().position(|s| s.kind == StepKind::Report)
+    }
+}

@@ -1,0 +1,167 @@
+//! The parameters that go into each step kind's key.
+//!
+//! Each function destructures its inputs field by field, without `..`: a new
+//! field in a spec struct fails to compile here until someone decides whether it
+//! changes results (hash it) or not (name it with `_` and say why).
+
+use serde_json::{json, Value};
+
+use crate::data::generated::GeneratedCorpusOptions;
+use crate::metrics::Metric;
+use crate::salience::Method;
+use crate::shortcut::{ShortcutOptions, ShortcutTokens};
+use crate::spec::{
+    BiLstmSpec, DatasetSource, DatasetSpec, ModelSpec, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+};
+
+/// Content hashes of a dataset's split files (their paths stay out of keys).
+#[derive(Debug, Clone)]
+pub struct FileHashes {
+    pub train: String,
+    pub validation: Option<String>,
+    pub test: String,
+}
+
+pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
+    let DatasetSpec {
+        name: _, // display only
+        source,
+        limits,
+        validation_share,
+        max_length: _, // used by train/attribute, not by the corpus
+    } = dataset;
+    let SplitLimits { train, validation, test } = limits;
+    let source = match source {
+        DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed }) => json!({
+            "generated": { "train": train, "validation": validation, "test": test, "seed": seed },
+        }),
+        DatasetSource::Files {
+            train: _, // hashed by content below
+            validation: _,
+            test: _,
+            format,
+            text_column,
+            label_column,
+            label_names,
+        } => {
+            let hashes = hashes.expect("file datasets are planned with their hashes");
+            json!({
+                "files": {
+                    "train": hashes.train,
+                    "validation": hashes.validation,
+                    "test": hashes.test,
+                    "format": format.map(|f| f.name()),
+                    "text_column": text_column,
+                    "label_column": label_column,
+                    "label_names": label_names,
+                }
+            })
+        }
+    };
+    json!({
+        "source": source,
+        "limits": { "train": train.map(|v| v.get()), "validation": validation.map(|v| v.get()), "test": test.map(|v| v.get()) },
+        // Only used when there is no validation file; harmless otherwise.
+        "validation_share": validation_share.get(),
+    })
+}
+
+pub fn synth(options: &ShortcutOptions) -> Value {
+    let ShortcutOptions { kind, tokens, mix_share, lone_share, max_distance, seed } = options;
+    json!({
+        "kind": kind.name(),
+        "tokens": tokens_value(tokens),
+        "mix_share": mix_share,
+        "lone_share": lone_share,
+        "max_distance": max_distance,
+        "seed": seed,
+    })
+}
+
+fn tokens_value(tokens: &ShortcutTokens) -> Value {
+    let ShortcutTokens { zero, one, context } = tokens;
+    json!({ "zero": zero, "one": one, "context": context })
+}
+
+/// `data`: `"original"` or `"shortcut"` (which input the model trains on).
+pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str, glove_hash: Option<&str>) -> Value {
+    let ModelSpec {
+        name: _, // display only
+        architecture,
+        bilstm,
+        training,
+    } = model;
+    let BiLstmSpec {
+        embedding_dim,
+        hidden_size,
+        attention_size,
+        mlp_size,
+        dropout,
+        word_dropout,
+        glove: _, // hashed by content
+        vocab,
+    } = bilstm;
+    let VocabSpec { max_size, min_count, lowercase } = vocab;
+    let TrainingSpec {
+        batch_size,
+        learning_rate,
+        momentum,
+        weight_decay,
+        max_steps,
+        eval_every,
+        patience,
+        max_grad_norm,
+        seed,
+    } = training;
+    json!({
+        "architecture": architecture.name(),
+        "data": data,
+        "max_length": max_length,
+        "shortcut_tokens": tokens,
+        "bilstm": {
+            "embedding_dim": embedding_dim.get(),
+            "hidden_size": hidden_size.get(),
+            "attention_size": attention_size.get(),
+            "mlp_size": mlp_size.get(),
+            "dropout": dropout.get(),
+            "word_dropout": word_dropout.get(),
+            "glove": glove_hash,
+            "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
+        },
+        "training": {
+            "batch_size": batch_size.get(),
+            "learning_rate": learning_rate,
+            "momentum": momentum.get(),
+            "weight_decay": weight_decay,
+            "max_steps": max_steps.get(),
+            "eval_every": eval_every.get(),
+            "patience": patience.get(),
+            "max_grad_norm": max_grad_norm,
+            "seed": seed,
+        },
+    })
+}
+
+pub fn verify(thresholds: &VerificationSpec) -> Value {
+    let VerificationSpec { min_synthetic_accuracy, chance_tolerance, max_original_drop } = thresholds;
+    json!({
+        "min_synthetic_accuracy": min_synthetic_accuracy.get(),
+        "chance_tolerance": chance_tolerance.get(),
+        "max_original_drop": max_original_drop.get(),
+    })
+}
+
+/// The attribution batch size stays out: it changes speed, not results.
+pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, max_length: usize) -> Value {
+    json!({
+        "method": method.to_string(),
+        "sample": sample,
+        "test_set": match test_set { TestSet::Synthetic => "synthetic", TestSet::Flip => "flip" },
+        "seed": seed,
+        "max_length": max_length,
+    })
+}
+
+pub fn score(metric: Metric) -> Value {
+    json!({ "metric": metric.name() })
+}

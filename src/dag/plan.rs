@@ -1,0 +1,231 @@
+//! Expanding a grid into steps and computing their keys.
+
+use std::path::{Path, PathBuf};
+
+use crate::cache::{Cache, CacheError, StepKey, StepKind};
+use crate::shortcut::ShortcutOptions;
+use crate::spec::{DatasetSource, Grid};
+
+use super::params::{self, FileHashes};
+use super::{CellCoordinates, Plan, ResolvedFiles, Step, VerifyCoordinates, Work};
+
+/// Where relative data paths point.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// `--data-root` / `GRID_DATA_ROOT`; without it, paths are relative to the grid file.
+    pub data_root: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("dataset `{dataset}`: {path}: file not found (relative paths resolve against {base}; set --data-root or GRID_DATA_ROOT)")]
+    MissingFile { dataset: String, path: PathBuf, base: PathBuf },
+    #[error("model `{model}`: GloVe file {path} not found")]
+    MissingGlove { model: String, path: PathBuf },
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+fn resolve(base: &Path, relative: &Path) -> PathBuf {
+    if relative.is_absolute() { relative.to_path_buf() } else { base.join(relative) }
+}
+
+struct Builder {
+    steps: Vec<Step>,
+}
+
+impl Builder {
+    fn add(&mut self, kind: StepKind, label: String, inputs: Vec<usize>, params: serde_json::Value, work: Work) -> usize {
+        let input_keys: Vec<StepKey> = inputs.iter().map(|&i| self.steps[i].key.clone()).collect();
+        let key = StepKey::compute(kind, &params, &input_keys);
+        self.steps.push(Step { kind, label, inputs, params, key, work });
+        self.steps.len() - 1
+    }
+}
+
+/// Builds the DAG. Reads (and hashes) data files, so that a key names content.
+pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, PlanError> {
+    let base = options
+        .data_root
+        .clone()
+        .unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let mut b = Builder { steps: Vec::new() };
+    let tokens = &grid.shortcuts.tokens;
+    let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];
+    let mut cells = Vec::new();
+    let mut verifications = Vec::new();
+    let mut report_inputs = Vec::new();
+
+    for dataset in &grid.datasets {
+        let (files, hashes) = match &dataset.source {
+            DatasetSource::Generated(_) => (None, None),
+            DatasetSource::Files { train, validation, test, .. } => {
+                let check = |p: &Path| {
+                    let full = resolve(&base, p);
+                    if full.is_file() {
+                        Ok(full)
+                    } else {
+                        Err(PlanError::MissingFile { dataset: dataset.name.clone(), path: full, base: base.clone() })
+                    }
+                };
+                let files = ResolvedFiles {
+                    train: check(train)?,
+                    validation: validation.as_deref().map(check).transpose()?,
+                    test: check(test)?,
+                };
+                let hashes = FileHashes {
+                    train: cache.file_hash(&files.train)?,
+                    validation: files.validation.as_deref().map(|p| cache.file_hash(p)).transpose()?,
+                    test: cache.file_hash(&files.test)?,
+                };
+                (Some(files), Some(hashes))
+            }
+        };
+        let corpus = b.add(
+            StepKind::Corpus,
+            format!("corpus/{}", dataset.name),
+            vec![],
+            params::corpus(dataset, hashes.as_ref()),
+            Work::Corpus { dataset: dataset.clone(), files },
+        );
+        let max_length = dataset.max_length.get();
+
+        // Original-data models: one per (dataset, model), shared by all shortcuts.
+        let mut original_models = Vec::new();
+        for model in &grid.models {
+            let (glove, glove_hash) = glove_of(model, &base, cache)?;
+            let step = b.add(
+                StepKind::Train,
+                format!("train/{}/original/{}", dataset.name, model.name),
+                vec![corpus],
+                params::train(model, max_length, &token_list, "original", glove_hash.as_deref()),
+                Work::Train { model: model.clone(), max_length, shortcut_tokens: token_list.clone(), glove },
+            );
+            original_models.push(step);
+        }
+
+        for &kind in &grid.shortcuts.kinds {
+            let options = ShortcutOptions {
+                kind,
+                tokens: tokens.clone(),
+                mix_share: grid.shortcuts.mix_share.get(),
+                lone_share: grid.shortcuts.lone_share.unwrap_or(grid.shortcuts.mix_share).get(),
+                max_distance: grid.shortcuts.max_distance.get(),
+                seed: grid.shortcuts.seed,
+            };
+            let synth = b.add(
+                StepKind::Synth,
+                format!("synth/{}/{kind}", dataset.name),
+                vec![corpus],
+                params::synth(&options),
+                Work::Synth { options },
+            );
+            for (model, &original) in grid.models.iter().zip(&original_models) {
+                let cell = format!("{}/{kind}/{}", dataset.name, model.name);
+                let (glove, glove_hash) = glove_of(model, &base, cache)?;
+                let trained = b.add(
+                    StepKind::Train,
+                    format!("train/{cell}"),
+                    vec![synth],
+                    params::train(model, max_length, &token_list, "shortcut", glove_hash.as_deref()),
+                    Work::Train { model: model.clone(), max_length, shortcut_tokens: token_list.clone(), glove },
+                );
+                let verify = b.add(
+                    StepKind::Verify,
+                    format!("verify/{cell}"),
+                    vec![trained, original, synth, corpus],
+                    params::verify(&grid.verification),
+                    Work::Verify { thresholds: grid.verification.clone() },
+                );
+                report_inputs.push(verify);
+                verifications.push(VerifyCoordinates {
+                    verify_step: verify,
+                    model: model.name.clone(),
+                    architecture: model.architecture.name().into(),
+                    dataset: dataset.name.clone(),
+                    shortcut: kind,
+                });
+                let a = &grid.attribution;
+                for &method in &a.methods {
+                    let attribute = b.add(
+                        StepKind::Attribute,
+                        format!("attribute/{cell}/{method}"),
+                        vec![trained, synth],
+                        params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                        Work::Attribute {
+                            method,
+                            sample: a.sample.get(),
+                            test_set: a.test_set,
+                            seed: a.seed,
+                            batch_size: a.batch_size.get(),
+                            max_length,
+                        },
+                    );
+                    for &metric in &grid.metrics {
+                        let score = b.add(
+                            StepKind::Score,
+                            format!("score/{cell}/{method}/{metric}"),
+                            vec![attribute],
+                            params::score(metric),
+                            Work::Score { metric },
+                        );
+                        report_inputs.push(score);
+                        cells.push(CellCoordinates {
+                            score_step: score,
+                            verify_step: verify,
+                            model: model.name.clone(),
+                            architecture: model.architecture.name().into(),
+                            dataset: dataset.name.clone(),
+                            shortcut: kind,
+                            method: method.to_string(),
+                            metric: metric.name().into(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    // The report's parameters are its layout: which input is which cell. Input
+    // positions are replaced by their index in `report_inputs`, so the key names
+    // only what the tables show.
+    let position = |step: usize| report_inputs.iter().position(|&s| s == step);
+    let layout = serde_json::json!({
+        "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
+        "cells": cells.iter().map(|c| serde_json::json!({
+            "score": position(c.score_step), "verify": position(c.verify_step), "model": c.model,
+            "architecture": c.architecture, "dataset": c.dataset, "shortcut": c.shortcut.name(),
+            "method": c.method, "metric": c.metric,
+        })).collect::<Vec<_>>(),
+        "verifications": verifications.iter().map(|v| serde_json::json!({
+            "verify": position(v.verify_step), "model": v.model, "architecture": v.architecture,
+            "dataset": v.dataset, "shortcut": v.shortcut.name(),
+        })).collect::<Vec<_>>(),
+    });
+    b.add(
+        StepKind::Report,
+        format!("report/{}", grid.name),
+        report_inputs,
+        layout,
+        Work::Report { formats: grid.report.formats.clone(), cells, verifications },
+    );
+    Ok(Plan { grid_name: grid.name.clone(), steps: b.steps })
+}
+
+fn glove_of(
+    model: &crate::spec::ModelSpec,
+    base: &Path,
+    cache: &Cache,
+) -> Result<(Option<PathBuf>, Option<String>), PlanError> {
+    match &model.bilstm.glove {
+        None => Ok((None, None)),
+        Some(p) => {
+            let path = resolve(base, Path::new(p));
+            if !path.is_file() {
+                return Err(PlanError::MissingGlove { model: model.name.clone(), path });
+            }
+            let hash = cache.file_hash(&path)?;
+            Ok((Some(path), Some(hash)))
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Running a plan: cached steps are skipped, the rest run as soon as their
+//! inputs exist, up to `jobs` at a time. A failing step fails only the steps
+//! that depend on it; everything else still runs and is kept.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::backend::DeviceChoice;
+use crate::cache::{Cache, CacheError, InputRef, StepKind};
+use crate::steps::{self, StepContext};
+
+use super::Plan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub jobs: usize,
+    pub device: DeviceChoice,
+    pub verbosity: Verbosity,
+    /// Where the report's files are copied (`<dir>/<grid name>/`).
+    pub reports_dir: Option<PathBuf>,
+    /// `grid report`: compute nothing but the report itself.
+    pub cache_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepStatus {
+    Cached,
+    Ran { seconds: f64 },
+    Failed { error: String },
+    /// Not run because an input failed or is missing.
+    Skipped { because: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    pub index: usize,
+    pub kind: StepKind,
+    pub label: String,
+    pub status: StepStatus,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    pub records: Vec<StepRecord>,
+    /// Report files copied into the reports folder.
+    pub report_files: Vec<PathBuf>,
+    /// The tables as text, when the report exists.
+    pub console: Option<String>,
+}
+
+impl RunOutcome {
+    pub fn executed(&self) -> impl Iterator<Item = &StepRecord> {
+        self.records.iter().filter(|r| matches!(r.status, StepStatus::Ran { .. }))
+    }
+
+    pub fn executed_of(&self, kind: StepKind) -> usize {
+        self.executed().filter(|r| r.kind == kind).count()
+    }
+
+    pub fn cached(&self) -> usize {
+        self.records.iter().filter(|r| r.status == StepStatus::Cached).count()
+    }
+
+    pub fn failures(&self) -> impl Iterator<Item = &StepRecord> {
+        self.records.iter().filter(|r| matches!(r.status, StepStatus::Failed { .. } | StepStatus::Skipped { .. }))
+    }
+
+    pub fn succeeded(&self) -> bool {
+        self.failures().next().is_none()
+    }
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {prefix:<40} [{bar:25}] {pos}/{len} {elapsed} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// Runs every step the cache lacks.
+pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOutcome, CacheError> {
+    let n = plan.steps.len();
+    let mut status: Vec<Option<StepStatus>> = vec![None; n];
+    for (i, step) in plan.steps.iter().enumerate() {
+        if cache.lookup(step.kind, &step.key)?.is_some() {
+            status[i] = Some(StepStatus::Cached);
+        }
+    }
+    let multi = MultiProgress::with_draw_target(if options.verbosity == Verbosity::Quiet {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    });
+    let say = |line: String| {
+        if options.verbosity > Verbosity::Quiet {
+            let _ = multi.println(line);
+        }
+    };
+    let jobs = options.jobs.max(1);
+
+    std::thread::scope(|scope| -> Result<(), CacheError> {
+        let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus)>();
+        let mut running = 0usize;
+        let mut started = vec![false; n];
+        loop {
+            // Settle steps whose inputs failed, then start what is ready.
+            for i in 0..n {
+                if status[i].is_some() || started[i] {
+                    continue;
+                }
+                let step = &plan.steps[i];
+                let blocked = step.inputs.iter().find_map(|&j| match &status[j] {
+                    Some(StepStatus::Failed { .. }) | Some(StepStatus::Skipped { .. }) => Some(plan.steps[j].label.clone()),
+                    _ => None,
+                });
+                if let Some(input) = blocked {
+                    status[i] = Some(StepStatus::Skipped { because: format!("input `{input}` did not complete") });
+                    continue;
+                }
+                if options.cache_only && step.kind != StepKind::Report {
+                    status[i] = Some(StepStatus::Skipped { because: "not in the cache (run `grid run` first)".into() });
+                    continue;
+                }
+                let ready = step.inputs.iter().all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })));
+                if !ready || running >= jobs {
+                    continue;
+                }
+                started[i] = true;
+                running += 1;
+                let bar = multi.add(ProgressBar::new(0).with_style(bar_style()).with_prefix(step.label.clone()));
+                bar.enable_steady_tick(Duration::from_millis(200));
+                let tx = done_tx.clone();
+                let device = options.device;
+                scope.spawn(move || {
+                    let result = run_one(plan, cache, i, device, &bar);
+                    bar.finish_and_clear();
+                    let _ = tx.send((i, result));
+                });
+            }
+            if running == 0 {
+                break;
+            }
+            let (i, result) = done_rx.recv().expect("a worker always reports");
+            running -= 1;
+            let step = &plan.steps[i];
+            match &result {
+                StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
+                StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),
+                StepStatus::Failed { error } => say(format!("  FAILED {}: {error}", step.label)),
+                StepStatus::Skipped { .. } => {}
+            }
+            status[i] = Some(result);
+        }
+        Ok(())
+    })?;
+
+    let records: Vec<StepRecord> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StepRecord {
+            index: i,
+            kind: s.kind,
+            label: s.label.clone(),
+            status: status[i].clone().unwrap_or(StepStatus::Skipped { because: "not reached".into() }),
+        })
+        .collect();
+    let mut outcome = RunOutcome { records, ..Default::default() };
+    if let Some(report) = plan.report_step() {
+        if matches!(outcome.records[report].status, StepStatus::Cached | StepStatus::Ran { .. }) {
+            let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
+            outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();
+            if let Some(reports) = &options.reports_dir {
+                outcome.report_files = copy_report(&dir, &reports.join(&plan.grid_name))?;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn run_one(plan: &Plan, cache: &Cache, index: usize, device: DeviceChoice, bar: &ProgressBar) -> StepStatus {
+    let step = &plan.steps[index];
+    let attempt = || -> anyhow::Result<StepStatus> {
+        let _lock = cache.lock(step.kind, &step.key)?;
+        if cache.lookup(step.kind, &step.key)?.is_some() {
+            return Ok(StepStatus::Cached);
+        }
+        let started = Instant::now();
+        let staging = cache.begin(step.kind, &step.key)?;
+        let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
+        let ctx = StepContext { plan, inputs, device, progress: bar };
+        let result = catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                Err(anyhow::anyhow!("panicked: {message}"))
+            });
+        if let Err(e) = result {
+            let _ = std::fs::remove_dir_all(&staging.dir);
+            return Err(e);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let input_refs = step
+            .inputs
+            .iter()
+            .map(|&j| InputRef { kind: plan.steps[j].kind, key: plan.steps[j].key.clone(), label: plan.steps[j].label.clone() })
+            .collect();
+        cache.publish(staging, &step.label, &step.params, input_refs, seconds, &device.to_string())?;
+        Ok(StepStatus::Ran { seconds })
+    };
+    attempt().unwrap_or_else(|e| StepStatus::Failed { error: format!("{e:#}") })
+}
+
+fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathBuf>, CacheError> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| CacheError::Io { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    let mut files = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(from).map_err(io(from))?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name == "manifest.json" || name == steps::report::CONSOLE {
+            continue;
+        }
+        let target = to.join(&name);
+        std::fs::copy(entry.path(), &target).map_err(io(&target))?;
+        files.push(target);
+    }
+    Ok(files)
+}

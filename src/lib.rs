@@ -1,0 +1,22 @@
+//! `grid`: declarative experiment grids for evaluating input-salience methods on
+//! classifiers trained with known shortcuts (Bastings et al. 2022).
+//!
+//! The library is layered like the pipeline: `spec` turns a TOML file into a
+//! validated [`spec::Grid`]; `dag` expands the grid into content-hashed steps and
+//! runs the ones the `cache` lacks; each step kind lives in its own module
+//! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
+
+pub mod data;
+pub mod report;
+pub mod shortcut;
+pub mod model;
+pub mod text;
+pub mod salience;
+pub mod metrics;
+pub mod spec;
+pub mod cache;
+pub mod train;
+pub mod backend;
+pub mod dag;
+pub mod steps;
+pub mod cli;

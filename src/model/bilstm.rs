@@ -1,0 +1,288 @@
+//! Bidirectional LSTM with keys-only additive attention, the LSTM model of
+//! Bastings et al. 2022 (appendix A.1), after Jain & Wallace 2019
+//! ("Attention is not Explanation", <https://github.com/successar/AttentionExplanation>).
+//!
+//! embedding (300, GloVe-initialisable) → one BiLSTM layer (256 per direction) →
+//! additive attention `α = softmax_t(vᵀ tanh(W h_t))` over real tokens →
+//! context `Σ_t α_t h_t` → one hidden layer (256, ReLU) → logits.
+//! Dropout (0.5) after the embedding, the LSTM and the hidden layer; word dropout
+//! (0.1, to `[UNK]`) is applied to ids by the trainer.
+//!
+//! The LSTM is written here rather than taken from burn-nn: burn's `BiLstm` has no
+//! sequence lengths, so on right-padded batches its backward direction would start
+//! on padding. This one carries the state unchanged across padded steps, which is
+//! exact for right padding, and projects all inputs in one matmul before the
+//! recurrence (PyTorch's `nn.LSTM` parameter layout: gates `i, f, g, o`).
+
+use burn::module::Param;
+use burn::prelude::*;
+use burn::tensor::activation::{relu, sigmoid, softmax, tanh};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::init;
+use super::noise::Noise;
+use super::Classifier;
+
+/// Hyper-parameters, saved as `config.json` next to the weights.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BiLstmConfig {
+    pub vocab_size: usize,
+    pub embedding_dim: usize,
+    /// Hidden size of each direction; the encoder output is twice this.
+    pub hidden_size: usize,
+    pub attention_size: usize,
+    pub mlp_size: usize,
+    /// 1 for a binary classifier (one logit), C for C classes.
+    pub num_outputs: usize,
+    pub dropout: f64,
+    pub pad_id: u32,
+}
+
+/// One direction of the LSTM. Shapes are burn's `[d_input, d_output]`.
+#[derive(Module, Debug)]
+pub struct LstmDirection<B: Backend> {
+    /// `[embedding_dim, 4 * hidden]`, gates `i, f, g, o`.
+    pub weight_ih: Param<Tensor<B, 2>>,
+    /// `[hidden, 4 * hidden]`.
+    pub weight_hh: Param<Tensor<B, 2>>,
+    pub bias_ih: Param<Tensor<B, 1>>,
+    pub bias_hh: Param<Tensor<B, 1>>,
+}
+
+impl<B: Backend> LstmDirection<B> {
+    fn new(rng: &mut ChaCha8Rng, d_input: usize, hidden: usize, device: &B::Device) -> Self {
+        // PyTorch's nn.LSTM: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
+        let bound = 1.0 / (hidden as f64).sqrt();
+        Self {
+            weight_ih: init::uniform(rng, [d_input, 4 * hidden], bound, device),
+            weight_hh: init::uniform(rng, [hidden, 4 * hidden], bound, device),
+            bias_ih: init::uniform(rng, [4 * hidden], bound, device),
+            bias_hh: init::uniform(rng, [4 * hidden], bound, device),
+        }
+    }
+
+    fn hidden_size(&self) -> usize {
+        self.weight_hh.dims()[0]
+    }
+
+    /// `x`: `[batch, time, d_input]`, `mask`: `[batch, time]` (right padding).
+    /// Returns `[batch, time, hidden]`; the state passes through padded steps unchanged.
+    fn forward(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, reverse: bool) -> Tensor<B, 3> {
+        let [batch, time, d_input] = x.dims();
+        let hidden = self.hidden_size();
+        let device = x.device();
+        let bias = (self.bias_ih.val() + self.bias_hh.val()).reshape([1, 1, 4 * hidden]);
+        let projected = x
+            .reshape([batch * time, d_input])
+            .matmul(self.weight_ih.val())
+            .reshape([batch, time, 4 * hidden])
+            + bias;
+        let weight_hh = self.weight_hh.val();
+
+        let mut h = Tensor::<B, 2>::zeros([batch, hidden], &device);
+        let mut c = Tensor::<B, 2>::zeros([batch, hidden], &device);
+        let mut outputs: Vec<Option<Tensor<B, 2>>> = vec![None; time];
+        let steps: Box<dyn Iterator<Item = usize>> =
+            if reverse { Box::new((0..time).rev()) } else { Box::new(0..time) };
+        for t in steps {
+            let gates = projected
+                .clone()
+                .slice([0..batch, t..t + 1, 0..4 * hidden])
+                .reshape([batch, 4 * hidden])
+                + h.clone().matmul(weight_hh.clone());
+            let mut gates = gates.chunk(4, 1).into_iter();
+            let (i, f, g, o) = match (gates.next(), gates.next(), gates.next(), gates.next()) {
+                (Some(i), Some(f), Some(g), Some(o)) => (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)),
+                _ => unreachable!("chunk(4) of a 4*hidden tensor gives four parts"),
+            };
+            let c_new = f * c.clone() + i * g;
+            let h_new = o * tanh(c_new.clone());
+            let m = mask.clone().slice([0..batch, t..t + 1]);
+            c = c.clone() + (c_new - c) * m.clone();
+            h = h.clone() + (h_new - h) * m;
+            outputs[t] = Some(h.clone());
+        }
+        Tensor::stack(outputs.into_iter().flatten().collect(), 1)
+    }
+}
+
+/// Keys-only additive attention (Bahdanau et al. 2014 without a query).
+#[derive(Module, Debug)]
+pub struct AdditiveAttention<B: Backend> {
+    pub projection: burn::nn::Linear<B>,
+    pub scorer: burn::nn::Linear<B>,
+}
+
+impl<B: Backend> AdditiveAttention<B> {
+    /// Weights `[batch, time]` summing to 1 over real tokens; exactly 0 on padding.
+    pub fn weights(&self, keys: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        let [batch, time, _] = keys.dims();
+        let scores = self.scorer.forward(tanh(self.projection.forward(keys))).reshape([batch, time]);
+        let padding = mask.clone().lower_elem(0.5);
+        softmax(scores.mask_fill(padding, -1.0e9), 1) * mask
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct BiLstmClassifier<B: Backend> {
+    pub embeddings: burn::nn::Embedding<B>,
+    pub lstm_forward: LstmDirection<B>,
+    pub lstm_backward: LstmDirection<B>,
+    pub attention: AdditiveAttention<B>,
+    pub hidden: burn::nn::Linear<B>,
+    pub output: burn::nn::Linear<B>,
+    /// Dropout probability (training only).
+    pub dropout: f64,
+}
+
+impl<B: Backend> BiLstmClassifier<B> {
+    /// A freshly initialised model; `embeddings`, if given, replaces the random
+    /// embedding rows (e.g. GloVe vectors), one `embedding_dim` row per vocabulary id.
+    pub fn new(config: &BiLstmConfig, rng: &mut ChaCha8Rng, pretrained: Option<Vec<f32>>, device: &B::Device) -> Self {
+        let BiLstmConfig { vocab_size, embedding_dim, hidden_size, attention_size, mlp_size, num_outputs, dropout, pad_id } =
+            *config;
+        let mut rngs = (0..6).map(|_| init::fork(rng)).collect::<Vec<_>>().into_iter();
+        let mut next = || rngs.next().expect("six sub-streams");
+        let weight = match pretrained {
+            Some(values) => Param::from_tensor(Tensor::from_data(TensorData::new(values, [vocab_size, embedding_dim]), device)),
+            None => init::normal(&mut next(), [vocab_size, embedding_dim], 1.0, device),
+        };
+        // The padding row is zero, as with PyTorch's `padding_idx`.
+        let weight = weight.map(|w| {
+            let pad = pad_id as usize;
+            w.slice_assign([pad..pad + 1, 0..embedding_dim], Tensor::zeros([1, embedding_dim], device))
+        });
+        let encoder = 2 * hidden_size;
+        Self {
+            embeddings: burn::nn::Embedding { weight },
+            lstm_forward: LstmDirection::new(&mut next(), embedding_dim, hidden_size, device),
+            lstm_backward: LstmDirection::new(&mut next(), embedding_dim, hidden_size, device),
+            attention: AdditiveAttention {
+                projection: init::linear(&mut next(), encoder, attention_size, true, device),
+                scorer: init::linear(&mut next(), attention_size, 1, false, device),
+            },
+            hidden: {
+                let mut r = next();
+                init::linear(&mut r, encoder, mlp_size, true, device)
+            },
+            output: init::linear(rng, mlp_size, num_outputs, true, device),
+            dropout,
+        }
+    }
+
+    /// Logits and attention weights. With `noise`, applies dropout (training).
+    pub fn forward_with(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        mut noise: Option<&mut Noise>,
+    ) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let drop = |x: Tensor<B, 3>, noise: &mut Option<&mut Noise>| match noise {
+            Some(n) => n.dropout(x, self.dropout),
+            None => x,
+        };
+        let embeddings = drop(embeddings, &mut noise);
+        let forward = self.lstm_forward.forward(embeddings.clone(), mask.clone(), false);
+        let backward = self.lstm_backward.forward(embeddings, mask.clone(), true);
+        let states = drop(Tensor::cat(vec![forward, backward], 2), &mut noise);
+        let alpha = self.attention.weights(states.clone(), mask);
+        let [batch, time, width] = states.dims();
+        let context = (states * alpha.clone().reshape([batch, time, 1])).sum_dim(1).reshape([batch, width]);
+        let hidden = relu(self.hidden.forward(context));
+        let hidden = match noise.as_mut() {
+            Some(n) => n.dropout(hidden, self.dropout),
+            None => hidden,
+        };
+        (self.output.forward(hidden), alpha)
+    }
+}
+
+impl<B: Backend> Classifier<B> for BiLstmClassifier<B> {
+    fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        self.embeddings.forward(ids)
+    }
+
+    fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.forward_with(embeddings, mask, None).0
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.output.weight.dims()[1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TokenBatch;
+    use burn::backend::Flex;
+    use rand::SeedableRng;
+
+    type B = Flex;
+
+    fn tiny() -> BiLstmConfig {
+        BiLstmConfig {
+            vocab_size: 20,
+            embedding_dim: 8,
+            hidden_size: 6,
+            attention_size: 5,
+            mlp_size: 7,
+            num_outputs: 1,
+            dropout: 0.5,
+            pad_id: 0,
+        }
+    }
+
+    fn model(seed: u64) -> BiLstmClassifier<B> {
+        BiLstmClassifier::new(&tiny(), &mut ChaCha8Rng::seed_from_u64(seed), None, &Default::default())
+    }
+
+    fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+        t.into_data().to_vec().unwrap()
+    }
+
+    #[test]
+    fn padding_does_not_change_logits() {
+        let m = model(1);
+        let device = Default::default();
+        let alone = TokenBatch::<B>::from_sequences(&[&[3, 4, 5]], 0, &device);
+        let padded = TokenBatch::<B>::from_sequences(&[&[3, 4, 5], &[6, 7, 8, 9, 10, 11, 12]], 0, &device);
+        let a = values(m.logits(&alone));
+        let b = values(m.logits(&padded));
+        assert!((a[0] - b[0]).abs() < 1e-6, "{a:?} vs {b:?}");
+    }
+
+    #[test]
+    fn attention_sums_to_one_over_real_tokens() {
+        let m = model(2);
+        let device = Default::default();
+        let batch = TokenBatch::<B>::from_sequences(&[&[3, 4], &[5, 6, 7, 8]], 0, &device);
+        let (_, alpha) = m.forward_with(m.embed(batch.ids.clone()), batch.mask.clone(), None);
+        let alpha = values(alpha);
+        assert!((alpha[0] + alpha[1] - 1.0).abs() < 1e-5);
+        assert_eq!(&alpha[2..4], &[0.0, 0.0]);
+        assert!((alpha[4..8].iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn same_seed_same_weights_and_pad_row_zero() {
+        let device = Default::default();
+        let batch = TokenBatch::<B>::from_sequences(&[&[1, 2, 3]], 0, &device);
+        assert_eq!(values(model(7).logits(&batch)), values(model(7).logits(&batch)));
+        assert_ne!(values(model(7).logits(&batch)), values(model(8).logits(&batch)));
+        let pad_row = values(model(7).embeddings.weight.val().slice([0..1, 0..8]));
+        assert!(pad_row.iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn order_matters_both_directions() {
+        // A BiLSTM must distinguish "a b" from "b a" (the op shortcut relies on it).
+        let m = model(3);
+        let device = Default::default();
+        let ab = values(m.logits(&TokenBatch::<B>::from_sequences(&[&[3, 4]], 0, &device)));
+        let ba = values(m.logits(&TokenBatch::<B>::from_sequences(&[&[4, 3]], 0, &device)));
+        assert!((ab[0] - ba[0]).abs() > 1e-7);
+    }
+}

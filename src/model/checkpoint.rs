@@ -1,0 +1,124 @@
+//! Saving and loading trained classifiers: `model.safetensors` (weights, burn
+//! parameter paths) next to `config.json` (architecture and hyper-parameters)
+//! and `vocab.json` (the tokenizer), as burn's text-classification example keeps
+//! its config beside the weights.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use burn_store::{ModuleSnapshot, SafetensorsStore};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::bilstm::{BiLstmClassifier, BiLstmConfig};
+use super::Classifier;
+use crate::text::vocab::WordVocab;
+use crate::text::TextEncoder;
+
+pub const WEIGHTS: &str = "model.safetensors";
+pub const CONFIG: &str = "config.json";
+pub const VOCAB: &str = "vocab.json";
+
+/// `config.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "architecture", rename_all = "lowercase")]
+pub enum ModelConfig {
+    Bilstm { config: BiLstmConfig, max_length: usize },
+}
+
+impl ModelConfig {
+    pub fn max_length(&self) -> usize {
+        match self {
+            ModelConfig::Bilstm { max_length, .. } => *max_length,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: invalid JSON: {source}")]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: cannot save or load weights: {message}")]
+    Weights { path: PathBuf, message: String },
+}
+
+/// A trained classifier of any architecture, with its tokenizer.
+#[derive(Debug)]
+pub enum AnyClassifier<B: Backend> {
+    Bilstm(BiLstmClassifier<B>),
+}
+
+impl<B: Backend> Classifier<B> for AnyClassifier<B> {
+    fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.embed(ids),
+        }
+    }
+    fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.logits_from_embeddings(embeddings, mask),
+        }
+    }
+    fn num_outputs(&self) -> usize {
+        match self {
+            AnyClassifier::Bilstm(m) => m.num_outputs(),
+        }
+    }
+}
+
+pub struct Checkpoint<B: Backend> {
+    pub model: AnyClassifier<B>,
+    pub encoder: Box<dyn TextEncoder>,
+    pub config: ModelConfig,
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CheckpointError> {
+    let json = serde_json::to_vec_pretty(value).map_err(|source| CheckpointError::Json { path: path.into(), source })?;
+    fs::write(path, json).map_err(|source| CheckpointError::Io { path: path.into(), source })
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CheckpointError> {
+    let bytes = fs::read(path).map_err(|source| CheckpointError::Io { path: path.into(), source })?;
+    serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Json { path: path.into(), source })
+}
+
+pub fn save_bilstm<B: Backend>(
+    dir: &Path,
+    model: &BiLstmClassifier<B>,
+    config: &ModelConfig,
+    vocab: &WordVocab,
+) -> Result<(), CheckpointError> {
+    let path = dir.join(WEIGHTS);
+    let mut store = SafetensorsStore::from_file(&path);
+    model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
+    write_json(&dir.join(CONFIG), config)?;
+    write_json(&dir.join(VOCAB), vocab)
+}
+
+pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<Checkpoint<B>, CheckpointError> {
+    let config: ModelConfig = read_json(&dir.join(CONFIG))?;
+    let path = dir.join(WEIGHTS);
+    match &config {
+        ModelConfig::Bilstm { config: c, .. } => {
+            let vocab: WordVocab = read_json::<WordVocab>(&dir.join(VOCAB))?.reindexed();
+            // Any initialisation will do: every parameter is overwritten.
+            let mut model = BiLstmClassifier::<B>::new(c, &mut ChaCha8Rng::seed_from_u64(0), None, device);
+            let mut store = SafetensorsStore::from_file(&path);
+            let result = model
+                .load_from(&mut store)
+                .map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
+            if !result.missing.is_empty() || !result.errors.is_empty() {
+                let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();
+                return Err(CheckpointError::Weights {
+                    path,
+                    message: format!("missing tensors {missing:?}; errors {:?}", result.errors),
+                });
+            }
+            Ok(Checkpoint { model: AnyClassifier::Bilstm(model), encoder: Box::new(vocab), config })
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Initial embeddings from a GloVe-format text file (`word v1 … vd` per line),
+//! as the paper's LSTM uses (Pennington et al. 2014). Words the file lacks get
+//! `N(0, σ²)` rows with σ the spread of the loaded vectors; `[PAD]` stays zero.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GloveError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: expected a word and {dim} numbers, found {found} numbers")]
+    Dimension { path: PathBuf, line: usize, dim: usize, found: usize },
+    #[error("{path}:{line}: `{value}` is not a number")]
+    Number { path: PathBuf, line: usize, value: String },
+}
+
+/// Coverage statistics, recorded in the training log.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GloveCoverage {
+    pub found: usize,
+    pub vocab: usize,
+}
+
+/// An embedding matrix `[words.len(), dim]`, row-major.
+pub fn load(path: &Path, words: &[String], dim: usize, rng: &mut ChaCha8Rng) -> Result<(Vec<f32>, GloveCoverage), GloveError> {
+    let index: std::collections::HashMap<&str, usize> = words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
+    let file = File::open(path).map_err(|source| GloveError::Io { path: path.into(), source })?;
+    let mut matrix = vec![f32::NAN; words.len() * dim];
+    let mut found = 0;
+    let (mut sum, mut sum_sq, mut count) = (0.0f64, 0.0f64, 0usize);
+    for (n, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| GloveError::Io { path: path.into(), source })?;
+        // GloVe's 840B file has words containing spaces: the vector is the last `dim` fields.
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.len() < dim + 1 {
+            if line.trim().is_empty() {
+                continue;
+            }
+            return Err(GloveError::Dimension { path: path.into(), line: n + 1, dim, found: fields.len().saturating_sub(1) });
+        }
+        let word = fields[..fields.len() - dim].join(" ");
+        let Some(&row) = index.get(word.as_str()) else { continue };
+        if !matrix[row * dim].is_nan() {
+            continue;
+        }
+        for (d, value) in fields[fields.len() - dim..].iter().enumerate() {
+            let v: f32 = value.parse().map_err(|_| GloveError::Number { path: path.into(), line: n + 1, value: value.to_string() })?;
+            matrix[row * dim + d] = v;
+            sum += v as f64;
+            sum_sq += (v as f64) * (v as f64);
+            count += 1;
+        }
+        found += 1;
+    }
+    let mean = if count > 0 { sum / count as f64 } else { 0.0 };
+    let std = if count > 1 { (sum_sq / count as f64 - mean * mean).max(1e-8).sqrt() } else { 1.0 };
+    let normal = Normal::new(0.0f32, std as f32).expect("finite std");
+    for v in matrix.iter_mut().filter(|v| v.is_nan()) {
+        *v = normal.sample(rng);
+    }
+    Ok((matrix, GloveCoverage { found, vocab: words.len() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn loads_known_rows_and_fills_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.txt");
+        std::fs::write(&path, "good 1 2\nbad -1 -2\nnew york 3 4\n").unwrap();
+        let words: Vec<String> = ["[PAD]", "good", "new york", "oov"].iter().map(|s| s.to_string()).collect();
+        let (m, cov) = load(&path, &words, 2, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();
+        assert_eq!(&m[2..4], &[1.0, 2.0]);
+        assert_eq!(&m[4..6], &[3.0, 4.0]);
+        assert!(m.iter().all(|v| v.is_finite()));
+        assert_eq!(cov, GloveCoverage { found: 2, vocab: 4 });
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.txt");
+        std::fs::write(&path, "good 1 2\nbad 1 x\n").unwrap();
+        let words = vec!["bad".to_string()];
+        let err = load(&path, &words, 2, &mut ChaCha8Rng::seed_from_u64(0)).unwrap_err().to_string();
+        assert!(err.ends_with("g.txt:2: `x` is not a number"), "{err}");
+        std::fs::write(&path, "good 1\n").unwrap();
+        let err = load(&path, &words, 2, &mut ChaCha8Rng::seed_from_u64(0)).unwrap_err().to_string();
+        assert!(err.contains("g.txt:1: expected a word and 2 numbers"), "{err}");
+    }
+}

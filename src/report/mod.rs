@@ -1,0 +1,642 @@
+//! Result tables: the last step of the pipeline, and the only module that renders.
+//!
+//! Input: one [`CellResult`] per (model, dataset, shortcut, method, metric) and one
+//! [`VerificationRow`] per (model, dataset, shortcut). [`write_reports`] builds
+//! polars frames from them ([`tables`]) and writes, into one directory:
+//!
+//! | file | formats | content |
+//! |---|---|---|
+//! | `results_long.{csv,parquet}` | csv, parquet | every cell, every field, input order |
+//! | `verification.{csv,parquet}` | csv, parquet | one row per verification; accuracies as fractions 0..1, `failures` joined with `"; "` |
+//! | `verification.md` | markdown | the same, accuracies as percentages with one decimal |
+//! | `<model>_<metric>.{csv,md}` | csv, markdown | Bastings et al. Tables 6/7: rows = methods, columns = `dataset:shortcut`; precision 2 decimals, rank 1 (others 3) |
+//!
+//! In the layouts a number whose model failed verification carries a trailing
+//! `" †"` (so the layout CSV has string cells), and the markdown gets the footnote
+//! [`tables::FAILED_FOOTNOTE`]. Layouts are presentation, so they have no Parquet
+//! form; `results_long.parquet` holds the same numbers unrounded.
+//!
+//! Order is first appearance in the input everywhere, and nothing depends on hash
+//! order or the clock: the same input gives byte-identical files. Each file is
+//! written to a temporary file in `dir` and renamed into place, so a reader never
+//! sees half a table. Model and metric names are made file-safe (anything but
+//! ASCII letters, digits, `.`, `-`, `_` becomes `_`); two tables that would land on
+//! one file name are an error rather than a silent overwrite.
+
+pub mod markdown;
+pub mod tables;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use markdown::Align;
+use tables::Layout;
+
+/// One (model, dataset, shortcut, method, metric) cell: an aggregate over the
+/// attributed examples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The grid's model name, e.g. "lstm".
+    pub model: String,
+    /// "bilstm" | "bert".
+    pub architecture: String,
+    /// e.g. "sst2".
+    pub dataset: String,
+    /// "st" | "tic" | "op".
+    pub shortcut: String,
+    /// e.g. "gradl-l1".
+    pub method: String,
+    /// "precision" | "rank".
+    pub metric: String,
+    /// Mean over examples.
+    pub value: f64,
+    pub n_examples: usize,
+    /// The cell's model passed verification.
+    pub verified: bool,
+}
+
+/// The verification of one shortcut model (PROTOCOL §1): accuracies as fractions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerificationRow {
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: String,
+    pub shortcut_model_on_synthetic: f64,
+    pub original_model_on_synthetic: f64,
+    pub shortcut_model_on_flip: f64,
+    pub shortcut_model_on_original: f64,
+    pub original_model_on_original: f64,
+    pub passed: bool,
+    /// Human-readable reasons, empty when `passed`.
+    pub failures: Vec<String>,
+}
+
+/// Which files [`write_reports`] writes (see the module table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportFormat {
+    Csv,
+    Markdown,
+    Parquet,
+}
+
+/// What [`write_reports`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenReport {
+    /// Every file written, in writing order.
+    pub files: Vec<PathBuf>,
+    /// The verification table and every layout as markdown, for stdout. Produced
+    /// whatever `formats` says.
+    pub console: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Building or writing a frame failed; `what` names the table or file.
+    #[error("{what}: {source}")]
+    Polars {
+        what: String,
+        #[source]
+        source: PolarsError,
+    },
+    #[error(
+        "two result cells for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`, method `{method}`, metric `{metric}`"
+    )]
+    DuplicateCell {
+        model: String,
+        dataset: String,
+        shortcut: String,
+        method: String,
+        metric: String,
+    },
+    #[error("two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`")]
+    DuplicateVerification {
+        model: String,
+        dataset: String,
+        shortcut: String,
+    },
+    #[error("{}: the tables for {first} and {second} would share this file name", path.display())]
+    NameCollision {
+        path: PathBuf,
+        first: String,
+        second: String,
+    },
+}
+
+fn polars_err(what: impl Into<String>) -> impl FnOnce(PolarsError) -> ReportError {
+    let what = what.into();
+    move |source| ReportError::Polars { what, source }
+}
+
+/// Builds every table, writes the files `formats` asks for into `dir` (created if
+/// missing), and returns them with the console rendering.
+///
+/// Empty inputs are fine: the long and verification tables are written with their
+/// header and no rows, no layout is written, and the console says so.
+pub fn write_reports(
+    dir: &Path,
+    cells: &[CellResult],
+    verification: &[VerificationRow],
+    formats: &[ReportFormat],
+) -> Result<WrittenReport, ReportError> {
+    tables::check_unique_cells(cells)?;
+    tables::check_unique_verification(verification)?;
+    let csv = formats.contains(&ReportFormat::Csv);
+    let md = formats.contains(&ReportFormat::Markdown);
+    let parquet = formats.contains(&ReportFormat::Parquet);
+
+    let mut long = tables::long_frame(cells).map_err(polars_err("results_long"))?;
+    let mut ver = tables::verification_frame(verification).map_err(polars_err("verification"))?;
+    let ver_md = verification_markdown(verification)?;
+    let layouts = tables::layouts(cells).map_err(polars_err("layout tables"))?;
+    let layout_md = layouts
+        .iter()
+        .map(layout_markdown)
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Names first, so a collision is reported before anything is written.
+    let mut names = FileNames::default();
+    names.claim(dir, "results_long", "the long results table")?;
+    names.claim(dir, "verification", "the verification table")?;
+    let layout_stems = layouts
+        .iter()
+        .map(|l| {
+            let stem = format!("{}_{}", file_safe(&l.model), file_safe(&l.metric));
+            let what = format!("model `{}`, metric `{}`", l.model, l.metric);
+            names.claim(dir, &stem, &what).map(|()| stem)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut files = Vec::new();
+    if csv || md || parquet {
+        std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    if csv {
+        files.push(write_csv(dir, "results_long.csv", &mut long)?);
+    }
+    if parquet {
+        files.push(write_parquet(dir, "results_long.parquet", &mut long)?);
+    }
+    if csv {
+        files.push(write_csv(dir, "verification.csv", &mut ver)?);
+    }
+    if md {
+        files.push(write_text(dir, "verification.md", &ver_md)?);
+    }
+    if parquet {
+        files.push(write_parquet(dir, "verification.parquet", &mut ver)?);
+    }
+    for ((layout, text), stem) in layouts.iter().zip(&layout_md).zip(&layout_stems) {
+        if csv {
+            let mut frame = layout.frame.clone();
+            files.push(write_csv(dir, &format!("{stem}.csv"), &mut frame)?);
+        }
+        if md {
+            files.push(write_text(dir, &format!("{stem}.md"), text)?);
+        }
+    }
+
+    let mut console = ver_md;
+    if layout_md.is_empty() {
+        console.push_str("\n(no result cells)\n");
+    }
+    for text in &layout_md {
+        console.push('\n');
+        console.push_str(text);
+    }
+    Ok(WrittenReport { files, console })
+}
+
+/// `## Verification` and its table (or a line saying there is none).
+fn verification_markdown(rows: &[VerificationRow]) -> Result<String, ReportError> {
+    let mut out = String::from("## Verification\n\n");
+    if rows.is_empty() {
+        out.push_str("(no verification rows)\n");
+        return Ok(out);
+    }
+    let (frame, numeric) =
+        tables::verification_display_frame(rows).map_err(polars_err("verification"))?;
+    let align: Vec<Align> = numeric
+        .iter()
+        .map(|&n| if n { Align::Right } else { Align::Left })
+        .collect();
+    out.push_str(&markdown::table(&frame, &align).map_err(polars_err("verification.md"))?);
+    Ok(out)
+}
+
+/// A layout's title, table and (when a cell is marked) footnote.
+fn layout_markdown(layout: &Layout) -> Result<String, ReportError> {
+    let what = match layout.metric.as_str() {
+        "precision" => "precision@k (higher is better)".to_string(),
+        "rank" => "mean rank (1 is best)".to_string(),
+        other => other.to_string(),
+    };
+    let mut out = format!(
+        "## {} ({}): {}\n\n",
+        markdown::escape(&layout.model),
+        markdown::escape(&layout.architecture),
+        what
+    );
+    // Method names left, numbers right.
+    let mut align = vec![Align::Right; layout.frame.width()];
+    if let Some(first) = align.first_mut() {
+        *first = Align::Left;
+    }
+    let table = markdown::table(&layout.frame, &align)
+        .map_err(polars_err(format!("{}_{}.md", layout.model, layout.metric)))?;
+    out.push_str(&table);
+    if layout.any_failed {
+        out.push('\n');
+        out.push_str(tables::FAILED_FOOTNOTE);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// File stems handed out so far, to catch two tables on one name.
+#[derive(Default)]
+struct FileNames {
+    owners: HashMap<String, String>,
+}
+
+impl FileNames {
+    fn claim(&mut self, dir: &Path, stem: &str, what: &str) -> Result<(), ReportError> {
+        if let Some(first) = self.owners.get(stem) {
+            return Err(ReportError::NameCollision {
+                path: dir.join(stem),
+                first: first.clone(),
+                second: what.to_string(),
+            });
+        }
+        self.owners.insert(stem.to_string(), what.to_string());
+        Ok(())
+    }
+}
+
+/// `name` with anything but ASCII letters, digits, `.`, `-`, `_` replaced by `_`
+/// (and an empty name as `_`), so a model name cannot leave `dir`.
+fn file_safe(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.chars().all(|c| c == '.') {
+        s.replace('.', "_") + "_"
+    } else {
+        s
+    }
+}
+
+/// Writes through a temporary file in `dir`, then renames it to `dir/name`.
+fn write_atomic(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut std::fs::File) -> Result<(), ReportError>,
+) -> Result<PathBuf, ReportError> {
+    let path = dir.join(name);
+    let io_err = |source| ReportError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err)?;
+    write(tmp.as_file_mut())?;
+    tmp.as_file_mut().flush().map_err(io_err)?;
+    tmp.persist(&path).map_err(|e| io_err(e.error))?;
+    Ok(path)
+}
+
+fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
+    let path = dir.join(name);
+    write_atomic(dir, name, |f| {
+        f.write_all(text.as_bytes())
+            .map_err(|source| ReportError::Io { path, source })
+    })
+}
+
+fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
+    let what = dir.join(name).display().to_string();
+    write_atomic(dir, name, |f| {
+        CsvWriter::new(f)
+            .include_header(true)
+            .finish(df)
+            .map_err(polars_err(what))
+    })
+}
+
+fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
+    let what = dir.join(name).display().to_string();
+    write_atomic(dir, name, |f| {
+        ParquetWriter::new(f)
+            .finish(df)
+            .map(|_| ())
+            .map_err(polars_err(what))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
+        CellResult {
+            model: model.into(),
+            architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+            dataset: dataset.into(),
+            shortcut: shortcut.into(),
+            method: method.into(),
+            metric: metric.into(),
+            value,
+            n_examples: 1000,
+            verified: true,
+        }
+    }
+
+    fn ver(model: &str, dataset: &str, shortcut: &str, passed: bool) -> VerificationRow {
+        VerificationRow {
+            model: model.into(),
+            architecture: "bilstm".into(),
+            dataset: dataset.into(),
+            shortcut: shortcut.into(),
+            shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
+            original_model_on_synthetic: 0.5,
+            shortcut_model_on_flip: 0.996,
+            shortcut_model_on_original: 0.8612,
+            original_model_on_original: 0.8655,
+            passed,
+            failures: if passed {
+                vec![]
+            } else {
+                vec!["synthetic accuracy 81.0% < 99%".into(), "flip | too low".into()]
+            },
+        }
+    }
+
+    fn sample() -> (Vec<CellResult>, Vec<VerificationRow>) {
+        let mut cells = Vec::new();
+        for (ds, sc, ok) in [("sst2", "st", true), ("sst2", "op", false)] {
+            for (m, p, r) in [("gradl-l1", 1.0, 1.0), ("random", 0.031, 17.25)] {
+                let mut c = cell("lstm", ds, sc, m, "precision", p);
+                c.verified = ok;
+                cells.push(c);
+                let mut c = cell("lstm", ds, sc, m, "rank", r);
+                c.verified = ok;
+                cells.push(c);
+            }
+        }
+        cells.push(cell("bert", "sst2", "st", "gradl-l1", "precision", 0.5));
+        let verification = vec![ver("lstm", "sst2", "st", true), ver("lstm", "sst2", "op", false)];
+        (cells, verification)
+    }
+
+    const ALL: [ReportFormat; 3] = [ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Parquet];
+
+    fn names(report: &WrittenReport, dir: &Path) -> Vec<String> {
+        report
+            .files
+            .iter()
+            .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn writes_every_file_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("new/reports");
+        let (cells, v) = sample();
+        let report = write_reports(&dir, &cells, &v, &ALL).unwrap();
+        assert_eq!(
+            names(&report, &dir),
+            [
+                "results_long.csv",
+                "results_long.parquet",
+                "verification.csv",
+                "verification.md",
+                "verification.parquet",
+                "lstm_precision.csv",
+                "lstm_precision.md",
+                "lstm_rank.csv",
+                "lstm_rank.md",
+                "bert_precision.csv",
+                "bert_precision.md",
+            ]
+        );
+        for f in &report.files {
+            assert!(f.is_file(), "{}", f.display());
+        }
+        // No temporary files left behind.
+        let mut entries: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        entries.sort();
+        assert_eq!(entries.len(), report.files.len(), "{entries:?}");
+    }
+
+    #[test]
+    fn formats_select_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cells, v) = sample();
+        let report = write_reports(tmp.path(), &cells, &v, &[ReportFormat::Markdown]).unwrap();
+        assert_eq!(
+            names(&report, tmp.path()),
+            ["verification.md", "lstm_precision.md", "lstm_rank.md", "bert_precision.md"]
+        );
+        // No formats: nothing written, no directory created, console still there.
+        let dir = tmp.path().join("never");
+        let report = write_reports(&dir, &cells, &v, &[]).unwrap();
+        assert!(report.files.is_empty());
+        assert!(!dir.exists());
+        assert!(report.console.contains("## lstm (bilstm): precision@k"));
+    }
+
+    #[test]
+    fn layout_csv_and_markdown_mark_failed_columns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cells, v) = sample();
+        write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
+        let csv = std::fs::read_to_string(tmp.path().join("lstm_precision.csv")).unwrap();
+        assert_eq!(
+            csv,
+            "method,sst2:st,sst2:op\ngradl-l1,1.00,1.00 †\nrandom,0.03,0.03 †\n"
+        );
+        let rank = std::fs::read_to_string(tmp.path().join("lstm_rank.csv")).unwrap();
+        assert_eq!(rank, "method,sst2:st,sst2:op\ngradl-l1,1.0,1.0 †\nrandom,17.2,17.2 †\n");
+        let md = std::fs::read_to_string(tmp.path().join("lstm_precision.md")).unwrap();
+        assert_eq!(
+            md,
+            "## lstm (bilstm): precision@k (higher is better)\n\
+             \n\
+             | method   | sst2:st | sst2:op |\n\
+             | -------- | ------: | ------: |\n\
+             | gradl-l1 |    1.00 |  1.00 † |\n\
+             | random   |    0.03 |  0.03 † |\n\
+             \n\
+             † the shortcut model failed verification for this column; do not trust these numbers.\n"
+        );
+        let bert = std::fs::read_to_string(tmp.path().join("bert_precision.md")).unwrap();
+        assert!(!bert.contains('†'), "{bert}");
+    }
+
+    #[test]
+    fn verification_tables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cells, v) = sample();
+        let report = write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
+        let md = std::fs::read_to_string(tmp.path().join("verification.md")).unwrap();
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "## Verification");
+        assert!(lines[2].starts_with("| model | architecture | dataset | shortcut | shortcut model, synthetic % |"));
+        assert!(lines[4].contains("|                        99.7 |"), "{md}");
+        assert!(lines[4].contains("| yes    |"), "{md}");
+        // Failures joined with "; ", `|` escaped.
+        assert!(lines[5].contains("| no     | synthetic accuracy 81.0% < 99%; flip \\| too low |"), "{md}");
+        assert!(report.console.starts_with(&md));
+
+        let df = CsvReadOptions::default()
+            .try_into_reader_with_file_path(Some(tmp.path().join("verification.csv")))
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert_eq!(df.shape(), (2, 11));
+        let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
+        assert_eq!(passed, [Some(true), Some(false)]);
+        let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();
+        assert_eq!(acc.get(0), Some(0.9974));
+    }
+
+    #[test]
+    fn long_table_round_trips_through_csv_and_parquet() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut cells, v) = sample();
+        cells[0].value = 0.1 + 0.2; // not exactly representable in short decimal
+        cells[1].method = "odd, \"name\"".into();
+        write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
+        let expected = tables::long_frame(&cells).unwrap();
+
+        let from_csv = CsvReadOptions::default()
+            .with_schema_overwrite(Some(Arc::new(expected.schema().as_ref().clone())))
+            .try_into_reader_with_file_path(Some(tmp.path().join("results_long.csv")))
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert!(from_csv.equals(&expected), "{from_csv}\n{expected}");
+
+        let file = std::fs::File::open(tmp.path().join("results_long.parquet")).unwrap();
+        let from_parquet = ParquetReader::new(file).finish().unwrap();
+        assert!(from_parquet.equals(&expected), "{from_parquet}");
+        assert_eq!(from_parquet.get_column_names(), [
+            "model", "architecture", "dataset", "shortcut", "method", "metric", "value", "n_examples", "verified"
+        ]);
+    }
+
+    #[test]
+    fn output_is_byte_identical() {
+        let (cells, v) = sample();
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let ra = write_reports(a.path(), &cells, &v, &ALL).unwrap();
+        let rb = write_reports(b.path(), &cells, &v, &ALL).unwrap();
+        assert_eq!(ra.console, rb.console);
+        assert_eq!(names(&ra, a.path()), names(&rb, b.path()));
+        for (fa, fb) in ra.files.iter().zip(&rb.files) {
+            assert_eq!(std::fs::read(fa).unwrap(), std::fs::read(fb).unwrap(), "{}", fa.display());
+        }
+        // Rewriting over existing files replaces them.
+        let again = write_reports(a.path(), &cells, &v, &ALL).unwrap();
+        assert_eq!(again.console, ra.console);
+    }
+
+    #[test]
+    fn empty_inputs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let report = write_reports(tmp.path(), &[], &[], &ALL).unwrap();
+        assert_eq!(
+            names(&report, tmp.path()),
+            [
+                "results_long.csv",
+                "results_long.parquet",
+                "verification.csv",
+                "verification.md",
+                "verification.parquet",
+            ]
+        );
+        assert_eq!(
+            report.console,
+            "## Verification\n\n(no verification rows)\n\n(no result cells)\n"
+        );
+        let csv = std::fs::read_to_string(tmp.path().join("results_long.csv")).unwrap();
+        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n");
+    }
+
+    #[test]
+    fn markdown_escapes_pipes_in_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cells = vec![cell("lstm", "a|b", "st", "ig|x", "precision", 0.5)];
+        let report = write_reports(tmp.path(), &cells, &[], &ALL).unwrap();
+        let md = std::fs::read_to_string(tmp.path().join("lstm_precision.md")).unwrap();
+        assert!(md.contains("| method | a\\|b:st |"), "{md}");
+        assert!(md.contains("| ig\\|x  |"), "{md}");
+        assert!(report.console.contains("| ig\\|x  |"));
+    }
+
+    #[test]
+    fn duplicates_and_collisions_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = cell("lstm", "sst2", "st", "random", "rank", 3.0);
+        let err = write_reports(tmp.path(), &[c.clone(), c.clone()], &[], &ALL).unwrap_err();
+        assert!(matches!(err, ReportError::DuplicateCell { .. }), "{err}");
+
+        let v = ver("lstm", "sst2", "st", true);
+        let err = write_reports(tmp.path(), &[], &[v.clone(), v], &ALL).unwrap_err();
+        assert!(matches!(err, ReportError::DuplicateVerification { .. }), "{err}");
+
+        // "a/b" and "a_b" both become the file `a_b_rank`.
+        let cells = vec![cell("a/b", "sst2", "st", "random", "rank", 3.0), cell("a_b", "sst2", "st", "random", "rank", 3.0)];
+        let err = write_reports(tmp.path(), &cells, &[], &ALL).unwrap_err();
+        assert!(matches!(err, ReportError::NameCollision { .. }), "{err}");
+        assert!(err.to_string().contains("a_b_rank"), "{err}");
+        // Nothing was written before the error.
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn file_names_stay_in_dir() {
+        assert_eq!(file_safe("bert-base.v2"), "bert-base.v2");
+        assert_eq!(file_safe("../x"), ".._x");
+        assert_eq!(file_safe(".."), "___");
+        assert_eq!(file_safe(""), "_");
+        assert_eq!(file_safe("a b/ü"), "a_b__");
+    }
+
+    #[test]
+    fn report_format_serde_names() {
+        let got: Vec<ReportFormat> = serde_json::from_str(r#"["csv","markdown","parquet"]"#).unwrap();
+        assert_eq!(got, ALL);
+        assert_eq!(serde_json::to_string(&ReportFormat::Markdown).unwrap(), "\"markdown\"");
+    }
+}

@@ -1,0 +1,473 @@
+//! The report's frames, built from [`CellResult`]s and [`VerificationRow`]s: pure
+//! functions, no I/O. [`super::write_reports`] writes and renders them.
+//!
+//! Ordering is always "first appearance in the input": models, metrics, methods and
+//! `dataset:shortcut` columns come out in the order the caller listed them, so the
+//! grid's declaration order is the table order and the output is deterministic.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use polars::frame::PivotColumnNaming;
+use polars::prelude::*;
+
+use super::{CellResult, ReportError, VerificationRow};
+
+/// Marks a number whose model failed verification.
+pub const FAILED_MARK: &str = " †";
+/// Printed under a layout table that has at least one [`FAILED_MARK`].
+pub const FAILED_FOOTNOTE: &str =
+    "† the shortcut model failed verification for this column; do not trust these numbers.";
+
+/// The index column of a layout table.
+pub const METHOD_COLUMN: &str = "method";
+
+/// One paper-style table (Bastings et al. Tables 6/7): one model, one metric,
+/// rows = methods, columns = `dataset:shortcut`, string cells.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub model: String,
+    pub architecture: String,
+    pub metric: String,
+    /// `method` then one string column per `dataset:shortcut`; null where the grid
+    /// has no cell.
+    pub frame: DataFrame,
+    /// Whether any cell carries [`FAILED_MARK`].
+    pub any_failed: bool,
+}
+
+/// Decimals a metric is shown with: precision 2, rank 1, anything else 3.
+pub fn decimals(metric: &str) -> usize {
+    match metric {
+        "precision" => 2,
+        "rank" => 1,
+        _ => 3,
+    }
+}
+
+/// `value` with `decimals` digits, rounded from the exact binary value (ties to
+/// even, as Rust's formatter does). A result that rounds to zero never keeps a
+/// minus sign.
+pub fn format_fixed(value: f64, decimals: usize) -> String {
+    let s = format!("{value:.decimals$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
+}
+
+/// The column key of a layout: `dataset:shortcut`.
+pub fn column_key(dataset: &str, shortcut: &str) -> String {
+    format!("{dataset}:{shortcut}")
+}
+
+/// Rejects two cells with the same (model, dataset, shortcut, method, metric): the
+/// tables could show only one of them. The first repeat in input order is named.
+pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
+    let mut seen = HashSet::with_capacity(cells.len());
+    for c in cells {
+        let key = (
+            c.model.as_str(),
+            c.dataset.as_str(),
+            c.shortcut.as_str(),
+            c.method.as_str(),
+            c.metric.as_str(),
+        );
+        if !seen.insert(key) {
+            return Err(ReportError::DuplicateCell {
+                model: c.model.clone(),
+                dataset: c.dataset.clone(),
+                shortcut: c.shortcut.clone(),
+                method: c.method.clone(),
+                metric: c.metric.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Rejects two verification rows for the same (model, dataset, shortcut).
+pub fn check_unique_verification(rows: &[VerificationRow]) -> Result<(), ReportError> {
+    let mut seen = HashSet::with_capacity(rows.len());
+    for r in rows {
+        if !seen.insert((r.model.as_str(), r.dataset.as_str(), r.shortcut.as_str())) {
+            return Err(ReportError::DuplicateVerification {
+                model: r.model.clone(),
+                dataset: r.dataset.clone(),
+                shortcut: r.shortcut.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every cell, every field, in input order (`results_long`).
+pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
+    let strings = |f: fn(&CellResult) -> &str| -> Vec<&str> { cells.iter().map(f).collect() };
+    DataFrame::new(
+        cells.len(),
+        vec![
+            Column::new("model".into(), strings(|c| &c.model)),
+            Column::new("architecture".into(), strings(|c| &c.architecture)),
+            Column::new("dataset".into(), strings(|c| &c.dataset)),
+            Column::new("shortcut".into(), strings(|c| &c.shortcut)),
+            Column::new("method".into(), strings(|c| &c.method)),
+            Column::new("metric".into(), strings(|c| &c.metric)),
+            Column::new(
+                "value".into(),
+                cells.iter().map(|c| c.value).collect::<Vec<f64>>(),
+            ),
+            Column::new(
+                "n_examples".into(),
+                cells
+                    .iter()
+                    .map(|c| c.n_examples as u64)
+                    .collect::<Vec<u64>>(),
+            ),
+            Column::new(
+                "verified".into(),
+                cells.iter().map(|c| c.verified).collect::<Vec<bool>>(),
+            ),
+        ],
+    )
+}
+
+/// The accuracy fields of a [`VerificationRow`], with their column names and the
+/// headers the markdown table uses.
+const ACCURACIES: [(&str, &str, fn(&VerificationRow) -> f64); 5] = [
+    (
+        "shortcut_model_on_synthetic",
+        "shortcut model, synthetic %",
+        |r| r.shortcut_model_on_synthetic,
+    ),
+    (
+        "original_model_on_synthetic",
+        "original model, synthetic %",
+        |r| r.original_model_on_synthetic,
+    ),
+    (
+        "shortcut_model_on_flip",
+        "shortcut model, flip %",
+        |r| r.shortcut_model_on_flip,
+    ),
+    (
+        "shortcut_model_on_original",
+        "shortcut model, original %",
+        |r| r.shortcut_model_on_original,
+    ),
+    (
+        "original_model_on_original",
+        "original model, original %",
+        |r| r.original_model_on_original,
+    ),
+];
+
+const VERIFICATION_KEYS: [(&str, fn(&VerificationRow) -> &str); 4] = [
+    ("model", |r| &r.model),
+    ("architecture", |r| &r.architecture),
+    ("dataset", |r| &r.dataset),
+    ("shortcut", |r| &r.shortcut),
+];
+
+/// One row per verification, accuracies as fractions (0..1), `failures` joined
+/// with `"; "` (`verification.csv` / `.parquet`).
+pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
+    let mut columns = Vec::with_capacity(11);
+    for (name, get) in VERIFICATION_KEYS {
+        columns.push(Column::new(
+            name.into(),
+            rows.iter().map(get).collect::<Vec<&str>>(),
+        ));
+    }
+    for (name, _, get) in ACCURACIES {
+        columns.push(Column::new(
+            name.into(),
+            rows.iter().map(get).collect::<Vec<f64>>(),
+        ));
+    }
+    columns.push(Column::new(
+        "passed".into(),
+        rows.iter().map(|r| r.passed).collect::<Vec<bool>>(),
+    ));
+    columns.push(Column::new(
+        "failures".into(),
+        rows.iter()
+            .map(|r| r.failures.join("; "))
+            .collect::<Vec<String>>(),
+    ));
+    DataFrame::new(rows.len(), columns)
+}
+
+/// The same rows for people: accuracies as percentages with one decimal,
+/// `passed` as yes/no. Returns the frame and which columns are numeric (for
+/// right alignment).
+pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(DataFrame, Vec<bool>)> {
+    let mut columns = Vec::with_capacity(11);
+    let mut numeric = Vec::with_capacity(11);
+    for (name, get) in VERIFICATION_KEYS {
+        columns.push(Column::new(
+            name.into(),
+            rows.iter().map(get).collect::<Vec<&str>>(),
+        ));
+        numeric.push(false);
+    }
+    for (_, header, get) in ACCURACIES {
+        columns.push(Column::new(
+            header.into(),
+            rows.iter()
+                .map(|r| format_fixed(get(r) * 100.0, 1))
+                .collect::<Vec<String>>(),
+        ));
+        numeric.push(true);
+    }
+    columns.push(Column::new(
+        "passed".into(),
+        rows.iter()
+            .map(|r| if r.passed { "yes" } else { "no" })
+            .collect::<Vec<&str>>(),
+    ));
+    numeric.push(false);
+    columns.push(Column::new(
+        "failures".into(),
+        rows.iter()
+            .map(|r| r.failures.join("; "))
+            .collect::<Vec<String>>(),
+    ));
+    numeric.push(false);
+    Ok((DataFrame::new(rows.len(), columns)?, numeric))
+}
+
+/// Position of each distinct key in first-appearance order.
+fn first_appearance<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = HashSet::new();
+    keys.filter(|k| seen.insert(*k)).collect()
+}
+
+/// The paper layouts: for each model (first-appearance order) and each metric
+/// (first-appearance order) that model has cells for, one [`Layout`].
+///
+/// Rows and columns follow the global first appearance of methods and of
+/// `dataset:shortcut` pairs, restricted to what the table has, so every model's
+/// tables list them in the same order. Built as a long frame
+/// (method, column, display string) and pivoted lazily on the known column keys.
+/// The caller should have run [`check_unique_cells`]; a repeat would otherwise
+/// show its first value.
+pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
+    let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
+    let metrics = first_appearance(cells.iter().map(|c| c.metric.as_str()));
+    let methods = first_appearance(cells.iter().map(|c| c.method.as_str()));
+    let keys: Vec<String> = cells
+        .iter()
+        .map(|c| column_key(&c.dataset, &c.shortcut))
+        .collect();
+    let columns = first_appearance(keys.iter().map(String::as_str));
+    let rank = |list: &[&str], item: &str| list.iter().position(|x| *x == item);
+
+    let mut out = Vec::new();
+    for model in &models {
+        for metric in &metrics {
+            let mut subset: Vec<(usize, &CellResult)> = cells
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.model == *model && c.metric == *metric)
+                .collect();
+            if subset.is_empty() {
+                continue;
+            }
+            // Rows in method order, so the pivot's first-appearance grouping gives
+            // the wanted row order.
+            subset.sort_by_key(|(i, c)| (rank(&methods, &c.method), rank(&columns, &keys[*i])));
+            let architecture = subset[0].1.architecture.clone();
+            let places = decimals(metric);
+            let mut any_failed = false;
+            let mut method_col = Vec::with_capacity(subset.len());
+            let mut key_col = Vec::with_capacity(subset.len());
+            let mut display_col = Vec::with_capacity(subset.len());
+            for (i, c) in &subset {
+                let mut shown = format_fixed(c.value, places);
+                if !c.verified {
+                    shown.push_str(FAILED_MARK);
+                    any_failed = true;
+                }
+                method_col.push(c.method.as_str());
+                key_col.push(keys[*i].as_str());
+                display_col.push(shown);
+            }
+            let on_values: Vec<&str> = columns
+                .iter()
+                .copied()
+                .filter(|k| key_col.contains(k))
+                .collect();
+            let long = DataFrame::new(
+                subset.len(),
+                vec![
+                    Column::new(METHOD_COLUMN.into(), method_col),
+                    Column::new("column".into(), key_col),
+                    Column::new("display".into(), display_col),
+                ],
+            )?;
+            let on_columns = DataFrame::new(
+                on_values.len(),
+                vec![Column::new("column".into(), on_values)],
+            )?;
+            let frame = long
+                .lazy()
+                .pivot(
+                    by_name(["column"], true, false),
+                    Arc::new(on_columns),
+                    by_name([METHOD_COLUMN], true, false),
+                    by_name(["display"], true, false),
+                    element().first(),
+                    true,
+                    "_".into(),
+                    PivotColumnNaming::Auto,
+                )
+                .collect()?;
+            out.push(Layout {
+                model: model.to_string(),
+                architecture,
+                metric: metric.to_string(),
+                frame,
+                any_failed,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(model: &str, key: (&str, &str), method: &str, metric: &str, value: f64) -> CellResult {
+        CellResult {
+            model: model.into(),
+            architecture: "bilstm".into(),
+            dataset: key.0.into(),
+            shortcut: key.1.into(),
+            method: method.into(),
+            metric: metric.into(),
+            value,
+            n_examples: 10,
+            verified: true,
+        }
+    }
+
+    fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+        df.column(name)
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .map(|v| v.map(str::to_string))
+            .collect()
+    }
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(format_fixed(0.666, 2), "0.67");
+        assert_eq!(format_fixed(1.0, 2), "1.00");
+        assert_eq!(format_fixed(3.04, 1), "3.0");
+        assert_eq!(format_fixed(3.06, 1), "3.1");
+        // Exact binary ties go to even.
+        assert_eq!(format_fixed(0.125, 2), "0.12");
+        assert_eq!(format_fixed(0.375, 2), "0.38");
+        // No negative zero.
+        assert_eq!(format_fixed(-0.001, 2), "0.00");
+        assert_eq!(format_fixed(-0.04, 1), "0.0");
+        assert_eq!(format_fixed(-0.5, 1), "-0.5");
+        assert_eq!(format_fixed(f64::NAN, 2), "NaN");
+        assert_eq!(decimals("precision"), 2);
+        assert_eq!(decimals("rank"), 1);
+        assert_eq!(decimals("completeness_gap"), 3);
+    }
+
+    #[test]
+    fn layout_shape_and_ordering() {
+        // Input order deliberately interleaved: methods appear g, r, i; columns
+        // sst2:st, sst2:tic, imdb:st (imdb first seen only after sst2:tic).
+        let cells = vec![
+            cell("lstm", ("sst2", "st"), "gradl-l1", "precision", 1.0),
+            cell("lstm", ("sst2", "tic"), "random", "precision", 0.05),
+            cell("lstm", ("sst2", "tic"), "gradl-l1", "precision", 0.9),
+            cell("lstm", ("imdb", "st"), "ig-zero-100", "precision", 0.333),
+            cell("lstm", ("sst2", "st"), "random", "precision", 0.04),
+            cell("lstm", ("imdb", "st"), "gradl-l1", "precision", 0.995),
+            cell("lstm", ("sst2", "st"), "gradl-l1", "rank", 1.04),
+        ];
+        let out = layouts(&cells).unwrap();
+        assert_eq!(out.len(), 2);
+        let p = &out[0];
+        assert_eq!((p.model.as_str(), p.metric.as_str()), ("lstm", "precision"));
+        assert!(!p.any_failed);
+        assert_eq!(
+            p.frame.get_column_names(),
+            ["method", "sst2:st", "sst2:tic", "imdb:st"]
+        );
+        assert_eq!(
+            strings(&p.frame, "method"),
+            [s("gradl-l1"), s("random"), s("ig-zero-100")]
+        );
+        assert_eq!(strings(&p.frame, "sst2:st"), [s("1.00"), s("0.04"), None]);
+        assert_eq!(strings(&p.frame, "sst2:tic"), [s("0.90"), s("0.05"), None]);
+        assert_eq!(strings(&p.frame, "imdb:st"), [s("0.99"), None, s("0.33")]);
+
+        let r = &out[1];
+        assert_eq!(r.metric, "rank");
+        assert_eq!(r.frame.get_column_names(), ["method", "sst2:st"]);
+        assert_eq!(strings(&r.frame, "sst2:st"), [s("1.0")]);
+    }
+
+    #[test]
+    fn layouts_per_model_share_global_order() {
+        let cells = vec![
+            cell("lstm", ("sst2", "st"), "a", "precision", 0.1),
+            cell("lstm", ("sst2", "op"), "b", "precision", 0.2),
+            // bert lists op before st and b before a; its table still follows
+            // the global order.
+            cell("bert", ("sst2", "op"), "b", "precision", 0.3),
+            cell("bert", ("sst2", "st"), "a", "precision", 0.4),
+        ];
+        let out = layouts(&cells).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].model, "bert");
+        assert_eq!(out[1].frame.get_column_names(), ["method", "sst2:st", "sst2:op"]);
+        assert_eq!(strings(&out[1].frame, "method"), [s("a"), s("b")]);
+        assert_eq!(strings(&out[1].frame, "sst2:op"), [None, s("0.30")]);
+    }
+
+    #[test]
+    fn failed_cells_are_marked() {
+        let mut bad = cell("lstm", ("sst2", "op"), "random", "rank", 17.25);
+        bad.verified = false;
+        let cells = vec![cell("lstm", ("sst2", "st"), "random", "rank", 9.0), bad];
+        let out = layouts(&cells).unwrap();
+        assert!(out[0].any_failed);
+        assert_eq!(strings(&out[0].frame, "sst2:st"), [s("9.0")]);
+        assert_eq!(strings(&out[0].frame, "sst2:op"), [s("17.2 †")]);
+    }
+
+    #[test]
+    fn empty_cells_give_no_layouts() {
+        assert!(layouts(&[]).unwrap().is_empty());
+        assert_eq!(long_frame(&[]).unwrap().shape(), (0, 9));
+        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 11));
+    }
+
+    #[test]
+    fn duplicate_cells_rejected() {
+        let c = cell("lstm", ("sst2", "st"), "random", "rank", 1.0);
+        let mut other_metric = c.clone();
+        other_metric.metric = "precision".into();
+        assert!(check_unique_cells(&[c.clone(), other_metric]).is_ok());
+        let err = check_unique_cells(&[c.clone(), c]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "two result cells for model `lstm`, dataset `sst2`, shortcut `st`, method `random`, metric `rank`"
+        );
+    }
+}

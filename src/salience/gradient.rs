@@ -1,0 +1,130 @@
+//! Gradient salience: `grad{p,l}-{l1,l2,mean}` and `gxi{p,l}` (Bastings et al.
+//! 2022 §3.2; Simonyan et al. 2014; Denil et al. 2014 for gradient × input).
+//!
+//! One forward and one backward pass per batch: the examples of a batch are
+//! independent, so the gradient of the summed targets is each example's own.
+
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+
+use super::target::predicted_class_score;
+use super::{Reduction, Target};
+use crate::model::{predicted_classes, Classifier, TokenBatch};
+
+/// `∂f/∂e` and `e` for a batch, with the predicted classes.
+pub struct InputGradients<B: Backend> {
+    /// `[batch, time, dim]`
+    pub gradients: Tensor<B, 3>,
+    /// `[batch, time, dim]`
+    pub embeddings: Tensor<B, 3>,
+    pub predicted: Vec<u32>,
+}
+
+pub fn input_gradients<B: AutodiffBackend, M: Classifier<B>>(
+    model: &M,
+    batch: &TokenBatch<B>,
+    target: Target,
+) -> InputGradients<B::InnerBackend> {
+    // The embeddings become a leaf of the graph so autodiff stops there.
+    let embeddings = model.embed(batch.ids.clone()).detach().require_grad();
+    let logits = model.logits_from_embeddings(embeddings.clone(), batch.mask.clone());
+    let predicted = predicted_classes(logits.clone());
+    let f = predicted_class_score(logits, &predicted, target);
+    let grads = f.sum().backward();
+    let inner = embeddings.clone().inner();
+    // No gradient means f does not depend on the embeddings at all: zero salience.
+    let gradients = embeddings.grad(&grads).unwrap_or_else(|| inner.zeros_like());
+    InputGradients { gradients, embeddings: inner, predicted }
+}
+
+/// One score per token, `[batch, time]`.
+pub fn reduce<B: Backend>(gradients: Tensor<B, 3>, reduction: Reduction) -> Tensor<B, 2> {
+    let [batch, time, _] = gradients.dims();
+    let reduced = match reduction {
+        Reduction::L1 => gradients.abs().sum_dim(2),
+        Reduction::L2 => gradients.powi_scalar(2).sum_dim(2).sqrt(),
+        Reduction::Mean => gradients.mean_dim(2),
+    };
+    reduced.reshape([batch, time])
+}
+
+/// `∂f/∂e_i · e_i`, `[batch, time]`.
+pub fn gradient_times_input<B: Backend>(gradients: Tensor<B, 3>, embeddings: Tensor<B, 3>) -> Tensor<B, 2> {
+    let [batch, time, _] = gradients.dims();
+    (gradients * embeddings).sum_dim(2).reshape([batch, time])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
+    use burn::backend::{Autodiff, Flex};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    type Ad = Autodiff<Flex>;
+
+    fn model() -> BiLstmClassifier<Ad> {
+        let config = BiLstmConfig {
+            vocab_size: 12,
+            embedding_dim: 5,
+            hidden_size: 4,
+            attention_size: 3,
+            mlp_size: 6,
+            num_outputs: 1,
+            dropout: 0.0,
+            pad_id: 0,
+        };
+        BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(11), None, &Default::default())
+    }
+
+    fn f_of(model: &BiLstmClassifier<Ad>, e: &[f32], shape: [usize; 3], mask: &TokenBatch<Ad>, class: u32, target: Target) -> f64 {
+        let e = Tensor::<Ad, 3>::from_data(TensorData::new(e.to_vec(), shape), &Default::default());
+        let logits = model.logits_from_embeddings(e, mask.mask.clone());
+        let v: Vec<f32> = predicted_class_score(logits, &[class], target).into_data().to_vec().unwrap();
+        v[0] as f64
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let model = model();
+        let device = Default::default();
+        let batch = TokenBatch::<Ad>::from_sequences(&[&[3, 7, 2, 9]], 0, &device);
+        for target in [Target::Logit, Target::Probability] {
+            let g = input_gradients(&model, &batch, target);
+            let shape = g.embeddings.dims();
+            let e: Vec<f32> = g.embeddings.clone().into_data().to_vec().unwrap();
+            let grad: Vec<f32> = g.gradients.clone().into_data().to_vec().unwrap();
+            let class = g.predicted[0];
+            let h = 1e-2f32;
+            for i in 0..e.len() {
+                let mut plus = e.clone();
+                plus[i] += h;
+                let mut minus = e.clone();
+                minus[i] -= h;
+                let numeric = (f_of(&model, &plus, shape, &batch, class, target) - f_of(&model, &minus, shape, &batch, class, target))
+                    / (2.0 * h as f64);
+                assert!(
+                    (numeric - grad[i] as f64).abs() < 2e-3 + 1e-2 * numeric.abs(),
+                    "{target:?} element {i}: numeric {numeric} vs autodiff {}",
+                    grad[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reductions_by_hand() {
+        let device = Default::default();
+        let g = Tensor::<Flex, 3>::from_data(TensorData::new(vec![3.0f32, -4.0, 1.0, 1.0], [1, 2, 2]), &device);
+        let l1: Vec<f32> = reduce(g.clone(), Reduction::L1).into_data().to_vec().unwrap();
+        let l2: Vec<f32> = reduce(g.clone(), Reduction::L2).into_data().to_vec().unwrap();
+        let mean: Vec<f32> = reduce(g.clone(), Reduction::Mean).into_data().to_vec().unwrap();
+        assert_eq!(l1, vec![7.0, 2.0]);
+        assert_eq!(l2, vec![5.0, 2.0f32.sqrt()]);
+        assert_eq!(mean, vec![-0.5, 1.0]);
+        let e = Tensor::<Flex, 3>::from_data(TensorData::new(vec![1.0f32, 2.0, 0.5, -1.0], [1, 2, 2]), &device);
+        let gxi: Vec<f32> = gradient_times_input(g, e).into_data().to_vec().unwrap();
+        assert_eq!(gxi, vec![-5.0, -0.5]);
+    }
+}

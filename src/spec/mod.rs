@@ -1,0 +1,571 @@
+//! The grid file: TOML → validated [`Grid`].
+//!
+//! Two stages, as ripgrep does with its arguments: serde structs that mirror the
+//! TOML (unknown keys, wrong types and out-of-range values are rejected while
+//! parsing, so the toml crate's spans point at the offending key or value), then
+//! checks across fields (duplicate names, a dataset with neither files nor the
+//! generated corpus), which carry spans of their own. Every error names the file,
+//! line and column. Every key is documented in the README.
+
+pub mod expand;
+mod values;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::data::generated::GeneratedCorpusOptions;
+use crate::data::table::TableFormat;
+use crate::metrics::Metric;
+use crate::report::ReportFormat;
+use crate::salience::Method;
+use crate::shortcut::{ShortcutKind, ShortcutTokens};
+pub use values::{Positive, Share};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{path}: cannot read grid file: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid { path: PathBuf, line: usize, column: usize, message: String },
+}
+
+/// A validated grid.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub name: String,
+    /// The grid file; relative data paths without a data root resolve against its folder.
+    pub path: PathBuf,
+    pub datasets: Vec<DatasetSpec>,
+    pub shortcuts: ShortcutSpec,
+    pub models: Vec<ModelSpec>,
+    pub attribution: AttributionSpec,
+    pub verification: VerificationSpec,
+    pub metrics: Vec<Metric>,
+    pub report: ReportSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrid {
+    name: Option<String>,
+    #[serde(default)]
+    datasets: Vec<RawDataset>,
+    #[serde(default)]
+    shortcuts: ShortcutSpec,
+    #[serde(default)]
+    models: Vec<RawModel>,
+    attribution: RawAttribution,
+    #[serde(default)]
+    verification: VerificationSpec,
+    #[serde(default = "default_metrics")]
+    metrics: Vec<Metric>,
+    #[serde(default)]
+    report: ReportSpec,
+}
+
+fn default_metrics() -> Vec<Metric> {
+    vec![Metric::Precision, Metric::Rank]
+}
+
+/// Where a dataset comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetSource {
+    /// The built-in template corpus (no download).
+    Generated(GeneratedCorpusOptions),
+    /// Split files; paths are relative to the data root.
+    Files {
+        train: PathBuf,
+        validation: Option<PathBuf>,
+        test: PathBuf,
+        format: Option<TableFormat>,
+        text_column: String,
+        label_column: String,
+        label_names: Option<Vec<String>>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetSpec {
+    pub name: String,
+    pub source: DatasetSource,
+    pub limits: SplitLimits,
+    /// Share of train held out as validation when there is no validation file.
+    pub validation_share: Share,
+    /// Model input length limit for this dataset, in tokens.
+    pub max_length: Positive,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitLimits {
+    pub train: Option<Positive>,
+    pub validation: Option<Positive>,
+    pub test: Option<Positive>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataset {
+    name: Spanned<String>,
+    generated: Option<GeneratedCorpusOptions>,
+    train: Option<String>,
+    validation: Option<String>,
+    test: Option<String>,
+    format: Option<TableFormat>,
+    #[serde(default = "default_text_column")]
+    text_column: String,
+    #[serde(default = "default_label_column")]
+    label_column: String,
+    label_names: Option<Vec<String>>,
+    #[serde(default)]
+    limits: SplitLimits,
+    #[serde(default = "Share::default_validation")]
+    validation_share: Share,
+    #[serde(default = "Positive::default_max_length")]
+    max_length: Positive,
+}
+
+fn default_text_column() -> String {
+    "text".into()
+}
+fn default_label_column() -> String {
+    "label".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShortcutSpec {
+    #[serde(default = "all_kinds")]
+    pub kinds: Vec<ShortcutKind>,
+    #[serde(default)]
+    pub tokens: ShortcutTokens,
+    #[serde(default = "Share::default_mix")]
+    pub mix_share: Share,
+    /// Share of original examples that get one lone rule token (tic/op);
+    /// defaults to `mix_share` ("as many as the synthetic ones").
+    pub lone_share: Option<Share>,
+    #[serde(default = "Positive::default_max_distance")]
+    pub max_distance: Positive,
+    #[serde(default = "default_shortcut_seed")]
+    pub seed: u64,
+}
+
+fn all_kinds() -> Vec<ShortcutKind> {
+    ShortcutKind::all().to_vec()
+}
+fn default_shortcut_seed() -> u64 {
+    13
+}
+
+impl Default for ShortcutSpec {
+    fn default() -> Self {
+        Self {
+            kinds: all_kinds(),
+            tokens: ShortcutTokens::default(),
+            mix_share: Share::default_mix(),
+            lone_share: None,
+            max_distance: Positive::default_max_distance(),
+            seed: default_shortcut_seed(),
+        }
+    }
+}
+
+/// Model architectures `grid` can train.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Architecture {
+    Bilstm,
+}
+
+impl Architecture {
+    pub fn name(self) -> &'static str {
+        match self {
+            Architecture::Bilstm => "bilstm",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub name: String,
+    pub architecture: Architecture,
+    pub bilstm: BiLstmSpec,
+    pub training: TrainingSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    name: Spanned<String>,
+    architecture: Architecture,
+    // BiLSTM keys, inline (serde's `flatten` would lose spans and unknown-key checks).
+    #[serde(default = "d300")]
+    embedding_dim: Positive,
+    #[serde(default = "d256")]
+    hidden_size: Positive,
+    #[serde(default = "d256")]
+    attention_size: Positive,
+    #[serde(default = "d256")]
+    mlp_size: Positive,
+    #[serde(default = "Share::default_dropout")]
+    dropout: Share,
+    #[serde(default = "Share::default_word_dropout")]
+    word_dropout: Share,
+    glove: Option<String>,
+    #[serde(default)]
+    vocab: VocabSpec,
+    #[serde(default)]
+    training: TrainingSpec,
+}
+
+/// BiLSTM hyper-parameters (defaults: Bastings et al. appendix A.1).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BiLstmSpec {
+    pub embedding_dim: Positive,
+    pub hidden_size: Positive,
+    pub attention_size: Positive,
+    pub mlp_size: Positive,
+    pub dropout: Share,
+    pub word_dropout: Share,
+    /// GloVe-format text file (`word v1 … vd` per line) to initialise embeddings;
+    /// relative to the data root.
+    pub glove: Option<String>,
+    pub vocab: VocabSpec,
+}
+
+fn d300() -> Positive {
+    Positive::new(300)
+}
+fn d256() -> Positive {
+    Positive::new(256)
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VocabSpec {
+    #[serde(default = "vocab_max")]
+    pub max_size: Positive,
+    #[serde(default = "vocab_min")]
+    pub min_count: Positive,
+    #[serde(default = "yes")]
+    pub lowercase: bool,
+}
+
+fn vocab_max() -> Positive {
+    Positive::new(50_000)
+}
+fn vocab_min() -> Positive {
+    Positive::new(1)
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for VocabSpec {
+    fn default() -> Self {
+        Self { max_size: vocab_max(), min_count: vocab_min(), lowercase: true }
+    }
+}
+
+/// Optimisation (defaults: the paper's LSTM: SGD lr 0.03, momentum 0.9, weight
+/// decay 5e-6, batch 64, ≤ 35,000 steps, early stop after 10,000 without gain).
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSpec {
+    #[serde(default = "batch64")]
+    pub batch_size: Positive,
+    #[serde(default = "lr")]
+    pub learning_rate: f64,
+    #[serde(default = "Share::default_momentum")]
+    pub momentum: Share,
+    #[serde(default = "wd")]
+    pub weight_decay: f64,
+    #[serde(default = "steps")]
+    pub max_steps: Positive,
+    #[serde(default = "eval_every")]
+    pub eval_every: Positive,
+    /// Stop after this many steps without a validation-accuracy gain.
+    #[serde(default = "patience")]
+    pub patience: Positive,
+    /// Clip the global gradient norm to this value (none by default).
+    pub max_grad_norm: Option<f64>,
+    #[serde(default = "one")]
+    pub seed: u64,
+}
+
+fn batch64() -> Positive {
+    Positive::new(64)
+}
+fn lr() -> f64 {
+    0.03
+}
+fn wd() -> f64 {
+    5e-6
+}
+fn steps() -> Positive {
+    Positive::new(35_000)
+}
+fn eval_every() -> Positive {
+    Positive::new(500)
+}
+fn patience() -> Positive {
+    Positive::new(10_000)
+}
+fn one() -> u64 {
+    1
+}
+
+impl Default for TrainingSpec {
+    fn default() -> Self {
+        Self {
+            batch_size: batch64(),
+            learning_rate: lr(),
+            momentum: Share::default_momentum(),
+            weight_decay: wd(),
+            max_steps: steps(),
+            eval_every: eval_every(),
+            patience: patience(),
+            max_grad_norm: None,
+            seed: one(),
+        }
+    }
+}
+
+/// Which synthetic test set attribution explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestSet {
+    /// Shortcut inserted, labels balanced.
+    Synthetic,
+    /// Shortcut chosen so the label is the opposite of the original one.
+    Flip,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributionSpec {
+    pub methods: Vec<Method>,
+    pub sample: Positive,
+    pub test_set: TestSet,
+    pub batch_size: Positive,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAttribution {
+    methods: Vec<Spanned<String>>,
+    #[serde(default = "sample")]
+    sample: Positive,
+    #[serde(default = "synthetic")]
+    test_set: TestSet,
+    #[serde(default = "attr_batch")]
+    batch_size: Positive,
+    #[serde(default = "attr_seed")]
+    seed: u64,
+}
+
+fn sample() -> Positive {
+    Positive::new(1000)
+}
+fn synthetic() -> TestSet {
+    TestSet::Synthetic
+}
+fn attr_batch() -> Positive {
+    Positive::new(32)
+}
+fn attr_seed() -> u64 {
+    7
+}
+
+/// Thresholds a shortcut model must meet (PROTOCOL §1, "Verification").
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerificationSpec {
+    /// The shortcut model's accuracy on the synthetic test set must reach this.
+    #[serde(default = "Share::default_synthetic")]
+    pub min_synthetic_accuracy: Share,
+    /// The original model's synthetic-test accuracy must lie within this of 0.5.
+    #[serde(default = "Share::default_chance")]
+    pub chance_tolerance: Share,
+    /// The shortcut model may lose at most this much accuracy on the original test set.
+    #[serde(default = "Share::default_drop")]
+    pub max_original_drop: Share,
+}
+
+impl Default for VerificationSpec {
+    fn default() -> Self {
+        Self {
+            min_synthetic_accuracy: Share::default_synthetic(),
+            chance_tolerance: Share::default_chance(),
+            max_original_drop: Share::default_drop(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    #[serde(default = "default_formats")]
+    pub formats: Vec<ReportFormat>,
+}
+
+fn default_formats() -> Vec<ReportFormat> {
+    vec![ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Parquet]
+}
+
+impl Default for ReportSpec {
+    fn default() -> Self {
+        Self { formats: default_formats() }
+    }
+}
+
+impl Grid {
+    /// Reads and validates a grid file.
+    pub fn load(path: &Path) -> Result<Grid, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
+        Grid::parse(&text, path)
+    }
+
+    /// Validates grid text; `path` is used for messages and relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Grid, SpecError> {
+        let at = |span: Option<Range<usize>>, message: String| {
+            let (line, column) = span.map(|s| line_column(text, s.start)).unwrap_or((1, 1));
+            SpecError::Invalid { path: path.into(), line, column, message }
+        };
+        let raw: RawGrid = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim_end().to_string()))?;
+
+        if raw.datasets.is_empty() {
+            return Err(at(None, "the grid declares no `[[datasets]]`".into()));
+        }
+        if raw.models.is_empty() {
+            return Err(at(None, "the grid declares no `[[models]]`".into()));
+        }
+        check_names(raw.datasets.iter().map(|d| &d.name), "dataset").map_err(|(s, m)| at(Some(s), m))?;
+        check_names(raw.models.iter().map(|m| &m.name), "model").map_err(|(s, m)| at(Some(s), m))?;
+
+        let datasets = raw
+            .datasets
+            .into_iter()
+            .map(|d| {
+                let span = d.name.span();
+                dataset(d).map_err(|m| at(Some(span), m))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let models = raw
+            .models
+            .into_iter()
+            .map(|m| ModelSpec {
+                name: m.name.into_inner(),
+                architecture: m.architecture,
+                bilstm: BiLstmSpec {
+                    embedding_dim: m.embedding_dim,
+                    hidden_size: m.hidden_size,
+                    attention_size: m.attention_size,
+                    mlp_size: m.mlp_size,
+                    dropout: m.dropout,
+                    word_dropout: m.word_dropout,
+                    glove: m.glove,
+                    vocab: m.vocab,
+                },
+                training: m.training,
+            })
+            .collect();
+
+        if raw.shortcuts.kinds.is_empty() {
+            return Err(at(None, "`shortcuts.kinds` is empty".into()));
+        }
+        if raw.metrics.is_empty() {
+            return Err(at(None, "`metrics` is empty".into()));
+        }
+
+        let mut methods: Vec<Method> = Vec::new();
+        for pattern in &raw.attribution.methods {
+            let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
+            for name in names {
+                let method: Method = name.parse().map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
+                if methods.contains(&method) {
+                    return Err(at(Some(pattern.span()), format!("method `{method}` is listed twice")));
+                }
+                methods.push(method);
+            }
+        }
+        if methods.is_empty() {
+            return Err(at(None, "`attribution.methods` is empty".into()));
+        }
+
+        let name = raw.name.unwrap_or_else(|| {
+            path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "grid".into())
+        });
+        Ok(Grid {
+            name,
+            path: path.into(),
+            datasets,
+            shortcuts: raw.shortcuts,
+            models,
+            attribution: AttributionSpec {
+                methods,
+                sample: raw.attribution.sample,
+                test_set: raw.attribution.test_set,
+                batch_size: raw.attribution.batch_size,
+                seed: raw.attribution.seed,
+            },
+            verification: raw.verification,
+            metrics: raw.metrics,
+            report: raw.report,
+        })
+    }
+}
+
+fn check_names<'a>(names: impl Iterator<Item = &'a Spanned<String>>, what: &str) -> Result<(), (Range<usize>, String)> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        let n = name.get_ref().as_str();
+        if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err((name.span(), format!("{what} name `{n}` must be non-empty ASCII letters, digits, `-` or `_`")));
+        }
+        if seen.contains(&n) {
+            return Err((name.span(), format!("{what} name `{n}` is used twice")));
+        }
+        seen.push(n);
+    }
+    Ok(())
+}
+
+fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
+    let name = raw.name.into_inner();
+    let source = match (raw.generated, raw.train, raw.test) {
+        (Some(options), None, None) if raw.validation.is_none() => DatasetSource::Generated(options),
+        (Some(_), _, _) => {
+            return Err(format!("dataset `{name}`: `generated` cannot be combined with split files"));
+        }
+        (None, Some(train), Some(test)) => DatasetSource::Files {
+            train: train.into(),
+            validation: raw.validation.map(PathBuf::from),
+            test: test.into(),
+            format: raw.format,
+            text_column: raw.text_column,
+            label_column: raw.label_column,
+            label_names: raw.label_names,
+        },
+        (None, _, _) => {
+            return Err(format!("dataset `{name}` needs `train` and `test` files, or a `generated = {{ … }}` table"));
+        }
+    };
+    Ok(DatasetSpec { name, source, limits: raw.limits, validation_share: raw.validation_share, max_length: raw.max_length })
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,116 @@
+use super::*;
+
+const MINIMAL: &str = r#"
+[[datasets]]
+name = "toy"
+generated = { train = 10, validation = 5, test = 5, seed = 1 }
+
+[[models]]
+name = "lstm"
+architecture = "bilstm"
+
+[attribution]
+methods = ["grad{p,l}-{l1,l2}", "random"]
+"#;
+
+fn parse(text: &str) -> Result<Grid, SpecError> {
+    Grid::parse(text, Path::new("grids/test.toml"))
+}
+
+fn error(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn minimal_grid_gets_the_papers_defaults() {
+    let g = parse(MINIMAL).unwrap();
+    assert_eq!(g.name, "test");
+    assert_eq!(g.shortcuts.kinds, ShortcutKind::all().to_vec());
+    assert_eq!(g.shortcuts.mix_share.get(), 0.2);
+    assert_eq!(g.shortcuts.max_distance.get(), 50);
+    let m = &g.models[0];
+    assert_eq!((m.bilstm.embedding_dim.get(), m.bilstm.hidden_size.get()), (300, 256));
+    assert_eq!(m.training.learning_rate, 0.03);
+    assert_eq!(m.training.max_steps.get(), 35_000);
+    assert_eq!(m.training.patience.get(), 10_000);
+    let names: Vec<String> = g.attribution.methods.iter().map(|m| m.to_string()).collect();
+    assert_eq!(names, ["gradp-l1", "gradp-l2", "gradl-l1", "gradl-l2", "random"]);
+    assert_eq!(g.attribution.sample.get(), 1000);
+    assert_eq!(g.metrics, vec![Metric::Precision, Metric::Rank]);
+    assert_eq!(g.verification.min_synthetic_accuracy.get(), 0.99);
+}
+
+#[test]
+fn shipped_grids_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Grid::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "expected the quickstart and the SST-2 grid");
+}
+
+#[test]
+fn unknown_key_names_file_line_and_column() {
+    let text = MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\nhiden_size = 3");
+    let e = error(&text);
+    assert!(e.starts_with("grids/test.toml:9:1: unknown field `hiden_size`"), "{e}");
+}
+
+#[test]
+fn wrong_type_and_impossible_values_point_at_the_value() {
+    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\ndropout = 1.5"));
+    assert!(e.starts_with("grids/test.toml:8:11: expected a number in [0, 1], got 1.5"), "{e}");
+    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\nhidden_size = 0"));
+    assert!(e.starts_with("grids/test.toml:8:15: expected a whole number ≥ 1, got 0"), "{e}");
+    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\nhidden_size = \"big\""));
+    assert!(e.starts_with("grids/test.toml:8:15:"), "{e}");
+    assert!(e.contains("invalid type"), "{e}");
+    let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"gpt\""));
+    assert!(e.starts_with("grids/test.toml:8:16: unknown variant `gpt`"), "{e}");
+}
+
+#[test]
+fn bad_method_names_point_at_the_entry() {
+    let e = error(&MINIMAL.replace("\"random\"", "\"ramdon\""));
+    assert!(e.starts_with("grids/test.toml:11:33: unknown salience method `ramdon`"), "{e}");
+    let e = error(&MINIMAL.replace("\"random\"", "\"grad{p,l\""));
+    assert!(e.contains("unbalanced"), "{e}");
+    let e = error(&MINIMAL.replace("\"random\"", "\"gradp-l1\""));
+    assert!(e.contains("method `gradp-l1` is listed twice"), "{e}");
+}
+
+#[test]
+fn cross_field_checks() {
+    let e = error(&MINIMAL.replace("[attribution]", "[[models]]\nname = \"lstm\"\narchitecture = \"bilstm\"\n[attribution]"));
+    assert!(e.contains("model name `lstm` is used twice"), "{e}");
+    let e = error(&MINIMAL.replace("generated = { train = 10, validation = 5, test = 5, seed = 1 }", "train = \"a.csv\""));
+    assert!(e.starts_with("grids/test.toml:3:8: dataset `toy` needs `train` and `test` files"), "{e}");
+    let e = error(&MINIMAL.replace("[[models]]", "[shortcuts]\nkinds = []\n[[models]]"));
+    assert!(e.contains("`shortcuts.kinds` is empty"), "{e}");
+    let e = error(&MINIMAL.replace("[[models]]", "[shortcuts]\nkinds = [\"xx\"]\n[[models]]"));
+    assert!(e.contains("unknown variant `xx`"), "{e}");
+}
+
+#[test]
+fn file_datasets() {
+    let text = MINIMAL.replace(
+        "generated = { train = 10, validation = 5, test = 5, seed = 1 }",
+        "train = \"sst2/train.parquet\"\ntest = \"sst2/test.parquet\"\nlimits = { train = 100 }\nmax_length = 100",
+    );
+    let g = parse(&text).unwrap();
+    let d = &g.datasets[0];
+    assert!(matches!(&d.source, DatasetSource::Files { validation: None, text_column, .. } if text_column == "text"));
+    assert_eq!(d.limits.train.map(|v| v.get()), Some(100));
+    assert_eq!(d.max_length.get(), 100);
+}
+
+#[test]
+fn missing_file_is_a_read_error() {
+    let e = Grid::load(Path::new("/nonexistent/grid.toml")).unwrap_err().to_string();
+    assert!(e.starts_with("/nonexistent/grid.toml: cannot read grid file"), "{e}");
+}

@@ -1,0 +1,112 @@
+//! `corpus`: a dataset source → normalised `train/validation/test.jsonl`.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::io::{read_jsonl, write_json, write_jsonl};
+use crate::dag::ResolvedFiles;
+use crate::data::table::{read_split, TableColumns, TableFormat};
+use crate::data::{generated, Corpus, Example};
+use crate::spec::{DatasetSource, DatasetSpec};
+
+pub const SPLITS: [&str; 3] = ["train", "validation", "test"];
+
+/// Fixed so a held-out validation split is a pure function of the data.
+const HOLDOUT_SEED: u64 = 0x5EED_0F_DA7A;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CorpusStats {
+    pub train: usize,
+    pub validation: usize,
+    pub test: usize,
+    pub validation_held_out_from_train: bool,
+    pub labels: u32,
+}
+
+pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> Result<()> {
+    let limit = |l: Option<crate::spec::Positive>| l.map(|v| v.get());
+    let mut held_out = false;
+    let corpus = match (&dataset.source, files) {
+        (DatasetSource::Generated(options), _) => generated::generate(options),
+        (DatasetSource::Files { format, text_column, label_column, label_names, .. }, Some(files)) => {
+            let columns = TableColumns { text: text_column, label: label_column };
+            let read = |path: &Path, n: Option<usize>| -> Result<Vec<Example>> {
+                let format = match format {
+                    Some(f) => *f,
+                    None => TableFormat::from_extension(path).with_context(|| {
+                        format!("{}: cannot tell the format from the extension; set `format` on dataset `{}`", path.display(), dataset.name)
+                    })?,
+                };
+                Ok(read_split(path, format, &columns, label_names.as_deref(), n)?)
+            };
+            let mut train = read(&files.train, None)?;
+            let validation = match &files.validation {
+                Some(path) => read(path, limit(dataset.limits.validation))?,
+                None => {
+                    held_out = true;
+                    let mut rng = ChaCha8Rng::seed_from_u64(HOLDOUT_SEED);
+                    train.shuffle(&mut rng);
+                    let n = ((train.len() as f64) * dataset.validation_share.get()).round() as usize;
+                    let validation: Vec<Example> = train.drain(..n.min(train.len())).collect();
+                    match limit(dataset.limits.validation) {
+                        Some(l) => validation.into_iter().take(l).collect(),
+                        None => validation,
+                    }
+                }
+            };
+            if let Some(l) = limit(dataset.limits.train) {
+                train.truncate(l);
+            }
+            let test = read(&files.test, limit(dataset.limits.test))?;
+            Corpus { train, validation, test }
+        }
+        (DatasetSource::Files { .. }, None) => bail!("dataset `{}`: files were not resolved", dataset.name),
+    };
+    let corpus = match &dataset.source {
+        DatasetSource::Generated(_) => Corpus {
+            train: truncate(corpus.train, limit(dataset.limits.train)),
+            validation: truncate(corpus.validation, limit(dataset.limits.validation)),
+            test: truncate(corpus.test, limit(dataset.limits.test)),
+        },
+        DatasetSource::Files { .. } => corpus,
+    };
+    for (name, split) in [("train", &corpus.train), ("validation", &corpus.validation), ("test", &corpus.test)] {
+        if split.is_empty() {
+            bail!("dataset `{}`: the {name} split is empty", dataset.name);
+        }
+    }
+    write_jsonl(&out.join("train.jsonl"), &corpus.train)?;
+    write_jsonl(&out.join("validation.jsonl"), &corpus.validation)?;
+    write_jsonl(&out.join("test.jsonl"), &corpus.test)?;
+    write_json(
+        &out.join("stats.json"),
+        &CorpusStats {
+            train: corpus.train.len(),
+            validation: corpus.validation.len(),
+            test: corpus.test.len(),
+            validation_held_out_from_train: held_out,
+            labels: corpus.num_labels(),
+        },
+    )
+}
+
+fn truncate(mut v: Vec<Example>, limit: Option<usize>) -> Vec<Example> {
+    if let Some(l) = limit {
+        v.truncate(l);
+    }
+    v
+}
+
+/// Reads a corpus payload back.
+pub fn load(dir: &Path) -> Result<Corpus> {
+    Ok(Corpus {
+        train: read_jsonl(&dir.join("train.jsonl"))?,
+        validation: read_jsonl(&dir.join("validation.jsonl"))?,
+        test: read_jsonl(&dir.join("test.jsonl"))?,
+    })
+}

@@ -1,0 +1,56 @@
+//! Step executors: each reads its inputs' payloads from the cache and writes its
+//! own payload into a staging folder. One file per step kind; the science lives
+//! in the stage modules (`data`, `shortcut`, `train`, `salience`, `metrics`,
+//! `report`), these files only move data in and out of the cache.
+
+pub mod attribute;
+pub mod corpus;
+pub mod io;
+pub mod report;
+pub mod score;
+pub mod synth;
+pub mod train;
+pub mod verify;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use indicatif::ProgressBar;
+
+use crate::backend::DeviceChoice;
+use crate::dag::{Plan, Work};
+
+/// What an executor may use besides its inputs.
+pub struct StepContext<'a> {
+    pub plan: &'a Plan,
+    /// Payload folders of the step's inputs, in the step's input order.
+    pub inputs: Vec<PathBuf>,
+    pub device: DeviceChoice,
+    pub progress: &'a ProgressBar,
+}
+
+/// Runs one step, writing its payload into `out`.
+pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
+    let step = &ctx.plan.steps[index];
+    match &step.work {
+        Work::Corpus { dataset, files } => corpus::run(dataset, files.as_ref(), out),
+        Work::Synth { options } => synth::run(options, &ctx.inputs[0], out),
+        Work::Train { model, max_length, shortcut_tokens, glove } => {
+            train::run(model, *max_length, shortcut_tokens, glove.as_deref(), &ctx.inputs[0], out, ctx)
+        }
+        Work::Verify { thresholds } => verify::run(thresholds, ctx, out),
+        Work::Attribute { method, sample, test_set, seed, batch_size, max_length } => {
+            let options = attribute::Options {
+                method: *method,
+                sample: *sample,
+                test_set: *test_set,
+                seed: *seed,
+                batch_size: *batch_size,
+                max_length: *max_length,
+            };
+            attribute::run(&options, ctx, out)
+        }
+        Work::Score { metric } => score::run(*metric, &ctx.inputs[0], out),
+        Work::Report { formats, cells, verifications } => report::run(formats, cells, verifications, index, ctx, out),
+    }
+}

@@ -1,0 +1,80 @@
+//! The `grid` binary: commands, output and exit codes.
+
+use crate::util::{GridTest, TINY};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn bad_toml_exits_2_naming_file_line_and_column() {
+    let t = GridTest::new(&TINY.replace("dropout = 0.1", "dropout = 0.1\ndropuot = 0.2"));
+    let out = t.grid(&["run", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("grid.toml:25:1: unknown field `dropuot`"), "{err}");
+    assert!(!t.cache().join("train").exists(), "nothing runs on a bad grid");
+}
+
+#[test]
+fn missing_data_file_exits_2_and_says_where_it_looked() {
+    let t = GridTest::new(&TINY.replace(
+        "generated = { train = 600, validation = 150, test = 120, seed = 3 }",
+        "train = \"nowhere/train.parquet\"\ntest = \"nowhere/test.parquet\"",
+    ));
+    let out = t.grid(&["plan", "grid.toml", "--data-root", "/data"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("/data/nowhere/train.parquet: file not found"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let t = GridTest::new(TINY);
+    assert_eq!(t.grid(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(t.grid(&["run", "grid.toml", "--device", "tpu"]).status.code(), Some(2));
+    assert_eq!(t.grid(&["run", "absent.toml"]).status.code(), Some(2));
+}
+
+#[test]
+fn plan_says_what_is_cached_and_why_the_rest_runs() {
+    let t = GridTest::tiny_after_first_run();
+    let out = t.grid(&["plan", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.lines().filter(|l| l.starts_with("cached")).count() == 39, "{plan}");
+
+    t.write_grid(&TINY.replace("max_steps = 120", "max_steps = 130"));
+    let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
+    let line = |label: &str| plan.lines().find(|l| l.ends_with(label) || l.contains(&format!("{label}  ("))).unwrap_or_else(|| panic!("{label}:\n{plan}")).to_string();
+    assert!(line("train/gen/st/lstm").contains("parameter `training.max_steps` changed from 120 to 130"), "{plan}");
+    assert!(line("verify/gen/st/lstm").contains("input `train/gen/st/lstm` changed"), "{plan}");
+    assert!(line("corpus/gen").starts_with("cached"), "{plan}");
+    assert!(line("synth/gen/op").starts_with("cached"), "{plan}");
+}
+
+#[test]
+fn report_renders_from_the_cache_only() {
+    let empty = GridTest::new(TINY);
+    let out = empty.grid(&["report", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "nothing cached: nothing to report");
+    assert!(text(&out.stderr).contains("not in the cache"), "{}", text(&out.stderr));
+    assert!(!empty.cache().join("train").exists(), "report never trains");
+
+    let t = GridTest::tiny_after_first_run();
+    std::fs::remove_dir_all(t.cache().join("report")).unwrap();
+    let out = t.grid(&["report", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("gradl-l1") && stdout.contains("gen:tic"), "{stdout}");
+    assert!(text(&out.stderr).contains("1 ran"), "{}", text(&out.stderr));
+    assert!(t.reports().join("tiny/lstm_rank.md").is_file());
+}
+
+#[test]
+fn second_run_of_the_binary_reports_everything_cached() {
+    let t = GridTest::tiny_after_first_run();
+    let out = t.grid(&["run", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("39 steps: 0 ran, 39 cached, 0 failed"), "{}", text(&out.stderr));
+}

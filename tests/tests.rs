@@ -1,0 +1,8 @@
+//! End-to-end runs of real grids on tiny data, built as one test binary (as
+//! ripgrep does) and split into files by topic.
+
+mod util;
+
+mod cache_reuse;
+mod cli;
+mod pipeline;

@@ -1,0 +1,131 @@
+//! The `gridtest` fixture: a temporary folder with a grid file, a cache and a
+//! reports folder, and helpers to run the library or the `grid` binary there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use grid::backend::DeviceChoice;
+use grid::cache::Cache;
+use grid::dag::{self, PlanOptions, RunOptions, RunOutcome, Verbosity};
+use grid::spec::Grid;
+
+/// A tiny grid: generated corpus, all three shortcuts, a small BiLSTM.
+pub const TINY: &str = r#"
+name = "tiny"
+metrics = ["precision", "rank"]
+
+[[datasets]]
+name = "gen"
+generated = { train = 600, validation = 150, test = 120, seed = 3 }
+max_length = 48
+
+[shortcuts]
+kinds = ["st", "tic", "op"]
+seed = 5
+
+[[models]]
+name = "lstm"
+architecture = "bilstm"
+embedding_dim = 16
+hidden_size = 16
+attention_size = 16
+mlp_size = 16
+dropout = 0.1
+
+[models.training]
+batch_size = 32
+learning_rate = 0.1
+max_steps = 120
+eval_every = 40
+patience = 80
+
+[attribution]
+methods = ["gradl-l1", "gxil", "random"]
+sample = 40
+"#;
+
+pub struct GridTest {
+    pub dir: tempfile::TempDir,
+}
+
+impl GridTest {
+    /// A fresh folder holding `grid.toml` with `text`.
+    pub fn new(text: &str) -> GridTest {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("grid.toml"), text).expect("write grid");
+        GridTest { dir }
+    }
+
+    /// A fresh folder whose cache already holds a full run of [`TINY`], so tests
+    /// that count recomputation do not each train from scratch.
+    pub fn tiny_after_first_run() -> GridTest {
+        static WARM: OnceLock<PathBuf> = OnceLock::new();
+        let warm = WARM.get_or_init(|| {
+            let t = GridTest::new(TINY);
+            let outcome = t.run();
+            assert!(outcome.succeeded(), "first run failed: {:?}", outcome.failures().collect::<Vec<_>>());
+            let path = t.dir.keep();
+            path
+        });
+        let t = GridTest::new(TINY);
+        copy_dir(&warm.join("cache"), &t.cache());
+        t
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn grid_file(&self) -> PathBuf {
+        self.path().join("grid.toml")
+    }
+    pub fn cache(&self) -> PathBuf {
+        self.path().join("cache")
+    }
+    pub fn reports(&self) -> PathBuf {
+        self.path().join("reports")
+    }
+
+    pub fn write_grid(&self, text: &str) {
+        std::fs::write(self.grid_file(), text).expect("write grid");
+    }
+
+    /// Plans and runs the grid through the library.
+    pub fn run(&self) -> RunOutcome {
+        let grid = Grid::load(&self.grid_file()).expect("valid grid");
+        let cache = Cache::open(self.cache()).expect("cache");
+        let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
+        let options = RunOptions {
+            jobs: 2,
+            device: DeviceChoice::Cpu,
+            verbosity: Verbosity::Quiet,
+            reports_dir: Some(self.reports()),
+            cache_only: false,
+        };
+        dag::execute(&plan, &cache, &options).expect("execute")
+    }
+
+    /// Runs the `grid` binary in this folder.
+    pub fn grid(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_grid"))
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("GRID_DATA_ROOT")
+            .env_remove("GRID_CACHE")
+            .output()
+            .expect("run grid")
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

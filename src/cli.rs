@@ -46,9 +46,9 @@ struct Common {
     /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` feature.
     #[arg(long, default_value = "cpu")]
     device: String,
-    /// Steps run at the same time.
-    #[arg(long, short = 'j', default_value_t = 1)]
-    jobs: usize,
+    /// Steps run at the same time (default: the number of CPU cores).
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
     /// Print only the tables and errors.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     quiet: bool,
@@ -118,7 +118,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let options = RunOptions {
-        jobs: common.jobs,
+        jobs: common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
         device,
         verbosity,
         reports_dir: Some(common.reports.clone()),

@@ -12,7 +12,7 @@ fn bad_toml_exits_2_naming_file_line_and_column() {
     let out = t.grid(&["run", "grid.toml", "-q"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("grid.toml:25:1: unknown field `dropuot`"), "{err}");
+    assert!(err.contains("grid.toml:22:1: unknown field `dropuot`"), "{err}");
     assert!(!t.cache().join("train").exists(), "nothing runs on a bad grid");
 }
 

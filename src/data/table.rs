@@ -360,27 +360,34 @@ fn label_values(
         });
     };
     if text_format {
-        let all_names = label_names.is_some_and(|names| {
-            ca.iter().flatten().all(|v| names.iter().any(|n| n == v))
-        });
-        let all_ints = ca.iter().flatten().all(|v| v.trim().parse::<i128>().is_ok());
+        let all_names = label_names
+            .is_some_and(|names| ca.iter().flatten().all(|v| names.iter().any(|n| n == v)));
+        let all_ints = ca
+            .iter()
+            .flatten()
+            .all(|v| v.trim().parse::<i128>().is_ok());
         if !all_names && all_ints {
-            let values = ca.iter().map(|v| v.and_then(|s| s.trim().parse::<i128>().ok()));
+            let values = ca
+                .iter()
+                .map(|v| v.and_then(|s| s.trim().parse::<i128>().ok()));
             return index_labels(path, values, label_names);
         }
     }
     let Some(names) = label_names else {
-        let (row, label) = ca
-            .iter()
-            .enumerate()
-            .find_map(|(i, v)| v.map(|s| (i + 1, s.to_string())))
-            .unwrap_or((1, String::new()));
-        return Err(TableError::NamesRequired {
-            path: path.to_path_buf(),
-            column: name.to_string(),
-            row,
-            label,
-        });
+        // Rows before the first string are nulls: report the first row either way.
+        return match ca.iter().enumerate().next() {
+            None => Ok(Vec::new()),
+            Some((_, None)) => Err(TableError::NullLabel {
+                path: path.to_path_buf(),
+                row: 1,
+            }),
+            Some((_, Some(label))) => Err(TableError::NamesRequired {
+                path: path.to_path_buf(),
+                column: name.to_string(),
+                row: 1,
+                label: label.to_string(),
+            }),
+        };
     };
     ca.iter()
         .enumerate()
@@ -390,15 +397,16 @@ fn label_values(
                 path: path.to_path_buf(),
                 row,
             })?;
-            let index = names
-                .iter()
-                .position(|n| n == v)
-                .ok_or_else(|| TableError::UnknownName {
-                    path: path.to_path_buf(),
-                    row,
-                    label: v.to_string(),
-                    names: names.to_vec(),
-                })?;
+            let index =
+                names
+                    .iter()
+                    .position(|n| n == v)
+                    .ok_or_else(|| TableError::UnknownName {
+                        path: path.to_path_buf(),
+                        row,
+                        label: v.to_string(),
+                        names: names.to_vec(),
+                    })?;
             // A name list longer than u32::MAX cannot be built in practice.
             u32::try_from(index).map_err(|_| TableError::BadIndex {
                 path: path.to_path_buf(),
@@ -498,7 +506,10 @@ mod tests {
 
     #[test]
     fn format_serde_names() {
-        assert_eq!(serde_json::to_string(&TableFormat::Jsonl).unwrap(), "\"jsonl\"");
+        assert_eq!(
+            serde_json::to_string(&TableFormat::Jsonl).unwrap(),
+            "\"jsonl\""
+        );
         let f: TableFormat = serde_json::from_str("\"parquet\"").unwrap();
         assert_eq!(f, TableFormat::Parquet);
     }
@@ -514,7 +525,11 @@ mod tests {
         let got = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap();
         assert_eq!(
             got,
-            vec![ex("a, quoted \"film\"", 1), ex("plain", 0), ex("two\nlines", 1)]
+            vec![
+                ex("a, quoted \"film\"", 1),
+                ex("plain", 0),
+                ex("two\nlines", 1)
+            ]
         );
     }
 
@@ -563,7 +578,7 @@ mod tests {
     }
 
     #[test]
-    fn jsonl_empty_file_is_empty_split() {
+    fn jsonl_blank_file_has_no_columns() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "t.jsonl", "\n");
         // No columns at all: the missing column is reported.
@@ -677,7 +692,10 @@ mod tests {
         let err = read_split(&p, TableFormat::Parquet, &cols, None, None).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("{}: no column `sentence` (columns: text, label)", p.display())
+            format!(
+                "{}: no column `sentence` (columns: text, label)",
+                p.display()
+            )
         );
 
         let p = write(dir.path(), "t.csv", "text,y\na,0\n");
@@ -708,7 +726,10 @@ mod tests {
         let err = read_split(&p, TableFormat::Parquet, &COLS, Some(&n), None).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("{}: row 3: label 5 is not a class index (2 classes)", p.display())
+            format!(
+                "{}: row 3: label 5 is not a class index (2 classes)",
+                p.display()
+            )
         );
     }
 
@@ -717,7 +738,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "t.csv", "text,label\na,0\nb,1\n,0\n");
         let err = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap_err();
-        assert_eq!(err.to_string(), format!("{}: row 3: null text", p.display()));
+        assert_eq!(
+            err.to_string(),
+            format!("{}: row 3: null text", p.display())
+        );
 
         let p = write(
             dir.path(),
@@ -734,7 +758,10 @@ mod tests {
         let df = df!("text" => ["a", "b"], "label" => [Some(0i64), None]).unwrap();
         let p = write_parquet(dir.path(), "t.parquet", df);
         let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
-        assert_eq!(err.to_string(), format!("{}: row 2: null label", p.display()));
+        assert_eq!(
+            err.to_string(),
+            format!("{}: row 2: null label", p.display())
+        );
     }
 
     #[test]
@@ -762,6 +789,24 @@ mod tests {
     }
 
     #[test]
+    fn string_label_edge_cases_without_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty: Vec<&str> = Vec::new();
+        let df = df!("text" => empty.clone(), "label" => empty).unwrap();
+        let p = write_parquet(dir.path(), "empty.parquet", df);
+        let got = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap();
+        assert!(got.is_empty());
+
+        let df = df!("text" => ["a", "b"], "label" => [None, Some("pos")]).unwrap();
+        let p = write_parquet(dir.path(), "nulls.parquet", df);
+        let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: row 1: null label", p.display())
+        );
+    }
+
+    #[test]
     fn err_label_dtype() {
         let dir = tempfile::tempdir().unwrap();
         let df = df!("text" => ["a"], "label" => [0.5f64]).unwrap();
@@ -786,9 +831,16 @@ mod tests {
         let p = write(dir.path(), "t.parquet", "this is not parquet");
         let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
         assert!(matches!(err, TableError::Parse { .. }), "{err}");
-        assert!(err.to_string().starts_with(&p.display().to_string()), "{err}");
+        assert!(
+            err.to_string().starts_with(&p.display().to_string()),
+            "{err}"
+        );
 
-        let p = write(dir.path(), "t.jsonl", "{\"text\": \"a\", \"label\": 0}\n{not json\n");
+        let p = write(
+            dir.path(),
+            "t.jsonl",
+            "{\"text\": \"a\", \"label\": 0}\n{not json\n",
+        );
         let err = read_split(&p, TableFormat::Jsonl, &COLS, None, None).unwrap_err();
         assert!(matches!(err, TableError::Parse { .. }), "{err}");
 

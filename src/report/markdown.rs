@@ -53,7 +53,12 @@ pub fn table(df: &DataFrame, align: &[Align]) -> PolarsResult<String> {
         .collect();
 
     let mut out = String::new();
-    push_row(&mut out, header.iter().map(String::as_str), &widths, &aligns);
+    push_row(
+        &mut out,
+        header.iter().map(String::as_str),
+        &widths,
+        &aligns,
+    );
     out.push('|');
     for (w, a) in widths.iter().zip(&aligns) {
         out.push(' ');
@@ -126,7 +131,7 @@ mod tests {
         let got = table(&df, &[Align::Left, Align::Right]).unwrap();
         assert_eq!(
             got,
-            "| method | x     |\n\
+            "| method |     x |\n\
              | ------ | ----: |\n\
              | a      |  1.00 |\n\
              | longer | 0.5 † |\n"
@@ -137,16 +142,19 @@ mod tests {
     fn escapes_pipes_and_newlines() {
         let df = df!("a|b" => ["x|y", "two\nlines"]).unwrap();
         let got = table(&df, &[]).unwrap();
-        assert!(got.starts_with("| a\\|b |"), "{got}");
-        assert!(got.contains("| x\\|y "), "{got}");
-        assert!(got.contains("| two lines |"), "{got}");
-        assert_eq!(got.lines().count(), 4);
+        assert_eq!(
+            got,
+            "| a\\|b      |\n| --------- |\n| x\\|y      |\n| two lines |\n"
+        );
     }
 
     #[test]
     fn nulls_are_empty_and_no_rows_is_header_only() {
         let df = df!("a" => [Some("x"), None]).unwrap();
-        assert_eq!(table(&df, &[]).unwrap(), "| a   |\n| --- |\n| x   |\n|     |\n");
+        assert_eq!(
+            table(&df, &[]).unwrap(),
+            "| a   |\n| --- |\n| x   |\n|     |\n"
+        );
         let empty = df!("a" => Vec::<String>::new()).unwrap();
         assert_eq!(table(&empty, &[]).unwrap(), "| a   |\n| --- |\n");
         assert_eq!(table(&DataFrame::empty(), &[]).unwrap(), "");

@@ -121,7 +121,9 @@ pub enum ReportError {
         method: String,
         metric: String,
     },
-    #[error("two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`")]
+    #[error(
+        "two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`"
+    )]
     DuplicateVerification {
         model: String,
         dataset: String,
@@ -362,7 +364,14 @@ fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, 
 mod tests {
     use super::*;
 
-    fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
+    fn cell(
+        model: &str,
+        dataset: &str,
+        shortcut: &str,
+        method: &str,
+        metric: &str,
+        value: f64,
+    ) -> CellResult {
         CellResult {
             model: model.into(),
             architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
@@ -391,7 +400,10 @@ mod tests {
             failures: if passed {
                 vec![]
             } else {
-                vec!["synthetic accuracy 81.0% < 99%".into(), "flip | too low".into()]
+                vec![
+                    "synthetic accuracy 81.0% < 99%".into(),
+                    "flip | too low".into(),
+                ]
             },
         }
     }
@@ -409,11 +421,18 @@ mod tests {
             }
         }
         cells.push(cell("bert", "sst2", "st", "gradl-l1", "precision", 0.5));
-        let verification = vec![ver("lstm", "sst2", "st", true), ver("lstm", "sst2", "op", false)];
+        let verification = vec![
+            ver("lstm", "sst2", "st", true),
+            ver("lstm", "sst2", "op", false),
+        ];
         (cells, verification)
     }
 
-    const ALL: [ReportFormat; 3] = [ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Parquet];
+    const ALL: [ReportFormat; 3] = [
+        ReportFormat::Csv,
+        ReportFormat::Markdown,
+        ReportFormat::Parquet,
+    ];
 
     fn names(report: &WrittenReport, dir: &Path) -> Vec<String> {
         report
@@ -464,7 +483,12 @@ mod tests {
         let report = write_reports(tmp.path(), &cells, &v, &[ReportFormat::Markdown]).unwrap();
         assert_eq!(
             names(&report, tmp.path()),
-            ["verification.md", "lstm_precision.md", "lstm_rank.md", "bert_precision.md"]
+            [
+                "verification.md",
+                "lstm_precision.md",
+                "lstm_rank.md",
+                "bert_precision.md"
+            ]
         );
         // No formats: nothing written, no directory created, console still there.
         let dir = tmp.path().join("never");
@@ -485,7 +509,10 @@ mod tests {
             "method,sst2:st,sst2:op\ngradl-l1,1.00,1.00 †\nrandom,0.03,0.03 †\n"
         );
         let rank = std::fs::read_to_string(tmp.path().join("lstm_rank.csv")).unwrap();
-        assert_eq!(rank, "method,sst2:st,sst2:op\ngradl-l1,1.0,1.0 †\nrandom,17.2,17.2 †\n");
+        assert_eq!(
+            rank,
+            "method,sst2:st,sst2:op\ngradl-l1,1.0,1.0 †\nrandom,17.2,17.2 †\n"
+        );
         let md = std::fs::read_to_string(tmp.path().join("lstm_precision.md")).unwrap();
         assert_eq!(
             md,
@@ -510,11 +537,16 @@ mod tests {
         let md = std::fs::read_to_string(tmp.path().join("verification.md")).unwrap();
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "## Verification");
-        assert!(lines[2].starts_with("| model | architecture | dataset | shortcut | shortcut model, synthetic % |"));
+        assert!(lines[2].starts_with(
+            "| model | architecture | dataset | shortcut | shortcut model, synthetic % |"
+        ));
         assert!(lines[4].contains("|                        99.7 |"), "{md}");
         assert!(lines[4].contains("| yes    |"), "{md}");
         // Failures joined with "; ", `|` escaped.
-        assert!(lines[5].contains("| no     | synthetic accuracy 81.0% < 99%; flip \\| too low |"), "{md}");
+        assert!(
+            lines[5].contains("| no     | synthetic accuracy 81.0% < 99%; flip \\| too low |"),
+            "{md}"
+        );
         assert!(report.console.starts_with(&md));
 
         let df = CsvReadOptions::default()
@@ -523,9 +555,19 @@ mod tests {
             .finish()
             .unwrap();
         assert_eq!(df.shape(), (2, 11));
-        let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
+        let passed: Vec<Option<bool>> = df
+            .column("passed")
+            .unwrap()
+            .bool()
+            .unwrap()
+            .iter()
+            .collect();
         assert_eq!(passed, [Some(true), Some(false)]);
-        let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();
+        let acc = df
+            .column("shortcut_model_on_synthetic")
+            .unwrap()
+            .f64()
+            .unwrap();
         assert_eq!(acc.get(0), Some(0.9974));
     }
 
@@ -549,9 +591,20 @@ mod tests {
         let file = std::fs::File::open(tmp.path().join("results_long.parquet")).unwrap();
         let from_parquet = ParquetReader::new(file).finish().unwrap();
         assert!(from_parquet.equals(&expected), "{from_parquet}");
-        assert_eq!(from_parquet.get_column_names(), [
-            "model", "architecture", "dataset", "shortcut", "method", "metric", "value", "n_examples", "verified"
-        ]);
+        assert_eq!(
+            from_parquet.get_column_names(),
+            [
+                "model",
+                "architecture",
+                "dataset",
+                "shortcut",
+                "method",
+                "metric",
+                "value",
+                "n_examples",
+                "verified"
+            ]
+        );
     }
 
     #[test]
@@ -564,7 +617,12 @@ mod tests {
         assert_eq!(ra.console, rb.console);
         assert_eq!(names(&ra, a.path()), names(&rb, b.path()));
         for (fa, fb) in ra.files.iter().zip(&rb.files) {
-            assert_eq!(std::fs::read(fa).unwrap(), std::fs::read(fb).unwrap(), "{}", fa.display());
+            assert_eq!(
+                std::fs::read(fa).unwrap(),
+                std::fs::read(fb).unwrap(),
+                "{}",
+                fa.display()
+            );
         }
         // Rewriting over existing files replaces them.
         let again = write_reports(a.path(), &cells, &v, &ALL).unwrap();
@@ -590,7 +648,10 @@ mod tests {
             "## Verification\n\n(no verification rows)\n\n(no result cells)\n"
         );
         let csv = std::fs::read_to_string(tmp.path().join("results_long.csv")).unwrap();
-        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n");
+        assert_eq!(
+            csv,
+            "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n"
+        );
     }
 
     #[test]
@@ -613,10 +674,16 @@ mod tests {
 
         let v = ver("lstm", "sst2", "st", true);
         let err = write_reports(tmp.path(), &[], &[v.clone(), v], &ALL).unwrap_err();
-        assert!(matches!(err, ReportError::DuplicateVerification { .. }), "{err}");
+        assert!(
+            matches!(err, ReportError::DuplicateVerification { .. }),
+            "{err}"
+        );
 
         // "a/b" and "a_b" both become the file `a_b_rank`.
-        let cells = vec![cell("a/b", "sst2", "st", "random", "rank", 3.0), cell("a_b", "sst2", "st", "random", "rank", 3.0)];
+        let cells = vec![
+            cell("a/b", "sst2", "st", "random", "rank", 3.0),
+            cell("a_b", "sst2", "st", "random", "rank", 3.0),
+        ];
         let err = write_reports(tmp.path(), &cells, &[], &ALL).unwrap_err();
         assert!(matches!(err, ReportError::NameCollision { .. }), "{err}");
         assert!(err.to_string().contains("a_b_rank"), "{err}");
@@ -635,8 +702,12 @@ mod tests {
 
     #[test]
     fn report_format_serde_names() {
-        let got: Vec<ReportFormat> = serde_json::from_str(r#"["csv","markdown","parquet"]"#).unwrap();
+        let got: Vec<ReportFormat> =
+            serde_json::from_str(r#"["csv","markdown","parquet"]"#).unwrap();
         assert_eq!(got, ALL);
-        assert_eq!(serde_json::to_string(&ReportFormat::Markdown).unwrap(), "\"markdown\"");
+        assert_eq!(
+            serde_json::to_string(&ReportFormat::Markdown).unwrap(),
+            "\"markdown\""
+        );
     }
 }

@@ -134,7 +134,10 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
 
 /// The accuracy fields of a [`VerificationRow`], with their column names and the
 /// headers the markdown table uses.
-const ACCURACIES: [(&str, &str, fn(&VerificationRow) -> f64); 5] = [
+/// Column name, markdown header, field.
+type Accuracy = (&'static str, &'static str, fn(&VerificationRow) -> f64);
+
+const ACCURACIES: [Accuracy; 5] = [
     (
         "shortcut_model_on_synthetic",
         "shortcut model, synthetic %",
@@ -145,11 +148,9 @@ const ACCURACIES: [(&str, &str, fn(&VerificationRow) -> f64); 5] = [
         "original model, synthetic %",
         |r| r.original_model_on_synthetic,
     ),
-    (
-        "shortcut_model_on_flip",
-        "shortcut model, flip %",
-        |r| r.shortcut_model_on_flip,
-    ),
+    ("shortcut_model_on_flip", "shortcut model, flip %", |r| {
+        r.shortcut_model_on_flip
+    }),
     (
         "shortcut_model_on_original",
         "shortcut model, original %",
@@ -162,7 +163,10 @@ const ACCURACIES: [(&str, &str, fn(&VerificationRow) -> f64); 5] = [
     ),
 ];
 
-const VERIFICATION_KEYS: [(&str, fn(&VerificationRow) -> &str); 4] = [
+/// Column name, field.
+type Key = (&'static str, fn(&VerificationRow) -> &str);
+
+const VERIFICATION_KEYS: [Key; 4] = [
     ("model", |r| &r.model),
     ("architecture", |r| &r.architecture),
     ("dataset", |r| &r.dataset),
@@ -201,7 +205,9 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
 /// The same rows for people: accuracies as percentages with one decimal,
 /// `passed` as yes/no. Returns the frame and which columns are numeric (for
 /// right alignment).
-pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(DataFrame, Vec<bool>)> {
+pub fn verification_display_frame(
+    rows: &[VerificationRow],
+) -> PolarsResult<(DataFrame, Vec<bool>)> {
     let mut columns = Vec::with_capacity(11);
     let mut numeric = Vec::with_capacity(11);
     for (name, get) in VERIFICATION_KEYS {
@@ -435,7 +441,10 @@ mod tests {
         let out = layouts(&cells).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].model, "bert");
-        assert_eq!(out[1].frame.get_column_names(), ["method", "sst2:st", "sst2:op"]);
+        assert_eq!(
+            out[1].frame.get_column_names(),
+            ["method", "sst2:st", "sst2:op"]
+        );
         assert_eq!(strings(&out[1].frame, "method"), [s("a"), s("b")]);
         assert_eq!(strings(&out[1].frame, "sst2:op"), [None, s("0.30")]);
     }

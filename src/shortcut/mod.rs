@@ -299,8 +299,11 @@ pub enum ShortcutError {
     /// reachable by the shortcut.
     #[error("{split} example {index} has label {label}; shortcuts need binary labels 0 and 1")]
     NonBinaryLabel {
+        /// `train`, `validation` or `test`.
         split: &'static str,
+        /// Row within that split, from 0.
         index: usize,
+        /// The offending label.
         label: u32,
     },
     /// A rule token is already a word of the data, so the rule would not be
@@ -310,15 +313,21 @@ pub enum ShortcutError {
          choose a token that is new to the data"
     )]
     TokenAlreadyInData {
+        /// The token found in the data.
         token: String,
+        /// `train`, `validation` or `test`.
         split: &'static str,
+        /// Row within that split, from 0 (the first one found).
         index: usize,
     },
     /// A token that could not survive whitespace splitting as one word.
     #[error("shortcut token {role} = {token:?} is not usable: {reason}")]
     InvalidToken {
+        /// `zero`, `one` or `context`.
         role: &'static str,
+        /// The token as configured.
         token: String,
+        /// What is wrong with it.
         reason: &'static str,
     },
     /// Two roles share one token, which would make the rule ambiguous.
@@ -326,20 +335,29 @@ pub enum ShortcutError {
         "shortcut tokens {first} and {second} are both {token:?}; each role needs its own token"
     )]
     DuplicateToken {
+        /// One role (`zero`, `one`, `context`).
         first: &'static str,
+        /// The other role.
         second: &'static str,
+        /// The token both use.
         token: String,
     },
     /// A share outside its range (or not a number).
     #[error("{name} = {value} is out of range: expected {expected}")]
     InvalidShare {
+        /// `mix_share` or `lone_share`.
         name: &'static str,
+        /// The value given.
         value: f64,
+        /// The admissible range, in words.
         expected: &'static str,
     },
     /// Two tokens cannot be 0 words apart.
     #[error("max_distance = 0 leaves no room for the second {kind} token; it must be at least 1")]
-    ZeroMaxDistance { kind: ShortcutKind },
+    ZeroMaxDistance {
+        /// The two-token rule that was asked for.
+        kind: ShortcutKind,
+    },
 }
 
 /// Builds the mixed train/validation splits and the two synthetic test sets.

@@ -28,6 +28,16 @@ enum Command {
     Plan(Common),
     /// Re-render the tables from the cache only; computes nothing else.
     Report(Common),
+    /// Run the one step with this key (what `run` starts for each model step
+    /// when `--jobs` > 1; also the unit of work for a cluster scheduler).
+    #[command(hide = true)]
+    Step {
+        #[command(flatten)]
+        common: Common,
+        /// The step's key (64 hex digits, as `grid plan` shows its first 12).
+        #[arg(long)]
+        key: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -94,13 +104,14 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    let (command, common) = match cli.command {
-        Command::Run(c) => ("run", c),
-        Command::Plan(c) => ("plan", c),
-        Command::Report(c) => ("report", c),
+    let (command, common, key) = match cli.command {
+        Command::Run(c) => ("run", c, None),
+        Command::Plan(c) => ("plan", c, None),
+        Command::Report(c) => ("report", c, None),
+        Command::Step { common, key } => ("step", common, Some(key)),
     };
     let device: DeviceChoice = common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?;
-    if command == "run" {
+    if command == "run" || command == "step" {
         device.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
     let grid = Grid::load(&common.grid).map_err(usage)?;
@@ -117,12 +128,35 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         print!("{}", describe_plan(&plan, &cache).map_err(runtime)?);
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(key) = key {
+        let index = plan
+            .steps
+            .iter()
+            .position(|s| s.key.as_str() == key)
+            .ok_or_else(|| usage(anyhow::anyhow!("no step of {} has key {key}", common.grid.display())))?;
+        let bar = indicatif::ProgressBar::hidden();
+        return match dag::run_one(&plan, &cache, index, device, &bar) {
+            StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
+            _ => Ok(ExitCode::SUCCESS),
+        };
+    }
+    let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    let worker = std::env::current_exe().ok().map(|program| {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["step".into(), common.grid.clone().into(), "--cache".into(), common.cache.clone().into()];
+        if let Some(root) = &common.data_root {
+            args.extend(["--data-root".into(), root.clone().into()]);
+        }
+        args.extend(["--device".into(), common.device.clone().into(), "-q".into()]);
+        dag::WorkerCommand { program, args }
+    });
     let options = RunOptions {
-        jobs: common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        jobs,
         device,
         verbosity,
         reports_dir: Some(common.reports.clone()),
         cache_only: command == "report",
+        worker,
     };
     let started = std::time::Instant::now();
     let outcome = dag::execute(&plan, &cache, &options).map_err(runtime)?;

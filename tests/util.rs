@@ -101,6 +101,7 @@ impl GridTest {
             verbosity: Verbosity::Quiet,
             reports_dir: Some(self.reports()),
             cache_only: false,
+            worker: None,
         };
         dag::execute(&plan, &cache, &options).expect("execute")
     }

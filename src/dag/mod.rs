@@ -21,7 +21,7 @@ use crate::shortcut::{ShortcutKind, ShortcutOptions};
 use crate::spec::{DatasetSpec, ModelSpec, TestSet, VerificationSpec};
 
 pub use plan::{plan, PlanError, PlanOptions};
-pub use run::{execute, RunOptions, RunOutcome, StepStatus, Verbosity};
+pub use run::{execute, run_one, RunOptions, RunOutcome, StepStatus, Verbosity, WorkerCommand};
 
 /// A step of the DAG.
 #[derive(Debug, Clone)]

@@ -31,6 +31,40 @@ pub struct RunOptions {
     pub reports_dir: Option<PathBuf>,
     /// `grid report`: compute nothing but the report itself.
     pub cache_only: bool,
+    /// Run model steps (train, verify, attribute) in child processes of this
+    /// command, so that they run truly in parallel: burn's autodiff graph is
+    /// guarded by one process-wide lock, which serialises threads.
+    pub worker: Option<WorkerCommand>,
+}
+
+/// How to run one step in a child process: `program args… --key <key>`.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<std::ffi::OsString>,
+}
+
+impl WorkerCommand {
+    fn run(&self, plan: &Plan, cache: &Cache, index: usize) -> StepStatus {
+        let step = &plan.steps[index];
+        let output = std::process::Command::new(&self.program)
+            .args(&self.args)
+            .arg("--key")
+            .arg(step.key.as_str())
+            .stdin(std::process::Stdio::null())
+            .output();
+        match output {
+            Err(e) => StepStatus::Failed { error: format!("cannot start {}: {e}", self.program.display()) },
+            Ok(out) => match cache.lookup(step.kind, &step.key) {
+                Ok(Some(manifest)) if out.status.success() => StepStatus::Ran { seconds: manifest.seconds },
+                Ok(_) | Err(_) => {
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    let message = stderr.trim().strip_prefix("error: ").unwrap_or(stderr.trim()).to_string();
+                    StepStatus::Failed { error: if message.is_empty() { format!("worker exited with {}", out.status) } else { message } }
+                }
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,8 +175,14 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 bar.enable_steady_tick(Duration::from_millis(200));
                 let tx = done_tx.clone();
                 let device = options.device;
+                let worker = options.worker.as_ref().filter(|_| {
+                    jobs > 1 && matches!(step.kind, StepKind::Train | StepKind::Verify | StepKind::Attribute)
+                });
                 scope.spawn(move || {
-                    let result = run_one(plan, cache, i, device, &bar);
+                    let result = match worker {
+                        Some(w) => w.run(plan, cache, i),
+                        None => run_one(plan, cache, i, device, &bar),
+                    };
                     bar.finish_and_clear();
                     let _ = tx.send((i, result));
                 });
@@ -188,7 +228,8 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     Ok(outcome)
 }
 
-fn run_one(plan: &Plan, cache: &Cache, index: usize, device: DeviceChoice, bar: &ProgressBar) -> StepStatus {
+/// Runs step `index` in this process (locks, re-checks the cache, publishes).
+pub fn run_one(plan: &Plan, cache: &Cache, index: usize, device: DeviceChoice, bar: &ProgressBar) -> StepStatus {
     let step = &plan.steps[index];
     let attempt = || -> anyhow::Result<StepStatus> {
         let _lock = cache.lock(step.kind, &step.key)?;

@@ -135,7 +135,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             .position(|s| s.key.as_str() == key)
             .ok_or_else(|| usage(anyhow::anyhow!("no step of {} has key {key}", common.grid.display())))?;
         let bar = indicatif::ProgressBar::hidden();
-        return match dag::run_one(&plan, &cache, index, device, &bar) {
+        let log = |line: String| {
+            if verbosity > Verbosity::Quiet {
+                eprintln!("{line}");
+            }
+        };
+        return match dag::run_one(&plan, &cache, index, device, &bar, &log) {
             StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
             _ => Ok(ExitCode::SUCCESS),
         };

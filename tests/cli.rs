@@ -78,3 +78,33 @@ fn second_run_of_the_binary_reports_everything_cached() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("39 steps: 0 ran, 39 cached, 0 failed"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn parallel_run_uses_worker_processes_and_matches_in_process_results() {
+    let grid = TINY.replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\"]");
+    let t = GridTest::new(&grid);
+    let out = t.grid(&["run", "grid.toml", "-j", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("ran train/gen/st/lstm"), "{}", text(&out.stderr));
+    // The same grid in one process (library, threads) finds every step already cached:
+    // worker processes published under the same keys.
+    let outcome = t.run();
+    assert_eq!(outcome.executed().count(), 0);
+}
+
+#[test]
+fn a_bad_data_file_fails_its_branch_only_and_names_the_row() {
+    let t = GridTest::new(&TINY.replace(
+        "[shortcuts]",
+        "[[datasets]]\nname = \"broken\"\ntrain = \"train.csv\"\ntest = \"test.csv\"\nmax_length = 48\n\n[shortcuts]\nkinds = [\"st\"]",
+    ).replace("kinds = [\"st\", \"tic\", \"op\"]\n", ""));
+    std::fs::write(t.path().join("train.csv"), "text,label\na fine film,1\na dull film,-1\n").unwrap();
+    std::fs::write(t.path().join("test.csv"), "text,label\ngood,1\n").unwrap();
+    let out = t.grid(&["run", "grid.toml", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("corpus/broken failed") && err.contains("train.csv") && err.contains("row 2"), "{err}");
+    // The healthy dataset's branch completed and stays cached.
+    let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
+    assert!(plan.lines().any(|l| l.starts_with("cached") && l.ends_with("verify/gen/st/lstm")), "{plan}");
+}

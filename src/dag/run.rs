@@ -135,9 +135,15 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     } else {
         ProgressDrawTarget::stderr()
     });
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let say = |line: String| {
         if options.verbosity > Verbosity::Quiet {
-            let _ = multi.println(line);
+            // A hidden draw target (a pipe, a log file) drops `println`.
+            if terminal {
+                let _ = multi.println(line);
+            } else {
+                eprintln!("{line}");
+            }
         }
     };
     let jobs = options.jobs.max(1);
@@ -178,10 +184,18 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 let worker = options.worker.as_ref().filter(|_| {
                     jobs > 1 && matches!(step.kind, StepKind::Train | StepKind::Verify | StepKind::Attribute)
                 });
+                let label = step.label.clone();
+                let log_lines = options.verbosity >= Verbosity::Verbose
+                    || (options.verbosity == Verbosity::Normal && !terminal);
                 scope.spawn(move || {
+                    let log = move |line: String| {
+                        if log_lines {
+                            eprintln!("         {label}: {line}");
+                        }
+                    };
                     let result = match worker {
                         Some(w) => w.run(plan, cache, i),
-                        None => run_one(plan, cache, i, device, &bar),
+                        None => run_one(plan, cache, i, device, &bar, &log),
                     };
                     bar.finish_and_clear();
                     let _ = tx.send((i, result));
@@ -229,7 +243,14 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
 }
 
 /// Runs step `index` in this process (locks, re-checks the cache, publishes).
-pub fn run_one(plan: &Plan, cache: &Cache, index: usize, device: DeviceChoice, bar: &ProgressBar) -> StepStatus {
+pub fn run_one(
+    plan: &Plan,
+    cache: &Cache,
+    index: usize,
+    device: DeviceChoice,
+    bar: &ProgressBar,
+    log: &(dyn Fn(String) + Sync),
+) -> StepStatus {
     let step = &plan.steps[index];
     let attempt = || -> anyhow::Result<StepStatus> {
         let _lock = cache.lock(step.kind, &step.key)?;
@@ -239,7 +260,7 @@ pub fn run_one(plan: &Plan, cache: &Cache, index: usize, device: DeviceChoice, b
         let started = Instant::now();
         let staging = cache.begin(step.kind, &step.key)?;
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
-        let ctx = StepContext { plan, inputs, device, progress: bar };
+        let ctx = StepContext { plan, inputs, device, progress: bar, log };
         let result = catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir)))
             .unwrap_or_else(|panic| {
                 let message = panic

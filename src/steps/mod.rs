@@ -27,6 +27,8 @@ pub struct StepContext<'a> {
     pub inputs: Vec<PathBuf>,
     pub device: DeviceChoice,
     pub progress: &'a ProgressBar,
+    /// Progress lines for logs when no bar is drawn.
+    pub log: &'a (dyn Fn(String) + Sync),
 }
 
 /// Runs one step, writing its payload into `out`.

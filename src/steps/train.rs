@@ -108,6 +108,7 @@ fn run_bilstm<B: AutodiffBackend>(
         unk_id: vocab.unk_id(),
         word_dropout: b.word_dropout.get(),
         progress: ctx.progress,
+        log: ctx.log,
     };
     let (best, summary) = train::<B, _>(model, &spec.training, &setup, &train_enc, &validation_enc, device);
     save_bilstm(out, &best, &ModelConfig::Bilstm { config, max_length }, &vocab)?;

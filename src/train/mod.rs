@@ -48,6 +48,8 @@ pub struct TrainSetup<'a> {
     pub unk_id: u32,
     pub word_dropout: f64,
     pub progress: &'a indicatif::ProgressBar,
+    /// Where evaluation lines go when no progress bar is drawn (logs, pipes).
+    pub log: &'a (dyn Fn(String) + Sync),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,7 +178,9 @@ where
                 let validation_accuracy = evaluate(&candidate);
                 let train_loss = loss_sum / loss_count.max(1) as f64;
                 log.push(LogEntry { step, train_loss, validation_accuracy });
-                setup.progress.set_message(format!("loss {train_loss:.3} val acc {:.3}", validation_accuracy));
+                let line = format!("step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}");
+                (setup.log)(line.clone());
+                setup.progress.set_message(line);
                 (loss_sum, loss_count) = (0.0, 0);
                 if validation_accuracy > best_accuracy {
                     best_accuracy = validation_accuracy;

@@ -199,13 +199,15 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 pub fn describe_plan(plan: &Plan, cache: &Cache) -> anyhow::Result<String> {
     use std::fmt::Write;
     let mut out = String::new();
-    let mut counts = std::collections::BTreeMap::<StepKind, (usize, usize)>::new();
+    // Per kind: cached, to run, seconds the cached ones took to compute.
+    let mut counts = std::collections::BTreeMap::<StepKind, (usize, usize, f64)>::new();
     for step in &plan.steps {
-        let cached = cache.lookup(step.kind, &step.key)?.is_some();
+        let manifest = cache.lookup(step.kind, &step.key)?;
         let entry = counts.entry(step.kind).or_default();
-        if cached {
+        if let Some(manifest) = manifest {
             entry.0 += 1;
-            writeln!(out, "cached  {}  {}", step.key.short(), step.label)?;
+            entry.2 += manifest.seconds;
+            writeln!(out, "cached  {}  {}  ({:.1}s)", step.key.short(), step.label, manifest.seconds)?;
         } else {
             entry.1 += 1;
             let inputs: Vec<(String, crate::cache::StepKey)> =
@@ -215,8 +217,8 @@ pub fn describe_plan(plan: &Plan, cache: &Cache) -> anyhow::Result<String> {
         }
     }
     writeln!(out)?;
-    for (kind, (cached, run)) in counts {
-        writeln!(out, "{kind:>9}: {cached} cached, {run} to run")?;
+    for (kind, (cached, run, seconds)) in counts {
+        writeln!(out, "{kind:>9}: {cached} cached ({seconds:.1}s to compute), {run} to run")?;
     }
     Ok(out)
 }

@@ -6,17 +6,17 @@
 //! runs the ones the `cache` lacks; each step kind lives in its own module
 //! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
 
-pub mod data;
-pub mod report;
-pub mod shortcut;
-pub mod model;
-pub mod text;
-pub mod salience;
-pub mod metrics;
-pub mod spec;
-pub mod cache;
-pub mod train;
 pub mod backend;
-pub mod dag;
-pub mod steps;
+pub mod cache;
 pub mod cli;
+pub mod dag;
+pub mod data;
+pub mod metrics;
+pub mod model;
+pub mod report;
+pub mod salience;
+pub mod shortcut;
+pub mod spec;
+pub mod steps;
+pub mod text;
+pub mod train;

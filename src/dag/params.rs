@@ -33,7 +33,10 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
     let SplitLimits { train, validation, test } = limits;
     let source = match source {
         DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed }) => json!({
-            "generated": { "train": train, "validation": validation, "test": test, "seed": seed },
+            "generated": {
+                "train": train, "validation": validation, "test": test, "seed": seed,
+                "grammar": crate::data::generated::GRAMMAR_VERSION,
+            },
         }),
         DatasetSource::Files {
             train: _, // hashed by content below

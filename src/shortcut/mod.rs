@@ -131,7 +131,7 @@ impl FromStr for ShortcutKind {
 /// The surface forms of the shortcut tokens. Configurable because a dataset
 /// may already contain the defaults (then [`synthesize`] refuses it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ShortcutTokens {
     /// Indicator of class 0.
     pub zero: String,

@@ -19,7 +19,7 @@ use crate::model::glove::{self, GloveCoverage};
 use crate::spec::{Architecture, ModelSpec};
 use crate::text::vocab::WordVocab;
 use crate::text::TextEncoder;
-use crate::train::{train, Encoded, TrainSetup, TrainSummary};
+use crate::train::{train, TrainExample, TrainSetup, TrainSummary};
 
 #[derive(Debug, Serialize)]
 struct TrainingRecord<'a> {
@@ -99,8 +99,8 @@ fn run_bilstm<B: AutodiffBackend>(
         None => (None, None),
     };
     let model = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
-    let encode = |examples: &[Example]| -> Vec<Encoded> {
-        examples.iter().map(|e| Encoded { ids: vocab.encode(&e.text, max_length).ids, label: e.label }).collect()
+    let encode = |examples: &[Example]| -> Vec<TrainExample> {
+        examples.iter().map(|e| TrainExample { ids: vocab.encode(&e.text, max_length).ids, label: e.label }).collect()
     };
     let (train_enc, validation_enc) = (encode(train_set), encode(validation));
     let setup = TrainSetup {

@@ -181,6 +181,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             eprintln!("reports written to {}", first.parent().unwrap_or(Path::new(".")).display());
         }
     }
+    warn_failed_verification(&plan, &cache);
     let failures: Vec<_> = outcome.failures().collect();
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -193,6 +194,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+/// Shortcut models that failed verification are marked in every table; say so
+/// here too, once per model, so that nobody reads a marked column by accident.
+fn warn_failed_verification(plan: &Plan, cache: &Cache) {
+    for step in plan.steps.iter().filter(|s| s.kind == StepKind::Verify) {
+        let path = cache.step_dir(step.kind, &step.key).join(crate::steps::verify::FILE);
+        let Ok(result) = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path) else { continue };
+        if !result.passed {
+            eprintln!("warning: {} failed verification: {}", step.label, result.failures.join("; "));
+        }
+    }
 }
 
 /// `grid plan`: one line per step, then a summary per kind.

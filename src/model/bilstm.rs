@@ -10,9 +10,10 @@
 //!
 //! The LSTM is written here rather than taken from burn-nn: burn's `BiLstm` has no
 //! sequence lengths, so on right-padded batches its backward direction would start
-//! on padding. This one carries the state unchanged across padded steps, which is
-//! exact for right padding, and projects all inputs in one matmul before the
-//! recurrence (PyTorch's `nn.LSTM` parameter layout: gates `i, f, g, o`).
+//! on padding. Here the backward direction runs over each sequence reversed within
+//! its own length (padding stays at the end), which is exact; and all inputs are
+//! projected in one matmul before the recurrence, with half the per-step ops of
+//! burn's cell (PyTorch's `nn.LSTM` parameter layout: gates `i, f, g, o`).
 
 use burn::module::Param;
 use burn::prelude::*;
@@ -67,9 +68,10 @@ impl<B: Backend> LstmDirection<B> {
         self.weight_hh.dims()[0]
     }
 
-    /// `x`: `[batch, time, d_input]`, `mask`: `[batch, time]` (right padding).
-    /// Returns `[batch, time, hidden]`; the state passes through padded steps unchanged.
-    fn forward(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, reverse: bool) -> Tensor<B, 3> {
+    /// Runs the recurrence left to right over `x` (`[batch, time, d_input]`) and
+    /// returns every hidden state, `[batch, time, hidden]`. Causal, so on a
+    /// right-padded batch the states at real tokens never see the padding.
+    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let [batch, time, d_input] = x.dims();
         let hidden = self.hidden_size();
         let device = x.device();
@@ -83,29 +85,37 @@ impl<B: Backend> LstmDirection<B> {
 
         let mut h = Tensor::<B, 2>::zeros([batch, hidden], &device);
         let mut c = Tensor::<B, 2>::zeros([batch, hidden], &device);
-        let mut outputs: Vec<Option<Tensor<B, 2>>> = vec![None; time];
-        let steps: Box<dyn Iterator<Item = usize>> =
-            if reverse { Box::new((0..time).rev()) } else { Box::new(0..time) };
-        for t in steps {
-            let gates = projected
-                .clone()
-                .slice([0..batch, t..t + 1, 0..4 * hidden])
-                .reshape([batch, 4 * hidden])
-                + h.clone().matmul(weight_hh.clone());
-            let mut gates = gates.chunk(4, 1).into_iter();
-            let (i, f, g, o) = match (gates.next(), gates.next(), gates.next(), gates.next()) {
-                (Some(i), Some(f), Some(g), Some(o)) => (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)),
-                _ => unreachable!("chunk(4) of a 4*hidden tensor gives four parts"),
-            };
-            let c_new = f * c.clone() + i * g;
-            let h_new = o * tanh(c_new.clone());
-            let m = mask.clone().slice([0..batch, t..t + 1]);
-            c = c.clone() + (c_new - c) * m.clone();
-            h = h.clone() + (h_new - h) * m;
-            outputs[t] = Some(h.clone());
+        let mut outputs = Vec::with_capacity(time);
+        for t in 0..time {
+            let gates = projected.clone().slice([0..batch, t..t + 1, 0..4 * hidden]).reshape([batch, 4 * hidden])
+                + h.matmul(weight_hh.clone());
+            // One sigmoid over all four blocks (the `g` block's is unused) costs
+            // less than four small activations.
+            let sig = sigmoid(gates.clone());
+            let i = sig.clone().slice([0..batch, 0..hidden]);
+            let f = sig.clone().slice([0..batch, hidden..2 * hidden]);
+            let o = sig.slice([0..batch, 3 * hidden..4 * hidden]);
+            let g = tanh(gates.slice([0..batch, 2 * hidden..3 * hidden]));
+            c = f * c + i * g;
+            h = o * tanh(c.clone());
+            outputs.push(h.clone());
         }
-        Tensor::stack(outputs.into_iter().flatten().collect(), 1)
+        Tensor::stack(outputs, 1)
     }
+}
+
+/// For each sequence, the permutation of time steps that reverses its real
+/// tokens and leaves its padding in place (an involution): running a forward
+/// recurrence over the permuted input is the backward direction, exactly,
+/// on right-padded batches.
+fn reversal_index<B: Backend>(mask: Tensor<B, 2>, width: usize) -> Tensor<B, 3, Int> {
+    let [batch, time] = mask.dims();
+    let device = mask.device();
+    let lengths = mask.sum_dim(1).int(); // [batch, 1]
+    let positions = Tensor::<B, 1, Int>::arange(0..time as i64, &device).reshape([1, time]).expand([batch, time]);
+    let reversed = lengths.clone().expand([batch, time]) - positions.clone() - 1;
+    let index = reversed.mask_where(positions.clone().greater_equal(lengths.expand([batch, time])), positions);
+    index.reshape([batch, time, 1]).expand([batch, time, width])
 }
 
 /// Keys-only additive attention (Bahdanau et al. 2014 without a query).
@@ -184,8 +194,13 @@ impl<B: Backend> BiLstmClassifier<B> {
             None => x,
         };
         let embeddings = drop(embeddings, &mut noise);
-        let forward = self.lstm_forward.forward(embeddings.clone(), mask.clone(), false);
-        let backward = self.lstm_backward.forward(embeddings, mask.clone(), true);
+        let [_, _, width] = embeddings.dims();
+        let forward = self.lstm_forward.forward(embeddings.clone());
+        let reverse = reversal_index(mask.clone(), width);
+        let backward = self.lstm_backward.forward(embeddings.gather(1, reverse.clone()));
+        let hidden = backward.dims()[2];
+        let [b, t, _] = reverse.dims();
+        let backward = backward.gather(1, reverse.slice([0..b, 0..t, 0..1]).expand([b, t, hidden]));
         let states = drop(Tensor::cat(vec![forward, backward], 2), &mut noise);
         let alpha = self.attention.weights(states.clone(), mask);
         let [batch, time, width] = states.dims();

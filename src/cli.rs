@@ -152,7 +152,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         if let Some(root) = &common.data_root {
             args.extend(["--data-root".into(), root.clone().into()]);
         }
-        args.extend(["--device".into(), common.device.clone().into(), "-q".into()]);
+        args.extend(["--device".into(), common.device.clone().into()]);
+        if verbosity == Verbosity::Quiet {
+            args.push("-q".into());
+        }
         dag::WorkerCommand { program, args }
     });
     let options = RunOptions {

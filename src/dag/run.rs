@@ -45,23 +45,39 @@ pub struct WorkerCommand {
 }
 
 impl WorkerCommand {
-    fn run(&self, plan: &Plan, cache: &Cache, index: usize) -> StepStatus {
+    /// Runs step `index` in a child process; its progress lines go to `log`.
+    fn run(&self, plan: &Plan, cache: &Cache, index: usize, log: &(dyn Fn(String) + Sync)) -> StepStatus {
+        use std::io::BufRead;
         let step = &plan.steps[index];
-        let output = std::process::Command::new(&self.program)
+        let child = std::process::Command::new(&self.program)
             .args(&self.args)
             .arg("--key")
             .arg(step.key.as_str())
             .stdin(std::process::Stdio::null())
-            .output();
-        match output {
-            Err(e) => StepStatus::Failed { error: format!("cannot start {}: {e}", self.program.display()) },
-            Ok(out) => match cache.lookup(step.kind, &step.key) {
-                Ok(Some(manifest)) if out.status.success() => StepStatus::Ran { seconds: manifest.seconds },
-                Ok(_) | Err(_) => {
-                    let stderr = String::from_utf8_lossy(&out.stderr);
-                    let message = stderr.trim().strip_prefix("error: ").unwrap_or(stderr.trim()).to_string();
-                    StepStatus::Failed { error: if message.is_empty() { format!("worker exited with {}", out.status) } else { message } }
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => return StepStatus::Failed { error: format!("cannot start {}: {e}", self.program.display()) },
+        };
+        let mut last_error = None;
+        if let Some(stderr) = child.stderr.take() {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                match line.strip_prefix("error: ") {
+                    Some(error) => last_error = Some(error.to_string()),
+                    None => log(line),
                 }
+            }
+        }
+        let status = child.wait();
+        match cache.lookup(step.kind, &step.key) {
+            Ok(Some(manifest)) if status.as_ref().is_ok_and(|s| s.success()) => StepStatus::Ran { seconds: manifest.seconds },
+            _ => StepStatus::Failed {
+                error: last_error.unwrap_or_else(|| match status {
+                    Ok(s) => format!("worker exited with {s}"),
+                    Err(e) => format!("worker: {e}"),
+                }),
             },
         }
     }
@@ -194,7 +210,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                         }
                     };
                     let result = match worker {
-                        Some(w) => w.run(plan, cache, i),
+                        Some(w) => w.run(plan, cache, i, &log),
                         None => run_one(plan, cache, i, device, &bar, &log),
                     };
                     bar.finish_and_clear();

@@ -86,7 +86,8 @@ impl StepKind {
             StepKind::Synth => 1,
             StepKind::Train => 1,
             StepKind::Verify => 1,
-            StepKind::Attribute => 1,
+            // 2: probability targets differentiate through a stable surrogate.
+            StepKind::Attribute => 2,
             StepKind::Score => 1,
             StepKind::Report => 1,
         }

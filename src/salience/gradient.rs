@@ -8,6 +8,8 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
 use super::target::predicted_class_score;
+#[cfg(test)]
+use super::target::predicted_class_value;
 use super::{Reduction, Target};
 use crate::model::{predicted_classes, Classifier, TokenBatch};
 
@@ -81,7 +83,7 @@ mod tests {
     fn f_of(model: &BiLstmClassifier<Ad>, e: &[f32], shape: [usize; 3], mask: &TokenBatch<Ad>, class: u32, target: Target) -> f64 {
         let e = Tensor::<Ad, 3>::from_data(TensorData::new(e.to_vec(), shape), &Default::default());
         let logits = model.logits_from_embeddings(e, mask.mask.clone());
-        let v: Vec<f32> = predicted_class_score(logits, &[class], target).into_data().to_vec().unwrap();
+        let v: Vec<f32> = predicted_class_value(logits, &[class], target).into_data().to_vec().unwrap();
         v[0] as f64
     }
 

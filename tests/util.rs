@@ -65,8 +65,7 @@ impl GridTest {
             let t = GridTest::new(TINY);
             let outcome = t.run();
             assert!(outcome.succeeded(), "first run failed: {:?}", outcome.failures().collect::<Vec<_>>());
-            let path = t.dir.keep();
-            path
+            t.dir.keep()
         });
         let t = GridTest::new(TINY);
         copy_dir(&warm.join("cache"), &t.cache());

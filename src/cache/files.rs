@@ -30,10 +30,8 @@ impl Cache {
         let memo_path = self.root().join("file-hashes.json");
         let mut memo: BTreeMap<String, Seen> =
             fs::read(&memo_path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-        if let Some(seen) = memo.get(&id) {
-            if seen.bytes == meta.len() && seen.modified_ns == modified_ns {
-                return Ok(seen.sha256.clone());
-            }
+        if let Some(seen) = memo.get(&id).filter(|s| s.bytes == meta.len() && s.modified_ns == modified_ns) {
+            return Ok(seen.sha256.clone());
         }
         let mut file = fs::File::open(path).map_err(io)?;
         let mut hasher = Sha256::new();
@@ -49,10 +47,10 @@ impl Cache {
         memo.insert(id, Seen { bytes: meta.len(), modified_ns, sha256: sha256.clone() });
         // A lost race between two processes only costs a re-hash later.
         let tmp = memo_path.with_extension(format!("json.{}", std::process::id()));
-        if let Ok(json) = serde_json::to_vec_pretty(&memo) {
-            if fs::write(&tmp, json).is_ok() {
-                let _ = fs::rename(&tmp, &memo_path);
-            }
+        if let Ok(json) = serde_json::to_vec_pretty(&memo)
+            && fs::write(&tmp, json).is_ok()
+        {
+            let _ = fs::rename(&tmp, &memo_path);
         }
         Ok(sha256)
     }

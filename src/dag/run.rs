@@ -246,13 +246,13 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         })
         .collect();
     let mut outcome = RunOutcome { records, ..Default::default() };
-    if let Some(report) = plan.report_step() {
-        if matches!(outcome.records[report].status, StepStatus::Cached | StepStatus::Ran { .. }) {
-            let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
-            outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();
-            if let Some(reports) = &options.reports_dir {
-                outcome.report_files = copy_report(&dir, &reports.join(&plan.grid_name))?;
-            }
+    if let Some(report) = plan.report_step()
+        && matches!(outcome.records[report].status, StepStatus::Cached | StepStatus::Ran { .. })
+    {
+        let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
+        outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();
+        if let Some(reports) = &options.reports_dir {
+            outcome.report_files = copy_report(&dir, &reports.join(&plan.grid_name))?;
         }
     }
     Ok(outcome)

@@ -17,7 +17,7 @@ use crate::spec::{DatasetSource, DatasetSpec};
 pub const SPLITS: [&str; 3] = ["train", "validation", "test"];
 
 /// Fixed so a held-out validation split is a pure function of the data.
-const HOLDOUT_SEED: u64 = 0x5EED_0F_DA7A;
+const HOLDOUT_SEED: u64 = 0x005E_ED0F_DA7A;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CorpusStats {

@@ -9,12 +9,16 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::DeviceChoice;
-use crate::cache::{stale, Cache, StepKind};
+use crate::cache::{Cache, StepKind, stale};
 use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
 use crate::spec::Grid;
 
 #[derive(Debug, Parser)]
-#[command(name = "grid", version, about = "Declarative experiment grids for evaluating input-salience methods on shortcut-trained classifiers")]
+#[command(
+    name = "grid",
+    version,
+    about = "Declarative experiment grids for evaluating input-salience methods on shortcut-trained classifiers"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

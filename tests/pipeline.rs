@@ -29,7 +29,16 @@ fn tables_and_attributions_are_written() {
     let t = GridTest::tiny_after_first_run();
     let outcome = t.run();
     let reports = t.reports().join("tiny");
-    for file in ["results_long.csv", "results_long.parquet", "verification.csv", "verification.md", "lstm_precision.csv", "lstm_precision.md", "lstm_rank.csv", "lstm_rank.md"] {
+    for file in [
+        "results_long.csv",
+        "results_long.parquet",
+        "verification.csv",
+        "verification.md",
+        "lstm_precision.csv",
+        "lstm_precision.md",
+        "lstm_rank.csv",
+        "lstm_rank.md",
+    ] {
         assert!(reports.join(file).is_file(), "missing {file}; have {:?}", outcome.report_files);
     }
     let precision = std::fs::read_to_string(reports.join("lstm_precision.csv")).unwrap();

@@ -25,7 +25,8 @@ impl Cache {
     pub fn file_hash(&self, path: &Path) -> Result<String, CacheError> {
         let io = |source| CacheError::Io { path: path.to_path_buf(), source };
         let meta = fs::metadata(path).map_err(io)?;
-        let modified_ns = meta.modified().ok().and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
+        let modified_ns =
+            meta.modified().ok().and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
         let id = fs::canonicalize(path).map_err(io)?.to_string_lossy().into_owned();
         let memo_path = self.root().join("file-hashes.json");
         let mut memo: BTreeMap<String, Seen> =

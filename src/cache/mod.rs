@@ -229,9 +229,9 @@ impl Cache {
     pub fn lookup(&self, kind: StepKind, key: &StepKey) -> Result<Option<Manifest>, CacheError> {
         let path = self.step_dir(kind, key).join("manifest.json");
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|source| CacheError::Manifest { path, source }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map(Some).map_err(|source| CacheError::Manifest { path, source })
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(CacheError::Io { path, source: e }),
         }
@@ -296,7 +296,8 @@ impl Cache {
             device: device.to_string(),
         };
         let manifest_path = staging.dir.join("manifest.json");
-        let json = serde_json::to_vec_pretty(&manifest).map_err(|source| CacheError::Manifest { path: manifest_path.clone(), source })?;
+        let json = serde_json::to_vec_pretty(&manifest)
+            .map_err(|source| CacheError::Manifest { path: manifest_path.clone(), source })?;
         fs::write(&manifest_path, json).map_err(io_err(&manifest_path))?;
 
         let target = self.step_dir(staging.kind, &staging.key);
@@ -314,7 +315,10 @@ impl Cache {
     }
 
     fn label_path(&self, label: &str) -> PathBuf {
-        let safe: String = label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '~' }).collect();
+        let safe: String = label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '~' })
+            .collect();
         self.root.join("labels").join(format!("{safe}.json"))
     }
 
@@ -330,7 +334,8 @@ impl Cache {
             inputs: manifest.inputs.clone(),
         };
         let tmp = path.with_extension(format!("json.{}", std::process::id()));
-        let json = serde_json::to_vec_pretty(&record).map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
+        let json =
+            serde_json::to_vec_pretty(&record).map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
         fs::write(&tmp, json).map_err(io_err(&tmp))?;
         fs::rename(&tmp, &path).map_err(io_err(&path))
     }
@@ -396,7 +401,11 @@ mod tests {
             version: 1,
             label: "score/l".into(),
             params: serde_json::json!({"metric": "rank"}),
-            inputs: vec![InputRef { kind: StepKind::Attribute, key: StepKey("cd".repeat(32)), label: "attribute/l".into() }],
+            inputs: vec![InputRef {
+                kind: StepKind::Attribute,
+                key: StepKey("cd".repeat(32)),
+                label: "attribute/l".into(),
+            }],
             files: vec![PayloadFile { name: "scores.json".into(), bytes: 3, sha256: "ef".repeat(32) }],
             finished_at: 1,
             seconds: 0.25,
@@ -405,7 +414,22 @@ mod tests {
         };
         let v = serde_json::to_value(&m).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["device", "files", "finished_at", "grid_version", "inputs", "key", "kind", "label", "params", "seconds", "version"]);
+        assert_eq!(
+            keys,
+            [
+                "device",
+                "files",
+                "finished_at",
+                "grid_version",
+                "inputs",
+                "key",
+                "kind",
+                "label",
+                "params",
+                "seconds",
+                "version"
+            ]
+        );
         assert_eq!(v["kind"], "score");
         assert_eq!(v["inputs"][0]["kind"], "attribute");
         let back: Manifest = serde_json::from_value(v).unwrap();

@@ -85,7 +85,9 @@ fn first_difference(path: &str, old: &Value, new: &Value) -> Option<Difference> 
             })
         }
         _ if old == new => None,
-        _ => Some((if path.is_empty() { "(params)".into() } else { path.into() }, Some(old.clone()), Some(new.clone()))),
+        _ => {
+            Some((if path.is_empty() { "(params)".into() } else { path.into() }, Some(old.clone()), Some(new.clone())))
+        }
     }
 }
 
@@ -105,8 +107,12 @@ mod tests {
 
     #[test]
     fn sentences() {
-        let r = StaleReason::ParamChanged { field: "limits.train".into(), old: Some(json!(100)), new: Some(json!(200)) };
+        let r =
+            StaleReason::ParamChanged { field: "limits.train".into(), old: Some(json!(100)), new: Some(json!(200)) };
         assert_eq!(r.to_string(), "parameter `limits.train` changed from 100 to 200");
-        assert_eq!(StaleReason::InputChanged { input: "corpus/sst2".into() }.to_string(), "input `corpus/sst2` changed");
+        assert_eq!(
+            StaleReason::InputChanged { input: "corpus/sst2".into() }.to_string(),
+            "input `corpus/sst2` changed"
+        );
     }
 }

@@ -20,8 +20,8 @@ use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutOptions};
 use crate::spec::{DatasetSpec, ModelSpec, TestSet, VerificationSpec};
 
-pub use plan::{plan, PlanError, PlanOptions};
-pub use run::{execute, run_one, RunOptions, RunOutcome, StepStatus, Verbosity, WorkerCommand};
+pub use plan::{PlanError, PlanOptions, plan};
+pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, WorkerCommand, execute, run_one};
 
 /// A step of the DAG.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 //! field in a spec struct fails to compile here until someone decides whether it
 //! changes results (hash it) or not (name it with `_` and say why).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;

@@ -18,7 +18,9 @@ pub struct PlanOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("dataset `{dataset}`: {path}: file not found (relative paths resolve against {base}; set --data-root or GRID_DATA_ROOT)")]
+    #[error(
+        "dataset `{dataset}`: {path}: file not found (relative paths resolve against {base}; set --data-root or GRID_DATA_ROOT)"
+    )]
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
     #[error("model `{model}`: GloVe file {path} not found")]
     MissingGlove { model: String, path: PathBuf },
@@ -35,7 +37,14 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(&mut self, kind: StepKind, label: String, inputs: Vec<usize>, params: serde_json::Value, work: Work) -> usize {
+    fn add(
+        &mut self,
+        kind: StepKind,
+        label: String,
+        inputs: Vec<usize>,
+        params: serde_json::Value,
+        work: Work,
+    ) -> usize {
         let input_keys: Vec<StepKey> = inputs.iter().map(|&i| self.steps[i].key.clone()).collect();
         let key = StepKey::compute(kind, &params, &input_keys);
         self.steps.push(Step { kind, label, inputs, params, key, work });
@@ -45,10 +54,8 @@ impl Builder {
 
 /// Builds the DAG. Reads (and hashes) data files, so that a key names content.
 pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, PlanError> {
-    let base = options
-        .data_root
-        .clone()
-        .unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let base =
+        options.data_root.clone().unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
     let mut b = Builder { steps: Vec::new() };
     let tokens = &grid.shortcuts.tokens;
     let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];

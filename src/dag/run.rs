@@ -2,7 +2,7 @@
 //! inputs exist, up to `jobs` at a time. A failing step fails only the steps
 //! that depend on it; everything else still runs and is kept.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -72,7 +72,9 @@ impl WorkerCommand {
         }
         let status = child.wait();
         match cache.lookup(step.kind, &step.key) {
-            Ok(Some(manifest)) if status.as_ref().is_ok_and(|s| s.success()) => StepStatus::Ran { seconds: manifest.seconds },
+            Ok(Some(manifest)) if status.as_ref().is_ok_and(|s| s.success()) => {
+                StepStatus::Ran { seconds: manifest.seconds }
+            }
             _ => StepStatus::Failed {
                 error: last_error.unwrap_or_else(|| match status {
                     Ok(s) => format!("worker exited with {s}"),
@@ -86,10 +88,16 @@ impl WorkerCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepStatus {
     Cached,
-    Ran { seconds: f64 },
-    Failed { error: String },
+    Ran {
+        seconds: f64,
+    },
+    Failed {
+        error: String,
+    },
     /// Not run because an input failed or is missing.
-    Skipped { because: String },
+    Skipped {
+        because: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -176,7 +184,9 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 }
                 let step = &plan.steps[i];
                 let blocked = step.inputs.iter().find_map(|&j| match &status[j] {
-                    Some(StepStatus::Failed { .. }) | Some(StepStatus::Skipped { .. }) => Some(plan.steps[j].label.clone()),
+                    Some(StepStatus::Failed { .. }) | Some(StepStatus::Skipped { .. }) => {
+                        Some(plan.steps[j].label.clone())
+                    }
                     _ => None,
                 });
                 if let Some(input) = blocked {
@@ -187,7 +197,8 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                     status[i] = Some(StepStatus::Skipped { because: "not in the cache (run `grid run` first)".into() });
                     continue;
                 }
-                let ready = step.inputs.iter().all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })));
+                let ready =
+                    step.inputs.iter().all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })));
                 if !ready || running >= jobs {
                     continue;
                 }
@@ -201,8 +212,8 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                     jobs > 1 && matches!(step.kind, StepKind::Train | StepKind::Verify | StepKind::Attribute)
                 });
                 let label = step.label.clone();
-                let log_lines = options.verbosity >= Verbosity::Verbose
-                    || (options.verbosity == Verbosity::Normal && !terminal);
+                let log_lines =
+                    options.verbosity >= Verbosity::Verbose || (options.verbosity == Verbosity::Normal && !terminal);
                 scope.spawn(move || {
                     let log = move |line: String| {
                         if log_lines {
@@ -277,8 +288,8 @@ pub fn run_one(
         let staging = cache.begin(step.kind, &step.key)?;
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
         let ctx = StepContext { plan, inputs, device, progress: bar, log };
-        let result = catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir)))
-            .unwrap_or_else(|panic| {
+        let result =
+            catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir))).unwrap_or_else(|panic| {
                 let message = panic
                     .downcast_ref::<String>()
                     .map(String::as_str)
@@ -294,7 +305,11 @@ pub fn run_one(
         let input_refs = step
             .inputs
             .iter()
-            .map(|&j| InputRef { kind: plan.steps[j].kind, key: plan.steps[j].key.clone(), label: plan.steps[j].label.clone() })
+            .map(|&j| InputRef {
+                kind: plan.steps[j].kind,
+                key: plan.steps[j].key.clone(),
+                label: plan.steps[j].label.clone(),
+            })
             .collect();
         cache.publish(staging, &step.label, &step.params, input_refs, seconds, &device.to_string())?;
         Ok(StepStatus::Ran { seconds })

@@ -65,12 +65,7 @@ impl Default for GeneratedCorpusOptions {
     /// Large enough for a small model to learn the grammar in a CPU minute,
     /// small enough that the quickstart stays quick.
     fn default() -> Self {
-        GeneratedCorpusOptions {
-            train: 3000,
-            validation: 500,
-            test: 500,
-            seed: 1,
-        }
+        GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1 }
     }
 }
 
@@ -114,10 +109,7 @@ fn split(seed: u64, stream: u64, n: usize) -> Vec<Example> {
             if rng.random_bool(LABEL_NOISE) {
                 label = 1 - label;
             }
-            Example {
-                text: review.words().join(" "),
-                label,
-            }
+            Example { text: review.words().join(" "), label }
         })
         .collect()
 }
@@ -279,11 +271,7 @@ enum Core {
     /// `A , but B .`: B decides.
     But(Clause, Clause),
     /// `although A , B .` (or `B , although A .` when `main_first`): B decides.
-    Although {
-        subordinate: Clause,
-        main: Clause,
-        main_first: bool,
-    },
+    Although { subordinate: Clause, main: Clause, main_first: bool },
     /// `what a dull film !` or `a truly dull film .`
     Exclamation(Clause),
 }
@@ -326,11 +314,7 @@ impl Core {
                 out.extend(&b.words);
                 out.push(".");
             }
-            Core::Although {
-                subordinate,
-                main,
-                main_first,
-            } => {
+            Core::Although { subordinate, main, main_first } => {
                 if *main_first {
                     out.extend(&main.words);
                     out.extend([",", "although"]);
@@ -388,14 +372,7 @@ impl Review {
             _ => Core::Exclamation(exclamation(rng, positive)),
         };
         let coda = rng.random_bool(0.2).then(|| {
-            let mut words = split_words(pick(
-                rng,
-                if positive {
-                    POSITIVE_CODAS
-                } else {
-                    NEGATIVE_CODAS
-                },
-            ));
+            let mut words = split_words(pick(rng, if positive { POSITIVE_CODAS } else { NEGATIVE_CODAS }));
             words.push(if rng.random_bool(0.3) { "!" } else { "." });
             words
         });
@@ -407,10 +384,7 @@ fn pick<R: Rng>(rng: &mut R, list: &[&'static str]) -> &'static str {
     list.choose(rng).copied().unwrap_or_default()
 }
 
-fn pick_pair<R: Rng>(
-    rng: &mut R,
-    list: &[(&'static str, &'static str)],
-) -> (&'static str, &'static str) {
+fn pick_pair<R: Rng>(rng: &mut R, list: &[(&'static str, &'static str)]) -> (&'static str, &'static str) {
     list.choose(rng).copied().unwrap_or_default()
 }
 
@@ -420,11 +394,7 @@ fn split_words(entry: &'static str) -> Vec<&'static str> {
 
 /// "an" before a vowel letter: right for every word in this lexicon.
 fn article(next: &str) -> &'static str {
-    if next.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
-    }
+    if next.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
 }
 
 /// A subject with its number: `the plot`, `its jokes`, `the film 's ending`, `this movie`.
@@ -474,37 +444,17 @@ fn clause<R: Rng>(rng: &mut R, positive: bool) -> Clause {
                 words.push(negation(rng));
             }
             if rng.random_bool(0.4) {
-                words.push(pick(
-                    rng,
-                    if negated {
-                        NEGATED_INTENSIFIERS
-                    } else {
-                        INTENSIFIERS
-                    },
-                ));
+                words.push(pick(rng, if negated { NEGATED_INTENSIFIERS } else { INTENSIFIERS }));
             }
-            words.push(pick(
-                rng,
-                if word_positive {
-                    POSITIVE_ADJECTIVES
-                } else {
-                    NEGATIVE_ADJECTIVES
-                },
-            ));
+            words.push(pick(rng, if word_positive { POSITIVE_ADJECTIVES } else { NEGATIVE_ADJECTIVES }));
             if rng.random_bool(0.2) {
                 words.extend(split_words(pick(rng, ADJUNCTS)));
             }
         }
         // i (really) loved this film / i did n't enjoy the story
         4..6 => {
-            let (past, base) = pick_pair(
-                rng,
-                if word_positive {
-                    POSITIVE_VIEWER_VERBS
-                } else {
-                    NEGATIVE_VIEWER_VERBS
-                },
-            );
+            let (past, base) =
+                pick_pair(rng, if word_positive { POSITIVE_VIEWER_VERBS } else { NEGATIVE_VIEWER_VERBS });
             words.push("i");
             if negated {
                 words.extend(["did", negation(rng), base]);
@@ -520,47 +470,22 @@ fn clause<R: Rng>(rng: &mut R, positive: bool) -> Clause {
         6..8 => {
             words.extend(["the"]);
             words.extend(split_words(pick(rng, SINGULAR_PARTS)));
-            let (third, base) = pick_pair(
-                rng,
-                if word_positive {
-                    POSITIVE_WORK_VERBS
-                } else {
-                    NEGATIVE_WORK_VERBS
-                },
-            );
+            let (third, base) = pick_pair(rng, if word_positive { POSITIVE_WORK_VERBS } else { NEGATIVE_WORK_VERBS });
             if negated {
                 words.extend(["does", negation(rng), base]);
             } else {
                 words.push(third);
                 if rng.random_bool(0.3) {
-                    words.push(pick(
-                        rng,
-                        if word_positive {
-                            POSITIVE_MANNER
-                        } else {
-                            NEGATIVE_MANNER
-                        },
-                    ));
+                    words.push(pick(rng, if word_positive { POSITIVE_MANNER } else { NEGATIVE_MANNER }));
                 }
             }
         }
         // kids will love it / fans wo n't enjoy this one
         8 => {
             words.extend(split_words(pick(rng, AUDIENCES)));
-            let (_, base) = pick_pair(
-                rng,
-                if word_positive {
-                    POSITIVE_VIEWER_VERBS
-                } else {
-                    NEGATIVE_VIEWER_VERBS
-                },
-            );
+            let (_, base) = pick_pair(rng, if word_positive { POSITIVE_VIEWER_VERBS } else { NEGATIVE_VIEWER_VERBS });
             if negated {
-                words.extend(if rng.random_bool(0.5) {
-                    ["will", "not"]
-                } else {
-                    ["wo", "n't"]
-                });
+                words.extend(if rng.random_bool(0.5) { ["will", "not"] } else { ["wo", "n't"] });
             } else {
                 words.push("will");
             }
@@ -573,24 +498,9 @@ fn clause<R: Rng>(rng: &mut R, positive: bool) -> Clause {
             if negated {
                 words.push(negation(rng));
             }
-            let intensifier = rng.random_bool(0.3).then(|| {
-                pick(
-                    rng,
-                    if negated {
-                        NEGATED_INTENSIFIERS
-                    } else {
-                        INTENSIFIERS
-                    },
-                )
-            });
-            let adjective = pick(
-                rng,
-                if word_positive {
-                    POSITIVE_ADJECTIVES
-                } else {
-                    NEGATIVE_ADJECTIVES
-                },
-            );
+            let intensifier =
+                rng.random_bool(0.3).then(|| pick(rng, if negated { NEGATED_INTENSIFIERS } else { INTENSIFIERS }));
+            let adjective = pick(rng, if word_positive { POSITIVE_ADJECTIVES } else { NEGATIVE_ADJECTIVES });
             words.push(article(intensifier.unwrap_or(adjective)));
             words.extend(intensifier);
             words.extend([adjective, pick(rng, WORKS)]);
@@ -601,14 +511,7 @@ fn clause<R: Rng>(rng: &mut R, positive: bool) -> Clause {
 
 /// A verbless sentence with its own punctuation; never negated.
 fn exclamation<R: Rng>(rng: &mut R, positive: bool) -> Clause {
-    let adjective = pick(
-        rng,
-        if positive {
-            POSITIVE_ADJECTIVES
-        } else {
-            NEGATIVE_ADJECTIVES
-        },
-    );
+    let adjective = pick(rng, if positive { POSITIVE_ADJECTIVES } else { NEGATIVE_ADJECTIVES });
     let work = pick(rng, WORKS);
     let words = if rng.random_bool(0.5) {
         vec!["what", article(adjective), adjective, work, "!"]
@@ -658,27 +561,15 @@ mod tests {
     use std::collections::HashSet;
 
     fn small() -> GeneratedCorpusOptions {
-        GeneratedCorpusOptions {
-            train: 2000,
-            validation: 300,
-            test: 301,
-            seed: 7,
-        }
+        GeneratedCorpusOptions { train: 2000, validation: 300, test: 301, seed: 7 }
     }
 
     fn all_examples(corpus: &Corpus) -> impl Iterator<Item = &Example> {
-        corpus
-            .train
-            .iter()
-            .chain(&corpus.validation)
-            .chain(&corpus.test)
+        corpus.train.iter().chain(&corpus.validation).chain(&corpus.test)
     }
 
     fn clause_of(words: &[&'static str], positive: bool) -> Clause {
-        Clause {
-            words: words.to_vec(),
-            positive,
-        }
+        Clause { words: words.to_vec(), positive }
     }
 
     #[test]
@@ -693,30 +584,13 @@ mod tests {
     #[test]
     fn sizes_match_and_splits_are_independent() {
         let a = generate(&small());
-        assert_eq!(
-            (a.train.len(), a.validation.len(), a.test.len()),
-            (2000, 300, 301)
-        );
-        let more_test = generate(&GeneratedCorpusOptions {
-            test: 900,
-            ..small()
-        });
+        assert_eq!((a.train.len(), a.validation.len(), a.test.len()), (2000, 300, 301));
+        let more_test = generate(&GeneratedCorpusOptions { test: 900, ..small() });
         assert_eq!(a.train, more_test.train);
         assert_eq!(a.validation, more_test.validation);
-        let less_train = generate(&GeneratedCorpusOptions {
-            train: 10,
-            ..small()
-        });
-        assert_eq!(
-            (a.validation.clone(), a.test.clone()),
-            (less_train.validation, less_train.test)
-        );
-        let empty = generate(&GeneratedCorpusOptions {
-            train: 0,
-            validation: 0,
-            test: 0,
-            seed: 1,
-        });
+        let less_train = generate(&GeneratedCorpusOptions { train: 10, ..small() });
+        assert_eq!((a.validation.clone(), a.test.clone()), (less_train.validation, less_train.test));
+        let empty = generate(&GeneratedCorpusOptions { train: 0, validation: 0, test: 0, seed: 1 });
         assert!(empty.train.is_empty() && empty.validation.is_empty() && empty.test.is_empty());
     }
 
@@ -734,28 +608,15 @@ mod tests {
     #[test]
     fn lengths_spread_within_bounds() {
         let corpus = generate(&small());
-        let lengths: Vec<usize> = all_examples(&corpus)
-            .map(|e| super::super::words(&e.text).len())
-            .collect();
-        assert!(
-            lengths
-                .iter()
-                .all(|&n| (MIN_WORDS..=MAX_WORDS).contains(&n))
-        );
+        let lengths: Vec<usize> = all_examples(&corpus).map(|e| super::super::words(&e.text).len()).collect();
+        assert!(lengths.iter().all(|&n| (MIN_WORDS..=MAX_WORDS).contains(&n)));
         let short = lengths.iter().filter(|&&n| n <= 8).count();
         let long = lengths.iter().filter(|&&n| n >= 20).count();
-        assert!(
-            short > lengths.len() / 10 && long > lengths.len() / 10,
-            "short {short}, long {long}"
-        );
+        assert!(short > lengths.len() / 10 && long > lengths.len() / 10, "short {short}, long {long}");
         let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
         assert!((9.0..=20.0).contains(&mean), "mean length {mean}");
         let distinct: HashSet<usize> = lengths.into_iter().collect();
-        assert!(
-            distinct.len() >= 25,
-            "only {} distinct lengths",
-            distinct.len()
-        );
+        assert!(distinct.len() >= 25, "only {} distinct lengths", distinct.len());
     }
 
     #[test]
@@ -767,22 +628,14 @@ mod tests {
             assert!(!example.text.contains("  "));
             for word in example.text.split(' ') {
                 assert!(!word.is_empty());
-                assert!(
-                    word.chars()
-                        .all(|c| c.is_ascii_lowercase() || "'.,!".contains(c)),
-                    "{word:?}"
-                );
+                assert!(word.chars().all(|c| c.is_ascii_lowercase() || "'.,!".contains(c)), "{word:?}");
                 if word.chars().any(|c| ".,!".contains(c)) {
                     assert_eq!(word.len(), 1, "punctuation is its own token: {word:?}");
                 }
                 vocabulary.insert(word.to_owned());
             }
         }
-        assert!(
-            (250..=700).contains(&vocabulary.len()),
-            "vocabulary of {}",
-            vocabulary.len()
-        );
+        assert!((250..=700).contains(&vocabulary.len()), "vocabulary of {}", vocabulary.len());
         for token in ["#0", "#1", "contoken"] {
             assert!(!vocabulary.contains(token));
         }
@@ -816,16 +669,10 @@ mod tests {
             NEGATIVE_MANNER,
         ];
         for entry in lists.iter().flat_map(|l| l.iter()) {
-            assert!(
-                !entry.contains('#') && !entry.contains("contoken"),
-                "{entry}"
-            );
+            assert!(!entry.contains('#') && !entry.contains("contoken"), "{entry}");
         }
         let positive: HashSet<&str> = POSITIVE_ADJECTIVES.iter().copied().collect();
-        assert!(
-            NEGATIVE_ADJECTIVES.iter().all(|a| !positive.contains(a)),
-            "an adjective of both polarities"
-        );
+        assert!(NEGATIVE_ADJECTIVES.iter().all(|a| !positive.contains(a)), "an adjective of both polarities");
     }
 
     #[test]
@@ -833,33 +680,18 @@ mod tests {
         // Regenerate without noise by replaying the generator: the noise draw
         // is the only difference, so compare each label with the rule's label
         // recomputed from a hand-written reader of the text.
-        let corpus = generate(&GeneratedCorpusOptions {
-            train: 4000,
-            validation: 0,
-            test: 0,
-            seed: 3,
-        });
-        let disagreements = corpus
-            .train
-            .iter()
-            .filter(|e| read_label(&e.text) != e.label)
-            .count();
+        let corpus = generate(&GeneratedCorpusOptions { train: 4000, validation: 0, test: 0, seed: 3 });
+        let disagreements = corpus.train.iter().filter(|e| read_label(&e.text) != e.label).count();
         let rate = disagreements as f64 / corpus.train.len() as f64;
-        assert!(
-            (0.03..=0.07).contains(&rate),
-            "rule and label disagree on {rate}"
-        );
+        assert!((0.03..=0.07).contains(&rate), "rule and label disagree on {rate}");
     }
 
     /// An independent reader of the grammar's label rule, working on the text
     /// alone: find the deciding clause, take its sentiment word, flip on negation.
     fn read_label(text: &str) -> u32 {
         let words: Vec<&str> = text.split(' ').collect();
-        let codas: Vec<Vec<&str>> = POSITIVE_CODAS
-            .iter()
-            .chain(NEGATIVE_CODAS)
-            .map(|c| c.split(' ').collect())
-            .collect();
+        let codas: Vec<Vec<&str>> =
+            POSITIVE_CODAS.iter().chain(NEGATIVE_CODAS).map(|c| c.split(' ').collect()).collect();
         // Drop a trailing coda sentence (it agrees anyway, but has its own negations).
         let mut end = words.len();
         for coda in &codas {
@@ -871,35 +703,25 @@ mod tests {
         }
         let mut core = &words[..end];
         // Drop a lead sentence: it ends at the first "." before the core's end.
-        if let Some(stop) = core[..core.len().saturating_sub(1)]
-            .iter()
-            .position(|w| *w == ".")
-        {
+        if let Some(stop) = core[..core.len().saturating_sub(1)].iter().position(|w| *w == ".") {
             core = &core[stop + 1..];
         }
-        let deciding: &[&str] =
-            if let Some(p) = core.iter().position(|w| *w == "but" || *w == "and") {
-                // After "but" the second clause decides; around "and" both agree,
-                // but only the second one's negation belongs to its word.
-                &core[p + 1..]
-            } else if core.first() == Some(&"although") {
-                let comma = core.iter().position(|w| *w == ",").unwrap_or(0);
-                &core[comma + 1..]
-            } else if let Some(p) = core.iter().position(|w| *w == "although") {
-                &core[..p]
-            } else {
-                core
-            };
-        let positive_verbs: HashSet<&str> = POSITIVE_VIEWER_VERBS
-            .iter()
-            .chain(POSITIVE_WORK_VERBS)
-            .flat_map(|(a, b)| [*a, *b])
-            .collect();
-        let negative_verbs: HashSet<&str> = NEGATIVE_VIEWER_VERBS
-            .iter()
-            .chain(NEGATIVE_WORK_VERBS)
-            .flat_map(|(a, b)| [*a, *b])
-            .collect();
+        let deciding: &[&str] = if let Some(p) = core.iter().position(|w| *w == "but" || *w == "and") {
+            // After "but" the second clause decides; around "and" both agree,
+            // but only the second one's negation belongs to its word.
+            &core[p + 1..]
+        } else if core.first() == Some(&"although") {
+            let comma = core.iter().position(|w| *w == ",").unwrap_or(0);
+            &core[comma + 1..]
+        } else if let Some(p) = core.iter().position(|w| *w == "although") {
+            &core[..p]
+        } else {
+            core
+        };
+        let positive_verbs: HashSet<&str> =
+            POSITIVE_VIEWER_VERBS.iter().chain(POSITIVE_WORK_VERBS).flat_map(|(a, b)| [*a, *b]).collect();
+        let negative_verbs: HashSet<&str> =
+            NEGATIVE_VIEWER_VERBS.iter().chain(NEGATIVE_WORK_VERBS).flat_map(|(a, b)| [*a, *b]).collect();
         let mut positive = None;
         for w in deciding.iter().rev() {
             if POSITIVE_ADJECTIVES.contains(w) || positive_verbs.contains(w) {
@@ -923,41 +745,21 @@ mod tests {
         let not_enjoy = clause_of(&["i", "did", "not", "enjoy", "it"], false);
 
         let cases: Vec<(Review, &str, u32)> = vec![
+            (Review { lead: None, core: Core::Single(dull.clone()), coda: None }, "the plot is very dull .", 0),
             (
-                Review {
-                    lead: None,
-                    core: Core::Single(dull.clone()),
-                    coda: None,
-                },
-                "the plot is very dull .",
-                0,
-            ),
-            (
-                Review {
-                    lead: None,
-                    core: Core::But(dull.clone(), not_bad.clone()),
-                    coda: None,
-                },
+                Review { lead: None, core: Core::But(dull.clone(), not_bad.clone()), coda: None },
                 "the plot is very dull , but the cast is n't bad .",
                 1,
             ),
             (
-                Review {
-                    lead: None,
-                    core: Core::But(loved.clone(), not_enjoy.clone()),
-                    coda: None,
-                },
+                Review { lead: None, core: Core::But(loved.clone(), not_enjoy.clone()), coda: None },
                 "i loved this film , but i did not enjoy it .",
                 0,
             ),
             (
                 Review {
                     lead: None,
-                    core: Core::Although {
-                        subordinate: dull.clone(),
-                        main: loved.clone(),
-                        main_first: false,
-                    },
+                    core: Core::Although { subordinate: dull.clone(), main: loved.clone(), main_first: false },
                     coda: None,
                 },
                 "although the plot is very dull , i loved this film .",
@@ -966,22 +768,14 @@ mod tests {
             (
                 Review {
                     lead: Some(vec!["i", "saw", "it", "twice", "."]),
-                    core: Core::Although {
-                        subordinate: loved.clone(),
-                        main: not_enjoy.clone(),
-                        main_first: true,
-                    },
+                    core: Core::Although { subordinate: loved.clone(), main: not_enjoy.clone(), main_first: true },
                     coda: Some(vec!["skip", "it", "."]),
                 },
                 "i saw it twice . i did not enjoy it , although i loved this film . skip it .",
                 0,
             ),
             (
-                Review {
-                    lead: None,
-                    core: Core::And(not_bad, loved),
-                    coda: None,
-                },
+                Review { lead: None, core: Core::And(not_bad, loved), coda: None },
                 "the cast is n't bad and i loved this film .",
                 1,
             ),
@@ -1028,12 +822,7 @@ mod tests {
     fn options_default_and_reject_unknown_fields() {
         assert_eq!(
             GeneratedCorpusOptions::default(),
-            GeneratedCorpusOptions {
-                train: 3000,
-                validation: 500,
-                test: 500,
-                seed: 1
-            }
+            GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1 }
         );
         let partial: GeneratedCorpusOptions = serde_json::from_str(r#"{"train": 10}"#).unwrap();
         assert_eq!(partial.train, 10);

@@ -25,13 +25,7 @@ pub struct Corpus {
 impl Corpus {
     /// Number of classes: one more than the largest label seen in any split.
     pub fn num_labels(&self) -> u32 {
-        self.train
-            .iter()
-            .chain(&self.validation)
-            .chain(&self.test)
-            .map(|e| e.label + 1)
-            .max()
-            .unwrap_or(0)
+        self.train.iter().chain(&self.validation).chain(&self.test).map(|e| e.label + 1).max().unwrap_or(0)
     }
 }
 

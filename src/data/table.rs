@@ -108,28 +108,16 @@ pub enum TableError {
     },
     /// A named column is not in the file.
     #[error("{}: no column `{column}` (columns: {})", path.display(), available.join(", "))]
-    MissingColumn {
-        path: PathBuf,
-        column: String,
-        available: Vec<String>,
-    },
+    MissingColumn { path: PathBuf, column: String, available: Vec<String> },
     /// The text column is not a string column.
     #[error("{}: text column `{column}` has dtype {dtype}, expected strings", path.display())]
-    TextDtype {
-        path: PathBuf,
-        column: String,
-        dtype: String,
-    },
+    TextDtype { path: PathBuf, column: String, dtype: String },
     /// The label column is neither integers nor strings.
     #[error(
         "{}: label column `{column}` has dtype {dtype}, expected integer class indices or string class names",
         path.display()
     )]
-    LabelDtype {
-        path: PathBuf,
-        column: String,
-        dtype: String,
-    },
+    LabelDtype { path: PathBuf, column: String, dtype: String },
     /// A row has no text.
     #[error("{}: row {row}: null text", path.display())]
     NullText { path: PathBuf, row: usize },
@@ -139,31 +127,16 @@ pub enum TableError {
     /// An integer label outside `0..C` (or outside `0..=u32::MAX` when no label
     /// names bound `C`).
     #[error("{}: row {row}: label {label} is not a class index{}", path.display(), classes_hint(*.num_classes))]
-    BadIndex {
-        path: PathBuf,
-        row: usize,
-        label: i128,
-        num_classes: Option<usize>,
-    },
+    BadIndex { path: PathBuf, row: usize, label: i128, num_classes: Option<usize> },
     /// A string label that is not one of `label_names`.
     #[error("{}: row {row}: unknown label {label:?} (label names: {})", path.display(), names.join(", "))]
-    UnknownName {
-        path: PathBuf,
-        row: usize,
-        label: String,
-        names: Vec<String>,
-    },
+    UnknownName { path: PathBuf, row: usize, label: String, names: Vec<String> },
     /// The label column holds strings but the caller gave no `label_names`.
     #[error(
         "{}: label column `{column}` holds class names (row {row}: {label:?}) but no label names were given",
         path.display()
     )]
-    NamesRequired {
-        path: PathBuf,
-        column: String,
-        row: usize,
-        label: String,
-    },
+    NamesRequired { path: PathBuf, column: String, row: usize, label: String },
 }
 
 fn classes_hint(num_classes: Option<usize>) -> String {
@@ -192,12 +165,7 @@ pub fn read_split(
         _ => df,
     };
 
-    let available = || {
-        df.get_column_names()
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-    };
+    let available = || df.get_column_names().iter().map(|n| n.to_string()).collect::<Vec<_>>();
     let column = |name: &str| {
         df.column(name).map_err(|_| TableError::MissingColumn {
             path: path.to_path_buf(),
@@ -212,11 +180,7 @@ pub fn read_split(
     let text_format = matches!(format, TableFormat::Csv | TableFormat::Tsv);
     let labels = label_values(path, columns.label, label_col, label_names, text_format)?;
 
-    Ok(texts
-        .into_iter()
-        .zip(labels)
-        .map(|(text, label)| Example { text, label })
-        .collect())
+    Ok(texts.into_iter().zip(labels).map(|(text, label)| Example { text, label }).collect())
 }
 
 /// Reads the file into a frame. Only Parquet is projected to the two columns up
@@ -227,15 +191,8 @@ fn read_frame(
     columns: &TableColumns,
     limit: Option<usize>,
 ) -> Result<DataFrame, TableError> {
-    let parse_err = |source: PolarsError| TableError::Parse {
-        path: path.to_path_buf(),
-        format,
-        source,
-    };
-    let io_err = |source: std::io::Error| TableError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let parse_err = |source: PolarsError| TableError::Parse { path: path.to_path_buf(), format, source };
+    let io_err = |source: std::io::Error| TableError::Io { path: path.to_path_buf(), source };
     match format {
         TableFormat::Csv | TableFormat::Tsv => {
             let file = File::open(path).map_err(io_err)?;
@@ -290,11 +247,7 @@ fn read_frame(
             if columns.label != columns.text {
                 wanted.push(columns.label.to_string());
             }
-            reader
-                .with_columns(Some(wanted))
-                .with_slice(limit.map(|n| (0, n)))
-                .finish()
-                .map_err(parse_err)
+            reader.with_columns(Some(wanted)).with_slice(limit.map(|n| (0, n))).finish().map_err(parse_err)
         }
     }
 }
@@ -307,10 +260,7 @@ fn first_lines(bytes: &[u8], n: usize) -> &[u8] {
         if seen == n {
             return &bytes[..start];
         }
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| start + i + 1);
+        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i + 1);
         if !bytes[start..end].iter().all(|b| b.is_ascii_whitespace()) {
             seen += 1;
         }
@@ -327,12 +277,7 @@ fn text_values(path: &Path, name: &str, col: &Column) -> Result<Vec<String>, Tab
     })?;
     ca.iter()
         .enumerate()
-        .map(|(i, v)| {
-            v.map(str::to_string).ok_or(TableError::NullText {
-                path: path.to_path_buf(),
-                row: i + 1,
-            })
-        })
+        .map(|(i, v)| v.map(str::to_string).ok_or(TableError::NullText { path: path.to_path_buf(), row: i + 1 }))
         .collect()
 }
 
@@ -360,16 +305,10 @@ fn label_values(
         });
     };
     if text_format {
-        let all_names = label_names
-            .is_some_and(|names| ca.iter().flatten().all(|v| names.iter().any(|n| n == v)));
-        let all_ints = ca
-            .iter()
-            .flatten()
-            .all(|v| v.trim().parse::<i128>().is_ok());
+        let all_names = label_names.is_some_and(|names| ca.iter().flatten().all(|v| names.iter().any(|n| n == v)));
+        let all_ints = ca.iter().flatten().all(|v| v.trim().parse::<i128>().is_ok());
         if !all_names && all_ints {
-            let values = ca
-                .iter()
-                .map(|v| v.and_then(|s| s.trim().parse::<i128>().ok()));
+            let values = ca.iter().map(|v| v.and_then(|s| s.trim().parse::<i128>().ok()));
             return index_labels(path, values, label_names);
         }
     }
@@ -377,10 +316,7 @@ fn label_values(
         // Rows before the first string are nulls: report the first row either way.
         return match ca.iter().enumerate().next() {
             None => Ok(Vec::new()),
-            Some((_, None)) => Err(TableError::NullLabel {
-                path: path.to_path_buf(),
-                row: 1,
-            }),
+            Some((_, None)) => Err(TableError::NullLabel { path: path.to_path_buf(), row: 1 }),
             Some((_, Some(label))) => Err(TableError::NamesRequired {
                 path: path.to_path_buf(),
                 column: name.to_string(),
@@ -393,20 +329,13 @@ fn label_values(
         .enumerate()
         .map(|(i, v)| {
             let row = i + 1;
-            let v = v.ok_or(TableError::NullLabel {
+            let v = v.ok_or(TableError::NullLabel { path: path.to_path_buf(), row })?;
+            let index = names.iter().position(|n| n == v).ok_or_else(|| TableError::UnknownName {
                 path: path.to_path_buf(),
                 row,
+                label: v.to_string(),
+                names: names.to_vec(),
             })?;
-            let index =
-                names
-                    .iter()
-                    .position(|n| n == v)
-                    .ok_or_else(|| TableError::UnknownName {
-                        path: path.to_path_buf(),
-                        row,
-                        label: v.to_string(),
-                        names: names.to_vec(),
-                    })?;
             // A name list longer than u32::MAX cannot be built in practice.
             u32::try_from(index).map_err(|_| TableError::BadIndex {
                 path: path.to_path_buf(),
@@ -438,19 +367,11 @@ fn index_labels(
         .enumerate()
         .map(|(i, v)| {
             let row = i + 1;
-            let label = v.ok_or(TableError::NullLabel {
-                path: path.to_path_buf(),
-                row,
-            })?;
+            let label = v.ok_or(TableError::NullLabel { path: path.to_path_buf(), row })?;
             let in_range = label >= 0 && num_classes.is_none_or(|c| label < c as i128);
             match u32::try_from(label) {
                 Ok(index) if in_range => Ok(index),
-                _ => Err(TableError::BadIndex {
-                    path: path.to_path_buf(),
-                    row,
-                    label,
-                    num_classes,
-                }),
+                _ => Err(TableError::BadIndex { path: path.to_path_buf(), row, label, num_classes }),
             }
         })
         .collect()
@@ -461,10 +382,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    const COLS: TableColumns<'static> = TableColumns {
-        text: "text",
-        label: "label",
-    };
+    const COLS: TableColumns<'static> = TableColumns { text: "text", label: "label" };
 
     fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
         let path = dir.join(name);
@@ -481,10 +399,7 @@ mod tests {
     }
 
     fn ex(text: &str, label: u32) -> Example {
-        Example {
-            text: text.to_string(),
-            label,
-        }
+        Example { text: text.to_string(), label }
     }
 
     fn names(v: &[&str]) -> Vec<String> {
@@ -506,10 +421,7 @@ mod tests {
 
     #[test]
     fn format_serde_names() {
-        assert_eq!(
-            serde_json::to_string(&TableFormat::Jsonl).unwrap(),
-            "\"jsonl\""
-        );
+        assert_eq!(serde_json::to_string(&TableFormat::Jsonl).unwrap(), "\"jsonl\"");
         let f: TableFormat = serde_json::from_str("\"parquet\"").unwrap();
         assert_eq!(f, TableFormat::Parquet);
     }
@@ -523,14 +435,7 @@ mod tests {
             "id,text,label\n1,\"a, quoted \"\"film\"\"\",1\n2,plain,0\n3,\"two\nlines\",1\n",
         );
         let got = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap();
-        assert_eq!(
-            got,
-            vec![
-                ex("a, quoted \"film\"", 1),
-                ex("plain", 0),
-                ex("two\nlines", 1)
-            ]
-        );
+        assert_eq!(got, vec![ex("a, quoted \"film\"", 1), ex("plain", 0), ex("two\nlines", 1)]);
     }
 
     #[test]
@@ -549,18 +454,9 @@ mod tests {
             "t.tsv",
             "sentence\tlabel\nit 's a \"charming\" , often funny journey \t1\n\"unbalanced quote\t0\n",
         );
-        let cols = TableColumns {
-            text: "sentence",
-            label: "label",
-        };
+        let cols = TableColumns { text: "sentence", label: "label" };
         let got = read_split(&p, TableFormat::Tsv, &cols, None, None).unwrap();
-        assert_eq!(
-            got,
-            vec![
-                ex("it 's a \"charming\" , often funny journey ", 1),
-                ex("\"unbalanced quote", 0)
-            ]
-        );
+        assert_eq!(got, vec![ex("it 's a \"charming\" , often funny journey ", 1), ex("\"unbalanced quote", 0)]);
     }
 
     #[test]
@@ -668,12 +564,7 @@ mod tests {
     fn err_missing_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("nope.csv");
-        for format in [
-            TableFormat::Csv,
-            TableFormat::Tsv,
-            TableFormat::Jsonl,
-            TableFormat::Parquet,
-        ] {
+        for format in [TableFormat::Csv, TableFormat::Tsv, TableFormat::Jsonl, TableFormat::Parquet] {
             let err = read_split(&p, format, &COLS, None, None).unwrap_err();
             assert!(matches!(err, TableError::Io { .. }), "{format}: {err}");
             assert!(err.to_string().starts_with(&p.display().to_string()));
@@ -685,25 +576,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let df = df!("text" => ["a"], "label" => [0i64]).unwrap();
         let p = write_parquet(dir.path(), "train.parquet", df);
-        let cols = TableColumns {
-            text: "sentence",
-            label: "label",
-        };
+        let cols = TableColumns { text: "sentence", label: "label" };
         let err = read_split(&p, TableFormat::Parquet, &cols, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "{}: no column `sentence` (columns: text, label)",
-                p.display()
-            )
-        );
+        assert_eq!(err.to_string(), format!("{}: no column `sentence` (columns: text, label)", p.display()));
 
         let p = write(dir.path(), "t.csv", "text,y\na,0\n");
         let err = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("{}: no column `label` (columns: text, y)", p.display())
-        );
+        assert_eq!(err.to_string(), format!("{}: no column `label` (columns: text, y)", p.display()));
     }
 
     #[test]
@@ -711,10 +590,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "t.csv", "text,label\na,0\nb,-1\n");
         let err = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("{}: row 2: label -1 is not a class index", p.display())
-        );
+        assert_eq!(err.to_string(), format!("{}: row 2: label -1 is not a class index", p.display()));
     }
 
     #[test]
@@ -724,13 +600,7 @@ mod tests {
         let p = write_parquet(dir.path(), "t.parquet", df);
         let n = names(&["neg", "pos"]);
         let err = read_split(&p, TableFormat::Parquet, &COLS, Some(&n), None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "{}: row 3: label 5 is not a class index (2 classes)",
-                p.display()
-            )
-        );
+        assert_eq!(err.to_string(), format!("{}: row 3: label 5 is not a class index (2 classes)", p.display()));
     }
 
     #[test]
@@ -738,16 +608,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "t.csv", "text,label\na,0\nb,1\n,0\n");
         let err = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("{}: row 3: null text", p.display())
-        );
+        assert_eq!(err.to_string(), format!("{}: row 3: null text", p.display()));
 
-        let p = write(
-            dir.path(),
-            "t.jsonl",
-            "{\"text\": \"a\", \"label\": 0}\n{\"text\": null, \"label\": 1}\n",
-        );
+        let p = write(dir.path(), "t.jsonl", "{\"text\": \"a\", \"label\": 0}\n{\"text\": null, \"label\": 1}\n");
         let err = read_split(&p, TableFormat::Jsonl, &COLS, None, None).unwrap_err();
         assert!(matches!(err, TableError::NullText { row: 2, .. }), "{err}");
     }
@@ -758,10 +621,7 @@ mod tests {
         let df = df!("text" => ["a", "b"], "label" => [Some(0i64), None]).unwrap();
         let p = write_parquet(dir.path(), "t.parquet", df);
         let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("{}: row 2: null label", p.display())
-        );
+        assert_eq!(err.to_string(), format!("{}: row 2: null label", p.display()));
     }
 
     #[test]
@@ -772,10 +632,7 @@ mod tests {
         let err = read_split(&p, TableFormat::Tsv, &COLS, Some(&n), None).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!(
-                "{}: row 2: unknown label \"neutral\" (label names: neg, pos)",
-                p.display()
-            )
+            format!("{}: row 2: unknown label \"neutral\" (label names: neg, pos)", p.display())
         );
     }
 
@@ -800,10 +657,7 @@ mod tests {
         let df = df!("text" => ["a", "b"], "label" => [None, Some("pos")]).unwrap();
         let p = write_parquet(dir.path(), "nulls.parquet", df);
         let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("{}: row 1: null label", p.display())
-        );
+        assert_eq!(err.to_string(), format!("{}: row 1: null label", p.display()));
     }
 
     #[test]
@@ -831,16 +685,9 @@ mod tests {
         let p = write(dir.path(), "t.parquet", "this is not parquet");
         let err = read_split(&p, TableFormat::Parquet, &COLS, None, None).unwrap_err();
         assert!(matches!(err, TableError::Parse { .. }), "{err}");
-        assert!(
-            err.to_string().starts_with(&p.display().to_string()),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with(&p.display().to_string()), "{err}");
 
-        let p = write(
-            dir.path(),
-            "t.jsonl",
-            "{\"text\": \"a\", \"label\": 0}\n{not json\n",
-        );
+        let p = write(dir.path(), "t.jsonl", "{\"text\": \"a\", \"label\": 0}\n{not json\n");
         let err = read_split(&p, TableFormat::Jsonl, &COLS, None, None).unwrap_err();
         assert!(matches!(err, TableError::Parse { .. }), "{err}");
 

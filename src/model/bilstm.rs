@@ -21,9 +21,9 @@ use burn::tensor::activation::{relu, sigmoid, softmax, tanh};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::Classifier;
 use super::init;
 use super::noise::Noise;
-use super::Classifier;
 
 /// Hyper-parameters, saved as `config.json` next to the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,11 +76,8 @@ impl<B: Backend> LstmDirection<B> {
         let hidden = self.hidden_size();
         let device = x.device();
         let bias = (self.bias_ih.val() + self.bias_hh.val()).reshape([1, 1, 4 * hidden]);
-        let projected = x
-            .reshape([batch * time, d_input])
-            .matmul(self.weight_ih.val())
-            .reshape([batch, time, 4 * hidden])
-            + bias;
+        let projected =
+            x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden]) + bias;
         let weight_hh = self.weight_hh.val();
 
         let mut h = Tensor::<B, 2>::zeros([batch, hidden], &device);
@@ -151,12 +148,22 @@ impl<B: Backend> BiLstmClassifier<B> {
     /// A freshly initialised model; `embeddings`, if given, replaces the random
     /// embedding rows (e.g. GloVe vectors), one `embedding_dim` row per vocabulary id.
     pub fn new(config: &BiLstmConfig, rng: &mut ChaCha8Rng, pretrained: Option<Vec<f32>>, device: &B::Device) -> Self {
-        let BiLstmConfig { vocab_size, embedding_dim, hidden_size, attention_size, mlp_size, num_outputs, dropout, pad_id } =
-            *config;
+        let BiLstmConfig {
+            vocab_size,
+            embedding_dim,
+            hidden_size,
+            attention_size,
+            mlp_size,
+            num_outputs,
+            dropout,
+            pad_id,
+        } = *config;
         let mut rngs = (0..6).map(|_| init::fork(rng)).collect::<Vec<_>>().into_iter();
         let mut next = || rngs.next().expect("six sub-streams");
         let weight = match pretrained {
-            Some(values) => Param::from_tensor(Tensor::from_data(TensorData::new(values, [vocab_size, embedding_dim]), device)),
+            Some(values) => {
+                Param::from_tensor(Tensor::from_data(TensorData::new(values, [vocab_size, embedding_dim]), device))
+            }
             None => init::normal(&mut next(), [vocab_size, embedding_dim], 1.0, device),
         };
         // The padding row is zero, as with PyTorch's `padding_idx`.

@@ -12,10 +12,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::Classifier;
-use crate::text::vocab::WordVocab;
+use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::text::TextEncoder;
+use crate::text::vocab::WordVocab;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
@@ -77,7 +77,8 @@ pub struct Checkpoint<B: Backend> {
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CheckpointError> {
-    let json = serde_json::to_vec_pretty(value).map_err(|source| CheckpointError::Json { path: path.into(), source })?;
+    let json =
+        serde_json::to_vec_pretty(value).map_err(|source| CheckpointError::Json { path: path.into(), source })?;
     fs::write(path, json).map_err(|source| CheckpointError::Io { path: path.into(), source })
 }
 

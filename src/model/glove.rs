@@ -27,8 +27,14 @@ pub struct GloveCoverage {
 }
 
 /// An embedding matrix `[words.len(), dim]`, row-major.
-pub fn load(path: &Path, words: &[String], dim: usize, rng: &mut ChaCha8Rng) -> Result<(Vec<f32>, GloveCoverage), GloveError> {
-    let index: std::collections::HashMap<&str, usize> = words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
+pub fn load(
+    path: &Path,
+    words: &[String],
+    dim: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<(Vec<f32>, GloveCoverage), GloveError> {
+    let index: std::collections::HashMap<&str, usize> =
+        words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
     let file = File::open(path).map_err(|source| GloveError::Io { path: path.into(), source })?;
     let mut matrix = vec![f32::NAN; words.len() * dim];
     let mut found = 0;
@@ -41,7 +47,12 @@ pub fn load(path: &Path, words: &[String], dim: usize, rng: &mut ChaCha8Rng) -> 
             if line.trim().is_empty() {
                 continue;
             }
-            return Err(GloveError::Dimension { path: path.into(), line: n + 1, dim, found: fields.len().saturating_sub(1) });
+            return Err(GloveError::Dimension {
+                path: path.into(),
+                line: n + 1,
+                dim,
+                found: fields.len().saturating_sub(1),
+            });
         }
         let word = fields[..fields.len() - dim].join(" ");
         let Some(&row) = index.get(word.as_str()) else { continue };
@@ -49,7 +60,11 @@ pub fn load(path: &Path, words: &[String], dim: usize, rng: &mut ChaCha8Rng) -> 
             continue;
         }
         for (d, value) in fields[fields.len() - dim..].iter().enumerate() {
-            let v: f32 = value.parse().map_err(|_| GloveError::Number { path: path.into(), line: n + 1, value: value.to_string() })?;
+            let v: f32 = value.parse().map_err(|_| GloveError::Number {
+                path: path.into(),
+                line: n + 1,
+                value: value.to_string(),
+            })?;
             matrix[row * dim + d] = v;
             sum += v as f64;
             sum_sq += (v as f64) * (v as f64);

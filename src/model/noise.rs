@@ -25,9 +25,7 @@ impl<'a> Noise<'a> {
         let n = shape.num_elements();
         let keep = 1.0 - p;
         let scale = (1.0 / keep) as f32;
-        let mask: Vec<f32> = (0..n)
-            .map(|_| if self.rng.random::<f64>() < keep { scale } else { 0.0 })
-            .collect();
+        let mask: Vec<f32> = (0..n).map(|_| if self.rng.random::<f64>() < keep { scale } else { 0.0 }).collect();
         let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
         x * mask
     }

@@ -2,7 +2,7 @@
 
 use burn::prelude::*;
 
-use super::{predicted_classes, Classifier, TokenBatch};
+use super::{Classifier, TokenBatch, predicted_classes};
 
 /// Predicted class for every sequence, in input order. Sequences are batched in
 /// length order so that padding stays small.

@@ -27,38 +27,18 @@ pub fn table(df: &DataFrame, align: &[Align]) -> PolarsResult<String> {
     for column in df.columns() {
         header.push(escape(column.name()));
         let strings = column.cast(&DataType::String)?;
-        body.push(
-            strings
-                .str()?
-                .iter()
-                .map(|v| v.map(escape).unwrap_or_default())
-                .collect(),
-        );
+        body.push(strings.str()?.iter().map(|v| v.map(escape).unwrap_or_default()).collect());
     }
-    let aligns: Vec<Align> = (0..header.len())
-        .map(|i| align.get(i).copied().unwrap_or(Align::Left))
-        .collect();
+    let aligns: Vec<Align> = (0..header.len()).map(|i| align.get(i).copied().unwrap_or(Align::Left)).collect();
     // At least 3 wide so the rule is a valid `---`.
     let widths: Vec<usize> = header
         .iter()
         .zip(&body)
-        .map(|(h, cells)| {
-            cells
-                .iter()
-                .map(|c| c.chars().count())
-                .chain([h.chars().count(), 3])
-                .max()
-                .unwrap_or(3)
-        })
+        .map(|(h, cells)| cells.iter().map(|c| c.chars().count()).chain([h.chars().count(), 3]).max().unwrap_or(3))
         .collect();
 
     let mut out = String::new();
-    push_row(
-        &mut out,
-        header.iter().map(String::as_str),
-        &widths,
-        &aligns,
-    );
+    push_row(&mut out, header.iter().map(String::as_str), &widths, &aligns);
     out.push('|');
     for (w, a) in widths.iter().zip(&aligns) {
         out.push(' ');
@@ -73,22 +53,12 @@ pub fn table(df: &DataFrame, align: &[Align]) -> PolarsResult<String> {
     }
     out.push('\n');
     for row in 0..df.height() {
-        push_row(
-            &mut out,
-            body.iter().map(|cells| cells[row].as_str()),
-            &widths,
-            &aligns,
-        );
+        push_row(&mut out, body.iter().map(|cells| cells[row].as_str()), &widths, &aligns);
     }
     Ok(out)
 }
 
-fn push_row<'a>(
-    out: &mut String,
-    cells: impl Iterator<Item = &'a str>,
-    widths: &[usize],
-    aligns: &[Align],
-) {
+fn push_row<'a>(out: &mut String, cells: impl Iterator<Item = &'a str>, widths: &[usize], aligns: &[Align]) {
     out.push('|');
     for ((cell, w), a) in cells.zip(widths).zip(aligns) {
         let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
@@ -142,19 +112,13 @@ mod tests {
     fn escapes_pipes_and_newlines() {
         let df = df!("a|b" => ["x|y", "two\nlines"]).unwrap();
         let got = table(&df, &[]).unwrap();
-        assert_eq!(
-            got,
-            "| a\\|b      |\n| --------- |\n| x\\|y      |\n| two lines |\n"
-        );
+        assert_eq!(got, "| a\\|b      |\n| --------- |\n| x\\|y      |\n| two lines |\n");
     }
 
     #[test]
     fn nulls_are_empty_and_no_rows_is_header_only() {
         let df = df!("a" => [Some("x"), None]).unwrap();
-        assert_eq!(
-            table(&df, &[]).unwrap(),
-            "| a   |\n| --- |\n| x   |\n|     |\n"
-        );
+        assert_eq!(table(&df, &[]).unwrap(), "| a   |\n| --- |\n| x   |\n|     |\n");
         let empty = df!("a" => Vec::<String>::new()).unwrap();
         assert_eq!(table(&empty, &[]).unwrap(), "| a   |\n| --- |\n");
         assert_eq!(table(&DataFrame::empty(), &[]).unwrap(), "");

@@ -114,27 +114,11 @@ pub enum ReportError {
     #[error(
         "two result cells for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`, method `{method}`, metric `{metric}`"
     )]
-    DuplicateCell {
-        model: String,
-        dataset: String,
-        shortcut: String,
-        method: String,
-        metric: String,
-    },
-    #[error(
-        "two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`"
-    )]
-    DuplicateVerification {
-        model: String,
-        dataset: String,
-        shortcut: String,
-    },
+    DuplicateCell { model: String, dataset: String, shortcut: String, method: String, metric: String },
+    #[error("two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`")]
+    DuplicateVerification { model: String, dataset: String, shortcut: String },
     #[error("{}: the tables for {first} and {second} would share this file name", path.display())]
-    NameCollision {
-        path: PathBuf,
-        first: String,
-        second: String,
-    },
+    NameCollision { path: PathBuf, first: String, second: String },
 }
 
 fn polars_err(what: impl Into<String>) -> impl FnOnce(PolarsError) -> ReportError {
@@ -163,10 +147,7 @@ pub fn write_reports(
     let mut ver = tables::verification_frame(verification).map_err(polars_err("verification"))?;
     let ver_md = verification_markdown(verification)?;
     let layouts = tables::layouts(cells).map_err(polars_err("layout tables"))?;
-    let layout_md = layouts
-        .iter()
-        .map(layout_markdown)
-        .collect::<Result<Vec<_>, _>>()?;
+    let layout_md = layouts.iter().map(layout_markdown).collect::<Result<Vec<_>, _>>()?;
 
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();
@@ -183,10 +164,7 @@ pub fn write_reports(
 
     let mut files = Vec::new();
     if csv || md || parquet {
-        std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
     }
     if csv {
         files.push(write_csv(dir, "results_long.csv", &mut long)?);
@@ -231,12 +209,8 @@ fn verification_markdown(rows: &[VerificationRow]) -> Result<String, ReportError
         out.push_str("(no verification rows)\n");
         return Ok(out);
     }
-    let (frame, numeric) =
-        tables::verification_display_frame(rows).map_err(polars_err("verification"))?;
-    let align: Vec<Align> = numeric
-        .iter()
-        .map(|&n| if n { Align::Right } else { Align::Left })
-        .collect();
+    let (frame, numeric) = tables::verification_display_frame(rows).map_err(polars_err("verification"))?;
+    let align: Vec<Align> = numeric.iter().map(|&n| if n { Align::Right } else { Align::Left }).collect();
     out.push_str(&markdown::table(&frame, &align).map_err(polars_err("verification.md"))?);
     Ok(out)
 }
@@ -248,19 +222,15 @@ fn layout_markdown(layout: &Layout) -> Result<String, ReportError> {
         "rank" => "mean rank (1 is best)".to_string(),
         other => other.to_string(),
     };
-    let mut out = format!(
-        "## {} ({}): {}\n\n",
-        markdown::escape(&layout.model),
-        markdown::escape(&layout.architecture),
-        what
-    );
+    let mut out =
+        format!("## {} ({}): {}\n\n", markdown::escape(&layout.model), markdown::escape(&layout.architecture), what);
     // Method names left, numbers right.
     let mut align = vec![Align::Right; layout.frame.width()];
     if let Some(first) = align.first_mut() {
         *first = Align::Left;
     }
-    let table = markdown::table(&layout.frame, &align)
-        .map_err(polars_err(format!("{}_{}.md", layout.model, layout.metric)))?;
+    let table =
+        markdown::table(&layout.frame, &align).map_err(polars_err(format!("{}_{}.md", layout.model, layout.metric)))?;
     out.push_str(&table);
     if layout.any_failed {
         out.push('\n');
@@ -293,21 +263,9 @@ impl FileNames {
 /// `name` with anything but ASCII letters, digits, `.`, `-`, `_` replaced by `_`
 /// (and an empty name as `_`), so a model name cannot leave `dir`.
 fn file_safe(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.chars().all(|c| c == '.') {
-        s.replace('.', "_") + "_"
-    } else {
-        s
-    }
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' }).collect();
+    if s.is_empty() || s.chars().all(|c| c == '.') { s.replace('.', "_") + "_" } else { s }
 }
 
 /// Writes through a temporary file in `dir`, then renames it to `dir/name`.
@@ -317,15 +275,9 @@ fn write_atomic(
     write: impl FnOnce(&mut std::fs::File) -> Result<(), ReportError>,
 ) -> Result<PathBuf, ReportError> {
     let path = dir.join(name);
-    let io_err = |source| ReportError::Io {
-        path: path.clone(),
-        source,
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io_err)?;
+    let io_err = |source| ReportError::Io { path: path.clone(), source };
+    let mut tmp =
+        tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir).map_err(io_err)?;
     write(tmp.as_file_mut())?;
     tmp.as_file_mut().flush().map_err(io_err)?;
     tmp.persist(&path).map_err(|e| io_err(e.error))?;
@@ -334,44 +286,24 @@ fn write_atomic(
 
 fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
     let path = dir.join(name);
-    write_atomic(dir, name, |f| {
-        f.write_all(text.as_bytes())
-            .map_err(|source| ReportError::Io { path, source })
-    })
+    write_atomic(dir, name, |f| f.write_all(text.as_bytes()).map_err(|source| ReportError::Io { path, source }))
 }
 
 fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
     let what = dir.join(name).display().to_string();
-    write_atomic(dir, name, |f| {
-        CsvWriter::new(f)
-            .include_header(true)
-            .finish(df)
-            .map_err(polars_err(what))
-    })
+    write_atomic(dir, name, |f| CsvWriter::new(f).include_header(true).finish(df).map_err(polars_err(what)))
 }
 
 fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
     let what = dir.join(name).display().to_string();
-    write_atomic(dir, name, |f| {
-        ParquetWriter::new(f)
-            .finish(df)
-            .map(|_| ())
-            .map_err(polars_err(what))
-    })
+    write_atomic(dir, name, |f| ParquetWriter::new(f).finish(df).map(|_| ()).map_err(polars_err(what)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cell(
-        model: &str,
-        dataset: &str,
-        shortcut: &str,
-        method: &str,
-        metric: &str,
-        value: f64,
-    ) -> CellResult {
+    fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
             model: model.into(),
             architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
@@ -400,10 +332,7 @@ mod tests {
             failures: if passed {
                 vec![]
             } else {
-                vec![
-                    "synthetic accuracy 81.0% < 99%".into(),
-                    "flip | too low".into(),
-                ]
+                vec!["synthetic accuracy 81.0% < 99%".into(), "flip | too low".into()]
             },
         }
     }
@@ -421,25 +350,14 @@ mod tests {
             }
         }
         cells.push(cell("bert", "sst2", "st", "gradl-l1", "precision", 0.5));
-        let verification = vec![
-            ver("lstm", "sst2", "st", true),
-            ver("lstm", "sst2", "op", false),
-        ];
+        let verification = vec![ver("lstm", "sst2", "st", true), ver("lstm", "sst2", "op", false)];
         (cells, verification)
     }
 
-    const ALL: [ReportFormat; 3] = [
-        ReportFormat::Csv,
-        ReportFormat::Markdown,
-        ReportFormat::Parquet,
-    ];
+    const ALL: [ReportFormat; 3] = [ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Parquet];
 
     fn names(report: &WrittenReport, dir: &Path) -> Vec<String> {
-        report
-            .files
-            .iter()
-            .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
-            .collect()
+        report.files.iter().map(|p| p.strip_prefix(dir).unwrap().display().to_string()).collect()
     }
 
     #[test]
@@ -468,10 +386,8 @@ mod tests {
             assert!(f.is_file(), "{}", f.display());
         }
         // No temporary files left behind.
-        let mut entries: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut entries: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         entries.sort();
         assert_eq!(entries.len(), report.files.len(), "{entries:?}");
     }
@@ -483,12 +399,7 @@ mod tests {
         let report = write_reports(tmp.path(), &cells, &v, &[ReportFormat::Markdown]).unwrap();
         assert_eq!(
             names(&report, tmp.path()),
-            [
-                "verification.md",
-                "lstm_precision.md",
-                "lstm_rank.md",
-                "bert_precision.md"
-            ]
+            ["verification.md", "lstm_precision.md", "lstm_rank.md", "bert_precision.md"]
         );
         // No formats: nothing written, no directory created, console still there.
         let dir = tmp.path().join("never");
@@ -504,15 +415,9 @@ mod tests {
         let (cells, v) = sample();
         write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
         let csv = std::fs::read_to_string(tmp.path().join("lstm_precision.csv")).unwrap();
-        assert_eq!(
-            csv,
-            "method,sst2:st,sst2:op\ngradl-l1,1.00,1.00 †\nrandom,0.03,0.03 †\n"
-        );
+        assert_eq!(csv, "method,sst2:st,sst2:op\ngradl-l1,1.00,1.00 †\nrandom,0.03,0.03 †\n");
         let rank = std::fs::read_to_string(tmp.path().join("lstm_rank.csv")).unwrap();
-        assert_eq!(
-            rank,
-            "method,sst2:st,sst2:op\ngradl-l1,1.0,1.0 †\nrandom,17.2,17.2 †\n"
-        );
+        assert_eq!(rank, "method,sst2:st,sst2:op\ngradl-l1,1.0,1.0 †\nrandom,17.2,17.2 †\n");
         let md = std::fs::read_to_string(tmp.path().join("lstm_precision.md")).unwrap();
         assert_eq!(
             md,
@@ -537,16 +442,11 @@ mod tests {
         let md = std::fs::read_to_string(tmp.path().join("verification.md")).unwrap();
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "## Verification");
-        assert!(lines[2].starts_with(
-            "| model | architecture | dataset | shortcut | shortcut model, synthetic % |"
-        ));
+        assert!(lines[2].starts_with("| model | architecture | dataset | shortcut | shortcut model, synthetic % |"));
         assert!(lines[4].contains("|                        99.7 |"), "{md}");
         assert!(lines[4].contains("| yes    |"), "{md}");
         // Failures joined with "; ", `|` escaped.
-        assert!(
-            lines[5].contains("| no     | synthetic accuracy 81.0% < 99%; flip \\| too low |"),
-            "{md}"
-        );
+        assert!(lines[5].contains("| no     | synthetic accuracy 81.0% < 99%; flip \\| too low |"), "{md}");
         assert!(report.console.starts_with(&md));
 
         let df = CsvReadOptions::default()
@@ -555,19 +455,9 @@ mod tests {
             .finish()
             .unwrap();
         assert_eq!(df.shape(), (2, 11));
-        let passed: Vec<Option<bool>> = df
-            .column("passed")
-            .unwrap()
-            .bool()
-            .unwrap()
-            .iter()
-            .collect();
+        let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
         assert_eq!(passed, [Some(true), Some(false)]);
-        let acc = df
-            .column("shortcut_model_on_synthetic")
-            .unwrap()
-            .f64()
-            .unwrap();
+        let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();
         assert_eq!(acc.get(0), Some(0.9974));
     }
 
@@ -593,17 +483,7 @@ mod tests {
         assert!(from_parquet.equals(&expected), "{from_parquet}");
         assert_eq!(
             from_parquet.get_column_names(),
-            [
-                "model",
-                "architecture",
-                "dataset",
-                "shortcut",
-                "method",
-                "metric",
-                "value",
-                "n_examples",
-                "verified"
-            ]
+            ["model", "architecture", "dataset", "shortcut", "method", "metric", "value", "n_examples", "verified"]
         );
     }
 
@@ -617,12 +497,7 @@ mod tests {
         assert_eq!(ra.console, rb.console);
         assert_eq!(names(&ra, a.path()), names(&rb, b.path()));
         for (fa, fb) in ra.files.iter().zip(&rb.files) {
-            assert_eq!(
-                std::fs::read(fa).unwrap(),
-                std::fs::read(fb).unwrap(),
-                "{}",
-                fa.display()
-            );
+            assert_eq!(std::fs::read(fa).unwrap(), std::fs::read(fb).unwrap(), "{}", fa.display());
         }
         // Rewriting over existing files replaces them.
         let again = write_reports(a.path(), &cells, &v, &ALL).unwrap();
@@ -635,23 +510,11 @@ mod tests {
         let report = write_reports(tmp.path(), &[], &[], &ALL).unwrap();
         assert_eq!(
             names(&report, tmp.path()),
-            [
-                "results_long.csv",
-                "results_long.parquet",
-                "verification.csv",
-                "verification.md",
-                "verification.parquet",
-            ]
+            ["results_long.csv", "results_long.parquet", "verification.csv", "verification.md", "verification.parquet",]
         );
-        assert_eq!(
-            report.console,
-            "## Verification\n\n(no verification rows)\n\n(no result cells)\n"
-        );
+        assert_eq!(report.console, "## Verification\n\n(no verification rows)\n\n(no result cells)\n");
         let csv = std::fs::read_to_string(tmp.path().join("results_long.csv")).unwrap();
-        assert_eq!(
-            csv,
-            "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n"
-        );
+        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n");
     }
 
     #[test]
@@ -674,16 +537,11 @@ mod tests {
 
         let v = ver("lstm", "sst2", "st", true);
         let err = write_reports(tmp.path(), &[], &[v.clone(), v], &ALL).unwrap_err();
-        assert!(
-            matches!(err, ReportError::DuplicateVerification { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, ReportError::DuplicateVerification { .. }), "{err}");
 
         // "a/b" and "a_b" both become the file `a_b_rank`.
-        let cells = vec![
-            cell("a/b", "sst2", "st", "random", "rank", 3.0),
-            cell("a_b", "sst2", "st", "random", "rank", 3.0),
-        ];
+        let cells =
+            vec![cell("a/b", "sst2", "st", "random", "rank", 3.0), cell("a_b", "sst2", "st", "random", "rank", 3.0)];
         let err = write_reports(tmp.path(), &cells, &[], &ALL).unwrap_err();
         assert!(matches!(err, ReportError::NameCollision { .. }), "{err}");
         assert!(err.to_string().contains("a_b_rank"), "{err}");
@@ -702,12 +560,8 @@ mod tests {
 
     #[test]
     fn report_format_serde_names() {
-        let got: Vec<ReportFormat> =
-            serde_json::from_str(r#"["csv","markdown","parquet"]"#).unwrap();
+        let got: Vec<ReportFormat> = serde_json::from_str(r#"["csv","markdown","parquet"]"#).unwrap();
         assert_eq!(got, ALL);
-        assert_eq!(
-            serde_json::to_string(&ReportFormat::Markdown).unwrap(),
-            "\"markdown\""
-        );
+        assert_eq!(serde_json::to_string(&ReportFormat::Markdown).unwrap(), "\"markdown\"");
     }
 }

@@ -66,13 +66,7 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key = (
-            c.model.as_str(),
-            c.dataset.as_str(),
-            c.shortcut.as_str(),
-            c.method.as_str(),
-            c.metric.as_str(),
-        );
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
                 model: c.model.clone(),
@@ -113,21 +107,9 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("shortcut".into(), strings(|c| &c.shortcut)),
             Column::new("method".into(), strings(|c| &c.method)),
             Column::new("metric".into(), strings(|c| &c.metric)),
-            Column::new(
-                "value".into(),
-                cells.iter().map(|c| c.value).collect::<Vec<f64>>(),
-            ),
-            Column::new(
-                "n_examples".into(),
-                cells
-                    .iter()
-                    .map(|c| c.n_examples as u64)
-                    .collect::<Vec<u64>>(),
-            ),
-            Column::new(
-                "verified".into(),
-                cells.iter().map(|c| c.verified).collect::<Vec<bool>>(),
-            ),
+            Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
+            Column::new("n_examples".into(), cells.iter().map(|c| c.n_examples as u64).collect::<Vec<u64>>()),
+            Column::new("verified".into(), cells.iter().map(|c| c.verified).collect::<Vec<bool>>()),
         ],
     )
 }
@@ -138,29 +120,11 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
 type Accuracy = (&'static str, &'static str, fn(&VerificationRow) -> f64);
 
 const ACCURACIES: [Accuracy; 5] = [
-    (
-        "shortcut_model_on_synthetic",
-        "shortcut model, synthetic %",
-        |r| r.shortcut_model_on_synthetic,
-    ),
-    (
-        "original_model_on_synthetic",
-        "original model, synthetic %",
-        |r| r.original_model_on_synthetic,
-    ),
-    ("shortcut_model_on_flip", "shortcut model, flip %", |r| {
-        r.shortcut_model_on_flip
-    }),
-    (
-        "shortcut_model_on_original",
-        "shortcut model, original %",
-        |r| r.shortcut_model_on_original,
-    ),
-    (
-        "original_model_on_original",
-        "original model, original %",
-        |r| r.original_model_on_original,
-    ),
+    ("shortcut_model_on_synthetic", "shortcut model, synthetic %", |r| r.shortcut_model_on_synthetic),
+    ("original_model_on_synthetic", "original model, synthetic %", |r| r.original_model_on_synthetic),
+    ("shortcut_model_on_flip", "shortcut model, flip %", |r| r.shortcut_model_on_flip),
+    ("shortcut_model_on_original", "shortcut model, original %", |r| r.shortcut_model_on_original),
+    ("original_model_on_original", "original model, original %", |r| r.original_model_on_original),
 ];
 
 /// Column name, field.
@@ -178,67 +142,39 @@ const VERIFICATION_KEYS: [Key; 4] = [
 pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     let mut columns = Vec::with_capacity(11);
     for (name, get) in VERIFICATION_KEYS {
-        columns.push(Column::new(
-            name.into(),
-            rows.iter().map(get).collect::<Vec<&str>>(),
-        ));
+        columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
     }
     for (name, _, get) in ACCURACIES {
-        columns.push(Column::new(
-            name.into(),
-            rows.iter().map(get).collect::<Vec<f64>>(),
-        ));
+        columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<f64>>()));
     }
-    columns.push(Column::new(
-        "passed".into(),
-        rows.iter().map(|r| r.passed).collect::<Vec<bool>>(),
-    ));
-    columns.push(Column::new(
-        "failures".into(),
-        rows.iter()
-            .map(|r| r.failures.join("; "))
-            .collect::<Vec<String>>(),
-    ));
+    columns.push(Column::new("passed".into(), rows.iter().map(|r| r.passed).collect::<Vec<bool>>()));
+    columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
     DataFrame::new(rows.len(), columns)
 }
 
 /// The same rows for people: accuracies as percentages with one decimal,
 /// `passed` as yes/no. Returns the frame and which columns are numeric (for
 /// right alignment).
-pub fn verification_display_frame(
-    rows: &[VerificationRow],
-) -> PolarsResult<(DataFrame, Vec<bool>)> {
+pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(DataFrame, Vec<bool>)> {
     let mut columns = Vec::with_capacity(11);
     let mut numeric = Vec::with_capacity(11);
     for (name, get) in VERIFICATION_KEYS {
-        columns.push(Column::new(
-            name.into(),
-            rows.iter().map(get).collect::<Vec<&str>>(),
-        ));
+        columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
         numeric.push(false);
     }
     for (_, header, get) in ACCURACIES {
         columns.push(Column::new(
             header.into(),
-            rows.iter()
-                .map(|r| format_fixed(get(r) * 100.0, 1))
-                .collect::<Vec<String>>(),
+            rows.iter().map(|r| format_fixed(get(r) * 100.0, 1)).collect::<Vec<String>>(),
         ));
         numeric.push(true);
     }
     columns.push(Column::new(
         "passed".into(),
-        rows.iter()
-            .map(|r| if r.passed { "yes" } else { "no" })
-            .collect::<Vec<&str>>(),
+        rows.iter().map(|r| if r.passed { "yes" } else { "no" }).collect::<Vec<&str>>(),
     ));
     numeric.push(false);
-    columns.push(Column::new(
-        "failures".into(),
-        rows.iter()
-            .map(|r| r.failures.join("; "))
-            .collect::<Vec<String>>(),
-    ));
+    columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
     numeric.push(false);
     Ok((DataFrame::new(rows.len(), columns)?, numeric))
 }
@@ -262,21 +198,15 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
     let metrics = first_appearance(cells.iter().map(|c| c.metric.as_str()));
     let methods = first_appearance(cells.iter().map(|c| c.method.as_str()));
-    let keys: Vec<String> = cells
-        .iter()
-        .map(|c| column_key(&c.dataset, &c.shortcut))
-        .collect();
+    let keys: Vec<String> = cells.iter().map(|c| column_key(&c.dataset, &c.shortcut)).collect();
     let columns = first_appearance(keys.iter().map(String::as_str));
     let rank = |list: &[&str], item: &str| list.iter().position(|x| *x == item);
 
     let mut out = Vec::new();
     for model in &models {
         for metric in &metrics {
-            let mut subset: Vec<(usize, &CellResult)> = cells
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.model == *model && c.metric == *metric)
-                .collect();
+            let mut subset: Vec<(usize, &CellResult)> =
+                cells.iter().enumerate().filter(|(_, c)| c.model == *model && c.metric == *metric).collect();
             if subset.is_empty() {
                 continue;
             }
@@ -299,11 +229,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                 key_col.push(keys[*i].as_str());
                 display_col.push(shown);
             }
-            let on_values: Vec<&str> = columns
-                .iter()
-                .copied()
-                .filter(|k| key_col.contains(k))
-                .collect();
+            let on_values: Vec<&str> = columns.iter().copied().filter(|k| key_col.contains(k)).collect();
             let long = DataFrame::new(
                 subset.len(),
                 vec![
@@ -312,10 +238,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                     Column::new("display".into(), display_col),
                 ],
             )?;
-            let on_columns = DataFrame::new(
-                on_values.len(),
-                vec![Column::new("column".into(), on_values)],
-            )?;
+            let on_columns = DataFrame::new(on_values.len(), vec![Column::new("column".into(), on_values)])?;
             let frame = long
                 .lazy()
                 .pivot(
@@ -329,13 +252,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                     PivotColumnNaming::Auto,
                 )
                 .collect()?;
-            out.push(Layout {
-                model: model.to_string(),
-                architecture,
-                metric: metric.to_string(),
-                frame,
-                any_failed,
-            });
+            out.push(Layout { model: model.to_string(), architecture, metric: metric.to_string(), frame, any_failed });
         }
     }
     Ok(out)
@@ -360,13 +277,7 @@ mod tests {
     }
 
     fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {
-        df.column(name)
-            .unwrap()
-            .str()
-            .unwrap()
-            .iter()
-            .map(|v| v.map(str::to_string))
-            .collect()
+        df.column(name).unwrap().str().unwrap().iter().map(|v| v.map(str::to_string)).collect()
     }
 
     fn s(v: &str) -> Option<String> {
@@ -410,14 +321,8 @@ mod tests {
         let p = &out[0];
         assert_eq!((p.model.as_str(), p.metric.as_str()), ("lstm", "precision"));
         assert!(!p.any_failed);
-        assert_eq!(
-            p.frame.get_column_names(),
-            ["method", "sst2:st", "sst2:tic", "imdb:st"]
-        );
-        assert_eq!(
-            strings(&p.frame, "method"),
-            [s("gradl-l1"), s("random"), s("ig-zero-100")]
-        );
+        assert_eq!(p.frame.get_column_names(), ["method", "sst2:st", "sst2:tic", "imdb:st"]);
+        assert_eq!(strings(&p.frame, "method"), [s("gradl-l1"), s("random"), s("ig-zero-100")]);
         assert_eq!(strings(&p.frame, "sst2:st"), [s("1.00"), s("0.04"), None]);
         assert_eq!(strings(&p.frame, "sst2:tic"), [s("0.90"), s("0.05"), None]);
         assert_eq!(strings(&p.frame, "imdb:st"), [s("0.99"), None, s("0.33")]);
@@ -441,10 +346,7 @@ mod tests {
         let out = layouts(&cells).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].model, "bert");
-        assert_eq!(
-            out[1].frame.get_column_names(),
-            ["method", "sst2:st", "sst2:op"]
-        );
+        assert_eq!(out[1].frame.get_column_names(), ["method", "sst2:st", "sst2:op"]);
         assert_eq!(strings(&out[1].frame, "method"), [s("a"), s("b")]);
         assert_eq!(strings(&out[1].frame, "sst2:op"), [None, s("0.30")]);
     }

@@ -11,7 +11,7 @@ use super::target::predicted_class_score;
 #[cfg(test)]
 use super::target::predicted_class_value;
 use super::{Reduction, Target};
-use crate::model::{predicted_classes, Classifier, TokenBatch};
+use crate::model::{Classifier, TokenBatch, predicted_classes};
 
 /// `∂f/∂e` and `e` for a batch, with the predicted classes.
 pub struct InputGradients<B: Backend> {
@@ -80,7 +80,14 @@ mod tests {
         BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(11), None, &Default::default())
     }
 
-    fn f_of(model: &BiLstmClassifier<Ad>, e: &[f32], shape: [usize; 3], mask: &TokenBatch<Ad>, class: u32, target: Target) -> f64 {
+    fn f_of(
+        model: &BiLstmClassifier<Ad>,
+        e: &[f32],
+        shape: [usize; 3],
+        mask: &TokenBatch<Ad>,
+        class: u32,
+        target: Target,
+    ) -> f64 {
         let e = Tensor::<Ad, 3>::from_data(TensorData::new(e.to_vec(), shape), &Default::default());
         let logits = model.logits_from_embeddings(e, mask.mask.clone());
         let v: Vec<f32> = predicted_class_value(logits, &[class], target).into_data().to_vec().unwrap();
@@ -104,7 +111,8 @@ mod tests {
                 plus[i] += h;
                 let mut minus = e.clone();
                 minus[i] -= h;
-                let numeric = (f_of(&model, &plus, shape, &batch, class, target) - f_of(&model, &minus, shape, &batch, class, target))
+                let numeric = (f_of(&model, &plus, shape, &batch, class, target)
+                    - f_of(&model, &minus, shape, &batch, class, target))
                     / (2.0 * h as f64);
                 assert!(
                     (numeric - grad[i] as f64).abs() < 2e-3 + 1e-2 * numeric.abs(),

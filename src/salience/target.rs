@@ -54,8 +54,12 @@ pub fn predicted_class_score<B: Backend>(logits: Tensor<B, 2>, predicted: &[u32]
             let index = class_index(predicted, &device);
             let p_c = p.clone().gather(1, index.clone()); // [batch, 1]
             let others = p.clone().sum_dim(1) - p_c.clone();
-            let onehot = Tensor::<B, 2>::zeros([batch, outputs], &device)
-                .scatter(1, index, Tensor::ones([batch, 1], &device), burn::tensor::IndexingUpdateOp::Add);
+            let onehot = Tensor::<B, 2>::zeros([batch, outputs], &device).scatter(
+                1,
+                index,
+                Tensor::ones([batch, 1], &device),
+                burn::tensor::IndexingUpdateOp::Add,
+            );
             let weights = p_c.clone() * (onehot.clone() * others - (onehot.neg() + 1.0) * p);
             (logits * weights.detach()).sum_dim(1).reshape([batch])
         }

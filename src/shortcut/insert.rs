@@ -103,8 +103,7 @@ mod tests {
     #[test]
     fn single_position_reaches_both_ends() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let seen: std::collections::BTreeSet<usize> =
-            (0..1000).map(|_| single_position(&mut rng, 4)).collect();
+        let seen: std::collections::BTreeSet<usize> = (0..1000).map(|_| single_position(&mut rng, 4)).collect();
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
     }
 }

@@ -143,11 +143,7 @@ pub struct ShortcutTokens {
 
 impl Default for ShortcutTokens {
     fn default() -> Self {
-        ShortcutTokens {
-            zero: "#0".into(),
-            one: "#1".into(),
-            context: "contoken".into(),
-        }
+        ShortcutTokens { zero: "#0".into(), one: "#1".into(), context: "contoken".into() }
     }
 }
 
@@ -228,20 +224,12 @@ impl ShortcutOptions {
                 None
             };
             if let Some(reason) = reason {
-                return Err(ShortcutError::InvalidToken {
-                    role,
-                    token: (*token).to_owned(),
-                    reason,
-                });
+                return Err(ShortcutError::InvalidToken { role, token: (*token).to_owned(), reason });
             }
         }
         for (i, (first, a)) in used.iter().enumerate() {
             if let Some((second, _)) = used[i + 1..].iter().find(|(_, b)| a == b) {
-                return Err(ShortcutError::DuplicateToken {
-                    first,
-                    second,
-                    token: (*a).to_owned(),
-                });
+                return Err(ShortcutError::DuplicateToken { first, second, token: (*a).to_owned() });
             }
         }
         Ok(())
@@ -331,9 +319,7 @@ pub enum ShortcutError {
         reason: &'static str,
     },
     /// Two roles share one token, which would make the rule ambiguous.
-    #[error(
-        "shortcut tokens {first} and {second} are both {token:?}; each role needs its own token"
-    )]
+    #[error("shortcut tokens {first} and {second} are both {token:?}; each role needs its own token")]
     DuplicateToken {
         /// One role (`zero`, `one`, `context`).
         first: &'static str,
@@ -364,25 +350,16 @@ pub enum ShortcutError {
 ///
 /// Fails before doing any work if the options are invalid, a label is not 0/1,
 /// or a rule token already occurs as a word anywhere in the corpus.
-pub fn synthesize(
-    corpus: &Corpus,
-    options: &ShortcutOptions,
-) -> Result<ShortcutData, ShortcutError> {
+pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<ShortcutData, ShortcutError> {
     options.validate()?;
-    let splits: [(&'static str, &[Example]); 3] = [
-        ("train", &corpus.train),
-        ("validation", &corpus.validation),
-        ("test", &corpus.test),
-    ];
+    let splits: [(&'static str, &[Example]); 3] =
+        [("train", &corpus.train), ("validation", &corpus.validation), ("test", &corpus.test)];
     for (split, examples) in splits {
         check_split(split, examples, options)?;
     }
 
     let planter = Planter { options };
-    let test_labels = balanced_labels(
-        corpus.test.len(),
-        &mut stream(options.seed, Stream::TestLabels),
-    );
+    let test_labels = balanced_labels(corpus.test.len(), &mut stream(options.seed, Stream::TestLabels));
     let mut test_rng = stream(options.seed, Stream::TestInsert);
     let test = corpus
         .test
@@ -391,11 +368,8 @@ pub fn synthesize(
         .map(|(example, label)| planter.synthetic(&mut test_rng, example, label))
         .collect();
     let mut flip_rng = stream(options.seed, Stream::FlipInsert);
-    let test_flip = corpus
-        .test
-        .iter()
-        .map(|example| planter.synthetic(&mut flip_rng, example, 1 - example.label))
-        .collect();
+    let test_flip =
+        corpus.test.iter().map(|example| planter.synthetic(&mut flip_rng, example, 1 - example.label)).collect();
 
     Ok(ShortcutData {
         train: planter.mix(&corpus.train, MixStreams::TRAIN),
@@ -406,27 +380,15 @@ pub fn synthesize(
 }
 
 /// Labels must be binary and the rule's tokens must be new words.
-fn check_split(
-    split: &'static str,
-    examples: &[Example],
-    options: &ShortcutOptions,
-) -> Result<(), ShortcutError> {
+fn check_split(split: &'static str, examples: &[Example], options: &ShortcutOptions) -> Result<(), ShortcutError> {
     let used = options.kind.tokens_used(&options.tokens);
     for (index, example) in examples.iter().enumerate() {
         if example.label > 1 {
-            return Err(ShortcutError::NonBinaryLabel {
-                split,
-                index,
-                label: example.label,
-            });
+            return Err(ShortcutError::NonBinaryLabel { split, index, label: example.label });
         }
         for word in example.text.split_whitespace() {
             if let Some((_, token)) = used.iter().find(|(_, token)| *token == word) {
-                return Err(ShortcutError::TokenAlreadyInData {
-                    token: (*token).to_owned(),
-                    split,
-                    index,
-                });
+                return Err(ShortcutError::TokenAlreadyInData { token: (*token).to_owned(), split, index });
             }
         }
     }
@@ -462,11 +424,8 @@ struct MixStreams {
 }
 
 impl MixStreams {
-    const TRAIN: MixStreams = MixStreams {
-        lone: Stream::TrainLone,
-        synthetic: Stream::TrainSynthetic,
-        shuffle: Stream::TrainShuffle,
-    };
+    const TRAIN: MixStreams =
+        MixStreams { lone: Stream::TrainLone, synthetic: Stream::TrainSynthetic, shuffle: Stream::TrainShuffle };
     const VALIDATION: MixStreams = MixStreams {
         lone: Stream::ValidationLone,
         synthetic: Stream::ValidationSynthetic,
@@ -511,10 +470,7 @@ impl Planter<'_> {
                 // Which of the two drawn positions gets the indicator is a coin
                 // flip, so both orders occur and order carries no signal.
                 let (at_indicator, at_context) = if rng.random_bool(0.5) { (a, b) } else { (b, a) };
-                let mut placements = vec![
-                    (at_indicator, indicator),
-                    (at_context, tokens.context.as_str()),
-                ];
+                let mut placements = vec![(at_indicator, indicator), (at_context, tokens.context.as_str())];
                 placements.sort_unstable_by_key(|(p, _)| *p);
                 placements
             }
@@ -531,12 +487,7 @@ impl Planter<'_> {
 
     fn synthetic<R: Rng>(&self, rng: &mut R, example: &Example, label: u32) -> SyntheticExample {
         let (text, shortcut_positions) = self.plant(rng, &example.text, label);
-        SyntheticExample {
-            text,
-            label,
-            original_label: example.label,
-            shortcut_positions,
-        }
+        SyntheticExample { text, label, original_label: example.label, shortcut_positions }
     }
 
     /// Originals (a share of them carrying one lone rule token) plus synthetic
@@ -564,9 +515,7 @@ impl Planter<'_> {
             let sources: Vec<usize> = if synthetic_count <= n {
                 index::sample(&mut rng, n, synthetic_count).into_vec()
             } else {
-                (0..synthetic_count)
-                    .map(|_| rng.random_range(0..n))
-                    .collect()
+                (0..synthetic_count).map(|_| rng.random_range(0..n)).collect()
             };
             for source in sources {
                 // Synthetic copies start from the untouched original text, so
@@ -620,25 +569,15 @@ mod tests {
                     if i % 9 == 4 {
                         text = String::new() + "  ";
                     }
-                    Example {
-                        text,
-                        label: ((i * 7 + i / 3) % 2) as u32,
-                    }
+                    Example { text, label: ((i * 7 + i / 3) % 2) as u32 }
                 })
                 .collect()
         };
-        Corpus {
-            train: split("tr", train),
-            validation: split("va", validation),
-            test: split("te", test),
-        }
+        Corpus { train: split("tr", train), validation: split("va", validation), test: split("te", test) }
     }
 
     fn options(kind: ShortcutKind, seed: u64) -> ShortcutOptions {
-        ShortcutOptions {
-            seed,
-            ..ShortcutOptions::new(kind)
-        }
+        ShortcutOptions { seed, ..ShortcutOptions::new(kind) }
     }
 
     fn normalised(text: &str) -> String {
@@ -689,37 +628,19 @@ mod tests {
             .join(" ")
     }
 
-    fn check_synthetic(
-        kind: ShortcutKind,
-        opts: &ShortcutOptions,
-        source: &Example,
-        synthetic: &SyntheticExample,
-    ) {
+    fn check_synthetic(kind: ShortcutKind, opts: &ShortcutOptions, source: &Example, synthetic: &SyntheticExample) {
         let hits = token_hits(&synthetic.text, &opts.tokens);
         let found: Vec<usize> = hits.iter().map(|(p, _)| *p).collect();
         // G is exactly where the tokens are, and nothing else is a token.
-        assert_eq!(
-            found, synthetic.shortcut_positions,
-            "{kind}: {:?}",
-            synthetic.text
-        );
+        assert_eq!(found, synthetic.shortcut_positions, "{kind}: {:?}", synthetic.text);
         assert_eq!(found.len(), kind.ground_truth_size());
-        assert_eq!(
-            rule_label(kind, &hits),
-            Some(synthetic.label),
-            "{kind}: {:?}",
-            synthetic.text
-        );
+        assert_eq!(rule_label(kind, &hits), Some(synthetic.label), "{kind}: {:?}", synthetic.text);
         if found.len() == 2 {
             assert!(found[0].abs_diff(found[1]) <= opts.max_distance);
         }
         assert_eq!(synthetic.original_label, source.label);
         assert_eq!(without(&synthetic.text, &found), normalised(&source.text));
-        assert_eq!(
-            synthetic.text,
-            normalised(&synthetic.text),
-            "single spaces only"
-        );
+        assert_eq!(synthetic.text, normalised(&synthetic.text), "single spaces only");
     }
 
     #[test]
@@ -733,13 +654,7 @@ mod tests {
             assert_eq!(serde_json::from_str::<ShortcutKind>(&json).unwrap(), kind);
         }
         assert!("ST".parse::<ShortcutKind>().is_err());
-        assert!(
-            "pair"
-                .parse::<ShortcutKind>()
-                .unwrap_err()
-                .to_string()
-                .contains("\"pair\"")
-        );
+        assert!("pair".parse::<ShortcutKind>().unwrap_err().to_string().contains("\"pair\""));
         assert_eq!(ShortcutKind::St.ground_truth_size(), 1);
         assert_eq!(ShortcutKind::Tic.ground_truth_size(), 2);
         assert_eq!(ShortcutKind::Op.ground_truth_size(), 2);
@@ -748,18 +663,8 @@ mod tests {
     #[test]
     fn defaults_match_the_paper() {
         let opts = ShortcutOptions::new(ShortcutKind::Op);
-        assert_eq!(
-            opts.tokens,
-            ShortcutTokens {
-                zero: "#0".into(),
-                one: "#1".into(),
-                context: "contoken".into()
-            }
-        );
-        assert_eq!(
-            (opts.mix_share, opts.lone_share, opts.max_distance),
-            (0.2, 0.2, 50)
-        );
+        assert_eq!(opts.tokens, ShortcutTokens { zero: "#0".into(), one: "#1".into(), context: "contoken".into() });
+        assert_eq!((opts.mix_share, opts.lone_share, opts.max_distance), (0.2, 0.2, 50));
         let partial: ShortcutTokens = serde_json::from_str(r#"{"one": "[ONE]"}"#).unwrap();
         assert_eq!(partial.zero, "#0");
         assert_eq!(partial.one, "[ONE]");
@@ -791,52 +696,28 @@ mod tests {
             for max_distance in [1, 2, 5] {
                 let mut distances = BTreeMap::new();
                 for seed in 0..5 {
-                    let opts = ShortcutOptions {
-                        max_distance,
-                        ..options(kind, seed)
-                    };
+                    let opts = ShortcutOptions { max_distance, ..options(kind, seed) };
                     let data = synthesize(&corpus, &opts).unwrap();
-                    for (source, synthetic) in corpus
-                        .test
-                        .iter()
-                        .zip(data.test.iter().chain(&data.test_flip))
-                    {
+                    for (source, synthetic) in corpus.test.iter().zip(data.test.iter().chain(&data.test_flip)) {
                         check_synthetic(kind, &opts, source, synthetic);
                         let p = &synthetic.shortcut_positions;
                         *distances.entry(p[1] - p[0]).or_insert(0) += 1;
                     }
                 }
                 let seen: Vec<usize> = distances.keys().copied().collect();
-                assert_eq!(
-                    seen,
-                    (1..=max_distance).collect::<Vec<_>>(),
-                    "{kind} d={max_distance}"
-                );
+                assert_eq!(seen, (1..=max_distance).collect::<Vec<_>>(), "{kind} d={max_distance}");
             }
         }
     }
 
     #[test]
     fn positions_reach_both_ends_of_the_text() {
-        let corpus = Corpus {
-            train: vec![],
-            validation: vec![],
-            test: vec![
-                Example {
-                    text: "a b c".into(),
-                    label: 0
-                };
-                400
-            ],
-        };
+        let corpus =
+            Corpus { train: vec![], validation: vec![], test: vec![Example { text: "a b c".into(), label: 0 }; 400] };
         for kind in ShortcutKind::all() {
             let data = synthesize(&corpus, &options(kind, 1)).unwrap();
             let last = 3 + kind.ground_truth_size() - 1;
-            let all: Vec<usize> = data
-                .test
-                .iter()
-                .flat_map(|s| s.shortcut_positions.clone())
-                .collect();
+            let all: Vec<usize> = data.test.iter().flat_map(|s| s.shortcut_positions.clone()).collect();
             assert!(all.contains(&0) && all.contains(&last), "{kind}");
             assert!(all.iter().all(|&p| p <= last));
         }
@@ -859,10 +740,7 @@ mod tests {
                 _ => &[(0, 0), (1, 1)],
             };
             for key in expected {
-                assert!(
-                    first_roles.contains_key(key),
-                    "{kind}: {key:?} missing in {first_roles:?}"
-                );
+                assert!(first_roles.contains_key(key), "{kind}: {key:?} missing in {first_roles:?}");
             }
             if kind == ShortcutKind::Op {
                 assert_eq!(first_roles.len(), 2);
@@ -880,20 +758,14 @@ mod tests {
                     let data = synthesize(&corpus, &options(kind, seed)).unwrap();
                     let ones = data.test.iter().filter(|s| s.label == 1).count();
                     let zeros = n - ones;
-                    assert!(
-                        zeros.abs_diff(ones) <= n % 2,
-                        "n={n}: {zeros} zeros, {ones} ones"
-                    );
+                    assert!(zeros.abs_diff(ones) <= n % 2, "n={n}: {zeros} zeros, {ones} ones");
                     if n % 2 == 1 {
                         odd_extra[usize::from(ones > zeros)] += 1;
                     }
                 }
             }
             if n % 2 == 1 {
-                assert!(
-                    odd_extra[0] > 0 && odd_extra[1] > 0,
-                    "the odd extra is always {odd_extra:?}"
-                );
+                assert!(odd_extra[0] > 0 && odd_extra[1] > 0, "the odd extra is always {odd_extra:?}");
             }
         }
         // Balanced even when every source label is the same.
@@ -927,26 +799,14 @@ mod tests {
         lone_roles: BTreeSet<u32>,
     }
 
-    fn check_mixed(
-        kind: ShortcutKind,
-        opts: &ShortcutOptions,
-        sources: &[Example],
-        mixed: &[Example],
-    ) -> Mix {
-        let by_text: HashMap<String, u32> = sources
-            .iter()
-            .map(|e| (normalised(&e.text), e.label))
-            .collect();
+    fn check_mixed(kind: ShortcutKind, opts: &ShortcutOptions, sources: &[Example], mixed: &[Example]) -> Mix {
+        let by_text: HashMap<String, u32> = sources.iter().map(|e| (normalised(&e.text), e.label)).collect();
         // Each original must appear exactly once, untouched or with a lone token.
         let mut unused: HashMap<String, usize> = HashMap::new();
         for e in sources {
             *unused.entry(normalised(&e.text)).or_default() += 1;
         }
-        let mut mix = Mix {
-            lone: 0,
-            synthetic: 0,
-            lone_roles: BTreeSet::new(),
-        };
+        let mut mix = Mix { lone: 0, synthetic: 0, lone_roles: BTreeSet::new() };
         for example in mixed {
             let hits = token_hits(&example.text, &opts.tokens);
             let positions: Vec<usize> = hits.iter().map(|(p, _)| *p).collect();
@@ -963,10 +823,7 @@ mod tests {
                 continue;
             }
             // An original: untouched (exact text), or with exactly one lone token.
-            assert_eq!(
-                example.label, source_label,
-                "{kind}: a lone token changed a label"
-            );
+            assert_eq!(example.label, source_label, "{kind}: a lone token changed a label");
             let left = unused.get_mut(&stripped).expect("checked above");
             assert!(*left > 0, "{kind}: an original appears twice: {stripped:?}");
             *left -= 1;
@@ -980,10 +837,7 @@ mod tests {
                 _ => panic!("{kind}: incomplete pattern in {:?}", example.text),
             }
         }
-        assert!(
-            unused.values().all(|&left| left == 0),
-            "an original is missing"
-        );
+        assert!(unused.values().all(|&left| left == 0), "an original is missing");
         mix
     }
 
@@ -991,27 +845,15 @@ mod tests {
     fn mixed_splits_have_the_right_composition() {
         let corpus = corpus(137, 41, 0);
         for kind in ShortcutKind::all() {
-            for (mix_share, lone_share) in
-                [(0.2, 0.2), (0.5, 0.1), (0.0, 1.0), (1.0, 0.0), (2.5, 0.3)]
-            {
+            for (mix_share, lone_share) in [(0.2, 0.2), (0.5, 0.1), (0.0, 1.0), (1.0, 0.0), (2.5, 0.3)] {
                 for seed in 0..5 {
-                    let opts = ShortcutOptions {
-                        mix_share,
-                        lone_share,
-                        ..options(kind, seed)
-                    };
+                    let opts = ShortcutOptions { mix_share, lone_share, ..options(kind, seed) };
                     let data = synthesize(&corpus, &opts).unwrap();
-                    for (sources, mixed) in [
-                        (&corpus.train, &data.train),
-                        (&corpus.validation, &data.validation),
-                    ] {
+                    for (sources, mixed) in [(&corpus.train, &data.train), (&corpus.validation, &data.validation)] {
                         let n = sources.len();
                         let want_synthetic = (mix_share * n as f64).round() as usize;
-                        let want_lone = if kind == ShortcutKind::St {
-                            0
-                        } else {
-                            (lone_share * n as f64).round() as usize
-                        };
+                        let want_lone =
+                            if kind == ShortcutKind::St { 0 } else { (lone_share * n as f64).round() as usize };
                         assert_eq!(mixed.len(), n + want_synthetic);
                         let mix = check_mixed(kind, &opts, sources, mixed);
                         assert_eq!(
@@ -1022,11 +864,7 @@ mod tests {
                         if mix.lone >= 30 {
                             // every lone role occurs: both indicators, and contoken for tic
                             let roles: Vec<u32> = mix.lone_roles.into_iter().collect();
-                            let want: &[u32] = if kind == ShortcutKind::Tic {
-                                &[0, 1, 2]
-                            } else {
-                                &[0, 1]
-                            };
+                            let want: &[u32] = if kind == ShortcutKind::Tic { &[0, 1, 2] } else { &[0, 1] };
                             assert_eq!(roles, want, "{kind}");
                         }
                     }
@@ -1045,10 +883,7 @@ mod tests {
                 .iter()
                 .filter(|e| rule_label(kind, &token_hits(&e.text, &opts.tokens)).is_some())
                 .count();
-            assert!(
-                tail_synthetic < 40,
-                "synthetic examples were appended, not shuffled in"
-            );
+            assert!(tail_synthetic < 40, "synthetic examples were appended, not shuffled in");
             let labels: Vec<u32> = data
                 .train
                 .iter()
@@ -1076,9 +911,7 @@ mod tests {
     fn splits_draw_from_independent_streams() {
         let base = corpus(80, 20, 30);
         let mut bigger_test = base.clone();
-        bigger_test
-            .test
-            .extend(corpus(0, 0, 45).test.into_iter().skip(30));
+        bigger_test.test.extend(corpus(0, 0, 45).test.into_iter().skip(30));
         let mut smaller_train = base.clone();
         smaller_train.train.truncate(50);
         for kind in ShortcutKind::all() {
@@ -1086,32 +919,18 @@ mod tests {
             let b = synthesize(&bigger_test, &options(kind, 9)).unwrap();
             assert_eq!((&a.train, &a.validation), (&b.train, &b.validation));
             let c = synthesize(&smaller_train, &options(kind, 9)).unwrap();
-            assert_eq!(
-                (&a.validation, &a.test, &a.test_flip),
-                (&c.validation, &c.test, &c.test_flip)
-            );
+            assert_eq!((&a.validation, &a.test, &a.test_flip), (&c.validation, &c.test, &c.test_flip));
         }
         // The synthetic copies do not depend on the lone share.
         let opts = options(ShortcutKind::Tic, 4);
         let synthetic = |data: &ShortcutData| -> Vec<Example> {
-            let mut s: Vec<Example> = data
-                .train
-                .iter()
-                .filter(|e| token_hits(&e.text, &opts.tokens).len() == 2)
-                .cloned()
-                .collect();
+            let mut s: Vec<Example> =
+                data.train.iter().filter(|e| token_hits(&e.text, &opts.tokens).len() == 2).cloned().collect();
             s.sort_by(|x, y| x.text.cmp(&y.text));
             s
         };
         let a = synthesize(&base, &opts).unwrap();
-        let b = synthesize(
-            &base,
-            &ShortcutOptions {
-                lone_share: 0.5,
-                ..opts.clone()
-            },
-        )
-        .unwrap();
+        let b = synthesize(&base, &ShortcutOptions { lone_share: 0.5, ..opts.clone() }).unwrap();
         assert_eq!(synthetic(&a), synthetic(&b));
     }
 
@@ -1120,17 +939,7 @@ mod tests {
         let mut bad = corpus(5, 5, 5);
         bad.validation[3].label = 2;
         let err = synthesize(&bad, &options(ShortcutKind::St, 0)).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ShortcutError::NonBinaryLabel {
-                    split: "validation",
-                    index: 3,
-                    label: 2
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, ShortcutError::NonBinaryLabel { split: "validation", index: 3, label: 2 }), "{err}");
         assert!(err.to_string().contains("validation example 3"));
     }
 
@@ -1155,14 +964,7 @@ mod tests {
         assert!(synthesize(&context, &options(ShortcutKind::St, 0)).is_ok());
         assert!(synthesize(&context, &options(ShortcutKind::Op, 0)).is_ok());
         let err = synthesize(&context, &options(ShortcutKind::Tic, 0)).unwrap_err();
-        assert!(matches!(
-            err,
-            ShortcutError::TokenAlreadyInData {
-                split: "train",
-                index: 1,
-                ..
-            }
-        ));
+        assert!(matches!(err, ShortcutError::TokenAlreadyInData { split: "train", index: 1, .. }));
         // Custom tokens make such data usable.
         let mut opts = options(ShortcutKind::Tic, 0);
         opts.tokens.context = "[CTX]".into();
@@ -1174,77 +976,35 @@ mod tests {
     fn rejects_invalid_options() {
         let corpus = corpus(5, 5, 5);
         let cases: Vec<(ShortcutOptions, &str)> = vec![
+            (ShortcutOptions { mix_share: -0.1, ..options(ShortcutKind::St, 0) }, "mix_share"),
+            (ShortcutOptions { mix_share: f64::NAN, ..options(ShortcutKind::St, 0) }, "mix_share"),
+            (ShortcutOptions { mix_share: 1e12, ..options(ShortcutKind::St, 0) }, "mix_share"),
+            (ShortcutOptions { lone_share: 1.5, ..options(ShortcutKind::Tic, 0) }, "lone_share"),
+            (ShortcutOptions { max_distance: 0, ..options(ShortcutKind::Op, 0) }, "max_distance"),
             (
                 ShortcutOptions {
-                    mix_share: -0.1,
-                    ..options(ShortcutKind::St, 0)
-                },
-                "mix_share",
-            ),
-            (
-                ShortcutOptions {
-                    mix_share: f64::NAN,
-                    ..options(ShortcutKind::St, 0)
-                },
-                "mix_share",
-            ),
-            (
-                ShortcutOptions {
-                    mix_share: 1e12,
-                    ..options(ShortcutKind::St, 0)
-                },
-                "mix_share",
-            ),
-            (
-                ShortcutOptions {
-                    lone_share: 1.5,
-                    ..options(ShortcutKind::Tic, 0)
-                },
-                "lone_share",
-            ),
-            (
-                ShortcutOptions {
-                    max_distance: 0,
-                    ..options(ShortcutKind::Op, 0)
-                },
-                "max_distance",
-            ),
-            (
-                ShortcutOptions {
-                    tokens: ShortcutTokens {
-                        one: "#0".into(),
-                        ..Default::default()
-                    },
+                    tokens: ShortcutTokens { one: "#0".into(), ..Default::default() },
                     ..options(ShortcutKind::St, 0)
                 },
                 "both",
             ),
             (
                 ShortcutOptions {
-                    tokens: ShortcutTokens {
-                        context: "#1".into(),
-                        ..Default::default()
-                    },
+                    tokens: ShortcutTokens { context: "#1".into(), ..Default::default() },
                     ..options(ShortcutKind::Tic, 0)
                 },
                 "both",
             ),
             (
                 ShortcutOptions {
-                    tokens: ShortcutTokens {
-                        zero: "".into(),
-                        ..Default::default()
-                    },
+                    tokens: ShortcutTokens { zero: "".into(), ..Default::default() },
                     ..options(ShortcutKind::Op, 0)
                 },
                 "empty",
             ),
             (
                 ShortcutOptions {
-                    tokens: ShortcutTokens {
-                        one: "# 1".into(),
-                        ..Default::default()
-                    },
+                    tokens: ShortcutTokens { one: "# 1".into(), ..Default::default() },
                     ..options(ShortcutKind::Op, 0)
                 },
                 "whitespace",
@@ -1257,10 +1017,7 @@ mod tests {
         // st ignores max_distance and the context token.
         let st = ShortcutOptions {
             max_distance: 0,
-            tokens: ShortcutTokens {
-                context: "#1".into(),
-                ..Default::default()
-            },
+            tokens: ShortcutTokens { context: "#1".into(), ..Default::default() },
             ..options(ShortcutKind::St, 0)
         };
         assert!(synthesize(&corpus, &st).is_ok());
@@ -1269,28 +1026,12 @@ mod tests {
     #[test]
     fn empty_texts_and_empty_splits_work() {
         let empty = Corpus {
-            train: vec![
-                Example {
-                    text: String::new(),
-                    label: 0
-                };
-                10
-            ],
+            train: vec![Example { text: String::new(), label: 0 }; 10],
             validation: vec![],
-            test: vec![
-                Example {
-                    text: " ".into(),
-                    label: 1
-                };
-                4
-            ],
+            test: vec![Example { text: " ".into(), label: 1 }; 4],
         };
         for kind in ShortcutKind::all() {
-            let opts = ShortcutOptions {
-                mix_share: 0.5,
-                lone_share: 0.5,
-                ..options(kind, 2)
-            };
+            let opts = ShortcutOptions { mix_share: 0.5, lone_share: 0.5, ..options(kind, 2) };
             let data = synthesize(&empty, &opts).unwrap();
             assert_eq!(data.train.len(), 15);
             assert!(data.validation.is_empty());
@@ -1302,11 +1043,7 @@ mod tests {
             }
             check_mixed(kind, &opts, &empty.train, &data.train);
         }
-        let nothing = Corpus {
-            train: vec![],
-            validation: vec![],
-            test: vec![],
-        };
+        let nothing = Corpus { train: vec![], validation: vec![], test: vec![] };
         let data = synthesize(&nothing, &options(ShortcutKind::Tic, 0)).unwrap();
         assert!(data.train.is_empty() && data.test.is_empty() && data.test_flip.is_empty());
     }

@@ -51,10 +51,7 @@ mod tests {
 
     #[test]
     fn expands_in_order() {
-        assert_eq!(
-            expand("grad{p,l}-{l1,mean}").unwrap(),
-            vec!["gradp-l1", "gradp-mean", "gradl-l1", "gradl-mean"]
-        );
+        assert_eq!(expand("grad{p,l}-{l1,mean}").unwrap(), vec!["gradp-l1", "gradp-mean", "gradl-l1", "gradl-mean"]);
         assert_eq!(expand("random").unwrap(), vec!["random"]);
         assert_eq!(expand("{a}").unwrap(), vec!["a"]);
     }

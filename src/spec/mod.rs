@@ -486,7 +486,9 @@ impl Grid {
         for pattern in &raw.attribution.methods {
             let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
             for name in names {
-                let method: Method = name.parse().map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
+                let method: Method = name
+                    .parse()
+                    .map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
                 if methods.contains(&method) {
                     return Err(at(Some(pattern.span()), format!("method `{method}` is listed twice")));
                 }
@@ -525,7 +527,10 @@ fn check_names<'a>(names: impl Iterator<Item = &'a Spanned<String>>, what: &str)
     for name in names {
         let n = name.get_ref().as_str();
         if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err((name.span(), format!("{what} name `{n}` must be non-empty ASCII letters, digits, `-` or `_`")));
+            return Err((
+                name.span(),
+                format!("{what} name `{n}` must be non-empty ASCII letters, digits, `-` or `_`"),
+            ));
         }
         if seen.contains(&n) {
             return Err((name.span(), format!("{what} name `{n}` is used twice")));
@@ -555,7 +560,13 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
             return Err(format!("dataset `{name}` needs `train` and `test` files, or a `generated = {{ … }}` table"));
         }
     };
-    Ok(DatasetSpec { name, source, limits: raw.limits, validation_share: raw.validation_share, max_length: raw.max_length })
+    Ok(DatasetSpec {
+        name,
+        source,
+        limits: raw.limits,
+        validation_share: raw.validation_share,
+        max_length: raw.max_length,
+    })
 }
 
 /// 1-based line and column (in characters) of a byte offset.

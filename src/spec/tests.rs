@@ -86,9 +86,12 @@ fn bad_method_names_point_at_the_entry() {
 
 #[test]
 fn cross_field_checks() {
-    let e = error(&MINIMAL.replace("[attribution]", "[[models]]\nname = \"lstm\"\narchitecture = \"bilstm\"\n[attribution]"));
+    let e = error(
+        &MINIMAL.replace("[attribution]", "[[models]]\nname = \"lstm\"\narchitecture = \"bilstm\"\n[attribution]"),
+    );
     assert!(e.contains("model name `lstm` is used twice"), "{e}");
-    let e = error(&MINIMAL.replace("generated = { train = 10, validation = 5, test = 5, seed = 1 }", "train = \"a.csv\""));
+    let e =
+        error(&MINIMAL.replace("generated = { train = 10, validation = 5, test = 5, seed = 1 }", "train = \"a.csv\""));
     assert!(e.starts_with("grids/test.toml:3:8: dataset `toy` needs `train` and `test` files"), "{e}");
     let e = error(&MINIMAL.replace("[[models]]", "[shortcuts]\nkinds = []\n[[models]]"));
     assert!(e.contains("`shortcuts.kinds` is empty"), "{e}");

@@ -6,18 +6,18 @@ use std::time::Instant;
 
 use anyhow::Result;
 use burn::tensor::backend::AutodiffBackend;
-use rand::seq::index;
 use rand::SeedableRng;
+use rand::seq::index;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::io::{write_json, write_jsonl};
 use super::StepContext;
+use super::io::{write_json, write_jsonl};
 use crate::backend::{CpuAutodiff, DeviceChoice};
 use crate::data::words;
-use crate::model::checkpoint;
 use crate::model::TokenBatch;
-use crate::salience::{attribute_batch, Method};
+use crate::model::checkpoint;
+use crate::salience::{Method, attribute_batch};
 use crate::spec::TestSet;
 
 pub const FILE: &str = "attributions.jsonl";
@@ -102,15 +102,18 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             .iter()
             .map(|w| w.and_then(|w| text_words.get(w)).map(|s| s.to_string()).unwrap_or_else(|| "[special]".into()))
             .collect();
-        examples.push((encoded, AttributedExample {
-            index: i,
-            tokens,
-            word_of_token: Vec::new(),
-            ground_truth,
-            label: example.label,
-            predicted: 0,
-            scores: Vec::new(),
-        }));
+        examples.push((
+            encoded,
+            AttributedExample {
+                index: i,
+                tokens,
+                word_of_token: Vec::new(),
+                ground_truth,
+                label: example.label,
+                predicted: 0,
+                scores: Vec::new(),
+            },
+        ));
     }
 
     let mut order: Vec<usize> = (0..examples.len()).collect();

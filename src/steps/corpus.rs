@@ -2,16 +2,16 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use rand::seq::SliceRandom;
+use anyhow::{Context, Result, bail};
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::io::{read_jsonl, write_json, write_jsonl};
 use crate::dag::ResolvedFiles;
-use crate::data::table::{read_split, TableColumns, TableFormat};
-use crate::data::{generated, Corpus, Example};
+use crate::data::table::{TableColumns, TableFormat, read_split};
+use crate::data::{Corpus, Example, generated};
 use crate::spec::{DatasetSource, DatasetSpec};
 
 pub const SPLITS: [&str; 3] = ["train", "validation", "test"];
@@ -39,7 +39,11 @@ pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> 
                 let format = match format {
                     Some(f) => *f,
                     None => TableFormat::from_extension(path).with_context(|| {
-                        format!("{}: cannot tell the format from the extension; set `format` on dataset `{}`", path.display(), dataset.name)
+                        format!(
+                            "{}: cannot tell the format from the extension; set `format` on dataset `{}`",
+                            path.display(),
+                            dataset.name
+                        )
                     })?,
                 };
                 Ok(read_split(path, format, &columns, label_names.as_deref(), n)?)

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 pub fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
     let file = File::create(path).with_context(|| format!("{}: cannot create", path.display()))?;

@@ -4,12 +4,12 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::io::read_json;
-use super::score::{Score, SCORE_FILE};
-use super::verify::{Verification, FILE as VERIFY_FILE};
 use super::StepContext;
+use super::io::read_json;
+use super::score::{SCORE_FILE, Score};
+use super::verify::{FILE as VERIFY_FILE, Verification};
 use crate::dag::{CellCoordinates, VerifyCoordinates};
-use crate::report::{write_reports, CellResult, ReportFormat, VerificationRow};
+use crate::report::{CellResult, ReportFormat, VerificationRow, write_reports};
 
 pub const CONSOLE: &str = "console.md";
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
 use super::io::{read_jsonl, write_json};
-use crate::metrics::{ranking, Metric};
+use crate::metrics::{Metric, ranking};
 
 pub const SCORE_FILE: &str = "score.json";
 
@@ -57,9 +57,9 @@ mod tests {
     #[test]
     fn means_over_examples_and_skips_specials() {
         let examples = vec![
-            example(vec![0.1, 0.9, 0.3], vec![1], &[]),         // precision 1, rank 1
-            example(vec![0.9, 0.1, 0.3], vec![1], &[]),         // precision 0, rank 3
-            example(vec![5.0, 0.2, 0.1], vec![1], &[0]),        // special at 0 skipped: precision 1, rank 1
+            example(vec![0.1, 0.9, 0.3], vec![1], &[]),  // precision 1, rank 1
+            example(vec![0.9, 0.1, 0.3], vec![1], &[]),  // precision 0, rank 3
+            example(vec![5.0, 0.2, 0.1], vec![1], &[0]), // special at 0 skipped: precision 1, rank 1
         ];
         let p = evaluate(Metric::Precision, &examples);
         assert_eq!(p.values, vec![1.0, 0.0, 1.0]);

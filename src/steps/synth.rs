@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::io::{read_jsonl, write_jsonl};
-use crate::shortcut::{synthesize, ShortcutOptions, SyntheticExample};
+use crate::shortcut::{ShortcutOptions, SyntheticExample, synthesize};
 
 pub fn run(options: &ShortcutOptions, corpus_dir: &Path, out: &Path) -> Result<()> {
     let corpus = super::corpus::load(corpus_dir)?;

@@ -9,17 +9,17 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::io::{read_jsonl, write_json};
 use super::StepContext;
+use super::io::{read_jsonl, write_json};
 use crate::backend::{CpuAutodiff, DeviceChoice};
 use crate::data::Example;
 use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
-use crate::model::checkpoint::{save_bilstm, ModelConfig};
+use crate::model::checkpoint::{ModelConfig, save_bilstm};
 use crate::model::glove::{self, GloveCoverage};
 use crate::spec::{Architecture, ModelSpec};
-use crate::text::vocab::WordVocab;
 use crate::text::TextEncoder;
-use crate::train::{train, TrainExample, TrainSetup, TrainSummary};
+use crate::text::vocab::WordVocab;
+use crate::train::{TrainExample, TrainSetup, TrainSummary, train};
 
 #[derive(Debug, Serialize)]
 struct TrainingRecord<'a> {
@@ -124,4 +124,3 @@ fn run_bilstm<B: AutodiffBackend>(
         },
     )
 }
-

@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::io::write_json;
 use super::StepContext;
+use super::io::write_json;
 use crate::backend::{Cpu, DeviceChoice};
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
@@ -94,7 +94,8 @@ pub fn run(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path) -> Resu
     let shortcut_on_flip = accuracy_of(&shortcut, &flip);
     let shortcut_on_original = accuracy_of(&shortcut, &original_test);
     let original_on_original = accuracy_of(&original, &original_test);
-    let failures = judge(thresholds, shortcut_on_synthetic, original_on_synthetic, shortcut_on_original, original_on_original);
+    let failures =
+        judge(thresholds, shortcut_on_synthetic, original_on_synthetic, shortcut_on_original, original_on_original);
     write_json(
         &out.join(FILE),
         &Verification {

@@ -59,11 +59,7 @@ impl WordVocab {
     }
 
     pub fn id(&self, word: &str) -> u32 {
-        self.index
-            .get(word)
-            .or_else(|| self.index.get(&normalise(word, self.lowercase)))
-            .copied()
-            .unwrap_or(1)
+        self.index.get(word).or_else(|| self.index.get(&normalise(word, self.lowercase))).copied().unwrap_or(1)
     }
 
     pub fn words(&self) -> &[String] {

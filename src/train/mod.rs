@@ -7,15 +7,15 @@
 
 use std::time::Instant;
 
-use burn::module::AutodiffModule;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::grad_clipping::GradientClippingConfig;
+use burn::module::AutodiffModule;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -180,7 +180,9 @@ where
                 let validation_accuracy = evaluate(&candidate);
                 let train_loss = loss_sum / loss_count.max(1) as f64;
                 log.push(LogEntry { step, train_loss, validation_accuracy });
-                let line = format!("step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}");
+                let line = format!(
+                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}"
+                );
                 (setup.log)(line.clone());
                 setup.progress.set_message(line);
                 (loss_sum, loss_count) = (0.0, 0);
@@ -218,9 +220,11 @@ mod tests {
 
     #[test]
     fn binary_loss_matches_formula() {
-        let logits = Tensor::<Flex, 2>::from_data(TensorData::new(vec![2.0f32, -1.0, 0.0], [3, 1]), &Default::default());
+        let logits =
+            Tensor::<Flex, 2>::from_data(TensorData::new(vec![2.0f32, -1.0, 0.0], [3, 1]), &Default::default());
         let got = loss(logits, &[1, 1, 0]).into_scalar();
-        let bce = |x: f64, y: f64| -(y * (1.0 / (1.0 + (-x).exp())).ln() + (1.0 - y) * (1.0 - 1.0 / (1.0 + (-x).exp())).ln());
+        let bce =
+            |x: f64, y: f64| -(y * (1.0 / (1.0 + (-x).exp())).ln() + (1.0 - y) * (1.0 - 1.0 / (1.0 + (-x).exp())).ln());
         let want = (bce(2.0, 1.0) + bce(-1.0, 1.0) + bce(0.0, 0.0)) / 3.0;
         assert!((got as f64 - want).abs() < 1e-6, "{got} vs {want}");
     }
@@ -268,7 +272,8 @@ mod tests {
             pad_id: 0,
         };
         let device = Default::default();
-        let model = BiLstmClassifier::<Autodiff<Flex>>::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
+        let model =
+            BiLstmClassifier::<Autodiff<Flex>>::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
         let spec = TrainingSpec {
             batch_size: Positive::new(16),
             learning_rate: 0.1,
@@ -300,14 +305,19 @@ mod tests {
             m.logits(&batch).into_data().to_vec().unwrap()
         };
         assert_eq!(logits(&a), logits(&b), "same seed, same weights");
-        assert_eq!(predict(&a, &refs, 7, 0, &device), predict(&a, &refs, 50, 0, &device), "batching does not change predictions");
+        assert_eq!(
+            predict(&a, &refs, 7, 0, &device),
+            predict(&a, &refs, 50, 0, &device),
+            "batching does not change predictions"
+        );
         let (c, _) = fit(6);
         assert_ne!(logits(&a), logits(&c));
     }
 
     #[test]
     fn buckets_cover_every_example_once() {
-        let examples: Vec<TrainExample> = (0..103).map(|i| TrainExample { ids: vec![1; i % 17 + 1], label: 0 }).collect();
+        let examples: Vec<TrainExample> =
+            (0..103).map(|i| TrainExample { ids: vec![1; i % 17 + 1], label: 0 }).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let batches = bucketed_batches(&examples, 8, &mut rng);
         let mut seen: Vec<usize> = batches.concat();

@@ -57,16 +57,6 @@ pub enum StepKind {
 }
 
 impl StepKind {
-    pub const ALL: [StepKind; 7] = [
-        StepKind::Corpus,
-        StepKind::Synth,
-        StepKind::Train,
-        StepKind::Verify,
-        StepKind::Attribute,
-        StepKind::Score,
-        StepKind::Report,
-    ];
-
     pub fn name(self) -> &'static str {
         match self {
             StepKind::Corpus => "corpus",

@@ -62,6 +62,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     let mut cells = Vec::new();
     let mut verifications = Vec::new();
     let mut report_inputs = Vec::new();
+    // Resolved and hashed once per model, not once per (dataset, shortcut).
+    let gloves =
+        grid.models.iter().map(|model| glove_of(model, &base, cache)).collect::<Result<Vec<_>, PlanError>>()?;
 
     for dataset in &grid.datasets {
         let (files, hashes) = match &dataset.source {
@@ -99,14 +102,18 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
 
         // Original-data models: one per (dataset, model), shared by all shortcuts.
         let mut original_models = Vec::new();
-        for model in &grid.models {
-            let (glove, glove_hash) = glove_of(model, &base, cache)?;
+        for (model, (glove, glove_hash)) in grid.models.iter().zip(&gloves) {
             let step = b.add(
                 StepKind::Train,
                 format!("train/{}/original/{}", dataset.name, model.name),
                 vec![corpus],
                 params::train(model, max_length, &token_list, "original", glove_hash.as_deref()),
-                Work::Train { model: model.clone(), max_length, shortcut_tokens: token_list.clone(), glove },
+                Work::Train {
+                    model: model.clone(),
+                    max_length,
+                    shortcut_tokens: token_list.clone(),
+                    glove: glove.clone(),
+                },
             );
             original_models.push(step);
         }
@@ -127,15 +134,19 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 params::synth(&options),
                 Work::Synth { options },
             );
-            for (model, &original) in grid.models.iter().zip(&original_models) {
+            for ((model, &original), (glove, glove_hash)) in grid.models.iter().zip(&original_models).zip(&gloves) {
                 let cell = format!("{}/{kind}/{}", dataset.name, model.name);
-                let (glove, glove_hash) = glove_of(model, &base, cache)?;
                 let trained = b.add(
                     StepKind::Train,
                     format!("train/{cell}"),
                     vec![synth],
                     params::train(model, max_length, &token_list, "shortcut", glove_hash.as_deref()),
-                    Work::Train { model: model.clone(), max_length, shortcut_tokens: token_list.clone(), glove },
+                    Work::Train {
+                        model: model.clone(),
+                        max_length,
+                        shortcut_tokens: token_list.clone(),
+                        glove: glove.clone(),
+                    },
                 );
                 let verify = b.add(
                     StepKind::Verify,

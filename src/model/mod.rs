@@ -42,10 +42,6 @@ impl<B: Backend> TokenBatch<B> {
             mask: Tensor::from_data(TensorData::new(mask, [batch, time]), device),
         }
     }
-
-    pub fn batch_size(&self) -> usize {
-        self.ids.dims()[0]
-    }
 }
 
 /// What a classifier exposes to training, verification and salience.

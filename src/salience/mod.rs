@@ -44,13 +44,6 @@ pub enum Method {
     Random,
 }
 
-impl Method {
-    /// Whether the method needs gradients (and so an autodiff backend).
-    pub fn needs_gradients(&self) -> bool {
-        !matches!(self, Method::Random)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown salience method `{name}`; known: grad{{p,l}}-{{l1,l2,mean}}, gxi{{p,l}}, random")]
 pub struct UnknownMethod {

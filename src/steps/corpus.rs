@@ -56,28 +56,19 @@ pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> 
                     let mut rng = ChaCha8Rng::seed_from_u64(HOLDOUT_SEED);
                     train.shuffle(&mut rng);
                     let n = ((train.len() as f64) * dataset.validation_share.get()).round() as usize;
-                    let validation: Vec<Example> = train.drain(..n.min(train.len())).collect();
-                    match limit(dataset.limits.validation) {
-                        Some(l) => validation.into_iter().take(l).collect(),
-                        None => validation,
-                    }
+                    train.drain(..n.min(train.len())).collect()
                 }
             };
-            if let Some(l) = limit(dataset.limits.train) {
-                train.truncate(l);
-            }
             let test = read(&files.test, limit(dataset.limits.test))?;
             Corpus { train, validation, test }
         }
         (DatasetSource::Files { .. }, None) => bail!("dataset `{}`: files were not resolved", dataset.name),
     };
-    let corpus = match &dataset.source {
-        DatasetSource::Generated(_) => Corpus {
-            train: truncate(corpus.train, limit(dataset.limits.train)),
-            validation: truncate(corpus.validation, limit(dataset.limits.validation)),
-            test: truncate(corpus.test, limit(dataset.limits.test)),
-        },
-        DatasetSource::Files { .. } => corpus,
+    // Limits apply after any hold-out, so validation is carved from the whole train split.
+    let corpus = Corpus {
+        train: truncate(corpus.train, limit(dataset.limits.train)),
+        validation: truncate(corpus.validation, limit(dataset.limits.validation)),
+        test: truncate(corpus.test, limit(dataset.limits.test)),
     };
     for (name, split) in [("train", &corpus.train), ("validation", &corpus.validation), ("test", &corpus.test)] {
         if split.is_empty() {

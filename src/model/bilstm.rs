@@ -105,14 +105,19 @@ impl<B: Backend> LstmDirection<B> {
 /// tokens and leaves its padding in place (an involution): running a forward
 /// recurrence over the permuted input is the backward direction, exactly,
 /// on right-padded batches.
-fn reversal_index<B: Backend>(mask: Tensor<B, 2>, width: usize) -> Tensor<B, 3, Int> {
+fn reversal_index<B: Backend>(mask: Tensor<B, 2>) -> Tensor<B, 2, Int> {
     let [batch, time] = mask.dims();
     let device = mask.device();
     let lengths = mask.sum_dim(1).int(); // [batch, 1]
     let positions = Tensor::<B, 1, Int>::arange(0..time as i64, &device).reshape([1, time]).expand([batch, time]);
     let reversed = lengths.clone().expand([batch, time]) - positions.clone() - 1;
-    let index = reversed.mask_where(positions.clone().greater_equal(lengths.expand([batch, time])), positions);
-    index.reshape([batch, time, 1]).expand([batch, time, width])
+    reversed.mask_where(positions.clone().greater_equal(lengths.expand([batch, time])), positions)
+}
+
+/// Applies a `[batch, time]` time permutation to `[batch, time, width]` features.
+fn permute_time<B: Backend>(x: Tensor<B, 3>, index: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+    let [batch, time, width] = x.dims();
+    x.gather(1, index.reshape([batch, time, 1]).expand([batch, time, width]))
 }
 
 /// Keys-only additive attention (Bahdanau et al. 2014 without a query).
@@ -201,13 +206,10 @@ impl<B: Backend> BiLstmClassifier<B> {
             None => x,
         };
         let embeddings = drop(embeddings, &mut noise);
-        let [_, _, width] = embeddings.dims();
         let forward = self.lstm_forward.forward(embeddings.clone());
-        let reverse = reversal_index(mask.clone(), width);
-        let backward = self.lstm_backward.forward(embeddings.gather(1, reverse.clone()));
-        let hidden = backward.dims()[2];
-        let [b, t, _] = reverse.dims();
-        let backward = backward.gather(1, reverse.slice([0..b, 0..t, 0..1]).expand([b, t, hidden]));
+        let reverse = reversal_index(mask.clone());
+        let backward = self.lstm_backward.forward(permute_time(embeddings, reverse.clone()));
+        let backward = permute_time(backward, reverse);
         let states = drop(Tensor::cat(vec![forward, backward], 2), &mut noise);
         let alpha = self.attention.weights(states.clone(), mask);
         let [batch, time, width] = states.dims();

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::DeviceChoice;
+use crate::backend::Compute;
 use crate::cache::{Cache, StepKind, stale};
 use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
 use crate::spec::Grid;
@@ -60,6 +60,10 @@ struct Common {
     /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` feature.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// `f32`, or `bf16` on CUDA (bf16 weights and activations: burn has no
+    /// automatic mixed precision).
+    #[arg(long, default_value = "f32")]
+    precision: String,
     /// Steps run at the same time (default: the number of CPU cores).
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
@@ -114,13 +118,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Report(c) => ("report", c, None),
         Command::Step { common, key } => ("step", common, Some(key)),
     };
-    let device: DeviceChoice = common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?;
+    let compute = Compute {
+        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+    };
     if command == "run" || command == "step" {
-        device.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+        compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
     let grid = Grid::load(&common.grid).map_err(usage)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
-    let plan = dag::plan(&grid, &cache, &PlanOptions { data_root: common.data_root.clone() }).map_err(usage)?;
+    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
+    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
     let verbosity = if common.quiet {
         Verbosity::Quiet
     } else if common.verbose {
@@ -144,7 +152,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 eprintln!("{line}");
             }
         };
-        return match dag::run_one(&plan, &cache, index, device, &bar, &log) {
+        return match dag::run_one(&plan, &cache, index, compute, &bar, &log) {
             StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
             _ => Ok(ExitCode::SUCCESS),
         };
@@ -157,6 +165,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             args.extend(["--data-root".into(), root.clone().into()]);
         }
         args.extend(["--device".into(), common.device.clone().into()]);
+        args.extend(["--precision".into(), common.precision.clone().into()]);
         if verbosity == Verbosity::Quiet {
             args.push("-q".into());
         }
@@ -164,7 +173,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     });
     let options = RunOptions {
         jobs,
-        device,
+        compute,
         verbosity,
         reports_dir: Some(common.reports.clone()),
         cache_only: command == "report",

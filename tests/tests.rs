@@ -3,6 +3,8 @@
 
 mod util;
 
+mod bert;
+mod bert_equivalence;
 mod cache_reuse;
 mod cli;
 mod pipeline;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use grid::backend::DeviceChoice;
+use grid::backend::Compute;
 use grid::cache::Cache;
 use grid::dag::{self, PlanOptions, RunOptions, RunOutcome, Verbosity};
 use grid::spec::Grid;
@@ -96,7 +96,7 @@ impl GridTest {
         let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
         let options = RunOptions {
             jobs: 2,
-            device: DeviceChoice::Cpu,
+            compute: Compute::cpu(),
             verbosity: Verbosity::Quiet,
             reports_dir: Some(self.reports()),
             cache_only: false,

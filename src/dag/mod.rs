@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use crate::cache::{StepKey, StepKind};
 use crate::metrics::Metric;
+use crate::model::hub::CheckpointSource;
 use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutOptions};
@@ -43,11 +44,25 @@ pub struct Step {
 pub enum Work {
     Corpus { dataset: DatasetSpec, files: Option<ResolvedFiles> },
     Synth { options: ShortcutOptions },
-    Train { model: ModelSpec, max_length: usize, shortcut_tokens: Vec<String>, glove: Option<PathBuf> },
+    Train { model: ModelSpec, max_length: usize, shortcut_tokens: Vec<String>, assets: ModelAssets },
     Verify { thresholds: VerificationSpec },
     Attribute { method: Method, sample: usize, test_set: TestSet, seed: u64, batch_size: usize, max_length: usize },
     Score { metric: Metric },
     Report { formats: Vec<ReportFormat>, cells: Vec<CellCoordinates>, verifications: Vec<VerifyCoordinates> },
+}
+
+/// A model's inputs from outside the cache, resolved against the data root.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelAssets {
+    None,
+    /// GloVe vectors for a BiLSTM's embeddings.
+    Glove(PathBuf),
+    /// A pretrained BERT-family checkpoint; `hf://` ones download into the cache
+    /// under `cache_root/hub/`.
+    Checkpoint {
+        source: CheckpointSource,
+        cache_root: PathBuf,
+    },
 }
 
 /// Data files resolved against the data root.

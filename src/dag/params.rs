@@ -6,12 +6,15 @@
 
 use serde_json::{Value, json};
 
+use crate::backend::Precision;
+
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    BiLstmSpec, DatasetSource, DatasetSpec, ModelSpec, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, ModelSpec, RandomBert, Share,
+    SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -29,6 +32,7 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
         limits,
         validation_share,
         max_length: _, // used by train/attribute, not by the corpus
+        batch_size: _, // used by train, through `ModelSpec::for_dataset`
     } = dataset;
     let SplitLimits { train, validation, test } = limits;
     let source = match source {
@@ -87,13 +91,28 @@ fn tokens_value(tokens: &ShortcutTokens) -> Value {
 }
 
 /// `data`: `"original"` or `"shortcut"` (which input the model trains on).
-pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str, glove_hash: Option<&str>) -> Value {
+/// `asset_hash`: the content of the model's external inputs (GloVe file or
+/// pretrained checkpoint), or the pinned `hf://` id.
+pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str, asset_hash: Option<&str>) -> Value {
     let ModelSpec {
         name: _, // display only
         architecture,
-        bilstm,
         training,
     } = model;
+    let architecture = match architecture {
+        ArchitectureSpec::Bilstm(spec) => bilstm(spec, asset_hash),
+        ArchitectureSpec::Bert(spec) => bert(spec, asset_hash),
+    };
+    json!({
+        "architecture": architecture,
+        "data": data,
+        "max_length": max_length,
+        "shortcut_tokens": tokens,
+        "training": training_value(training),
+    })
+}
+
+fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
     let BiLstmSpec {
         embedding_dim,
         hidden_size,
@@ -103,13 +122,50 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         word_dropout,
         glove: _, // hashed by content
         vocab,
-    } = bilstm;
+    } = spec;
     let VocabSpec { max_size, min_count, lowercase } = vocab;
+    json!({ "bilstm": {
+        "embedding_dim": embedding_dim.get(),
+        "hidden_size": hidden_size.get(),
+        "attention_size": attention_size.get(),
+        "mlp_size": mlp_size.get(),
+        "dropout": dropout.get(),
+        "word_dropout": word_dropout.get(),
+        "glove": glove_hash,
+        "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
+    }})
+}
+
+fn bert(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
+    let BertSpec { init, dropout } = spec;
+    let init = match init {
+        BertInit::Pretrained { checkpoint: _ } => json!({ "checkpoint": checkpoint_hash }), // hashed by content
+        BertInit::Random(RandomBert {
+            hidden_size,
+            num_hidden_layers,
+            num_attention_heads,
+            intermediate_size,
+            vocab_size,
+            lowercase,
+        }) => json!({ "random": {
+            "hidden_size": hidden_size.get(),
+            "num_hidden_layers": num_hidden_layers.get(),
+            "num_attention_heads": num_attention_heads.get(),
+            "intermediate_size": intermediate_size.get(),
+            "wordpiece_vocab_size": vocab_size.get(),
+            "lowercase": lowercase,
+        }}),
+    };
+    json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } })
+}
+
+fn training_value(training: &TrainingSpec) -> Value {
     let TrainingSpec {
         batch_size,
+        optimizer,
         learning_rate,
-        momentum,
         weight_decay,
+        schedule,
         max_steps,
         eval_every,
         patience,
@@ -117,32 +173,27 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         seed,
     } = training;
     json!({
-        "architecture": architecture.name(),
-        "data": data,
-        "max_length": max_length,
-        "shortcut_tokens": tokens,
-        "bilstm": {
-            "embedding_dim": embedding_dim.get(),
-            "hidden_size": hidden_size.get(),
-            "attention_size": attention_size.get(),
-            "mlp_size": mlp_size.get(),
-            "dropout": dropout.get(),
-            "word_dropout": word_dropout.get(),
-            "glove": glove_hash,
-            "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
-        },
-        "training": {
-            "batch_size": batch_size.get(),
-            "learning_rate": learning_rate,
-            "momentum": momentum.get(),
-            "weight_decay": weight_decay,
-            "max_steps": max_steps.get(),
-            "eval_every": eval_every.get(),
-            "patience": patience.get(),
-            "max_grad_norm": max_grad_norm,
-            "seed": seed,
-        },
+        "batch_size": batch_size.get(),
+        "optimizer": serde_json::to_value(optimizer).unwrap_or(Value::Null),
+        "learning_rate": learning_rate,
+        "weight_decay": weight_decay,
+        "schedule": serde_json::to_value(schedule).unwrap_or(Value::Null),
+        "max_steps": max_steps.get(),
+        "eval_every": eval_every.get(),
+        "patience": patience.get(),
+        "max_grad_norm": max_grad_norm,
+        "seed": seed,
     })
+}
+
+/// Adds the float type to a model step's parameters when it is not f32.
+pub fn with_precision(mut params: Value, precision: Precision) -> Value {
+    if precision != Precision::F32
+        && let Some(object) = params.as_object_mut()
+    {
+        object.insert("precision".into(), json!(precision.to_string()));
+    }
+    params
 }
 
 pub fn verify(thresholds: &VerificationSpec) -> Value {

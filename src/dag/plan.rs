@@ -2,18 +2,25 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::ShortcutOptions;
-use crate::spec::{DatasetSource, Grid};
+use sha2::{Digest, Sha256};
+
+use crate::model::hub::{self, CheckpointSource, HubError};
+use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, Grid, ModelSpec};
 
 use super::params::{self, FileHashes};
-use super::{CellCoordinates, Plan, ResolvedFiles, Step, VerifyCoordinates, Work};
+use super::{CellCoordinates, ModelAssets, Plan, ResolvedFiles, Step, VerifyCoordinates, Work};
 
 /// Where relative data paths point.
 #[derive(Debug, Clone, Default)]
 pub struct PlanOptions {
     /// `--data-root` / `GRID_DATA_ROOT`; without it, paths are relative to the grid file.
     pub data_root: Option<PathBuf>,
+    /// `--precision`: bf16 changes what models learn and explain, so it goes into
+    /// train and attribute keys (f32, the default, leaves keys as they were).
+    pub precision: Precision,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +31,8 @@ pub enum PlanError {
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
     #[error("model `{model}`: GloVe file {path} not found")]
     MissingGlove { model: String, path: PathBuf },
+    #[error("model `{model}`: checkpoint {path}: {message}")]
+    Checkpoint { model: String, path: PathBuf, message: String },
     #[error(transparent)]
     Cache(#[from] CacheError),
 }
@@ -56,6 +65,7 @@ impl Builder {
 pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, PlanError> {
     let base =
         options.data_root.clone().unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let precision = options.precision;
     let mut b = Builder { steps: Vec::new() };
     let tokens = &grid.shortcuts.tokens;
     let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];
@@ -63,8 +73,8 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     let mut verifications = Vec::new();
     let mut report_inputs = Vec::new();
     // Resolved and hashed once per model, not once per (dataset, shortcut).
-    let gloves =
-        grid.models.iter().map(|model| glove_of(model, &base, cache)).collect::<Result<Vec<_>, PlanError>>()?;
+    let assets =
+        grid.models.iter().map(|model| assets_of(model, &base, cache)).collect::<Result<Vec<_>, PlanError>>()?;
 
     for dataset in &grid.datasets {
         let (files, hashes) = match &dataset.source {
@@ -102,17 +112,21 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
 
         // Original-data models: one per (dataset, model), shared by all shortcuts.
         let mut original_models = Vec::new();
-        for (model, (glove, glove_hash)) in grid.models.iter().zip(&gloves) {
+        for (model, (assets, asset_hash)) in grid.models.iter().zip(&assets) {
+            let model = &model.for_dataset(dataset);
             let step = b.add(
                 StepKind::Train,
                 format!("train/{}/original/{}", dataset.name, model.name),
                 vec![corpus],
-                params::train(model, max_length, &token_list, "original", glove_hash.as_deref()),
+                params::with_precision(
+                    params::train(model, max_length, &token_list, "original", asset_hash.as_deref()),
+                    precision,
+                ),
                 Work::Train {
                     model: model.clone(),
                     max_length,
                     shortcut_tokens: token_list.clone(),
-                    glove: glove.clone(),
+                    assets: assets.clone(),
                 },
             );
             original_models.push(step);
@@ -134,18 +148,22 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 params::synth(&options),
                 Work::Synth { options },
             );
-            for ((model, &original), (glove, glove_hash)) in grid.models.iter().zip(&original_models).zip(&gloves) {
+            for ((model, &original), (assets, asset_hash)) in grid.models.iter().zip(&original_models).zip(&assets) {
+                let model = &model.for_dataset(dataset);
                 let cell = format!("{}/{kind}/{}", dataset.name, model.name);
                 let trained = b.add(
                     StepKind::Train,
                     format!("train/{cell}"),
                     vec![synth],
-                    params::train(model, max_length, &token_list, "shortcut", glove_hash.as_deref()),
+                    params::with_precision(
+                        params::train(model, max_length, &token_list, "shortcut", asset_hash.as_deref()),
+                        precision,
+                    ),
                     Work::Train {
                         model: model.clone(),
                         max_length,
                         shortcut_tokens: token_list.clone(),
-                        glove: glove.clone(),
+                        assets: assets.clone(),
                     },
                 );
                 let verify = b.add(
@@ -159,7 +177,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 verifications.push(VerifyCoordinates {
                     verify_step: verify,
                     model: model.name.clone(),
-                    architecture: model.architecture.name().into(),
+                    architecture: model.kind().name().into(),
                     dataset: dataset.name.clone(),
                     shortcut: kind,
                 });
@@ -169,7 +187,10 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         StepKind::Attribute,
                         format!("attribute/{cell}/{method}"),
                         vec![trained, synth],
-                        params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                        params::with_precision(
+                            params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                            precision,
+                        ),
                         Work::Attribute {
                             method,
                             sample: a.sample.get(),
@@ -192,7 +213,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             score_step: score,
                             verify_step: verify,
                             model: model.name.clone(),
-                            architecture: model.architecture.name().into(),
+                            architecture: model.kind().name().into(),
                             dataset: dataset.name.clone(),
                             shortcut: kind,
                             method: method.to_string(),
@@ -230,20 +251,50 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     Ok(Plan { grid_name: grid.name.clone(), steps: b.steps })
 }
 
-fn glove_of(
-    model: &crate::spec::ModelSpec,
-    base: &Path,
-    cache: &Cache,
-) -> Result<(Option<PathBuf>, Option<String>), PlanError> {
-    match &model.bilstm.glove {
-        None => Ok((None, None)),
-        Some(p) => {
+/// What a local checkpoint's content is, for its key.
+const CHECKPOINT_FILES: [&str; 5] =
+    ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json"];
+
+/// A model's external inputs and the hash that stands for their content in
+/// its train keys.
+fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
+    match &model.architecture {
+        ArchitectureSpec::Bilstm(BiLstmSpec { glove: None, .. }) => Ok((ModelAssets::None, None)),
+        ArchitectureSpec::Bilstm(BiLstmSpec { glove: Some(p), .. }) => {
             let path = resolve(base, Path::new(p));
             if !path.is_file() {
                 return Err(PlanError::MissingGlove { model: model.name.clone(), path });
             }
             let hash = cache.file_hash(&path)?;
-            Ok((Some(path), Some(hash)))
+            Ok((ModelAssets::Glove(path), Some(hash)))
+        }
+        ArchitectureSpec::Bert(BertSpec { init: BertInit::Random(_), .. }) => Ok((ModelAssets::None, None)),
+        ArchitectureSpec::Bert(BertSpec { init: BertInit::Pretrained { checkpoint }, .. }) => {
+            let cache_root = cache.root().to_path_buf();
+            let fail =
+                |path: PathBuf, message: String| PlanError::Checkpoint { model: model.name.clone(), path, message };
+            let source: CheckpointSource = if checkpoint.starts_with("hf://") {
+                checkpoint.parse().map_err(|e: HubError| fail(checkpoint.into(), e.to_string()))?
+            } else {
+                CheckpointSource::Local(resolve(base, Path::new(checkpoint)))
+            };
+            let hash = match &source {
+                // A hub id names its content only through its revision: pin one
+                // (`@<commit>`) for keys that never go stale.
+                CheckpointSource::Hub { .. } => source.to_string(),
+                CheckpointSource::Local(dir) => {
+                    hub::resolve(&source, cache.root(), &|_| {}).map_err(|e| fail(dir.clone(), e.to_string()))?;
+                    let mut hasher = Sha256::new();
+                    for name in CHECKPOINT_FILES {
+                        let file = dir.join(name);
+                        if file.is_file() {
+                            hasher.update(format!("{name}={}\n", cache.file_hash(&file)?));
+                        }
+                    }
+                    hex::encode(hasher.finalize())
+                }
+            };
+            Ok((ModelAssets::Checkpoint { source, cache_root }, Some(hash)))
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::backend::DeviceChoice;
+use crate::backend::Compute;
 use crate::cache::{Cache, CacheError, InputRef, StepKind};
 use crate::steps::{self, StepContext};
 
@@ -25,7 +25,7 @@ pub enum Verbosity {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub jobs: usize,
-    pub device: DeviceChoice,
+    pub compute: Compute,
     pub verbosity: Verbosity,
     /// Where the report's files are copied (`<dir>/<grid name>/`).
     pub reports_dir: Option<PathBuf>,
@@ -207,7 +207,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 let bar = multi.add(ProgressBar::new(0).with_style(bar_style()).with_prefix(step.label.clone()));
                 bar.enable_steady_tick(Duration::from_millis(200));
                 let tx = done_tx.clone();
-                let device = options.device;
+                let compute = options.compute;
                 let worker = options.worker.as_ref().filter(|_| {
                     jobs > 1 && matches!(step.kind, StepKind::Train | StepKind::Verify | StepKind::Attribute)
                 });
@@ -222,7 +222,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                     };
                     let result = match worker {
                         Some(w) => w.run(plan, cache, i, &log),
-                        None => run_one(plan, cache, i, device, &bar, &log),
+                        None => run_one(plan, cache, i, compute, &bar, &log),
                     };
                     bar.finish_and_clear();
                     let _ = tx.send((i, result));
@@ -274,7 +274,7 @@ pub fn run_one(
     plan: &Plan,
     cache: &Cache,
     index: usize,
-    device: DeviceChoice,
+    compute: Compute,
     bar: &ProgressBar,
     log: &(dyn Fn(String) + Sync),
 ) -> StepStatus {
@@ -287,7 +287,7 @@ pub fn run_one(
         let started = Instant::now();
         let staging = cache.begin(step.kind, &step.key)?;
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
-        let ctx = StepContext { plan, inputs, device, progress: bar, log };
+        let ctx = StepContext { plan, inputs, compute, progress: bar, log };
         let result =
             catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir))).unwrap_or_else(|panic| {
                 let message = panic
@@ -311,7 +311,7 @@ pub fn run_one(
                 label: plan.steps[j].label.clone(),
             })
             .collect();
-        cache.publish(staging, &step.label, &step.params, input_refs, seconds, &device.to_string())?;
+        cache.publish(staging, &step.label, &step.params, input_refs, seconds, &compute.to_string())?;
         Ok(StepStatus::Ran { seconds })
     };
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: format!("{e:#}") })

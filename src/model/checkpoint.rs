@@ -1,7 +1,7 @@
 //! Saving and loading trained classifiers: `model.safetensors` (weights, burn
 //! parameter paths) next to `config.json` (architecture and hyper-parameters)
-//! and `vocab.json` (the tokenizer), as burn's text-classification example keeps
-//! its config beside the weights.
+//! and the tokenizer (`vocab.json` for a BiLSTM, `tokenizer.json` for BERT), as
+//! burn's text-classification example keeps its config beside the weights.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,9 +13,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::Classifier;
+use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
+use crate::text::wordpiece::WordPieceEncoder;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
@@ -25,13 +27,23 @@ pub const VOCAB: &str = "vocab.json";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "architecture", rename_all = "lowercase")]
 pub enum ModelConfig {
-    Bilstm { config: BiLstmConfig, max_length: usize },
+    Bilstm {
+        config: BiLstmConfig,
+        max_length: usize,
+    },
+    /// `config` is the encoder's (Hugging Face names), with `vocab_size` grown by
+    /// the shortcut tokens.
+    Bert {
+        config: BertConfig,
+        num_outputs: usize,
+        max_length: usize,
+    },
 }
 
 impl ModelConfig {
     pub fn max_length(&self) -> usize {
         match self {
-            ModelConfig::Bilstm { max_length, .. } => *max_length,
+            ModelConfig::Bilstm { max_length, .. } | ModelConfig::Bert { max_length, .. } => *max_length,
         }
     }
 }
@@ -44,28 +56,36 @@ pub enum CheckpointError {
     Json { path: PathBuf, source: serde_json::Error },
     #[error("{path}: cannot save or load weights: {message}")]
     Weights { path: PathBuf, message: String },
+    #[error("{path}: tokenizer: {message}")]
+    Tokenizer { path: PathBuf, message: String },
 }
 
-/// A trained classifier of any architecture, with its tokenizer.
+/// A trained classifier of any architecture. One lives per step, so the size
+/// difference between variants costs nothing worth a box.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum AnyClassifier<B: Backend> {
     Bilstm(BiLstmClassifier<B>),
+    Bert(BertClassifier<B>),
 }
 
 impl<B: Backend> Classifier<B> for AnyClassifier<B> {
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         match self {
             AnyClassifier::Bilstm(m) => m.embed(ids),
+            AnyClassifier::Bert(m) => m.embed(ids),
         }
     }
     fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
         match self {
             AnyClassifier::Bilstm(m) => m.logits_from_embeddings(embeddings, mask),
+            AnyClassifier::Bert(m) => m.logits_from_embeddings(embeddings, mask),
         }
     }
     fn num_outputs(&self) -> usize {
         match self {
             AnyClassifier::Bilstm(m) => m.num_outputs(),
+            AnyClassifier::Bert(m) => m.num_outputs(),
         }
     }
 }
@@ -87,39 +107,68 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CheckpointE
     serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Json { path: path.into(), source })
 }
 
+fn save_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &M) -> Result<(), CheckpointError> {
+    let path = dir.join(WEIGHTS);
+    let mut store = SafetensorsStore::from_file(&path);
+    model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })
+}
+
+/// Overwrites every parameter of `model` from `dir`, refusing a partial match.
+fn load_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &mut M) -> Result<(), CheckpointError> {
+    let path = dir.join(WEIGHTS);
+    let mut store = SafetensorsStore::from_file(&path);
+    let result = model
+        .load_from(&mut store)
+        .map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
+    if !result.missing.is_empty() || !result.errors.is_empty() {
+        let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();
+        return Err(CheckpointError::Weights {
+            path,
+            message: format!("missing tensors {missing:?}; errors {:?}", result.errors),
+        });
+    }
+    Ok(())
+}
+
 pub fn save_bilstm<B: Backend>(
     dir: &Path,
     model: &BiLstmClassifier<B>,
     config: &ModelConfig,
     vocab: &WordVocab,
 ) -> Result<(), CheckpointError> {
-    let path = dir.join(WEIGHTS);
-    let mut store = SafetensorsStore::from_file(&path);
-    model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
+    save_weights(dir, model)?;
     write_json(&dir.join(CONFIG), config)?;
     write_json(&dir.join(VOCAB), vocab)
 }
 
+pub fn save_bert<B: Backend>(
+    dir: &Path,
+    model: &BertClassifier<B>,
+    config: &ModelConfig,
+    tokenizer: &WordPieceEncoder,
+) -> Result<(), CheckpointError> {
+    save_weights(dir, model)?;
+    write_json(&dir.join(CONFIG), config)?;
+    tokenizer.save(dir).map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })
+}
+
 pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<Checkpoint<B>, CheckpointError> {
     let config: ModelConfig = read_json(&dir.join(CONFIG))?;
-    let path = dir.join(WEIGHTS);
+    // Any initialisation will do: every parameter is overwritten.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
     match &config {
         ModelConfig::Bilstm { config: c, .. } => {
             let vocab: WordVocab = read_json::<WordVocab>(&dir.join(VOCAB))?.reindexed();
-            // Any initialisation will do: every parameter is overwritten.
-            let mut model = BiLstmClassifier::<B>::new(c, &mut ChaCha8Rng::seed_from_u64(0), None, device);
-            let mut store = SafetensorsStore::from_file(&path);
-            let result = model
-                .load_from(&mut store)
-                .map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
-            if !result.missing.is_empty() || !result.errors.is_empty() {
-                let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();
-                return Err(CheckpointError::Weights {
-                    path,
-                    message: format!("missing tensors {missing:?}; errors {:?}", result.errors),
-                });
-            }
+            let mut model = BiLstmClassifier::<B>::new(c, &mut rng, None, device);
+            load_weights(dir, &mut model)?;
             Ok(Checkpoint { model: AnyClassifier::Bilstm(model), encoder: Box::new(vocab), config })
+        }
+        ModelConfig::Bert { config: c, num_outputs, .. } => {
+            let tokenizer = WordPieceEncoder::load(dir)
+                .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
+            let mut model = BertClassifier::<B>::new(c, *num_outputs, &mut rng, device);
+            load_weights(dir, &mut model)?;
+            Ok(Checkpoint { model: AnyClassifier::Bert(model), encoder: Box::new(tokenizer), config })
         }
     }
 }

@@ -6,9 +6,11 @@
 //! architecture that implements [`Classifier`] gets every gradient method for free;
 //! `salience` never matches on the architecture.
 
+pub mod bert;
 pub mod bilstm;
 pub mod checkpoint;
 pub mod glove;
+pub mod hub;
 pub mod init;
 pub mod noise;
 pub mod predict;

@@ -30,6 +30,18 @@ impl<'a> Noise<'a> {
         x * mask
     }
 
+    /// Inverted dropout with the mask drawn on the device from the backend's RNG
+    /// (seeded once per run with `B::seed`). For large activations (a transformer's
+    /// attention probabilities) a host mask would cost a host→device copy per layer.
+    pub fn dropout_on_device<B: Backend, const D: usize>(&mut self, x: Tensor<B, D>, p: f64) -> Tensor<B, D> {
+        if p <= 0.0 {
+            return x;
+        }
+        let keep = 1.0 - p;
+        let mask = x.random_like(burn::tensor::Distribution::Bernoulli(keep));
+        x * mask.div_scalar(keep)
+    }
+
     /// Word dropout (on ids): replace each real token by `unk_id` with probability `p`.
     pub fn word_dropout(&mut self, ids: &mut [u32], p: f64, unk_id: u32) {
         if p <= 0.0 {

@@ -8,6 +8,7 @@
 //! line and column. Every key is documented in the README.
 
 pub mod expand;
+mod model;
 mod values;
 
 use std::ops::Range;
@@ -22,6 +23,10 @@ use crate::metrics::Metric;
 use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
+pub use model::{
+    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec, Optimizer, RandomBert, Schedule,
+    TrainingSpec, VocabSpec,
+};
 pub use values::{Positive, Share};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +35,17 @@ pub enum SpecError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Invalid { path: PathBuf, line: usize, column: usize, message: String },
+}
+
+impl ModelSpec {
+    /// The model as trained on `dataset`: the dataset's batch size, if it sets one.
+    pub fn for_dataset(&self, dataset: &DatasetSpec) -> ModelSpec {
+        let mut model = self.clone();
+        if let Some(batch_size) = dataset.batch_size {
+            model.training.batch_size = batch_size;
+        }
+        model
+    }
 }
 
 /// A validated grid.
@@ -56,7 +72,7 @@ struct RawGrid {
     #[serde(default)]
     shortcuts: ShortcutSpec,
     #[serde(default)]
-    models: Vec<RawModel>,
+    models: Vec<model::RawModel>,
     attribution: RawAttribution,
     #[serde(default)]
     verification: VerificationSpec,
@@ -96,6 +112,9 @@ pub struct DatasetSpec {
     pub validation_share: Share,
     /// Model input length limit for this dataset, in tokens.
     pub max_length: Positive,
+    /// Training batch size for this dataset, overriding the models' (the paper
+    /// trains with batch 32 on Toxicity, 64/16 elsewhere).
+    pub batch_size: Option<Positive>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -126,6 +145,7 @@ struct RawDataset {
     validation_share: Share,
     #[serde(default = "Positive::default_max_length")]
     max_length: Positive,
+    batch_size: Option<Positive>,
 }
 
 fn default_text_column() -> String {
@@ -169,167 +189,6 @@ impl Default for ShortcutSpec {
             lone_share: None,
             max_distance: Positive::default_max_distance(),
             seed: default_shortcut_seed(),
-        }
-    }
-}
-
-/// Model architectures `grid` can train.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Architecture {
-    Bilstm,
-}
-
-impl Architecture {
-    pub fn name(self) -> &'static str {
-        match self {
-            Architecture::Bilstm => "bilstm",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelSpec {
-    pub name: String,
-    pub architecture: Architecture,
-    pub bilstm: BiLstmSpec,
-    pub training: TrainingSpec,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawModel {
-    name: Spanned<String>,
-    architecture: Architecture,
-    // BiLSTM keys, inline (serde's `flatten` would lose spans and unknown-key checks).
-    #[serde(default = "d300")]
-    embedding_dim: Positive,
-    #[serde(default = "d256")]
-    hidden_size: Positive,
-    #[serde(default = "d256")]
-    attention_size: Positive,
-    #[serde(default = "d256")]
-    mlp_size: Positive,
-    #[serde(default = "Share::default_dropout")]
-    dropout: Share,
-    #[serde(default = "Share::default_word_dropout")]
-    word_dropout: Share,
-    glove: Option<String>,
-    #[serde(default)]
-    vocab: VocabSpec,
-    #[serde(default)]
-    training: TrainingSpec,
-}
-
-/// BiLSTM hyper-parameters (defaults: Bastings et al. appendix A.1).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct BiLstmSpec {
-    pub embedding_dim: Positive,
-    pub hidden_size: Positive,
-    pub attention_size: Positive,
-    pub mlp_size: Positive,
-    pub dropout: Share,
-    pub word_dropout: Share,
-    /// GloVe-format text file (`word v1 … vd` per line) to initialise embeddings;
-    /// relative to the data root.
-    pub glove: Option<String>,
-    pub vocab: VocabSpec,
-}
-
-fn d300() -> Positive {
-    Positive::new(300)
-}
-fn d256() -> Positive {
-    Positive::new(256)
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct VocabSpec {
-    #[serde(default = "vocab_max")]
-    pub max_size: Positive,
-    #[serde(default = "vocab_min")]
-    pub min_count: Positive,
-    #[serde(default = "yes")]
-    pub lowercase: bool,
-}
-
-fn vocab_max() -> Positive {
-    Positive::new(50_000)
-}
-fn vocab_min() -> Positive {
-    Positive::new(1)
-}
-fn yes() -> bool {
-    true
-}
-
-impl Default for VocabSpec {
-    fn default() -> Self {
-        Self { max_size: vocab_max(), min_count: vocab_min(), lowercase: true }
-    }
-}
-
-/// Optimisation (defaults: the paper's LSTM: SGD lr 0.03, momentum 0.9, weight
-/// decay 5e-6, batch 64, ≤ 35,000 steps, early stop after 10,000 without gain).
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrainingSpec {
-    #[serde(default = "batch64")]
-    pub batch_size: Positive,
-    #[serde(default = "lr")]
-    pub learning_rate: f64,
-    #[serde(default = "Share::default_momentum")]
-    pub momentum: Share,
-    #[serde(default = "wd")]
-    pub weight_decay: f64,
-    #[serde(default = "steps")]
-    pub max_steps: Positive,
-    #[serde(default = "eval_every")]
-    pub eval_every: Positive,
-    /// Stop after this many steps without a validation-accuracy gain.
-    #[serde(default = "patience")]
-    pub patience: Positive,
-    /// Clip the global gradient norm to this value (none by default).
-    pub max_grad_norm: Option<f64>,
-    #[serde(default = "one")]
-    pub seed: u64,
-}
-
-fn batch64() -> Positive {
-    Positive::new(64)
-}
-fn lr() -> f64 {
-    0.03
-}
-fn wd() -> f64 {
-    5e-6
-}
-fn steps() -> Positive {
-    Positive::new(35_000)
-}
-fn eval_every() -> Positive {
-    Positive::new(500)
-}
-fn patience() -> Positive {
-    Positive::new(10_000)
-}
-fn one() -> u64 {
-    1
-}
-
-impl Default for TrainingSpec {
-    fn default() -> Self {
-        Self {
-            batch_size: batch64(),
-            learning_rate: lr(),
-            momentum: Share::default_momentum(),
-            weight_decay: wd(),
-            max_steps: steps(),
-            eval_every: eval_every(),
-            patience: patience(),
-            max_grad_norm: None,
-            seed: one(),
         }
     }
 }
@@ -458,22 +317,8 @@ impl Grid {
         let models = raw
             .models
             .into_iter()
-            .map(|m| ModelSpec {
-                name: m.name.into_inner(),
-                architecture: m.architecture,
-                bilstm: BiLstmSpec {
-                    embedding_dim: m.embedding_dim,
-                    hidden_size: m.hidden_size,
-                    attention_size: m.attention_size,
-                    mlp_size: m.mlp_size,
-                    dropout: m.dropout,
-                    word_dropout: m.word_dropout,
-                    glove: m.glove,
-                    vocab: m.vocab,
-                },
-                training: m.training,
-            })
-            .collect();
+            .map(|m| model::model(m).map_err(|(span, message)| at(span, message)))
+            .collect::<Result<Vec<_>, _>>()?;
 
         if raw.shortcuts.kinds.is_empty() {
             return Err(at(None, "`shortcuts.kinds` is empty".into()));
@@ -566,6 +411,7 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
         limits: raw.limits,
         validation_share: raw.validation_share,
         max_length: raw.max_length,
+        batch_size: raw.batch_size,
     })
 }
 

@@ -29,7 +29,11 @@ fn minimal_grid_gets_the_papers_defaults() {
     assert_eq!(g.shortcuts.mix_share.get(), 0.2);
     assert_eq!(g.shortcuts.max_distance.get(), 50);
     let m = &g.models[0];
-    assert_eq!((m.bilstm.embedding_dim.get(), m.bilstm.hidden_size.get()), (300, 256));
+    let ArchitectureSpec::Bilstm(lstm) = &m.architecture else { panic!("{m:?}") };
+    assert_eq!((lstm.embedding_dim.get(), lstm.hidden_size.get()), (300, 256));
+    assert_eq!(m.training.optimizer, Optimizer::Sgd { momentum: Share::new(0.9) });
+    assert_eq!(m.training.schedule, Schedule::Constant);
+    assert_eq!(m.training.max_grad_norm, None);
     assert_eq!(m.training.learning_rate, 0.03);
     assert_eq!(m.training.max_steps.get(), 35_000);
     assert_eq!(m.training.patience.get(), 10_000);
@@ -116,4 +120,71 @@ fn file_datasets() {
 fn missing_file_is_a_read_error() {
     let e = Grid::load(Path::new("/nonexistent/grid.toml")).unwrap_err().to_string();
     assert!(e.starts_with("/nonexistent/grid.toml: cannot read grid file"), "{e}");
+}
+
+const BERT: &str = r#"
+[[datasets]]
+name = "toy"
+generated = { train = 10, validation = 5, test = 5, seed = 1 }
+
+[[models]]
+name = "minilm"
+architecture = "bert"
+checkpoint = "hf://sentence-transformers/all-MiniLM-L6-v2"
+
+[attribution]
+methods = ["gradl-l2"]
+"#;
+
+#[test]
+fn bert_gets_the_papers_fine_tuning_defaults() {
+    let g = parse(BERT).unwrap();
+    let m = &g.models[0];
+    let ArchitectureSpec::Bert(bert) = &m.architecture else { panic!("{m:?}") };
+    assert_eq!(bert.init, BertInit::Pretrained { checkpoint: "hf://sentence-transformers/all-MiniLM-L6-v2".into() });
+    assert_eq!(m.training.optimizer, Optimizer::Adamw);
+    assert_eq!((m.training.learning_rate, m.training.batch_size.get()), (2e-5, 16));
+    assert_eq!(m.training.schedule, Schedule::Linear { warmup_share: Share::new(0.1) });
+    assert_eq!(m.training.max_grad_norm, Some(1.0));
+}
+
+#[test]
+fn a_random_bert_takes_its_shape_from_the_grid() {
+    let text = BERT.replace(
+        "checkpoint = \"hf://sentence-transformers/all-MiniLM-L6-v2\"",
+        "hidden_size = 64\nnum_hidden_layers = 2\nnum_attention_heads = 2\nintermediate_size = 128\nwordpiece_vocab_size = 500",
+    );
+    let g = parse(&text).unwrap();
+    let ArchitectureSpec::Bert(BertSpec { init: BertInit::Random(shape), .. }) = &g.models[0].architecture else {
+        panic!()
+    };
+    assert_eq!((shape.hidden_size.get(), shape.num_hidden_layers.get(), shape.vocab_size.get()), (64, 2, 500));
+    let bad = text.replace("num_attention_heads = 2", "num_attention_heads = 3");
+    assert!(
+        error(&bad).contains("test.toml:11:23: model `minilm`: hidden_size 64 is not a multiple"),
+        "{}",
+        error(&bad)
+    );
+}
+
+#[test]
+fn keys_of_the_other_architecture_are_errors_at_their_line() {
+    let e = error(&BERT.replace("architecture = \"bert\"", "architecture = \"bert\"\nembedding_dim = 300"));
+    assert!(e.contains("test.toml:9:17: model `minilm`: `embedding_dim` is not a key of architecture `bert`"), "{e}");
+    let e = error(&BERT.replace("architecture = \"bert\"", "architecture = \"bert\"\nhidden_size = 64"));
+    assert!(e.contains("test.toml:9:15") && e.contains("comes from the checkpoint's config.json"), "{e}");
+    let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\ncheckpoint = \"x\""));
+    assert!(e.contains("`checkpoint` is not a key of architecture `bilstm`"), "{e}");
+    let e = error(&BERT.replace("[attribution]", "[models.training]\nmomentum = 0.9\n\n[attribution]"));
+    assert!(e.contains("`momentum` is an SGD setting"), "{e}");
+    let e = error(&BERT.replace("all-MiniLM-L6-v2", "a/b/c"));
+    assert!(e.contains("test.toml:9:14"), "{e}");
+}
+
+#[test]
+fn a_dataset_batch_size_overrides_the_models() {
+    let text = BERT.replace("seed = 1 }", "seed = 1 }\nbatch_size = 8");
+    let g = parse(&text).unwrap();
+    assert_eq!(g.models[0].for_dataset(&g.datasets[0]).training.batch_size.get(), 8);
+    assert_eq!(g.models[0].training.batch_size.get(), 16);
 }

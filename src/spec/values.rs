@@ -21,15 +21,6 @@ impl Share {
     pub(super) fn default_validation() -> Self {
         Share(0.1)
     }
-    pub(super) fn default_dropout() -> Self {
-        Share(0.5)
-    }
-    pub(super) fn default_word_dropout() -> Self {
-        Share(0.1)
-    }
-    pub(super) fn default_momentum() -> Self {
-        Share(0.9)
-    }
     pub(super) fn default_synthetic() -> Self {
         Share(0.99)
     }

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use super::StepContext;
 use super::io::{write_json, write_jsonl};
-use crate::backend::{CpuAutodiff, DeviceChoice};
 use crate::data::words;
 use crate::model::TokenBatch;
 use crate::model::checkpoint;
@@ -68,10 +67,7 @@ pub fn sample_indices(n: usize, sample: usize, seed: u64) -> Vec<usize> {
 
 /// Inputs: shortcut model, synth.
 pub fn run(options: &Options, ctx: &StepContext, out: &Path) -> Result<()> {
-    match ctx.device {
-        DeviceChoice::Cpu => run_on::<CpuAutodiff>(options, ctx, out, &Default::default()),
-        device => anyhow::bail!(device.check().err().unwrap_or_default()),
-    }
+    crate::with_autodiff_backend!(ctx.compute, |B, device| run_on::<B>(options, ctx, out, &device))
 }
 
 fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, device: &B::Device) -> Result<()> {
@@ -97,10 +93,15 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             continue;
         }
         let text_words = words(&example.text);
+        // The model's own token strings; a BiLSTM's `[UNK]` shows the word it hid.
         let tokens = encoded
-            .word_of_token
+            .ids
             .iter()
-            .map(|w| w.and_then(|w| text_words.get(w)).map(|s| s.to_string()).unwrap_or_else(|| "[special]".into()))
+            .zip(&encoded.word_of_token)
+            .map(|(&id, word)| match word.and_then(|w| text_words.get(w)) {
+                Some(text) if id == checkpoint.encoder.unk_id() => text.to_string(),
+                _ => checkpoint.encoder.token(id),
+            })
             .collect();
         examples.push((
             encoded,

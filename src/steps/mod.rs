@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use indicatif::ProgressBar;
 
-use crate::backend::DeviceChoice;
+use crate::backend::Compute;
 use crate::dag::{Plan, Work};
 
 /// What an executor may use besides its inputs.
@@ -25,7 +25,7 @@ pub struct StepContext<'a> {
     pub plan: &'a Plan,
     /// Payload folders of the step's inputs, in the step's input order.
     pub inputs: Vec<PathBuf>,
-    pub device: DeviceChoice,
+    pub compute: Compute,
     pub progress: &'a ProgressBar,
     /// Progress lines for logs when no bar is drawn.
     pub log: &'a (dyn Fn(String) + Sync),
@@ -37,8 +37,8 @@ pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
     match &step.work {
         Work::Corpus { dataset, files } => corpus::run(dataset, files.as_ref(), out),
         Work::Synth { options } => synth::run(options, &ctx.inputs[0], out),
-        Work::Train { model, max_length, shortcut_tokens, glove } => {
-            train::run(model, *max_length, shortcut_tokens, glove.as_deref(), &ctx.inputs[0], out, ctx)
+        Work::Train { model, max_length, shortcut_tokens, assets } => {
+            train::run(model, *max_length, shortcut_tokens, assets, &ctx.inputs[0], out, ctx)
         }
         Work::Verify { thresholds } => verify::run(thresholds, ctx, out),
         Work::Attribute { method, sample, test_set, seed, batch_size, max_length } => {

@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::StepContext;
 use super::io::write_json;
-use crate::backend::{Cpu, DeviceChoice};
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, predict};
 use crate::spec::VerificationSpec;
+use burn::prelude::Backend;
+use burn::tensor::backend::AutodiffBackend;
 
 pub const FILE: &str = "verification.json";
 
@@ -65,23 +66,25 @@ pub fn judge(
     failures
 }
 
-fn accuracy_of(model: &Checkpoint<Cpu>, examples: &[Example]) -> f64 {
+fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], device: &B::Device) -> f64 {
     let max_length = model.config.max_length();
     let encoded: Vec<Vec<u32>> = examples.iter().map(|e| model.encoder.encode(&e.text, max_length).ids).collect();
     let refs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
-    let predictions = predict(&model.model, &refs, 256, model.encoder.pad_id(), &Default::default());
+    let predictions = predict(&model.model, &refs, 256, model.encoder.pad_id(), device);
     let labels: Vec<u32> = examples.iter().map(|e| e.label).collect();
     accuracy(&predictions, &labels)
 }
 
 /// Inputs: shortcut model, original model, synth, corpus.
 pub fn run(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path) -> Result<()> {
-    if ctx.device != DeviceChoice::Cpu {
-        anyhow::bail!(ctx.device.check().err().unwrap_or_default());
-    }
-    let device = Default::default();
-    let shortcut = checkpoint::load::<Cpu>(&ctx.inputs[0], &device)?;
-    let original = checkpoint::load::<Cpu>(&ctx.inputs[1], &device)?;
+    crate::with_autodiff_backend!(ctx.compute, |B, device| {
+        run_on::<<B as AutodiffBackend>::InnerBackend>(thresholds, ctx, out, &device)
+    })
+}
+
+fn run_on<B: Backend>(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path, device: &B::Device) -> Result<()> {
+    let shortcut = checkpoint::load::<B>(&ctx.inputs[0], device)?;
+    let original = checkpoint::load::<B>(&ctx.inputs[1], device)?;
     let as_examples = |v: Vec<crate::shortcut::SyntheticExample>| -> Vec<Example> {
         v.into_iter().map(|s| Example { text: s.text, label: s.label }).collect()
     };
@@ -89,11 +92,11 @@ pub fn run(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path) -> Resu
     let flip = as_examples(super::synth::load_test(&ctx.inputs[2], true)?);
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
-    let shortcut_on_synthetic = accuracy_of(&shortcut, &synthetic);
-    let original_on_synthetic = accuracy_of(&original, &synthetic);
-    let shortcut_on_flip = accuracy_of(&shortcut, &flip);
-    let shortcut_on_original = accuracy_of(&shortcut, &original_test);
-    let original_on_original = accuracy_of(&original, &original_test);
+    let shortcut_on_synthetic = accuracy_of(&shortcut, &synthetic, device);
+    let original_on_synthetic = accuracy_of(&original, &synthetic, device);
+    let shortcut_on_flip = accuracy_of(&shortcut, &flip, device);
+    let shortcut_on_original = accuracy_of(&shortcut, &original_test, device);
+    let original_on_original = accuracy_of(&original, &original_test, device);
     let failures =
         judge(thresholds, shortcut_on_synthetic, original_on_synthetic, shortcut_on_original, original_on_original);
     write_json(

@@ -3,6 +3,7 @@
 //! model uses.
 
 pub mod vocab;
+pub mod wordpiece;
 
 /// A text encoded for one model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,4 +29,6 @@ pub trait TextEncoder: Send + Sync {
     fn pad_id(&self) -> u32;
     fn unk_id(&self) -> u32;
     fn vocab_size(&self) -> usize;
+    /// The display string of token `id`, for reports; `[UNK]` for an id outside the vocabulary.
+    fn token(&self, id: u32) -> String;
 }

@@ -89,6 +89,10 @@ impl TextEncoder for WordVocab {
     fn vocab_size(&self) -> usize {
         self.words.len()
     }
+
+    fn token(&self, id: u32) -> String {
+        self.words.get(id as usize).map_or(UNK, String::as_str).to_string()
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +107,7 @@ mod tests {
         let e = v.encode("A #1 zzz b", 3);
         assert_eq!(e.ids, vec![4, 3, 1]);
         assert_eq!(e.word_of_token, vec![Some(0), Some(1), Some(2)]);
+        assert_eq!([v.token(3), v.token(4), v.token(99)], ["#1", "a", "[UNK]"]);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Training a classifier: length-bucketed batches, SGD with momentum (the paper's
-//! LSTM recipe), validation accuracy every `eval_every` steps, early stopping
-//! after `patience` steps without a gain, and the best model kept.
+//! LSTM recipe) or AdamW with linear warm-up and decay (BERT fine-tuning),
+//! optional gradient clipping, validation accuracy every `eval_every` steps,
+//! early stopping after `patience` steps without a gain, and the best model kept.
 //!
-//! Deterministic under a seed on CPU: batch order, word dropout and dropout masks
-//! all come from one ChaCha stream owned by the run (see `model::noise`).
+//! Deterministic under a seed on CPU: batch order, word dropout and host dropout
+//! masks come from one ChaCha stream owned by the run (see `model::noise`), and
+//! device-side dropout masks from the backend's RNG, seeded by the run.
 
 use std::time::Instant;
 
@@ -11,7 +13,7 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::module::AutodiffModule;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{GradientsParams, Optimizer, SgdConfig};
+use burn::optim::{AdamWConfig, GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
@@ -22,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
 use crate::model::{Classifier, TokenBatch};
-use crate::spec::TrainingSpec;
+use crate::spec::{Optimizer as OptimizerSpec, TrainingSpec};
 
 /// A model the trainer can fit: a forward pass with training noise.
 pub trait Trainable<B: Backend>: Classifier<B> {
@@ -32,6 +34,12 @@ pub trait Trainable<B: Backend>: Classifier<B> {
 impl<B: Backend> Trainable<B> for crate::model::bilstm::BiLstmClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.forward_with(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise)).0
+    }
+}
+
+impl<B: Backend> Trainable<B> for crate::model::bert::BertClassifier<B> {
+    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
+        self.forward(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise))
     }
 }
 
@@ -106,7 +114,7 @@ fn bucketed_batches(examples: &[TrainExample], batch_size: usize, rng: &mut ChaC
 
 /// Trains `model` and returns the best one (by validation accuracy) with a summary.
 pub fn train<B, M>(
-    mut model: M,
+    model: M,
     spec: &TrainingSpec,
     setup: &TrainSetup,
     train_set: &[TrainExample],
@@ -118,24 +126,60 @@ where
     M: Trainable<B> + AutodiffModule<B>,
     M::InnerModule: Classifier<B::InnerBackend>,
 {
+    let clipping = spec.max_grad_norm.map(|n| GradientClippingConfig::Norm(n as f32));
+    match spec.optimizer {
+        OptimizerSpec::Sgd { momentum } => {
+            let optimizer = SgdConfig::new()
+                .with_momentum(Some(MomentumConfig { momentum: momentum.get(), dampening: 0.0, nesterov: false }))
+                .with_weight_decay((spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32)))
+                .with_gradient_clipping(clipping)
+                .init::<B, M>();
+            fit(model, optimizer, spec, setup, train_set, validation, device)
+        }
+        OptimizerSpec::Adamw => {
+            // PyTorch's and Hugging Face's AdamW defaults (burn's ε is 1e-5).
+            let optimizer = AdamWConfig::new()
+                .with_beta_1(0.9)
+                .with_beta_2(0.999)
+                .with_epsilon(1e-8)
+                .with_weight_decay(spec.weight_decay as f32)
+                .with_grad_clipping(clipping)
+                .init::<B, M>();
+            fit(model, optimizer, spec, setup, train_set, validation, device)
+        }
+    }
+}
+
+fn fit<B, M, O>(
+    mut model: M,
+    mut optimizer: O,
+    spec: &TrainingSpec,
+    setup: &TrainSetup,
+    train_set: &[TrainExample],
+    validation: &[TrainExample],
+    device: &B::Device,
+) -> (M::InnerModule, TrainSummary)
+where
+    B: AutodiffBackend,
+    M: Trainable<B> + AutodiffModule<B>,
+    M::InnerModule: Classifier<B::InnerBackend>,
+    O: Optimizer<M, B>,
+{
     let TrainingSpec {
         batch_size,
+        optimizer: _, // built by the caller
         learning_rate,
-        momentum,
-        weight_decay,
+        weight_decay: _,
+        schedule,
         max_steps,
         eval_every,
         patience,
-        max_grad_norm,
+        max_grad_norm: _,
         seed,
     } = spec.clone();
     let (batch_size, max_steps, eval_every, patience) =
         (batch_size.get(), max_steps.get(), eval_every.get(), patience.get());
-    let mut optimizer = SgdConfig::new()
-        .with_momentum(Some(MomentumConfig { momentum: momentum.get(), dampening: 0.0, nesterov: false }))
-        .with_weight_decay((weight_decay > 0.0).then(|| WeightDecayConfig::new(weight_decay as f32)))
-        .with_gradient_clipping(max_grad_norm.map(|n| GradientClippingConfig::Norm(n as f32)))
-        .init::<B, M>();
+    B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
     let validation_ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
@@ -171,7 +215,7 @@ where
             loss_count += 1;
             seen += labels.len();
             let grads = GradientsParams::from_grads(batch_loss.backward(), &model);
-            model = optimizer.step(learning_rate, model, grads);
+            model = optimizer.step(learning_rate * schedule.factor(step, max_steps), model, grads);
             step += 1;
             setup.progress.inc(1);
 
@@ -276,9 +320,10 @@ mod tests {
             BiLstmClassifier::<Autodiff<Flex>>::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
         let spec = TrainingSpec {
             batch_size: Positive::new(16),
+            optimizer: OptimizerSpec::Sgd { momentum: Share::new(0.9) },
             learning_rate: 0.1,
-            momentum: Share::new(0.9),
             weight_decay: 5e-6,
+            schedule: crate::spec::Schedule::Constant,
             max_steps: Positive::new(200),
             eval_every: Positive::new(50),
             patience: Positive::new(200),

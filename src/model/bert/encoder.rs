@@ -1,0 +1,280 @@
+//! The BERT encoder as Hugging Face's `modeling_bert.py` defines it: word +
+//! position + token-type embeddings, post-LayerNorm self-attention layers with a
+//! GELU feed-forward block, and a tanh pooler over `[CLS]`. Field names follow the
+//! checkpoint's tensor names (`attention.self` is `attention.self_attention`,
+//! `LayerNorm` is `layer_norm`; `load.rs` maps them), so a reader can hold this
+//! file next to the Python one.
+
+use burn::module::Param;
+use burn::nn::{Embedding, LayerNorm, LayerNormConfig, Linear};
+use burn::prelude::*;
+use burn::tensor::activation::{gelu, gelu_approximate, relu, softmax};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{BertConfig, HiddenAct};
+use crate::model::init;
+use crate::model::noise::Noise;
+
+/// Added to attention scores at padding, so softmax gives those keys weight 0.
+const MASKED_SCORE: f32 = -1e9;
+
+#[derive(Module, Debug)]
+pub struct BertEmbeddings<B: Backend> {
+    pub word_embeddings: Embedding<B>,
+    pub position_embeddings: Embedding<B>,
+    pub token_type_embeddings: Embedding<B>,
+    pub layer_norm: LayerNorm<B>,
+    dropout: f64,
+}
+
+impl<B: Backend> BertEmbeddings<B> {
+    /// The input embeddings salience differentiates against: word embeddings only.
+    pub fn words(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        self.word_embeddings.forward(ids)
+    }
+
+    /// Adds positions and token types (segment 0) to word embeddings.
+    pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
+        let [batch, time, _] = words.dims();
+        let device = words.device();
+        let positions = Tensor::<B, 1, Int>::arange(0..time as i64, &device).reshape([1, time]);
+        let token_types = Tensor::<B, 2, Int>::zeros([1, time], &device);
+        let x = words
+            + self.position_embeddings.forward(positions).expand([batch as i64, -1, -1])
+            + self.token_type_embeddings.forward(token_types).expand([batch as i64, -1, -1]);
+        dropout(self.layer_norm.forward(x), self.dropout, noise)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct BertSelfAttention<B: Backend> {
+    pub query: Linear<B>,
+    pub key: Linear<B>,
+    pub value: Linear<B>,
+    num_heads: usize,
+    dropout: f64,
+}
+
+impl<B: Backend> BertSelfAttention<B> {
+    /// Returns the context vectors `[batch, time, hidden]` and the attention
+    /// probabilities `[batch, heads, time, time]`.
+    fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        mask_bias: Tensor<B, 4>,
+        noise: Option<&mut Noise>,
+    ) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        let [batch, time, hidden] = x.dims();
+        let head_size = hidden / self.num_heads;
+        let heads = |t: Tensor<B, 3>| t.reshape([batch, time, self.num_heads, head_size]).swap_dims(1, 2);
+        let q = heads(self.query.forward(x.clone()));
+        let k = heads(self.key.forward(x.clone()));
+        let v = heads(self.value.forward(x));
+        let scores = q.matmul(k.transpose()).div_scalar((head_size as f64).sqrt()) + mask_bias;
+        let probs = softmax(scores, 3);
+        let context = dropout(probs.clone(), self.dropout, noise).matmul(v);
+        (context.swap_dims(1, 2).reshape([batch, time, hidden]), probs)
+    }
+}
+
+/// `BertSelfOutput` and `BertOutput` alike: dense, dropout, residual, LayerNorm.
+#[derive(Module, Debug)]
+pub struct BertResidual<B: Backend> {
+    pub dense: Linear<B>,
+    pub layer_norm: LayerNorm<B>,
+    dropout: f64,
+}
+
+impl<B: Backend> BertResidual<B> {
+    fn forward(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
+        self.layer_norm.forward(dropout(self.dense.forward(x), self.dropout, noise) + residual)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct BertAttention<B: Backend> {
+    pub self_attention: BertSelfAttention<B>,
+    pub output: BertResidual<B>,
+}
+
+#[derive(Module, Debug)]
+pub struct BertIntermediate<B: Backend> {
+    pub dense: Linear<B>,
+    #[module(skip)]
+    act: HiddenAct,
+}
+
+impl<B: Backend> BertIntermediate<B> {
+    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let x = self.dense.forward(x);
+        match self.act {
+            HiddenAct::Gelu => gelu(x),
+            HiddenAct::GeluNew => gelu_approximate(x),
+            HiddenAct::Relu => relu(x),
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct BertLayer<B: Backend> {
+    pub attention: BertAttention<B>,
+    pub intermediate: BertIntermediate<B>,
+    pub output: BertResidual<B>,
+}
+
+impl<B: Backend> BertLayer<B> {
+    fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        mask_bias: Tensor<B, 4>,
+        mut noise: Option<&mut Noise>,
+    ) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        let (context, probs) = self.attention.self_attention.forward(x.clone(), mask_bias, noise.as_deref_mut());
+        let attended = self.attention.output.forward(context, x, noise.as_deref_mut());
+        let out = self.output.forward(self.intermediate.forward(attended.clone()), attended, noise);
+        (out, probs)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct BertEncoder<B: Backend> {
+    pub layer: Vec<BertLayer<B>>,
+}
+
+#[derive(Module, Debug)]
+pub struct BertPooler<B: Backend> {
+    pub dense: Linear<B>,
+}
+
+impl<B: Backend> BertPooler<B> {
+    /// `tanh(W h_[CLS] + b)`.
+    pub fn forward(&self, hidden: Tensor<B, 3>) -> Tensor<B, 2> {
+        let [batch, _, width] = hidden.dims();
+        self.dense.forward(hidden.slice([0..batch, 0..1, 0..width]).reshape([batch, width])).tanh()
+    }
+}
+
+/// What one pass of the encoder produces.
+#[derive(Debug, Clone)]
+pub struct BertOutput<B: Backend> {
+    /// `[batch, time, hidden]`.
+    pub last_hidden_state: Tensor<B, 3>,
+    /// `[batch, hidden]`.
+    pub pooled: Tensor<B, 2>,
+    /// Per layer, `[batch, heads, time, time]`; filled only when asked for.
+    pub attentions: Vec<Tensor<B, 4>>,
+}
+
+/// `BertModel`: embeddings, encoder, pooler.
+#[derive(Module, Debug)]
+pub struct BertModel<B: Backend> {
+    pub embeddings: BertEmbeddings<B>,
+    pub encoder: BertEncoder<B>,
+    pub pooler: BertPooler<B>,
+}
+
+impl<B: Backend> BertModel<B> {
+    /// Random weights as `BertPreTrainedModel._init_weights` draws them: linear and
+    /// embedding weights ~ N(0, initializer_range²), biases 0, LayerNorm 1/0, the
+    /// padding row of the word embeddings 0.
+    pub fn new(config: &BertConfig, rng: &mut ChaCha8Rng, device: &B::Device) -> Self {
+        let std = config.initializer_range;
+        let h = config.hidden_size;
+        let p = config.hidden_dropout_prob;
+        let mut linear = |d_in: usize, d_out: usize| Linear {
+            weight: init::normal(rng, [d_in, d_out], std, device),
+            bias: Some(Param::from_tensor(Tensor::zeros([d_out], device))),
+        };
+        let layer_norm = || LayerNormConfig::new(h).with_epsilon(config.layer_norm_eps).init(device);
+        let layers = (0..config.num_hidden_layers)
+            .map(|_| BertLayer {
+                attention: BertAttention {
+                    self_attention: BertSelfAttention {
+                        query: linear(h, h),
+                        key: linear(h, h),
+                        value: linear(h, h),
+                        num_heads: config.num_attention_heads,
+                        dropout: config.attention_probs_dropout_prob,
+                    },
+                    output: BertResidual { dense: linear(h, h), layer_norm: layer_norm(), dropout: p },
+                },
+                intermediate: BertIntermediate { dense: linear(h, config.intermediate_size), act: config.hidden_act },
+                output: BertResidual {
+                    dense: linear(config.intermediate_size, h),
+                    layer_norm: layer_norm(),
+                    dropout: p,
+                },
+            })
+            .collect();
+        let pooler = BertPooler { dense: linear(h, h) };
+        let mut embedding = |rows: usize, pad: Option<u32>| {
+            let weight = init::normal(rng, [rows, h], std, device);
+            let weight = match pad {
+                Some(pad) if (pad as usize) < rows => {
+                    let pad = pad as usize;
+                    Param::from_tensor(
+                        weight.val().slice_assign([pad..pad + 1, 0..h], Tensor::zeros([1, h], device)).detach(),
+                    )
+                }
+                _ => weight,
+            };
+            Embedding { weight }
+        };
+        let embeddings = BertEmbeddings {
+            word_embeddings: embedding(config.vocab_size, Some(config.pad_token_id)),
+            position_embeddings: embedding(config.max_position_embeddings, None),
+            token_type_embeddings: embedding(config.type_vocab_size, None),
+            layer_norm: layer_norm(),
+            dropout: p,
+        };
+        Self { embeddings, encoder: BertEncoder { layer: layers }, pooler }
+    }
+
+    /// Runs embeddings → encoder → pooler from word embeddings `[batch, time, hidden]`
+    /// and a `[batch, time]` mask (1 = real token). Padding never changes the
+    /// states of real tokens.
+    pub fn forward_from_words(
+        &self,
+        words: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        keep_attentions: bool,
+        mut noise: Option<&mut Noise>,
+    ) -> BertOutput<B> {
+        let [batch, time] = mask.dims();
+        let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
+        let mut x = self.embeddings.forward(words, noise.as_deref_mut());
+        let mut attentions = Vec::new();
+        for layer in &self.encoder.layer {
+            let (out, probs) = layer.forward(x, mask_bias.clone(), noise.as_deref_mut());
+            x = out;
+            if keep_attentions {
+                attentions.push(probs);
+            }
+        }
+        let pooled = self.pooler.forward(x.clone());
+        BertOutput { last_hidden_state: x, pooled, attentions }
+    }
+
+    /// Sets the dropout probabilities from `config` (which may override the checkpoint's).
+    pub fn with_dropout(mut self, config: &BertConfig) -> Self {
+        self.embeddings.dropout = config.hidden_dropout_prob;
+        for layer in &mut self.encoder.layer {
+            layer.attention.self_attention.dropout = config.attention_probs_dropout_prob;
+            layer.attention.output.dropout = config.hidden_dropout_prob;
+            layer.output.dropout = config.hidden_dropout_prob;
+        }
+        self
+    }
+
+    /// Position embeddings cap the input length.
+    pub fn max_length(&self) -> usize {
+        self.embeddings.position_embeddings.weight.dims()[0]
+    }
+}
+
+fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
+    match noise {
+        Some(noise) => noise.dropout_on_device(x, p),
+        None => x,
+    }
+}

@@ -1,0 +1,261 @@
+//! BERT cells end to end on tiny data: a randomly initialised BERT with a
+//! WordPiece vocabulary learnt from the corpus, and a "pretrained" checkpoint in
+//! Hugging Face's layout, read from a folder and downloaded over `hf://` from a
+//! local server.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+
+use grid::cache::{Cache, StepKind};
+use grid::dag::{self, PlanOptions};
+use grid::spec::Grid;
+use grid::steps::attribute::AttributedExample;
+use grid::steps::io::read_jsonl;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use safetensors::{Dtype, serialize, tensor::TensorView};
+
+use crate::util::GridTest;
+
+fn grid_with(model: &str) -> String {
+    format!(
+        r#"
+name = "bert"
+metrics = ["precision", "rank"]
+
+[[datasets]]
+name = "gen"
+generated = {{ train = 400, validation = 100, test = 80, seed = 3 }}
+max_length = 40
+batch_size = 16
+
+[shortcuts]
+kinds = ["st"]
+seed = 5
+
+[[models]]
+name = "bert"
+architecture = "bert"
+{model}
+
+[models.training]
+learning_rate = 1e-3
+max_steps = 60
+eval_every = 30
+patience = 60
+
+[attribution]
+methods = ["gradl-l2", "gxip", "random"]
+sample = 30
+"#
+    )
+}
+
+const RANDOM_BERT: &str = "hidden_size = 16\nnum_hidden_layers = 1\nnum_attention_heads = 2\nintermediate_size = 32\nwordpiece_vocab_size = 200";
+
+/// Checks every attribution of the run: one score per token, and the ground
+/// truth is the shortcut token itself, as one whole token.
+fn check_attributions(t: &GridTest) {
+    let grid = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+    let mut seen = 0;
+    for step in plan.steps.iter().filter(|s| s.kind == StepKind::Attribute) {
+        let dir = cache.step_dir(step.kind, &step.key);
+        let rows: Vec<AttributedExample> = read_jsonl(&dir.join("attributions.jsonl")).unwrap();
+        // Examples whose shortcut token fell past max_length are left out and counted.
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        let dropped = summary["dropped_truncated"].as_u64().unwrap() as usize;
+        assert_eq!(rows.len() + dropped, 30, "{}", step.label);
+        assert!(rows.len() >= 10, "{}: {} rows", step.label, rows.len());
+        for row in &rows {
+            assert_eq!(row.scores.len(), row.tokens.len());
+            assert_eq!((row.tokens.first().map(String::as_str), row.word_of_token[0]), (Some("[CLS]"), None));
+            assert_eq!(row.tokens.last().map(String::as_str), Some("[SEP]"));
+            assert_eq!(row.ground_truth.len(), 1);
+            assert!(["#0", "#1"].contains(&row.tokens[row.ground_truth[0]].as_str()), "{:?}", row.tokens);
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 3);
+}
+
+#[test]
+fn random_bert_runs_every_step() {
+    let t = GridTest::new(&grid_with(RANDOM_BERT));
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    for file in ["verification.csv", "bert_precision.csv", "bert_rank.md"] {
+        assert!(t.reports().join("bert").join(file).is_file(), "missing {file}");
+    }
+    check_attributions(&t);
+    // The checkpoint carries its tokenizer, with the shortcut tokens whole.
+    let cache = Cache::open(t.cache()).unwrap();
+    let grid = Grid::load(&t.grid_file()).unwrap();
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+    let train = plan.steps.iter().find(|s| s.label == "train/gen/st/bert").unwrap();
+    let dir = cache.step_dir(train.kind, &train.key);
+    let tokenizer = std::fs::read_to_string(dir.join("tokenizer.json")).unwrap();
+    assert!(tokenizer.contains("\"contoken\""));
+    let training: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("training.json")).unwrap()).unwrap();
+    assert_eq!(training["architecture"], "bert");
+}
+
+/// A small BERT checkpoint as Hugging Face saves `BertForPreTraining`: `bert.`
+/// prefixes, PyTorch `[out, in]` Linear weights, LayerNorm weight/bias, an extra
+/// head tensor the classifier does not use, and a `vocab.txt` tokenizer.
+fn write_hf_checkpoint(dir: &Path, model_type: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (hidden, intermediate, layers, positions) = (16usize, 32usize, 2usize, 64usize);
+    let mut vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].map(String::from).to_vec();
+    vocab.extend(('a'..='z').map(String::from));
+    vocab.extend(('a'..='z').map(|c| format!("##{c}")));
+    vocab.extend(["the", "film", "movie", "good", "bad", ".", ","].map(String::from));
+    std::fs::write(dir.join("vocab.txt"), vocab.join("\n") + "\n").unwrap();
+    let config = serde_json::json!({
+        "architectures": ["BertForPreTraining"], "model_type": model_type, "vocab_size": vocab.len(),
+        "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2,
+        "intermediate_size": intermediate, "hidden_act": "gelu", "max_position_embeddings": positions,
+        "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+
+    let mut shapes: Vec<(String, Vec<usize>)> = vec![
+        ("bert.embeddings.word_embeddings.weight".into(), vec![vocab.len(), hidden]),
+        ("bert.embeddings.position_embeddings.weight".into(), vec![positions, hidden]),
+        ("bert.embeddings.token_type_embeddings.weight".into(), vec![2, hidden]),
+        ("bert.embeddings.LayerNorm.weight".into(), vec![hidden]),
+        ("bert.embeddings.LayerNorm.bias".into(), vec![hidden]),
+        ("bert.pooler.dense.weight".into(), vec![hidden, hidden]),
+        ("bert.pooler.dense.bias".into(), vec![hidden]),
+        ("cls.predictions.bias".into(), vec![vocab.len()]),
+    ];
+    for l in 0..layers {
+        let p = format!("bert.encoder.layer.{l}");
+        for name in ["attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"] {
+            shapes.push((format!("{p}.{name}.weight"), vec![hidden, hidden]));
+            shapes.push((format!("{p}.{name}.bias"), vec![hidden]));
+        }
+        shapes.push((format!("{p}.intermediate.dense.weight"), vec![intermediate, hidden]));
+        shapes.push((format!("{p}.intermediate.dense.bias"), vec![intermediate]));
+        shapes.push((format!("{p}.output.dense.weight"), vec![hidden, intermediate]));
+        shapes.push((format!("{p}.output.dense.bias"), vec![hidden]));
+        for norm in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            shapes.push((format!("{p}.{norm}.weight"), vec![hidden]));
+            shapes.push((format!("{p}.{norm}.bias"), vec![hidden]));
+        }
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = shapes
+        .into_iter()
+        .map(|(name, shape)| {
+            let n: usize = shape.iter().product();
+            let is_norm_weight = name.contains("LayerNorm.weight");
+            let values: Vec<u8> = (0..n)
+                .flat_map(|_| {
+                    let v: f32 = if is_norm_weight { 1.0 } else { rng.random_range(-0.05..0.05) };
+                    v.to_le_bytes()
+                })
+                .collect();
+            (name, shape, values)
+        })
+        .collect();
+    let views: HashMap<String, TensorView> = bytes
+        .iter()
+        .map(|(name, shape, data)| (name.clone(), TensorView::new(Dtype::F32, shape.clone(), data).unwrap()))
+        .collect();
+    std::fs::write(dir.join("model.safetensors"), serialize(&views, None).unwrap()).unwrap();
+}
+
+#[test]
+fn pretrained_checkpoint_from_a_folder() {
+    let t = GridTest::new("");
+    write_hf_checkpoint(&t.path().join("tiny-bert"), "bert");
+    t.write_grid(&grid_with("checkpoint = \"tiny-bert\""));
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    check_attributions(&t);
+
+    // The checkpoint's content is in the train keys: new weights, new models.
+    let keys = |t: &GridTest| -> Vec<String> {
+        let grid = Grid::load(&t.grid_file()).unwrap();
+        let plan = dag::plan(&grid, &Cache::open(t.cache()).unwrap(), &PlanOptions::default()).unwrap();
+        plan.steps.iter().filter(|s| s.kind == StepKind::Train).map(|s| s.key.as_str().to_string()).collect()
+    };
+    let before = keys(&t);
+    let config = t.path().join("tiny-bert/config.json");
+    let text = std::fs::read_to_string(&config).unwrap().replace("1e-12", "1e-6");
+    std::fs::write(&config, text).unwrap();
+    assert!(keys(&t).iter().zip(&before).all(|(a, b)| a != b));
+}
+
+#[test]
+fn unsupported_model_type_fails_its_branch_with_the_reason() {
+    let t = GridTest::new("");
+    write_hf_checkpoint(&t.path().join("tiny-bert"), "roberta");
+    t.write_grid(&grid_with("checkpoint = \"tiny-bert\""));
+    let out = t.grid(&["run", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.json: invalid BERT config: model_type `roberta` is not supported"), "{err}");
+}
+
+/// Serves a folder over HTTP/1.1 as the Hub's `/<repo>/resolve/<rev>/<file>`.
+fn serve(dir: &Path) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let dir = dir.to_path_buf();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            reader.read_line(&mut request).unwrap();
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                line.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("");
+            let file = path.rsplit('/').next().unwrap_or("");
+            match std::fs::read(dir.join(file)) {
+                Ok(body) if path.starts_with("/org/tiny-bert/resolve/main/") => {
+                    let head =
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let _ = stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(&body));
+                }
+                _ => {
+                    let _ =
+                        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                }
+            }
+        }
+    });
+    address
+}
+
+#[test]
+fn hub_checkpoint_downloads_once_into_the_cache() {
+    let t = GridTest::new(&grid_with("checkpoint = \"hf://org/tiny-bert\""));
+    let served = tempfile::tempdir().unwrap();
+    write_hf_checkpoint(served.path(), "bert");
+    let endpoint = serve(served.path());
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
+            .args(args)
+            .current_dir(t.path())
+            .env("HF_ENDPOINT", &endpoint)
+            .env_remove("HF_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run", "grid.toml", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let downloaded = t.cache().join("hub/org--tiny-bert/main");
+    assert!(downloaded.join("model.safetensors").is_file() && downloaded.join("checksums.json").is_file());
+    assert!(downloaded.join("vocab.txt").is_file(), "tokenizer.json answered 404, so vocab.txt");
+    check_attributions(&t);
+}

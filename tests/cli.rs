@@ -34,6 +34,14 @@ fn usage_errors_exit_2() {
     assert_eq!(t.grid(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(t.grid(&["run", "grid.toml", "--device", "tpu"]).status.code(), Some(2));
     assert_eq!(t.grid(&["run", "absent.toml"]).status.code(), Some(2));
+    // No GPU here: CUDA is a sentence (no CUDA in this build, or no driver), not a panic.
+    let out = t.grid(&["run", "grid.toml", "--device", "cuda"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("cuda") && !err.contains("panicked"), "{err}");
+    let out = t.grid(&["run", "grid.toml", "--precision", "bf16"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--precision bf16 needs --device cuda"));
 }
 
 #[test]

@@ -171,10 +171,18 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         }
     };
     let jobs = options.jobs.max(1);
+    // One GPU, one model step at a time (each would hold its own CUDA context and
+    // compete for memory); data, score and report steps run beside it on the CPU.
+    let model_jobs = match options.compute.device {
+        crate::backend::DeviceChoice::Cuda(_) => 1,
+        crate::backend::DeviceChoice::Cpu => jobs,
+    };
+    let is_model_step = |kind: StepKind| matches!(kind, StepKind::Train | StepKind::Verify | StepKind::Attribute);
 
     std::thread::scope(|scope| -> Result<(), CacheError> {
         let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus)>();
         let mut running = 0usize;
+        let mut running_models = 0usize;
         let mut started = vec![false; n];
         loop {
             // Settle steps whose inputs failed, then start what is ready.
@@ -199,18 +207,17 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 }
                 let ready =
                     step.inputs.iter().all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })));
-                if !ready || running >= jobs {
+                if !ready || running >= jobs || (is_model_step(step.kind) && running_models >= model_jobs) {
                     continue;
                 }
                 started[i] = true;
                 running += 1;
+                running_models += usize::from(is_model_step(step.kind));
                 let bar = multi.add(ProgressBar::new(0).with_style(bar_style()).with_prefix(step.label.clone()));
                 bar.enable_steady_tick(Duration::from_millis(200));
                 let tx = done_tx.clone();
                 let compute = options.compute;
-                let worker = options.worker.as_ref().filter(|_| {
-                    jobs > 1 && matches!(step.kind, StepKind::Train | StepKind::Verify | StepKind::Attribute)
-                });
+                let worker = options.worker.as_ref().filter(|_| jobs > 1 && is_model_step(step.kind));
                 let label = step.label.clone();
                 let log_lines =
                     options.verbosity >= Verbosity::Verbose || (options.verbosity == Verbosity::Normal && !terminal);
@@ -234,6 +241,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             let (i, result) = done_rx.recv().expect("a worker always reports");
             running -= 1;
             let step = &plan.steps[i];
+            running_models -= usize::from(is_model_step(step.kind));
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),

@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use burn::module::Module;
 use burn::prelude::*;
 use burn_store::{ModuleSnapshot, SafetensorsStore};
 use rand::SeedableRng;
@@ -69,6 +70,18 @@ pub enum AnyClassifier<B: Backend> {
     Bert(BertClassifier<B>),
 }
 
+impl<B: Backend> AnyClassifier<B> {
+    /// Stops tracking parameter gradients: salience differentiates with respect
+    /// to the inputs only, and a backward pass through frozen weights skips every
+    /// weight-gradient matmul.
+    pub fn frozen(self) -> Self {
+        match self {
+            AnyClassifier::Bilstm(m) => AnyClassifier::Bilstm(m.no_grad()),
+            AnyClassifier::Bert(m) => AnyClassifier::Bert(m.no_grad()),
+        }
+    }
+}
+
 impl<B: Backend> Classifier<B> for AnyClassifier<B> {
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         match self {
@@ -114,7 +127,7 @@ fn save_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &M) -> Resu
 }
 
 /// Overwrites every parameter of `model` from `dir`, refusing a partial match.
-fn load_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &mut M) -> Result<(), CheckpointError> {
+fn load_weights<B: Backend, M: ModuleSnapshot<B> + Clone>(dir: &Path, model: &mut M) -> Result<(), CheckpointError> {
     let path = dir.join(WEIGHTS);
     let mut store = SafetensorsStore::from_file(&path);
     let result = model
@@ -127,6 +140,7 @@ fn load_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &mut M) -> 
             message: format!("missing tensors {missing:?}; errors {:?}", result.errors),
         });
     }
+    *model = super::dtype::to_backend_float(model.clone());
     Ok(())
 }
 

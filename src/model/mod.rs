@@ -9,6 +9,7 @@
 pub mod bert;
 pub mod bilstm;
 pub mod checkpoint;
+pub mod dtype;
 pub mod glove;
 pub mod hub;
 pub mod init;

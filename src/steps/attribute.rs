@@ -72,7 +72,8 @@ pub fn run(options: &Options, ctx: &StepContext, out: &Path) -> Result<()> {
 
 fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, device: &B::Device) -> Result<()> {
     let started = Instant::now();
-    let checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
+    let mut checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
+    checkpoint.model = checkpoint.model.frozen();
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set == TestSet::Flip)?;
     let max_length = options.max_length.min(checkpoint.config.max_length());
 

@@ -74,7 +74,11 @@ pub struct TrainSummary {
     pub best_step: usize,
     pub best_validation_accuracy: f64,
     pub stopped_early: bool,
+    /// Wall time of the whole run, validation included.
     pub seconds: f64,
+    /// Of which validation passes.
+    pub validation_seconds: f64,
+    /// Training examples per second of training time (validation excluded).
     pub examples_per_second: f64,
     pub log: Vec<LogEntry>,
 }
@@ -182,6 +186,7 @@ where
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
+    let mut validation_seconds = 0.0;
     let validation_ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
     let validation_labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
     let evaluate = |m: &M::InnerModule| {
@@ -220,8 +225,10 @@ where
             setup.progress.inc(1);
 
             if step % eval_every == 0 || step == max_steps {
+                let evaluation_started = Instant::now();
                 let candidate = model.valid();
                 let validation_accuracy = evaluate(&candidate);
+                validation_seconds += evaluation_started.elapsed().as_secs_f64();
                 let train_loss = loss_sum / loss_count.max(1) as f64;
                 log.push(LogEntry { step, train_loss, validation_accuracy });
                 let line = format!(
@@ -251,7 +258,8 @@ where
         best_validation_accuracy: best_accuracy.max(0.0),
         stopped_early,
         seconds,
-        examples_per_second: seen as f64 / seconds.max(1e-9),
+        validation_seconds,
+        examples_per_second: seen as f64 / (seconds - validation_seconds).max(1e-9),
         log,
     };
     (best, summary)

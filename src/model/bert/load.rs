@@ -82,6 +82,7 @@ pub fn load_pretrained<B: Backend>(
         });
     }
     let random_pooler = result.missing.iter().any(|(p, _)| p.starts_with("pooler."));
+    let model = crate::model::dtype::to_backend_float(model);
     Ok((config, model, LoadReport { unused: result.unused, random_pooler }))
 }
 

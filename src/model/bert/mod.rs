@@ -76,3 +76,115 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
         self.classifier.weight.dims()[1]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TokenBatch;
+    use crate::salience::Target;
+    use crate::salience::gradient::input_gradients;
+    use burn::backend::{Autodiff, Flex};
+    use rand::SeedableRng;
+
+    type Ad = Autodiff<Flex>;
+
+    fn tiny(num_outputs: usize, seed: u64) -> BertClassifier<Ad> {
+        let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
+        config.hidden_dropout_prob = 0.0;
+        config.attention_probs_dropout_prob = 0.0;
+        BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
+    }
+
+    fn logits(model: &BertClassifier<Ad>, sequences: &[&[u32]]) -> Vec<f32> {
+        let batch = TokenBatch::<Ad>::from_sequences(sequences, 0, &Default::default());
+        model.logits(&batch).into_data().to_vec().unwrap()
+    }
+
+    #[test]
+    fn padding_never_changes_real_tokens() {
+        let model = tiny(3, 1);
+        let alone = logits(&model, &[&[2, 5, 7, 3]]);
+        let padded = logits(&model, &[&[2, 5, 7, 3], &[2, 9, 9, 9, 9, 9, 4, 3]]);
+        for (a, b) in alone.iter().zip(&padded[..3]) {
+            assert!((a - b).abs() < 1e-5, "{alone:?} vs {padded:?}");
+        }
+        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 5, 3], &[2, 5, 6, 7, 3]], 0, &Default::default());
+        let attentions = model.attentions(model.embed(batch.ids), batch.mask);
+        assert_eq!(attentions.len(), 2);
+        let first: Vec<f32> = attentions[0].clone().into_data().to_vec().unwrap();
+        // Row [CLS] of head 0 in the short sequence: its two padding keys get 0, the rest sums to 1.
+        let row = &first[0..5];
+        assert!(row[3].abs() < 1e-9 && row[4].abs() < 1e-9, "{row:?}");
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let model = tiny(1, 3);
+        let device = Default::default();
+        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 3]], 0, &device);
+        let g = input_gradients(&model, &batch, Target::Logit);
+        let shape = g.embeddings.dims();
+        let e: Vec<f32> = g.embeddings.into_data().to_vec().unwrap();
+        let grad: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
+        let sign = if g.predicted[0] == 1 { 1.0 } else { -1.0 };
+        let f = |values: Vec<f32>| -> f64 {
+            let e = Tensor::<Ad, 3>::from_data(TensorData::new(values, shape), &device);
+            let l: Vec<f32> = model.logits_from_embeddings(e, batch.mask.clone()).into_data().to_vec().unwrap();
+            sign * l[0] as f64
+        };
+        let h = 1e-2f32;
+        for i in 0..e.len() {
+            let (mut plus, mut minus) = (e.clone(), e.clone());
+            plus[i] += h;
+            minus[i] -= h;
+            let numeric = (f(plus) - f(minus)) / (2.0 * h as f64);
+            assert!(
+                (numeric - grad[i] as f64).abs() < 1e-3 + 1e-2 * numeric.abs(),
+                "element {i}: {numeric} vs {}",
+                grad[i]
+            );
+        }
+    }
+
+    #[test]
+    fn learns_a_three_class_rule() {
+        use crate::spec::{Optimizer, Positive, Schedule, Share, TrainingSpec};
+        use crate::train::{TrainExample, TrainSetup, train};
+        use rand::Rng;
+        // Class = which of tokens 5, 6, 7 the sequence contains.
+        let data = |n: usize, seed: u64| -> Vec<TrainExample> {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            (0..n)
+                .map(|_| {
+                    let label = rng.random_range(0..3u32);
+                    let mut ids: Vec<u32> = (0..rng.random_range(3..8)).map(|_| rng.random_range(8..20)).collect();
+                    let at = rng.random_range(0..ids.len());
+                    ids[at] = 5 + label;
+                    ids.insert(0, 2);
+                    ids.push(3);
+                    TrainExample { ids, label }
+                })
+                .collect()
+        };
+        let spec = TrainingSpec {
+            batch_size: Positive::new(16),
+            optimizer: Optimizer::Adamw,
+            learning_rate: 2e-3,
+            weight_decay: 0.0,
+            schedule: Schedule::Linear { warmup_share: Share::new(0.1) },
+            max_steps: Positive::new(500),
+            eval_every: Positive::new(100),
+            patience: Positive::new(500),
+            max_grad_norm: Some(1.0),
+            seed: 4,
+        };
+        let progress = indicatif::ProgressBar::hidden();
+        let log = |_: String| {};
+        let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.0, progress: &progress, log: &log };
+        let (model, summary) =
+            train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default());
+        assert_eq!(model.num_outputs(), 3);
+        assert!(summary.best_validation_accuracy > 0.9, "{summary:?}");
+    }
+}

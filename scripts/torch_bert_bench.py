@@ -1,0 +1,128 @@
+"""The PyTorch + transformers side of grid's BERT throughput comparison.
+
+Measures, on the same checkpoint, data and recipe as a grid train/attribute step:
+- fine-tuning throughput (examples/s): BertForSequenceClassification with one
+  logit, AdamW (lr 5e-5, weight decay 5e-6, eps 1e-8), linear warm-up/decay,
+  gradient clipping at 1, batch 16, max length 100, batches of similar length;
+- attribution throughput (examples/s) of a gradient method (grad-l2 on the
+  word-embedding output, one forward and one backward per batch of 32);
+- peak accelerator memory (CUDA only).
+
+    python scripts/torch_bert_bench.py --model DIR --data sst2/train.parquet \
+        --attribute-data sst2/test.parquet [--device cuda] [--steps 200]
+
+Prints one JSON object. Compare with `examples_per_second` in the cache's
+train/<key>/training.json and attribute/<key>/summary.json.
+"""
+
+import argparse
+import json
+import time
+
+import pandas as pd
+import torch
+from transformers import AutoTokenizer, BertForSequenceClassification, get_linear_schedule_with_warmup
+
+
+def batches(lengths, batch_size, generator):
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    pool = batch_size * 50
+    out = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
+        out.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [out[i] for i in torch.randperm(len(out), generator=generator).tolist()]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--examples", type=int, default=8000)
+    parser.add_argument("--attribute", type=int, default=512)
+    parser.add_argument("--attribute-data", help="texts to attribute (default: --data)")
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(1)
+    generator = torch.Generator().manual_seed(1)
+
+    texts = pd.read_parquet(args.data)["text"].tolist()[: args.examples]
+    labels = pd.read_parquet(args.data)["label"].tolist()[: args.examples]
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    encoded = [tokenizer(t, truncation=True, max_length=100)["input_ids"] for t in texts]
+    model = BertForSequenceClassification.from_pretrained(args.model, num_labels=1).to(device)
+
+    def tensors(idx):
+        width = max(len(encoded[i]) for i in idx)
+        ids = torch.zeros(len(idx), width, dtype=torch.long)
+        mask = torch.zeros(len(idx), width, dtype=torch.long)
+        for row, i in enumerate(idx):
+            ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
+            mask[row, : len(encoded[i])] = 1
+        return ids.to(device), mask.to(device)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=5e-6, eps=1e-8)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * args.steps), args.steps)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    model.train()
+    plan = batches([len(e) for e in encoded], 16, generator)
+    seen, step = 0, 0
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
+    while step < args.steps:
+        for idx in plan:
+            ids, mask = tensors(idx)
+            y = torch.tensor([float(labels[i]) for i in idx], device=device)
+            logits = model(input_ids=ids, attention_mask=mask).logits.squeeze(-1)
+            loss = loss_fn(logits, y)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            seen += len(idx)
+            step += 1
+            if step >= args.steps:
+                break
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    train_seconds = time.perf_counter() - started
+
+    model.eval()
+    if args.attribute_data:
+        attributed = pd.read_parquet(args.attribute_data)["text"].tolist()[: args.attribute]
+        encoded = [tokenizer(t, truncation=True, max_length=100)["input_ids"] for t in attributed]
+    order = sorted(range(min(args.attribute, len(encoded))), key=lambda i: len(encoded[i]))
+    started = time.perf_counter()
+    for start in range(0, len(order), 32):
+        ids, mask = tensors(order[start : start + 32])
+        embeddings = model.bert.embeddings.word_embeddings(ids).detach().requires_grad_(True)
+        logits = model(inputs_embeds=embeddings, attention_mask=mask).logits.squeeze(-1)
+        target = torch.where(logits > 0, logits, -logits)
+        (grad,) = torch.autograd.grad(target.sum(), embeddings)
+        grad.norm(dim=-1).cpu()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    attribute_seconds = time.perf_counter() - started
+    result = {
+        "device": str(device),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "train_steps": step,
+        "train_examples_per_second": seen / train_seconds,
+        "attribute_examples": len(order),
+        "attribute_examples_per_second": len(order) / attribute_seconds,
+    }
+    if device.type == "cuda":
+        result["peak_memory_mib"] = torch.cuda.max_memory_allocated() / 2**20
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -157,6 +157,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             _ => Ok(ExitCode::SUCCESS),
         };
     }
+    if command == "run" {
+        download_checkpoints(&plan, &cache, verbosity);
+    }
     let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let worker = std::env::current_exe().ok().map(|program| {
         let mut args: Vec<std::ffi::OsString> =
@@ -220,6 +223,44 @@ fn warn_failed_verification(plan: &Plan, cache: &Cache) {
         let Ok(result) = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path) else { continue };
         if !result.passed {
             eprintln!("warning: {} failed verification: {}", step.label, result.failures.join("; "));
+        }
+    }
+}
+
+/// Downloads the `hf://` checkpoints that train steps still need, here in the
+/// parent with a visible progress bar, before worker processes (whose output is
+/// not a terminal) would. A failure is only reported: the train steps that need
+/// the checkpoint then fail with it, and every other branch still runs.
+fn download_checkpoints(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
+    let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
+    for step in &plan.steps {
+        if let dag::Work::Train { assets: dag::ModelAssets::Checkpoint { source, .. }, .. } = &step.work
+            && matches!(source, crate::model::hub::CheckpointSource::Hub { .. })
+            && !sources.contains(&source)
+            && !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_)))
+        {
+            sources.push(source);
+        }
+    }
+    for source in sources {
+        if source.dir(cache.root()).is_dir() {
+            continue;
+        }
+        let bar = if verbosity == Verbosity::Quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new(0).with_style(
+                indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            )
+        };
+        if verbosity > Verbosity::Quiet {
+            eprintln!("downloading {source}");
+        }
+        let result = crate::model::hub::resolve(source, cache.root(), &crate::model::hub::bar_progress(&bar));
+        bar.finish_and_clear();
+        if let Err(e) = result {
+            eprintln!("warning: {source}: {e}");
         }
     }
 }

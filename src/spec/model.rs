@@ -200,7 +200,7 @@ pub(super) struct RawTraining {
     eval_every: Option<Positive>,
     patience: Option<Positive>,
     /// `0` switches clipping off where the architecture's default has it.
-    max_grad_norm: Option<f64>,
+    max_grad_norm: Option<Spanned<f64>>,
     seed: Option<u64>,
 }
 
@@ -344,10 +344,12 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         (None, true) => Schedule::Linear { warmup_share: Share::new(0.1) },
         (None, false) => Schedule::Constant,
     };
-    let max_grad_norm = match raw.max_grad_norm {
-        Some(n) if n > 0.0 => Some(n),
-        Some(0.0) => None,
-        Some(n) => return Err((None, format!("model `{name}`: `training.max_grad_norm` must be ≥ 0, got {n}"))),
+    let max_grad_norm = match raw.max_grad_norm.as_ref().map(|n| (*n.get_ref(), n.span())) {
+        Some((n, _)) if n > 0.0 => Some(n),
+        Some((0.0, _)) => None,
+        Some((n, span)) => {
+            return Err((Some(span), format!("model `{name}`: `training.max_grad_norm` must be ≥ 0, got {n}")));
+        }
         None => bert.then_some(1.0),
     };
     Ok(TrainingSpec {

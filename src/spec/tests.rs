@@ -188,3 +188,23 @@ fn a_dataset_batch_size_overrides_the_models() {
     assert_eq!(g.models[0].for_dataset(&g.datasets[0]).training.batch_size.get(), 8);
     assert_eq!(g.models[0].training.batch_size.get(), 16);
 }
+
+#[test]
+fn bilstm_vocab_table_and_sgd_keys_parse() {
+    let text = MINIMAL.replace(
+        "architecture = \"bilstm\"",
+        "architecture = \"bilstm\"\nvocab = { max_size = 100, min_count = 2, lowercase = false }\n\n[models.training]\noptimizer = \"sgd\"\nmomentum = 0.5\nwarmup_share = 0.2\nmax_grad_norm = 0",
+    );
+    let g = parse(&text).unwrap();
+    let ArchitectureSpec::Bilstm(lstm) = &g.models[0].architecture else { panic!() };
+    assert_eq!((lstm.vocab.max_size.get(), lstm.vocab.min_count.get(), lstm.vocab.lowercase), (100, 2, false));
+    let training = &g.models[0].training;
+    assert_eq!(training.optimizer, Optimizer::Sgd { momentum: Share::new(0.5) });
+    assert_eq!(training.schedule, Schedule::Linear { warmup_share: Share::new(0.2) });
+    assert_eq!(training.max_grad_norm, None);
+    let e = error(
+        &MINIMAL
+            .replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\n[models.training]\nmax_grad_norm = -1"),
+    );
+    assert!(e.contains("test.toml:10:17: model `lstm`: `training.max_grad_norm` must be ≥ 0"), "{e}");
+}

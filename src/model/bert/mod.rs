@@ -147,6 +147,25 @@ mod tests {
         }
     }
 
+    /// BERT normalises `word + position + token type` with LayerNorm, which is
+    /// invariant to adding a constant to every dimension, so the gradient with
+    /// respect to a word embedding always sums to zero: `grad-mean` on BERT is
+    /// rounding noise, whatever the model learned (BENCHMARKS.md, SST-2 MiniLM).
+    #[test]
+    fn word_embedding_gradients_sum_to_zero() {
+        let model = tiny(1, 7);
+        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 5, 3]], 0, &Default::default());
+        let g = input_gradients(&model, &batch, Target::Logit);
+        let [_, time, dim] = g.gradients.dims();
+        let values: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
+        for t in 0..time {
+            let row = &values[t * dim..(t + 1) * dim];
+            let sum: f32 = row.iter().sum();
+            let l1: f32 = row.iter().map(|v| v.abs()).sum();
+            assert!(l1 > 0.0 && sum.abs() <= 1e-5 * l1, "token {t}: sum {sum}, l1 {l1}");
+        }
+    }
+
     #[test]
     fn learns_a_three_class_rule() {
         use crate::spec::{Optimizer, Positive, Schedule, Share, TrainingSpec};

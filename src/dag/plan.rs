@@ -110,27 +110,36 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         );
         let max_length = dataset.max_length.get();
 
+        // The models as trained on this dataset (its batch size), with their assets.
+        type Planned<'a> = (ModelSpec, &'a (ModelAssets, Option<String>));
+        let models: Vec<Planned> = grid.models.iter().map(|m| m.for_dataset(dataset)).zip(&assets).collect();
+        let train =
+            |b: &mut Builder, label: String, input: usize, (model, (assets, asset_hash)): &Planned, data: &str| {
+                b.add(
+                    StepKind::Train,
+                    label,
+                    vec![input],
+                    params::with_precision(
+                        params::train(model, max_length, &token_list, data, asset_hash.as_deref()),
+                        precision,
+                    ),
+                    Work::Train {
+                        model: model.clone(),
+                        max_length,
+                        shortcut_tokens: token_list.clone(),
+                        assets: assets.clone(),
+                    },
+                )
+            };
+
         // Original-data models: one per (dataset, model), shared by all shortcuts.
-        let mut original_models = Vec::new();
-        for (model, (assets, asset_hash)) in grid.models.iter().zip(&assets) {
-            let model = &model.for_dataset(dataset);
-            let step = b.add(
-                StepKind::Train,
-                format!("train/{}/original/{}", dataset.name, model.name),
-                vec![corpus],
-                params::with_precision(
-                    params::train(model, max_length, &token_list, "original", asset_hash.as_deref()),
-                    precision,
-                ),
-                Work::Train {
-                    model: model.clone(),
-                    max_length,
-                    shortcut_tokens: token_list.clone(),
-                    assets: assets.clone(),
-                },
-            );
-            original_models.push(step);
-        }
+        let original_models: Vec<usize> = models
+            .iter()
+            .map(|planned| {
+                let label = format!("train/{}/original/{}", dataset.name, planned.0.name);
+                train(&mut b, label, corpus, planned, "original")
+            })
+            .collect();
 
         for &kind in &grid.shortcuts.kinds {
             let options = ShortcutOptions {
@@ -148,24 +157,10 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 params::synth(&options),
                 Work::Synth { options },
             );
-            for ((model, &original), (assets, asset_hash)) in grid.models.iter().zip(&original_models).zip(&assets) {
-                let model = &model.for_dataset(dataset);
+            for (planned, &original) in models.iter().zip(&original_models) {
+                let model = &planned.0;
                 let cell = format!("{}/{kind}/{}", dataset.name, model.name);
-                let trained = b.add(
-                    StepKind::Train,
-                    format!("train/{cell}"),
-                    vec![synth],
-                    params::with_precision(
-                        params::train(model, max_length, &token_list, "shortcut", asset_hash.as_deref()),
-                        precision,
-                    ),
-                    Work::Train {
-                        model: model.clone(),
-                        max_length,
-                        shortcut_tokens: token_list.clone(),
-                        assets: assets.clone(),
-                    },
-                );
+                let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut");
                 let verify = b.add(
                     StepKind::Verify,
                     format!("verify/{cell}"),

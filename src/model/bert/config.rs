@@ -136,6 +136,24 @@ impl BertConfig {
                 return Err(format!("{name} must be positive"));
             }
         }
+        // Drawn from or divided by: a bad value would panic or poison every weight.
+        if !(self.initializer_range.is_finite() && self.initializer_range >= 0.0) {
+            return Err(format!("initializer_range must be a finite number ≥ 0, got {}", self.initializer_range));
+        }
+        if !(self.layer_norm_eps.is_finite() && self.layer_norm_eps > 0.0) {
+            return Err(format!("layer_norm_eps must be a finite number > 0, got {}", self.layer_norm_eps));
+        }
+        for (name, p) in [
+            ("hidden_dropout_prob", Some(self.hidden_dropout_prob)),
+            ("attention_probs_dropout_prob", Some(self.attention_probs_dropout_prob)),
+            ("classifier_dropout", self.classifier_dropout),
+        ] {
+            if let Some(p) = p
+                && !(0.0..1.0).contains(&p)
+            {
+                return Err(format!("{name} must be in [0, 1), got {p}"));
+            }
+        }
         Ok(())
     }
 
@@ -178,5 +196,11 @@ mod tests {
         config.num_attention_heads = 2;
         config.position_embedding_type = "relative_key".into();
         assert!(config.check().unwrap_err().contains("relative_key"));
+        let mut config = BertConfig::small(100, 64, 2, 2, 128, 64);
+        config.initializer_range = -0.02;
+        assert!(config.check().unwrap_err().contains("initializer_range must be"));
+        config.initializer_range = 0.02;
+        config.hidden_dropout_prob = 1.5;
+        assert!(config.check().unwrap_err().contains("hidden_dropout_prob must be in [0, 1)"));
     }
 }

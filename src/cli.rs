@@ -136,6 +136,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     } else {
         Verbosity::Normal
     };
+    if verbosity > Verbosity::Quiet && key.is_none() {
+        for note in &plan.skipped {
+            eprintln!("note: not planned: {note}");
+        }
+    }
     if command == "plan" {
         print!("{}", describe_plan(&plan, &cache).map_err(runtime)?);
         return Ok(ExitCode::SUCCESS);

@@ -17,9 +17,8 @@ use crate::cache::{StepKey, StepKind};
 use crate::metrics::Metric;
 use crate::model::hub::CheckpointSource;
 use crate::report::ReportFormat;
-use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutOptions};
-use crate::spec::{DatasetSpec, ModelSpec, TestSet, VerificationSpec};
+use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 
 pub use plan::{PlanError, PlanOptions, plan};
 pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, WorkerCommand, execute, run_one};
@@ -46,8 +45,8 @@ pub enum Work {
     Synth { options: ShortcutOptions },
     Train { model: ModelSpec, max_length: usize, shortcut_tokens: Vec<String>, assets: ModelAssets },
     Verify { thresholds: VerificationSpec },
-    Attribute { method: Method, sample: usize, test_set: TestSet, seed: u64, batch_size: usize, max_length: usize },
-    Score { metric: Metric },
+    Attribute(crate::steps::attribute::Options),
+    Score { metric: Metric, word_aggregation: Option<crate::metrics::WordAggregation> },
     Report { formats: Vec<ReportFormat>, cells: Vec<CellCoordinates>, verifications: Vec<VerifyCoordinates> },
 }
 
@@ -101,6 +100,9 @@ pub struct VerifyCoordinates {
 pub struct Plan {
     pub grid_name: String,
     pub steps: Vec<Step>,
+    /// Method × model pairs left out because the method does not apply to the
+    /// architecture (e.g. `[MASK]` baselines on a BiLSTM), one sentence each.
+    pub skipped: Vec<String>,
 }
 
 impl Plan {

@@ -10,6 +10,7 @@ use crate::backend::Precision;
 
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;
+use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
@@ -216,6 +217,10 @@ pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, ma
     })
 }
 
-pub fn score(metric: Metric) -> Value {
-    json!({ "metric": metric.name() })
+/// Per-token scoring keeps the key it had before word aggregation existed.
+pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
+    match aggregation {
+        None => json!({ "metric": metric.name() }),
+        Some(how) => json!({ "metric": metric.name(), "word_aggregation": how.name() }),
+    }
 }

@@ -71,6 +71,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];
     let mut cells = Vec::new();
     let mut verifications = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     let mut report_inputs = Vec::new();
     // Resolved and hashed once per model, not once per (dataset, shortcut).
     let assets =
@@ -178,6 +179,13 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 });
                 let a = &grid.attribution;
                 for &method in &a.methods {
+                    if let Some(reason) = method.unsupported_reason(model.kind().traits()) {
+                        let note = format!("{method} on model `{}` ({}): {reason}", model.name, model.kind().name());
+                        if !skipped.contains(&note) {
+                            skipped.push(note);
+                        }
+                        continue;
+                    }
                     let attribute = b.add(
                         StepKind::Attribute,
                         format!("attribute/{cell}/{method}"),
@@ -186,22 +194,24 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
                             precision,
                         ),
-                        Work::Attribute {
+                        Work::Attribute(crate::steps::attribute::Options {
                             method,
                             sample: a.sample.get(),
                             test_set: a.test_set,
                             seed: a.seed,
                             batch_size: a.batch_size.get(),
                             max_length,
-                        },
+                            internal_batch_size: a.internal_batch_size.get(),
+                            perturbations_per_eval: a.perturbations_per_eval.get(),
+                        }),
                     );
                     for &metric in &grid.metrics {
                         let score = b.add(
                             StepKind::Score,
                             format!("score/{cell}/{method}/{metric}"),
                             vec![attribute],
-                            params::score(metric),
-                            Work::Score { metric },
+                            params::score(metric, a.word_aggregation),
+                            Work::Score { metric, word_aggregation: a.word_aggregation },
                         );
                         report_inputs.push(score);
                         cells.push(CellCoordinates {
@@ -243,7 +253,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         layout,
         Work::Report { formats: grid.report.formats.clone(), cells, verifications },
     );
-    Ok(Plan { grid_name: grid.name.clone(), steps: b.steps })
+    Ok(Plan { grid_name: grid.name.clone(), steps: b.steps, skipped })
 }
 
 /// What a local checkpoint's content is, for its key.

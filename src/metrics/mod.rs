@@ -10,6 +10,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub mod words;
+
+pub use words::WordAggregation;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {

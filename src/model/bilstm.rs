@@ -17,13 +17,14 @@
 
 use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::activation::{relu, sigmoid, softmax, tanh};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::Classifier;
 use super::init;
 use super::noise::Noise;
+use super::rules::Rules;
+use super::{AttentionLeaf, Classifier};
+use crate::salience::AttentionView;
 
 /// Hyper-parameters, saved as `config.json` next to the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,7 +72,7 @@ impl<B: Backend> LstmDirection<B> {
     /// Runs the recurrence left to right over `x` (`[batch, time, d_input]`) and
     /// returns every hidden state, `[batch, time, hidden]`. Causal, so on a
     /// right-padded batch the states at real tokens never see the padding.
-    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
         let [batch, time, d_input] = x.dims();
         let hidden = self.hidden_size();
         let device = x.device();
@@ -88,13 +89,13 @@ impl<B: Backend> LstmDirection<B> {
                 + h.matmul(weight_hh.clone());
             // One sigmoid over all four blocks (the `g` block's is unused) costs
             // less than four small activations.
-            let sig = sigmoid(gates.clone());
+            let sig = rules.sigmoid(gates.clone());
             let i = sig.clone().slice([0..batch, 0..hidden]);
             let f = sig.clone().slice([0..batch, hidden..2 * hidden]);
             let o = sig.slice([0..batch, 3 * hidden..4 * hidden]);
-            let g = tanh(gates.slice([0..batch, 2 * hidden..3 * hidden]));
-            c = f * c + i * g;
-            h = o * tanh(c.clone());
+            let g = rules.tanh(gates.slice([0..batch, 2 * hidden..3 * hidden]));
+            c = rules.mul(f, c) + rules.mul(i, g);
+            h = rules.mul(o, rules.tanh(c.clone()));
             outputs.push(h.clone());
         }
         Tensor::stack(outputs, 1)
@@ -129,11 +130,11 @@ pub struct AdditiveAttention<B: Backend> {
 
 impl<B: Backend> AdditiveAttention<B> {
     /// Weights `[batch, time]` summing to 1 over real tokens; exactly 0 on padding.
-    pub fn weights(&self, keys: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+    pub fn weights(&self, keys: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 2> {
         let [batch, time, _] = keys.dims();
-        let scores = self.scorer.forward(tanh(self.projection.forward(keys))).reshape([batch, time]);
+        let scores = self.scorer.forward(rules.tanh(self.projection.forward(keys))).reshape([batch, time]);
         let padding = mask.clone().lower_elem(0.5);
-        softmax(scores.mask_fill(padding, -1.0e9), 1) * mask
+        rules.softmax(scores.mask_fill(padding, -1.0e9), 1) * mask
     }
 }
 
@@ -199,27 +200,54 @@ impl<B: Backend> BiLstmClassifier<B> {
         &self,
         embeddings: Tensor<B, 3>,
         mask: Tensor<B, 2>,
-        mut noise: Option<&mut Noise>,
+        noise: Option<&mut Noise>,
     ) -> (Tensor<B, 2>, Tensor<B, 2>) {
-        let drop = |x: Tensor<B, 3>, noise: &mut Option<&mut Noise>| match noise {
-            Some(n) => n.dropout(x, self.dropout),
-            None => x,
-        };
-        let embeddings = drop(embeddings, &mut noise);
-        let forward = self.lstm_forward.forward(embeddings.clone());
-        let reverse = reversal_index(mask.clone());
-        let backward = self.lstm_backward.forward(permute_time(embeddings, reverse.clone()));
+        self.forward_under(embeddings, mask, noise, Rules::Plain)
+    }
+
+    /// [`Self::forward_with`] with its nonlinearities differentiated by `rules`.
+    pub fn forward_under(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        mut noise: Option<&mut Noise>,
+        rules: Rules,
+    ) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let states = self.encode(embeddings, mask.clone(), noise.as_deref_mut(), rules);
+        let alpha = self.attention.weights(states.clone(), mask, rules);
+        (self.head(states, alpha.clone(), noise, rules), alpha)
+    }
+
+    /// The BiLSTM states at every token, `[batch, time, 2 * hidden]` (forward ⧺ backward).
+    pub fn encode(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        mut noise: Option<&mut Noise>,
+        rules: Rules,
+    ) -> Tensor<B, 3> {
+        let embeddings = dropout(embeddings, self.dropout, noise.as_deref_mut());
+        let forward = self.lstm_forward.forward(embeddings.clone(), rules);
+        let reverse = reversal_index(mask);
+        let backward = self.lstm_backward.forward(permute_time(embeddings, reverse.clone()), rules);
         let backward = permute_time(backward, reverse);
-        let states = drop(Tensor::cat(vec![forward, backward], 2), &mut noise);
-        let alpha = self.attention.weights(states.clone(), mask);
+        dropout(Tensor::cat(vec![forward, backward], 2), self.dropout, noise)
+    }
+
+    /// Logits from the states and their attention weights `[batch, time]`:
+    /// context `Σ_t α_t h_t` → hidden layer (ReLU) → output.
+    pub fn head(&self, states: Tensor<B, 3>, alpha: Tensor<B, 2>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 2> {
         let [batch, time, width] = states.dims();
-        let context = (states * alpha.clone().reshape([batch, time, 1])).sum_dim(1).reshape([batch, width]);
-        let hidden = relu(self.hidden.forward(context));
-        let hidden = match noise.as_mut() {
-            Some(n) => n.dropout(hidden, self.dropout),
-            None => hidden,
-        };
-        (self.output.forward(hidden), alpha)
+        let context = rules.mul(states, alpha.reshape([batch, time, 1])).sum_dim(1).reshape([batch, width]);
+        let hidden = dropout(rules.relu(self.hidden.forward(context)), self.dropout, noise);
+        self.output.forward(hidden)
+    }
+}
+
+fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
+    match noise {
+        Some(noise) => noise.dropout(x, p),
+        None => x,
     }
 }
 
@@ -234,6 +262,26 @@ impl<B: Backend> Classifier<B> for BiLstmClassifier<B> {
 
     fn num_outputs(&self) -> usize {
         self.output.weight.dims()[1]
+    }
+
+    fn attention_scores(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>, view: AttentionView) -> Option<Tensor<B, 2>> {
+        match view {
+            AttentionView::Additive => Some(self.forward_with(embeddings, mask, None).1),
+            AttentionView::LastLayer | AttentionView::AllLayers => None,
+        }
+    }
+
+    fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
+        let states = self.encode(embeddings, mask.clone(), None, Rules::Plain);
+        let [batch, time, _] = states.dims();
+        let alpha = self.attention.weights(states.clone(), mask, Rules::Plain);
+        let probs = alpha.reshape([batch, 1, 1, time]).detach().require_grad();
+        let logits = self.head(states, probs.clone().reshape([batch, time]), None, Rules::Plain);
+        Some(AttentionLeaf { probs, logits })
+    }
+
+    fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        Some(self.forward_under(embeddings, mask, None, Rules::Rescale).0)
     }
 }
 

@@ -15,8 +15,11 @@ pub mod hub;
 pub mod init;
 pub mod noise;
 pub mod predict;
+pub mod rules;
 
 use burn::prelude::*;
+
+use crate::salience::AttentionView;
 
 /// A right-padded batch of token ids with its padding mask.
 #[derive(Debug, Clone)]
@@ -66,6 +69,40 @@ pub trait Classifier<B: Backend> {
 
     /// Number of logits per example: 1 for a binary model, C otherwise.
     fn num_outputs(&self) -> usize;
+
+    /// Attention weights read as salience, `[batch, time]`: they sum to 1 over the
+    /// real tokens of each example and are exactly 0 at padding. `None` when the
+    /// model has no attention of that kind.
+    fn attention_scores(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>, _view: AttentionView) -> Option<Tensor<B, 2>> {
+        None
+    }
+
+    /// The forward pass with the attention probabilities that reach the output
+    /// made a leaf of the autodiff graph, so that their gradient is `∂f/∂α` with
+    /// everything upstream held fixed (scaled attention). `None` without attention.
+    fn attention_leaf(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
+        None
+    }
+
+    /// Logits under DeepLift's Rescale rule ([`rules::Rules::Rescale`]): the batch
+    /// stacks n inputs (rows `[0, n)`) over their n references (rows `[n, 2n)`);
+    /// the values are the ordinary logits, the gradients DeepLift's multipliers.
+    /// `None` when the model does not implement the rules.
+    fn deeplift_logits(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        None
+    }
+}
+
+/// See [`Classifier::attention_leaf`].
+#[derive(Debug, Clone)]
+pub struct AttentionLeaf<B: Backend> {
+    /// `[batch, heads, queries, time]`, a leaf that requires its gradient. Query 0
+    /// is the one that reaches the output: the BiLSTM's keys-only attention has
+    /// one head and one query; BERT's last layer has every position as a query,
+    /// of which only `[CLS]` feeds the pooler.
+    pub probs: Tensor<B, 4>,
+    /// `[batch, num_outputs]`, computed from `probs`.
+    pub logits: Tensor<B, 2>,
 }
 
 /// Predicted class per example from `[batch, num_outputs]` logits.

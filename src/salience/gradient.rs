@@ -10,8 +10,34 @@ use burn::tensor::backend::AutodiffBackend;
 use super::target::predicted_class_score;
 #[cfg(test)]
 use super::target::predicted_class_value;
-use super::{Reduction, Target};
+use super::{Attribution, Examples, GradientMethod, Reduction, Target, Vocabulary, rows_of};
 use crate::model::{Classifier, TokenBatch, predicted_classes};
+
+/// `grad{p,l}-{l1,l2,mean}` and `gxi{p,l}` for a batch; integrated gradients
+/// lives in its own module.
+pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
+    model: &M,
+    method: GradientMethod,
+    examples: &Examples<'_>,
+    vocab: &Vocabulary,
+    device: &B::Device,
+) -> Attribution {
+    let batch = examples.batch::<B>(vocab.pad, device);
+    let (scores, predicted) = match method {
+        GradientMethod::Gradient { target, reduction } => {
+            let g = input_gradients(model, &batch, target);
+            (reduce(g.gradients, reduction), g.predicted)
+        }
+        GradientMethod::GradientTimesInput { target } => {
+            let g = input_gradients(model, &batch, target);
+            (gradient_times_input(g.gradients, g.embeddings), g.predicted)
+        }
+        GradientMethod::IntegratedGradients { .. } => {
+            unreachable!("integrated gradients is dispatched to its own module")
+        }
+    };
+    Attribution { scores: rows_of(scores, examples), predicted, completeness_gap: None }
+}
 
 /// `∂f/∂e` and `e` for a batch, with the predicted classes.
 pub struct InputGradients<B: Backend> {
@@ -27,16 +53,31 @@ pub fn input_gradients<B: AutodiffBackend, M: Classifier<B>>(
     batch: &TokenBatch<B>,
     target: Target,
 ) -> InputGradients<B::InnerBackend> {
+    gradients_at(model, model.embed(batch.ids.clone()).inner(), batch.mask.clone(), None, target)
+}
+
+/// `∂f/∂e` at given embeddings. `classes` fixes the explained class per row
+/// (SmoothGrad and IG explain the clean input's prediction at other points);
+/// `None` explains each row's own prediction.
+pub fn gradients_at<B: AutodiffBackend, M: Classifier<B>>(
+    model: &M,
+    embeddings: Tensor<B::InnerBackend, 3>,
+    mask: Tensor<B, 2>,
+    classes: Option<&[u32]>,
+    target: Target,
+) -> InputGradients<B::InnerBackend> {
     // The embeddings become a leaf of the graph so autodiff stops there.
-    let embeddings = model.embed(batch.ids.clone()).detach().require_grad();
-    let logits = model.logits_from_embeddings(embeddings.clone(), batch.mask.clone());
-    let predicted = predicted_classes(logits.clone());
+    let leaf = Tensor::<B, 3>::from_inner(embeddings.clone()).require_grad();
+    let logits = model.logits_from_embeddings(leaf.clone(), mask);
+    let predicted = match classes {
+        Some(c) => c.to_vec(),
+        None => predicted_classes(logits.clone()),
+    };
     let f = predicted_class_score(logits, &predicted, target);
     let grads = f.sum().backward();
-    let inner = embeddings.clone().inner();
     // No gradient means f does not depend on the embeddings at all: zero salience.
-    let gradients = embeddings.grad(&grads).unwrap_or_else(|| inner.zeros_like());
-    InputGradients { gradients, embeddings: inner, predicted }
+    let gradients = leaf.grad(&grads).unwrap_or_else(|| embeddings.zeros_like());
+    InputGradients { gradients, embeddings, predicted }
 }
 
 /// One score per token, `[batch, time]`.

@@ -1,171 +1,196 @@
 //! Input salience methods (Bastings et al. 2022 §3.2; PROTOCOL §1).
 //!
-//! A method config name, as the papers print it, leads straight to its file:
-//! `grad{p,l}-{l1,l2,mean}` and `gxi{p,l}` → [`gradient`], `random` → [`random`].
-//! Every method scores the *predicted* class: for a binary model predicting 0 the
-//! target is −logit (probability 1 − p), so positive salience always means
-//! "towards the prediction".
+//! A method config name, as the papers print it, leads straight to its file
+//! (the table in [`method`]). Every method scores the *predicted* class: for a
+//! binary model predicting 0 the target is −logit (probability 1 − p), so positive
+//! salience always means "towards the prediction".
+//!
+//! Every method takes a batch of examples and returns one score per token of
+//! each. Methods that need many model evaluations per example (IG steps,
+//! SmoothGrad samples, perturbations) pack them *across* examples into chunks of
+//! a configurable size ([`Settings`]), so the batch dimension is always full;
+//! anything random is seeded per example, so batching never changes a score.
 
+pub mod attention;
+pub mod deeplift;
 pub mod gradient;
+pub mod integrated_gradients;
+pub mod kernel_shap;
+pub mod lime;
+pub mod method;
+pub mod occlusion;
+pub mod perturb;
 pub mod random;
+pub mod regression;
+pub mod smoothgrad;
 pub mod target;
 
-use std::fmt;
-use std::str::FromStr;
+use burn::tensor::backend::AutodiffBackend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
-use serde::{Deserialize, Serialize};
+pub use method::{
+    AttentionView, Baseline, GradientMethod, Hiding, Method, ModelTraits, NoiseLevel, Reduction, Target, UnknownMethod,
+};
 
-/// What is differentiated: the predicted class's probability (`p`) or logit (`l`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Target {
-    Probability,
-    Logit,
+use crate::model::{Classifier, TokenBatch};
+
+/// The examples of one batch.
+#[derive(Debug, Clone)]
+pub struct Examples<'a> {
+    /// Token ids per example, unpadded.
+    pub ids: Vec<&'a [u32]>,
+    /// Per example and token: `true` at special tokens (`[CLS]`, `[SEP]`), which
+    /// keep their embedding under every baseline, are never hidden, and are never ranked.
+    pub special: Vec<Vec<bool>>,
+    /// A stable id per example (its index in the test set): the stream of its randomness.
+    pub stream: Vec<u64>,
 }
 
-/// How a gradient vector `∂f/∂e_i` becomes one score per token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Reduction {
-    /// `Σ_d |∂f/∂e_id|`
-    L1,
-    /// `‖∂f/∂e_i‖₂`
-    L2,
-    /// `mean_d ∂f/∂e_id` (signed)
-    Mean,
+impl<'a> Examples<'a> {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// A padded batch of all examples.
+    pub fn batch<B: burn::prelude::Backend>(&self, pad: u32, device: &B::Device) -> TokenBatch<B> {
+        TokenBatch::from_sequences(&self.ids, pad, device)
+    }
+
+    /// Positions that may be hidden, perturbed or ranked in example `i`.
+    pub fn ordinary_positions(&self, i: usize) -> Vec<usize> {
+        (0..self.ids[i].len()).filter(|&t| !self.special[i][t]).collect()
+    }
 }
 
-/// A salience method config, named as in the paper's tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Method {
-    /// `grad{p,l}-{l1,l2,mean}`
-    Gradient { target: Target, reduction: Reduction },
-    /// `gxi{p,l}`: `∂f/∂e_i · e_i`
-    GradientTimesInput { target: Target },
-    /// `random`: uniform scores, the floor every method must beat.
-    Random,
+/// The token ids methods need from the model's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vocabulary {
+    pub pad: u32,
+    pub unk: u32,
+    pub mask: Option<u32>,
+}
+
+impl Vocabulary {
+    /// The token that stands for a hidden one; `None` when hiding deletes it.
+    pub fn hiding_token(&self, hiding: Hiding) -> Result<Option<u32>, AttributionError> {
+        match hiding {
+            Hiding::Unk => Ok(Some(self.unk)),
+            Hiding::Mask => self.mask.map(Some).ok_or(AttributionError::NoMaskToken),
+            Hiding::Erase => Ok(None),
+        }
+    }
+
+    /// The token whose embedding is the baseline; `None` for zero vectors.
+    pub fn baseline_token(&self, baseline: Baseline) -> Result<Option<u32>, AttributionError> {
+        match baseline {
+            Baseline::Zero => Ok(None),
+            Baseline::Unk => Ok(Some(self.unk)),
+            Baseline::Pad => Ok(Some(self.pad)),
+            Baseline::Mask => self.mask.map(Some).ok_or(AttributionError::NoMaskToken),
+        }
+    }
+}
+
+/// Performance knobs: they never change a score (beyond float rounding), so
+/// they are not part of any cache key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Seed of the per-example randomness (LIME, KernelSHAP, SmoothGrad, random).
+    pub seed: u64,
+    /// Inputs per forward/backward pass for IG steps and SmoothGrad samples
+    /// (Captum's `internal_batch_size`): the memory knob.
+    pub internal_batch_size: usize,
+    /// Perturbed inputs per forward pass for LIME, KernelSHAP and occlusion
+    /// (Captum's `perturbations_per_eval`).
+    pub perturbations_per_eval: usize,
+}
+
+impl Settings {
+    /// The random stream of one example.
+    pub fn rng(&self, stream: u64) -> ChaCha8Rng {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(stream);
+        rng
+    }
+}
+
+/// Salience for a batch of examples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    /// Per example, one score per token (the example's own length).
+    pub scores: Vec<Vec<f32>>,
+    /// Predicted class per example.
+    pub predicted: Vec<u32>,
+    /// IG and DeepLift: `Σ_i s_i − (f(x) − f(b))` per example, the built-in check
+    /// that the attributions account for the output difference.
+    pub completeness_gap: Option<Vec<f32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown salience method `{name}`; known: grad{{p,l}}-{{l1,l2,mean}}, gxi{{p,l}}, random")]
-pub struct UnknownMethod {
-    pub name: String,
+pub enum AttributionError {
+    #[error("the model's vocabulary has no [MASK] token")]
+    NoMaskToken,
+    #[error("method `{method}` does not apply to this model: {reason}")]
+    Unsupported { method: String, reason: String },
 }
 
-fn target_letter(target: Target) -> char {
-    match target {
-        Target::Probability => 'p',
-        Target::Logit => 'l',
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Method::Gradient { target, reduction } => {
-                let r = match reduction {
-                    Reduction::L1 => "l1",
-                    Reduction::L2 => "l2",
-                    Reduction::Mean => "mean",
-                };
-                write!(f, "grad{}-{r}", target_letter(*target))
-            }
-            Method::GradientTimesInput { target } => write!(f, "gxi{}", target_letter(*target)),
-            Method::Random => write!(f, "random"),
-        }
-    }
-}
-
-impl FromStr for Method {
-    type Err = UnknownMethod;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        let unknown = || UnknownMethod { name: name.to_string() };
-        let target = |c: &str| match c {
-            "p" => Ok(Target::Probability),
-            "l" => Ok(Target::Logit),
-            _ => Err(unknown()),
-        };
-        if name == "random" {
-            return Ok(Method::Random);
-        }
-        if let Some(rest) = name.strip_prefix("gxi") {
-            return Ok(Method::GradientTimesInput { target: target(rest)? });
-        }
-        if let Some(rest) = name.strip_prefix("grad") {
-            let (t, reduction) = rest.split_once('-').ok_or_else(unknown)?;
-            let reduction = match reduction {
-                "l1" => Reduction::L1,
-                "l2" => Reduction::L2,
-                "mean" => Reduction::Mean,
-                _ => return Err(unknown()),
-            };
-            return Ok(Method::Gradient { target: target(t)?, reduction });
-        }
-        Err(unknown())
-    }
-}
-
-impl Serialize for Method {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Method {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// Salience for one batch: per example, one score per token position of the
-/// (padded) batch, and the predicted class. `example_ids` seed the per-example
-/// randomness of stochastic methods, so batching never changes a score.
-pub fn attribute_batch<B, M>(
+/// Scores every example of `examples` with `method`.
+pub fn attribute<B, M>(
     model: &M,
     method: Method,
-    batch: &crate::model::TokenBatch<B>,
-    example_ids: &[u64],
-    seed: u64,
-) -> (Vec<Vec<f32>>, Vec<u32>)
+    examples: &Examples<'_>,
+    vocab: &Vocabulary,
+    settings: &Settings,
+    device: &B::Device,
+) -> Result<Attribution, AttributionError>
 where
-    B: burn::tensor::backend::AutodiffBackend,
-    M: crate::model::Classifier<B>,
+    B: AutodiffBackend,
+    M: Classifier<B>,
 {
-    use burn::prelude::*;
-    let [rows, time] = batch.ids.dims();
-    let to_rows = |t: Tensor<B::InnerBackend, 2>| -> Vec<Vec<f32>> {
-        let values: Vec<f32> = t.into_data().convert::<f32>().to_vec().unwrap_or_default();
-        values.chunks(time).map(<[f32]>::to_vec).collect()
-    };
     match method {
-        Method::Gradient { target, reduction } => {
-            let g = gradient::input_gradients(model, batch, target);
-            (to_rows(gradient::reduce(g.gradients, reduction)), g.predicted)
+        Method::Gradient(GradientMethod::IntegratedGradients { target, baseline, steps }) => {
+            integrated_gradients::explain(model, target, baseline, steps, examples, vocab, settings, device)
         }
-        Method::GradientTimesInput { target } => {
-            let g = gradient::input_gradients(model, batch, target);
-            (to_rows(gradient::gradient_times_input(g.gradients, g.embeddings)), g.predicted)
+        Method::Gradient(g) => Ok(gradient::explain(model, g, examples, vocab, device)),
+        Method::SmoothGrad { inner, samples, sigma } => {
+            smoothgrad::explain(model, inner, samples, sigma, examples, vocab, settings, device)
         }
+        Method::Lime { hiding, samples } => lime::explain(model, hiding, samples, examples, vocab, settings, device),
+        Method::KernelShap { hiding, samples } => {
+            kernel_shap::explain(model, hiding, samples, examples, vocab, settings, device)
+        }
+        Method::Occlusion { hiding } => occlusion::explain(model, hiding, examples, vocab, settings, device),
+        Method::Attention(view) => attention::explain(model, view, examples, vocab, device),
+        Method::ScaledAttention => attention::explain_scaled(model, examples, vocab, device),
+        Method::DeepLift { baseline } => deeplift::explain(model, baseline, examples, vocab, settings, device),
         Method::Random => {
-            let predicted = crate::model::predicted_classes(model.logits(batch));
-            let scores = example_ids.iter().take(rows).map(|&id| random::random_scores(seed, id, time)).collect();
-            (scores, predicted)
+            let batch = examples.batch::<B>(vocab.pad, device);
+            let predicted = crate::model::predicted_classes(model.logits(&batch));
+            let scores = examples
+                .ids
+                .iter()
+                .zip(&examples.stream)
+                .map(|(ids, &stream)| random::random_scores(settings.seed, stream, ids.len()))
+                .collect();
+            Ok(Attribution { scores, predicted, completeness_gap: None })
         }
     }
+}
+
+/// Splits `[batch, time]` scores into one row per example, cut to its length.
+pub(crate) fn rows_of<B: burn::prelude::Backend>(
+    scores: burn::prelude::Tensor<B, 2>,
+    examples: &Examples<'_>,
+) -> Vec<Vec<f32>> {
+    let [_, time] = scores.dims();
+    let values: Vec<f32> = scores.into_data().convert::<f32>().to_vec().unwrap_or_default();
+    values.chunks(time.max(1)).zip(&examples.ids).map(|(row, ids)| row[..ids.len()].to_vec()).collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for name in ["gradp-l1", "gradl-l2", "gradp-mean", "gxip", "gxil", "random"] {
-            let m: Method = name.parse().unwrap();
-            assert_eq!(m.to_string(), name);
-        }
-        for bad in ["grad-l1", "gradx-l1", "gradp-l3", "gxi", "gxipp", "ig"] {
-            assert!(bad.parse::<Method>().is_err(), "{bad}");
-        }
-    }
-}
+pub(crate) mod test_models;

@@ -21,6 +21,7 @@ use crate::data::generated::GeneratedCorpusOptions;
 use crate::data::table::TableFormat;
 use crate::metrics::Metric;
 use crate::report::ReportFormat;
+use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{
@@ -209,6 +210,12 @@ pub struct AttributionSpec {
     pub sample: Positive,
     pub test_set: TestSet,
     pub batch_size: Positive,
+    /// IG steps / SmoothGrad samples per forward-backward pass (Captum's `internal_batch_size`).
+    pub internal_batch_size: Positive,
+    /// Perturbed inputs per forward pass (Captum's `perturbations_per_eval`).
+    pub perturbations_per_eval: Positive,
+    /// How scores of a word's subword tokens combine before scoring, if at all.
+    pub word_aggregation: Option<WordAggregation>,
     pub seed: u64,
 }
 
@@ -222,6 +229,12 @@ struct RawAttribution {
     test_set: TestSet,
     #[serde(default = "attr_batch")]
     batch_size: Positive,
+    #[serde(default = "internal_batch")]
+    internal_batch_size: Positive,
+    #[serde(default = "per_eval")]
+    perturbations_per_eval: Positive,
+    #[serde(default)]
+    word_aggregation: Option<WordAggregation>,
     #[serde(default = "attr_seed")]
     seed: u64,
 }
@@ -234,6 +247,12 @@ fn synthetic() -> TestSet {
 }
 fn attr_batch() -> Positive {
     Positive::new(32)
+}
+fn internal_batch() -> Positive {
+    Positive::new(256)
+}
+fn per_eval() -> Positive {
+    Positive::new(256)
 }
 fn attr_seed() -> u64 {
     7
@@ -358,6 +377,9 @@ impl Grid {
                 sample: raw.attribution.sample,
                 test_set: raw.attribution.test_set,
                 batch_size: raw.attribution.batch_size,
+                internal_batch_size: raw.attribution.internal_batch_size,
+                perturbations_per_eval: raw.attribution.perturbations_per_eval,
+                word_aggregation: raw.attribution.word_aggregation,
                 seed: raw.attribution.seed,
             },
             verification: raw.verification,

@@ -23,6 +23,23 @@ impl Architecture {
             Architecture::Bert => "bert",
         }
     }
+
+    /// What salience methods can rely on (a pretrained BERT vocabulary without
+    /// `[MASK]` is caught when its attribution step runs).
+    pub fn traits(self) -> crate::salience::ModelTraits {
+        match self {
+            Architecture::Bilstm => crate::salience::ModelTraits {
+                mask_token: false,
+                additive_attention: true,
+                transformer_attention: false,
+            },
+            Architecture::Bert => crate::salience::ModelTraits {
+                mask_token: true,
+                additive_attention: false,
+                transformer_attention: true,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

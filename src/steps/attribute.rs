@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand::seq::index;
@@ -14,13 +14,13 @@ use serde::{Deserialize, Serialize};
 use super::StepContext;
 use super::io::{write_json, write_jsonl};
 use crate::data::words;
-use crate::model::TokenBatch;
 use crate::model::checkpoint;
-use crate::salience::{Method, attribute_batch};
+use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::spec::TestSet;
 
 pub const FILE: &str = "attributions.jsonl";
 
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     pub method: Method,
     pub sample: usize,
@@ -28,6 +28,9 @@ pub struct Options {
     pub seed: u64,
     pub batch_size: usize,
     pub max_length: usize,
+    /// Performance knobs, not part of the step's key.
+    pub internal_batch_size: usize,
+    pub perturbations_per_eval: usize,
 }
 
 /// One explained example.
@@ -43,6 +46,9 @@ pub struct AttributedExample {
     pub label: u32,
     pub predicted: u32,
     pub scores: Vec<f32>,
+    /// IG and DeepLift: `Σ_i s_i − (f(x) − f(b))`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completeness_gap: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,6 +59,11 @@ pub struct AttributionSummary {
     pub dropped_truncated: usize,
     pub seconds: f64,
     pub examples_per_second: f64,
+    /// Mean and largest `|completeness gap|` over examples, for IG and DeepLift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_abs_completeness_gap: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abs_completeness_gap: Option<f64>,
 }
 
 /// The sampled indices, sorted: a pure function of (seed, n, sample).
@@ -114,23 +125,37 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
                 label: example.label,
                 predicted: 0,
                 scores: Vec::new(),
+                completeness_gap: None,
             },
         ));
     }
 
+    let vocab = Vocabulary {
+        pad: checkpoint.encoder.pad_id(),
+        unk: checkpoint.encoder.unk_id(),
+        mask: checkpoint.encoder.mask_id(),
+    };
+    let settings = Settings {
+        seed: options.seed,
+        internal_batch_size: options.internal_batch_size.max(1),
+        perturbations_per_eval: options.perturbations_per_eval.max(1),
+    };
     let mut order: Vec<usize> = (0..examples.len()).collect();
     order.sort_by_key(|&i| examples[i].0.ids.len());
     ctx.progress.set_length(examples.len() as u64);
     for chunk in order.chunks(options.batch_size.max(1)) {
-        let sequences: Vec<&[u32]> = chunk.iter().map(|&i| examples[i].0.ids.as_slice()).collect();
-        let ids: Vec<u64> = chunk.iter().map(|&i| examples[i].1.index as u64).collect();
-        let batch = TokenBatch::<B>::from_sequences(&sequences, checkpoint.encoder.pad_id(), device);
-        let (scores, predicted) = attribute_batch(&checkpoint.model, options.method, &batch, &ids, options.seed);
-        for ((&i, mut row), p) in chunk.iter().zip(scores).zip(predicted) {
+        let batch = Examples {
+            ids: chunk.iter().map(|&i| examples[i].0.ids.as_slice()).collect(),
+            special: chunk.iter().map(|&i| examples[i].0.word_of_token.iter().map(Option::is_none).collect()).collect(),
+            stream: chunk.iter().map(|&i| examples[i].1.index as u64).collect(),
+        };
+        let explained = salience::attribute(&checkpoint.model, options.method, &batch, &vocab, &settings, device)
+            .with_context(|| format!("method `{}`", options.method))?;
+        for (k, &i) in chunk.iter().enumerate() {
             let (encoded, record) = &mut examples[i];
-            row.truncate(encoded.ids.len());
-            record.scores = row;
-            record.predicted = p;
+            record.scores = explained.scores[k].clone();
+            record.predicted = explained.predicted[k];
+            record.completeness_gap = explained.completeness_gap.as_ref().map(|g| g[k]);
             record.word_of_token = encoded.word_of_token.clone();
         }
         ctx.progress.inc(chunk.len() as u64);
@@ -138,6 +163,12 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let records: Vec<AttributedExample> = examples.into_iter().map(|(_, r)| r).collect();
     write_jsonl(&out.join(FILE), &records)?;
     let seconds = started.elapsed().as_secs_f64();
+    let gaps: Vec<f64> = records.iter().filter_map(|r| r.completeness_gap).map(|g| (g as f64).abs()).collect();
+    let (mean_gap, max_gap) = if gaps.is_empty() {
+        (None, None)
+    } else {
+        (Some(gaps.iter().sum::<f64>() / gaps.len() as f64), Some(gaps.iter().fold(0.0f64, |m, &g| m.max(g))))
+    };
     write_json(
         &out.join("summary.json"),
         &AttributionSummary {
@@ -146,6 +177,8 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             dropped_truncated,
             seconds,
             examples_per_second: records.len() as f64 / seconds.max(1e-9),
+            mean_abs_completeness_gap: mean_gap,
+            max_abs_completeness_gap: max_gap,
         },
     )
 }

@@ -41,18 +41,8 @@ pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
             train::run(model, *max_length, shortcut_tokens, assets, &ctx.inputs[0], out, ctx)
         }
         Work::Verify { thresholds } => verify::run(thresholds, ctx, out),
-        Work::Attribute { method, sample, test_set, seed, batch_size, max_length } => {
-            let options = attribute::Options {
-                method: *method,
-                sample: *sample,
-                test_set: *test_set,
-                seed: *seed,
-                batch_size: *batch_size,
-                max_length: *max_length,
-            };
-            attribute::run(&options, ctx, out)
-        }
-        Work::Score { metric } => score::run(*metric, &ctx.inputs[0], out),
+        Work::Attribute(options) => attribute::run(options, ctx, out),
+        Work::Score { metric, word_aggregation } => score::run(*metric, *word_aggregation, &ctx.inputs[0], out),
         Work::Report { formats, cells, verifications } => report::run(formats, cells, verifications, index, ctx, out),
     }
 }

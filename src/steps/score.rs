@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
 use super::io::{read_jsonl, write_json};
-use crate::metrics::{Metric, ranking};
+use crate::metrics::{Metric, WordAggregation, ranking, words};
 
 pub const SCORE_FILE: &str = "score.json";
 
@@ -21,21 +21,27 @@ pub struct Score {
     pub values: Vec<f64>,
 }
 
-pub fn evaluate(metric: Metric, examples: &[AttributedExample]) -> Score {
+pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Option<WordAggregation>) -> Score {
     let values: Vec<f64> = examples
         .iter()
-        .filter_map(|e| {
-            let order = ranking(&e.scores, |i| e.word_of_token.get(i).is_some_and(Option::is_some));
-            metric.evaluate(&order, &e.ground_truth)
+        .filter_map(|e| match aggregation {
+            None => {
+                let order = ranking(&e.scores, |i| e.word_of_token.get(i).is_some_and(Option::is_some));
+                metric.evaluate(&order, &e.ground_truth)
+            }
+            Some(how) => {
+                let w = words::aggregate(&e.scores, &e.word_of_token, &e.ground_truth, how);
+                metric.evaluate(&ranking(&w.scores, |_| true), &w.ground_truth)
+            }
         })
         .collect();
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
     Score { metric, mean, examples: values.len(), values }
 }
 
-pub fn run(metric: Metric, attribution_dir: &Path, out: &Path) -> Result<()> {
+pub fn run(metric: Metric, aggregation: Option<WordAggregation>, attribution_dir: &Path, out: &Path) -> Result<()> {
     let examples: Vec<AttributedExample> = read_jsonl(&attribution_dir.join(FILE))?;
-    write_json(&out.join(SCORE_FILE), &evaluate(metric, &examples))
+    write_json(&out.join(SCORE_FILE), &evaluate(metric, &examples, aggregation))
 }
 
 #[cfg(test)]
@@ -51,6 +57,7 @@ mod tests {
             label: 0,
             predicted: 0,
             scores,
+            completeness_gap: None,
         }
     }
 
@@ -61,10 +68,10 @@ mod tests {
             example(vec![0.9, 0.1, 0.3], vec![1], &[]),  // precision 0, rank 3
             example(vec![5.0, 0.2, 0.1], vec![1], &[0]), // special at 0 skipped: precision 1, rank 1
         ];
-        let p = evaluate(Metric::Precision, &examples);
+        let p = evaluate(Metric::Precision, &examples, None);
         assert_eq!(p.values, vec![1.0, 0.0, 1.0]);
         assert!((p.mean - 2.0 / 3.0).abs() < 1e-12);
-        let r = evaluate(Metric::Rank, &examples);
+        let r = evaluate(Metric::Rank, &examples, None);
         assert_eq!(r.values, vec![1.0, 3.0, 1.0]);
         assert!((r.mean - 5.0 / 3.0).abs() < 1e-12);
     }

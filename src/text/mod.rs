@@ -28,6 +28,10 @@ pub trait TextEncoder: Send + Sync {
     fn encode(&self, text: &str, max_length: usize) -> Encoded;
     fn pad_id(&self) -> u32;
     fn unk_id(&self) -> u32;
+    /// `[MASK]`, if the vocabulary has one (a BiLSTM's word vocabulary does not).
+    fn mask_id(&self) -> Option<u32> {
+        None
+    }
     fn vocab_size(&self) -> usize;
     /// The display string of token `id`, for reports; `[UNK]` for an id outside the vocabulary.
     fn token(&self, id: u32) -> String;

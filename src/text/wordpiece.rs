@@ -190,10 +190,6 @@ impl WordPieceEncoder {
         self.sep
     }
 
-    pub fn mask_id(&self) -> Option<u32> {
-        self.mask
-    }
-
     /// The id of a whole token (a vocabulary piece or an added token).
     pub fn token_id(&self, token: &str) -> Option<u32> {
         self.tokenizer.token_to_id(token)
@@ -226,6 +222,10 @@ impl TextEncoder for WordPieceEncoder {
 
     fn unk_id(&self) -> u32 {
         self.unk
+    }
+
+    fn mask_id(&self) -> Option<u32> {
+        self.mask
     }
 
     fn vocab_size(&self) -> usize {

@@ -8,15 +8,19 @@
 use burn::module::Param;
 use burn::nn::{Embedding, LayerNorm, LayerNormConfig, Linear};
 use burn::prelude::*;
-use burn::tensor::activation::{gelu, gelu_approximate, relu, softmax};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{BertConfig, HiddenAct};
 use crate::model::init;
 use crate::model::noise::Noise;
+use crate::model::rules::Rules;
 
 /// Added to attention scores at padding, so softmax gives those keys weight 0.
 const MASKED_SCORE: f32 = -1e9;
+
+/// Replaces attention probabilities `[batch, heads, time, time]` before they weigh
+/// the values: scaled attention makes them a leaf of the autodiff graph there.
+pub type ProbsHook<'a, B> = &'a dyn Fn(Tensor<B, 4>) -> Tensor<B, 4>;
 
 #[derive(Module, Debug)]
 pub struct BertEmbeddings<B: Backend> {
@@ -24,6 +28,8 @@ pub struct BertEmbeddings<B: Backend> {
     pub position_embeddings: Embedding<B>,
     pub token_type_embeddings: Embedding<B>,
     pub layer_norm: LayerNorm<B>,
+    /// `layer_norm`'s ε, which burn's `LayerNorm` keeps private; DeepLift's rules need it.
+    layer_norm_eps: f64,
     dropout: f64,
 }
 
@@ -34,7 +40,7 @@ impl<B: Backend> BertEmbeddings<B> {
     }
 
     /// Adds positions and token types (segment 0) to word embeddings.
-    pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
+    pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
         let [batch, time, _] = words.dims();
         let device = words.device();
         let positions = Tensor::<B, 1, Int>::arange(0..time as i64, &device).reshape([1, time]);
@@ -42,7 +48,7 @@ impl<B: Backend> BertEmbeddings<B> {
         let x = words
             + self.position_embeddings.forward(positions).expand([batch as i64, -1, -1])
             + self.token_type_embeddings.forward(token_types).expand([batch as i64, -1, -1]);
-        dropout(self.layer_norm.forward(x), self.dropout, noise)
+        dropout(rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps), self.dropout, noise)
     }
 }
 
@@ -57,12 +63,14 @@ pub struct BertSelfAttention<B: Backend> {
 
 impl<B: Backend> BertSelfAttention<B> {
     /// Returns the context vectors `[batch, time, hidden]` and the attention
-    /// probabilities `[batch, heads, time, time]`.
+    /// probabilities `[batch, heads, time, time]` (after `hook`, if any).
     fn forward(
         &self,
         x: Tensor<B, 3>,
         mask_bias: Tensor<B, 4>,
         noise: Option<&mut Noise>,
+        rules: Rules,
+        hook: Option<ProbsHook<B>>,
     ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, time, hidden] = x.dims();
         let head_size = hidden / self.num_heads;
@@ -70,9 +78,13 @@ impl<B: Backend> BertSelfAttention<B> {
         let q = heads(self.query.forward(x.clone()));
         let k = heads(self.key.forward(x.clone()));
         let v = heads(self.value.forward(x));
-        let scores = q.matmul(k.transpose()).div_scalar((head_size as f64).sqrt()) + mask_bias;
-        let probs = softmax(scores, 3);
-        let context = dropout(probs.clone(), self.dropout, noise).matmul(v);
+        let scores = rules.matmul(q, k.transpose()).div_scalar((head_size as f64).sqrt()) + mask_bias;
+        let probs = rules.softmax(scores, 3);
+        let probs = match hook {
+            Some(hook) => hook(probs),
+            None => probs,
+        };
+        let context = rules.matmul(dropout(probs.clone(), self.dropout, noise), v);
         (context.swap_dims(1, 2).reshape([batch, time, hidden]), probs)
     }
 }
@@ -82,12 +94,14 @@ impl<B: Backend> BertSelfAttention<B> {
 pub struct BertResidual<B: Backend> {
     pub dense: Linear<B>,
     pub layer_norm: LayerNorm<B>,
+    layer_norm_eps: f64,
     dropout: f64,
 }
 
 impl<B: Backend> BertResidual<B> {
-    fn forward(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
-        self.layer_norm.forward(dropout(self.dense.forward(x), self.dropout, noise) + residual)
+    fn forward(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
+        let x = dropout(self.dense.forward(x), self.dropout, noise) + residual;
+        rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps)
     }
 }
 
@@ -105,12 +119,12 @@ pub struct BertIntermediate<B: Backend> {
 }
 
 impl<B: Backend> BertIntermediate<B> {
-    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
         let x = self.dense.forward(x);
         match self.act {
-            HiddenAct::Gelu => gelu(x),
-            HiddenAct::GeluNew => gelu_approximate(x),
-            HiddenAct::Relu => relu(x),
+            HiddenAct::Gelu => rules.gelu(x),
+            HiddenAct::GeluNew => rules.gelu_approximate(x),
+            HiddenAct::Relu => rules.relu(x),
         }
     }
 }
@@ -128,10 +142,13 @@ impl<B: Backend> BertLayer<B> {
         x: Tensor<B, 3>,
         mask_bias: Tensor<B, 4>,
         mut noise: Option<&mut Noise>,
+        rules: Rules,
+        hook: Option<ProbsHook<B>>,
     ) -> (Tensor<B, 3>, Tensor<B, 4>) {
-        let (context, probs) = self.attention.self_attention.forward(x.clone(), mask_bias, noise.as_deref_mut());
-        let attended = self.attention.output.forward(context, x, noise.as_deref_mut());
-        let out = self.output.forward(self.intermediate.forward(attended.clone()), attended, noise);
+        let (context, probs) =
+            self.attention.self_attention.forward(x.clone(), mask_bias, noise.as_deref_mut(), rules, hook);
+        let attended = self.attention.output.forward(context, x, noise.as_deref_mut(), rules);
+        let out = self.output.forward(self.intermediate.forward(attended.clone(), rules), attended, noise, rules);
         (out, probs)
     }
 }
@@ -148,9 +165,9 @@ pub struct BertPooler<B: Backend> {
 
 impl<B: Backend> BertPooler<B> {
     /// `tanh(W h_[CLS] + b)`.
-    pub fn forward(&self, hidden: Tensor<B, 3>) -> Tensor<B, 2> {
+    pub fn forward(&self, hidden: Tensor<B, 3>, rules: Rules) -> Tensor<B, 2> {
         let [batch, _, width] = hidden.dims();
-        self.dense.forward(hidden.slice([0..batch, 0..1, 0..width]).reshape([batch, width])).tanh()
+        rules.tanh(self.dense.forward(hidden.slice([0..batch, 0..1, 0..width]).reshape([batch, width])))
     }
 }
 
@@ -196,12 +213,18 @@ impl<B: Backend> BertModel<B> {
                         num_heads: config.num_attention_heads,
                         dropout: config.attention_probs_dropout_prob,
                     },
-                    output: BertResidual { dense: linear(h, h), layer_norm: layer_norm(), dropout: p },
+                    output: BertResidual {
+                        dense: linear(h, h),
+                        layer_norm: layer_norm(),
+                        layer_norm_eps: config.layer_norm_eps,
+                        dropout: p,
+                    },
                 },
                 intermediate: BertIntermediate { dense: linear(h, config.intermediate_size), act: config.hidden_act },
                 output: BertResidual {
                     dense: linear(config.intermediate_size, h),
                     layer_norm: layer_norm(),
+                    layer_norm_eps: config.layer_norm_eps,
                     dropout: p,
                 },
             })
@@ -225,6 +248,7 @@ impl<B: Backend> BertModel<B> {
             position_embeddings: embedding(config.max_position_embeddings, None),
             token_type_embeddings: embedding(config.type_vocab_size, None),
             layer_norm: layer_norm(),
+            layer_norm_eps: config.layer_norm_eps,
             dropout: p,
         };
         Self { embeddings, encoder: BertEncoder { layer: layers }, pooler }
@@ -238,20 +262,37 @@ impl<B: Backend> BertModel<B> {
         words: Tensor<B, 3>,
         mask: Tensor<B, 2>,
         keep_attentions: bool,
+        noise: Option<&mut Noise>,
+    ) -> BertOutput<B> {
+        self.forward_under(words, mask, keep_attentions, noise, Rules::Plain, None)
+    }
+
+    /// [`Self::forward_from_words`] with its nonlinearities differentiated by
+    /// `rules`, and the last layer's attention probabilities passed through
+    /// `last_attention` (what the hook returns is what the layer uses and keeps).
+    pub fn forward_under(
+        &self,
+        words: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        keep_attentions: bool,
         mut noise: Option<&mut Noise>,
+        rules: Rules,
+        last_attention: Option<ProbsHook<B>>,
     ) -> BertOutput<B> {
         let [batch, time] = mask.dims();
         let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
-        let mut x = self.embeddings.forward(words, noise.as_deref_mut());
+        let mut x = self.embeddings.forward(words, noise.as_deref_mut(), rules);
         let mut attentions = Vec::new();
-        for layer in &self.encoder.layer {
-            let (out, probs) = layer.forward(x, mask_bias.clone(), noise.as_deref_mut());
+        let last = self.encoder.layer.len().saturating_sub(1);
+        for (index, layer) in self.encoder.layer.iter().enumerate() {
+            let hook = if index == last { last_attention } else { None };
+            let (out, probs) = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), rules, hook);
             x = out;
             if keep_attentions {
                 attentions.push(probs);
             }
         }
-        let pooled = self.pooler.forward(x.clone());
+        let pooled = self.pooler.forward(x.clone(), rules);
         BertOutput { last_hidden_state: x, pooled, attentions }
     }
 

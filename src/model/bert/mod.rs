@@ -12,11 +12,13 @@ use burn::prelude::*;
 use rand_chacha::ChaCha8Rng;
 
 pub use config::BertConfig;
-use encoder::BertModel;
+use encoder::{BertModel, ProbsHook};
 
-use super::Classifier;
 use super::init;
 use super::noise::Noise;
+use super::rules::Rules;
+use super::{AttentionLeaf, Classifier};
+use crate::salience::AttentionView;
 
 #[derive(Module, Debug)]
 pub struct BertClassifier<B: Backend> {
@@ -61,6 +63,26 @@ impl<B: Backend> BertClassifier<B> {
     pub fn attentions(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>) -> Vec<Tensor<B, 4>> {
         self.bert.forward_from_words(words, mask, true, None).attentions
     }
+
+    /// Inference logits with the salience hooks of [`BertModel::forward_under`],
+    /// and every layer's attention probabilities (the last one after `last_attention`).
+    pub fn forward_under(
+        &self,
+        words: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        rules: Rules,
+        last_attention: Option<ProbsHook<B>>,
+    ) -> (Tensor<B, 2>, Vec<Tensor<B, 4>>) {
+        let output = self.bert.forward_under(words, mask, true, None, rules, last_attention);
+        (self.classifier.forward(output.pooled), output.attentions)
+    }
+}
+
+/// The `[CLS]` row (query 0) of attention probabilities, mean over heads: `[batch, time]`.
+fn cls_row<B: Backend>(probs: Tensor<B, 4>) -> Tensor<B, 2> {
+    let [batch, heads, _, time] = probs.dims();
+    probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time]).mul_scalar(1.0).reshape([batch, time])
+        + Tensor::zeros([batch, time], &Default::default()).mul_scalar(heads as f64 * 0.0)
 }
 
 impl<B: Backend> Classifier<B> for BertClassifier<B> {
@@ -74,6 +96,29 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
 
     fn num_outputs(&self) -> usize {
         self.classifier.weight.dims()[1]
+    }
+
+    fn attention_scores(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>, view: AttentionView) -> Option<Tensor<B, 2>> {
+        let mut attentions = self.attentions(embeddings, mask);
+        match view {
+            AttentionView::Additive => None,
+            AttentionView::LastLayer => attentions.pop().map(cls_row),
+            AttentionView::AllLayers => {
+                let layers = attentions.len();
+                let sum = attentions.into_iter().map(cls_row).reduce(|a, b| a + b)?;
+                Some(sum.div_scalar(layers as f64))
+            }
+        }
+    }
+
+    fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
+        let leaf = |probs: Tensor<B, 4>| probs.detach().require_grad();
+        let (logits, mut attentions) = self.forward_under(embeddings, mask, Rules::Plain, Some(&leaf));
+        Some(AttentionLeaf { probs: attentions.pop()?, logits })
+    }
+
+    fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        Some(self.forward_under(embeddings, mask, Rules::Rescale, None).0)
     }
 }
 

@@ -1,0 +1,289 @@
+//! How a forward pass differentiates: ordinarily, or by DeepLift's Rescale rule
+//! (Shrikumar et al. 2017, "Learning Important Features Through Propagating
+//! Activation Differences", §3.3–3.5).
+//!
+//! DeepLift explains `Δf = f(x) − f(x₀)` by multipliers `m` with `Δout = Σ m·Δin`
+//! at every operation; chained by backpropagation they give `Δf = Σ_i m_i Δx_i`
+//! exactly ("summation-to-delta"). Here the input and its reference run through
+//! the network together, stacked along the batch dimension (rows `[0, n)` inputs,
+//! `[n, 2n)` their references), so every linear operation applies to both halves
+//! unchanged (its multiplier is its weight, which autodiff already uses), and
+//! each nonlinear operation pairs a row with its counterpart row. Such an
+//! operation returns the ordinary *value* but, through the stop-gradient trick
+//! `y = sg(φ(x)) + (x − sg(x))·sg(m)`, the multiplier as its *gradient*:
+//!
+//! | operation | multiplier |
+//! |---|---|
+//! | elementwise `φ` (sigmoid, tanh, ReLU, GELU, exp, 1/x, 1/√x) | Rescale: `(φ(x) − φ(x₀)) / (x − x₀)`; `φ′` at the midpoint where `x ≈ x₀` |
+//! | product `a·b` (also matmul) of two input-dependent tensors | `∂/∂a = (b + b₀)/2`, `∂/∂b = (a + a₀)/2`: then `Δ(ab) = Δa·b̄ + ā·Δb` exactly |
+//! | softmax | exp (Rescale) → sum (linear) → reciprocal (Rescale) → product |
+//! | LayerNorm | mean (linear), `(x − μ)²` (product), `1/√(var + ε)` (Rescale), product, affine |
+//!
+//! The multipliers of a row and its counterpart are the same numbers, so the
+//! reference half explains `f(x₀) − f(x)` symmetrically; only the input half's
+//! gradient is read. [`Rules::Plain`] calls burn's own operations, so the
+//! ordinary forward pass is untouched by any of this.
+
+use burn::nn::LayerNorm;
+use burn::prelude::*;
+use burn::tensor::activation;
+
+/// Below this difference, relative to `1 + |x| + |x₀|`, a secant of a smooth
+/// function loses more digits to cancellation than `φ′` at the midpoint misses
+/// (`φ‴Δ²/24`, about 4e-8 relative here).
+const NEAR: f32 = 1e-3;
+
+/// How the nonlinear operations of a forward pass are differentiated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rules {
+    /// The ordinary forward pass.
+    #[default]
+    Plain,
+    /// DeepLift's Rescale rule; the batch stacks the inputs over their references
+    /// (so its size is even). Values are the ordinary ones.
+    Rescale,
+}
+
+impl Rules {
+    pub fn sigmoid<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => activation::sigmoid(x),
+            Rules::Rescale => rescale(x, activation::sigmoid, Smooth::Yes, |m| {
+                let s = activation::sigmoid(m);
+                s.clone() * (s.neg() + 1.0)
+            }),
+        }
+    }
+
+    pub fn tanh<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => x.tanh(),
+            Rules::Rescale => rescale(x, Tensor::tanh, Smooth::Yes, |m| m.tanh().powi_scalar(2).neg() + 1.0),
+        }
+    }
+
+    pub fn relu<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => activation::relu(x),
+            // Differences of ReLU outputs are exact in floating point: no cancellation to avoid.
+            Rules::Rescale => rescale(x, activation::relu, Smooth::No, |m| m.greater_elem(0.0).float()),
+        }
+    }
+
+    /// The exact, erf-based GELU.
+    pub fn gelu<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => activation::gelu(x),
+            Rules::Rescale => rescale(x, activation::gelu, Smooth::Yes, |m| {
+                // Φ(x) + x φ(x)
+                let cdf = (m.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
+                let pdf = m.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
+                cdf + m * pdf
+            }),
+        }
+    }
+
+    /// The tanh approximation of GELU.
+    pub fn gelu_approximate<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => activation::gelu_approximate(x),
+            Rules::Rescale => rescale(x, activation::gelu_approximate, Smooth::Yes, |m| {
+                const K: f64 = 0.797_884_560_802_865_4; // √(2/π)
+                const C: f64 = 0.044715;
+                let t = (m.clone() + m.clone().powi_scalar(3).mul_scalar(C)).mul_scalar(K).tanh();
+                let slope = (m.clone().powi_scalar(2).mul_scalar(3.0 * C) + 1.0).mul_scalar(K);
+                (t.clone() + 1.0).mul_scalar(0.5) + m.mul_scalar(0.5) * (t.powi_scalar(2).neg() + 1.0) * slope
+            }),
+        }
+    }
+
+    fn exp<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => x.exp(),
+            Rules::Rescale => rescale(x, Tensor::exp, Smooth::Yes, Tensor::exp),
+        }
+    }
+
+    fn recip<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => x.recip(),
+            Rules::Rescale => rescale(x, Tensor::recip, Smooth::Yes, |m| m.powi_scalar(2).recip().neg()),
+        }
+    }
+
+    fn rsqrt<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
+        let rsqrt = |v: Tensor<B, D>| v.sqrt().recip();
+        match self {
+            Rules::Plain => rsqrt(x),
+            Rules::Rescale => rescale(x, rsqrt, Smooth::Yes, |m| rsqrt(m.clone()).div(m).mul_scalar(-0.5)),
+        }
+    }
+
+    /// `a · b` elementwise (with broadcasting), where both factors depend on the input.
+    pub fn mul<B: Backend, const D: usize>(self, a: Tensor<B, D>, b: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => a * b,
+            Rules::Rescale => {
+                let (a_fixed, b_fixed) = (a.clone().detach(), b.clone().detach());
+                let (a_mean, b_mean) = (midpoint(a_fixed.clone()), midpoint(b_fixed.clone()));
+                a_fixed.clone() * b_fixed.clone() + (a - a_fixed) * b_mean + a_mean * (b - b_fixed)
+            }
+        }
+    }
+
+    /// `a · b` as matrices (over the last two dimensions), both input-dependent.
+    pub fn matmul<B: Backend, const D: usize>(self, a: Tensor<B, D>, b: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => a.matmul(b),
+            Rules::Rescale => {
+                let (a_fixed, b_fixed) = (a.clone().detach(), b.clone().detach());
+                let (a_mean, b_mean) = (midpoint(a_fixed.clone()), midpoint(b_fixed.clone()));
+                a_fixed.clone().matmul(b_fixed.clone()) + (a - a_fixed).matmul(b_mean) + a_mean.matmul(b - b_fixed)
+            }
+        }
+    }
+
+    pub fn softmax<B: Backend, const D: usize>(self, x: Tensor<B, D>, dim: usize) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => activation::softmax(x, dim),
+            Rules::Rescale => {
+                // One shift for a row and its counterpart keeps Δ(x − c) = Δx, so the
+                // shift needs no multiplier; halfway between their maxima keeps both
+                // halves' exponentials representable.
+                let top = x.clone().detach().max_dim(dim);
+                let shift = midpoint(top);
+                let e = self.exp(x - shift);
+                let total = e.clone().sum_dim(dim);
+                self.mul(e, self.recip(total))
+            }
+        }
+    }
+
+    /// `norm` over the last dimension with its `epsilon` (burn's `LayerNorm` keeps its own private).
+    pub fn layer_norm<B: Backend, const D: usize>(self, norm: &LayerNorm<B>, x: Tensor<B, D>, epsilon: f64) -> Tensor<B, D> {
+        match self {
+            Rules::Plain => norm.forward(x),
+            Rules::Rescale => {
+                let centred = x.clone() - x.mean_dim(D - 1);
+                let variance = self.mul(centred.clone(), centred.clone()).mean_dim(D - 1);
+                let normalised = self.mul(centred, self.rsqrt(variance + epsilon));
+                let affine = normalised * norm.gamma.val().unsqueeze::<D>();
+                match &norm.beta {
+                    Some(beta) => affine + beta.val().unsqueeze::<D>(),
+                    None => affine,
+                }
+            }
+        }
+    }
+}
+
+/// Whether `φ(x) − φ(x₀)` can lose digits to cancellation.
+#[derive(Clone, Copy)]
+enum Smooth {
+    Yes,
+    No,
+}
+
+/// Each row's counterpart: inputs and references swapped.
+fn counterpart<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let n = x.dims()[0] / 2;
+    debug_assert_eq!(x.dims()[0], 2 * n, "DeepLift stacks inputs over references");
+    Tensor::cat(vec![x.clone().narrow(0, n, n), x.narrow(0, 0, n)], 0)
+}
+
+/// `(x + x₀)/2` in both halves.
+fn midpoint<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    (x.clone() + counterpart(x)).mul_scalar(0.5)
+}
+
+/// `sg(φ(x)) + (x − sg(x))·sg(m)` with the Rescale multiplier `m`, or `slope` at
+/// the midpoint where the difference is too small for a secant.
+fn rescale<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    phi: impl Fn(Tensor<B, D>) -> Tensor<B, D>,
+    smooth: Smooth,
+    slope: impl Fn(Tensor<B, D>) -> Tensor<B, D>,
+) -> Tensor<B, D> {
+    let fixed = x.clone().detach();
+    let y = phi(fixed.clone());
+    let reference = counterpart(fixed.clone());
+    let dx = fixed.clone() - reference.clone();
+    let dy = y.clone() - counterpart(y.clone());
+    let near = match smooth {
+        Smooth::Yes => dx.clone().abs().lower((fixed.clone().abs() + reference.clone().abs() + 1.0).mul_scalar(NEAR)),
+        Smooth::No => dx.clone().equal_elem(0.0),
+    };
+    let secant = dy / dx.mask_fill(near.clone(), 1.0);
+    let multiplier = secant.mask_where(near, slope((fixed.clone() + reference).mul_scalar(0.5)));
+    y + (x - fixed) * multiplier
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+
+    type Ad = Autodiff<Flex>;
+
+    fn tensor(values: &[f32]) -> Tensor<Ad, 1> {
+        Tensor::from_data(TensorData::new(values.to_vec(), [values.len()]), &Default::default())
+    }
+
+    fn values(t: Tensor<Ad, 1>) -> Vec<f32> {
+        t.into_data().to_vec().unwrap()
+    }
+
+    /// `(value, gradient)` of `Σ op(x)` at the stacked `[inputs, references]`.
+    fn run(op: impl Fn(Tensor<Ad, 1>) -> Tensor<Ad, 1>, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let x = tensor(x).require_grad();
+        let y = op(x.clone());
+        let grads = y.clone().sum().backward();
+        (values(y), x.grad(&grads).unwrap().into_data().to_vec().unwrap())
+    }
+
+    #[test]
+    fn elementwise_rules_keep_values_and_give_secants() {
+        let x = [0.5f32, -2.0, 3.0, 1.0, 0.7, 3.0];
+        let (y, m) = run(|t| Rules::Rescale.tanh(t), &x);
+        assert_eq!(y, run(|t| Rules::Plain.tanh(t), &x).0, "values are the ordinary ones");
+        for (i, j) in [(0, 3), (1, 4)] {
+            let secant = ((x[i] as f64).tanh() - (x[j] as f64).tanh()) / (x[i] as f64 - x[j] as f64);
+            assert!((m[i] as f64 - secant).abs() < 1e-6 && m[i] == m[j], "{i}: {} vs {secant}", m[i]);
+        }
+        // Equal input and reference: the derivative.
+        assert!((m[2] as f64 - (1.0 - 3.0f64.tanh().powi(2))).abs() < 1e-6);
+        let (_, m) = run(|t| Rules::Rescale.relu(t), &[2.0, -1.0, 0.0, 1.0]);
+        assert_eq!(m, vec![1.0, 0.5, 1.0, 0.5]);
+    }
+
+    #[test]
+    fn products_and_softmax_sum_to_delta() {
+        // Δ(ab) = Δa·b̄ + ā·Δb exactly.
+        let device = Default::default();
+        let a = Tensor::<Ad, 2>::from_data([[1.0f32, 2.0], [3.0, -1.0]], &device).require_grad();
+        let b = Tensor::<Ad, 2>::from_data([[0.5f32, 4.0], [2.0, 1.0]], &device).require_grad();
+        let y = Rules::Rescale.mul(a.clone(), b.clone());
+        let grads = y.clone().narrow(0, 0, 1).sum().backward();
+        let (ga, gb): (Vec<f32>, Vec<f32>) =
+            (a.grad(&grads).unwrap().into_data().to_vec().unwrap(), b.grad(&grads).unwrap().into_data().to_vec().unwrap());
+        assert_eq!(ga[..2], [1.25, 2.5]);
+        assert_eq!(gb[..2], [2.0, 0.5]);
+        let y: Vec<f32> = y.into_data().to_vec().unwrap();
+        assert_eq!(y, vec![0.5, 8.0, 6.0, -1.0]);
+
+        let x = Tensor::<Ad, 2>::from_data([[1.0f32, -0.5, 2.0], [0.0, 0.3, -1.0]], &device).require_grad();
+        let reference = x.clone().detach().narrow(0, 1, 1);
+        let p = Rules::Rescale.softmax(x.clone(), 1);
+        let plain: Vec<f32> = activation::softmax(x.clone().detach(), 1).into_data().to_vec().unwrap();
+        let got: Vec<f32> = p.clone().into_data().to_vec().unwrap();
+        for (g, w) in got.iter().zip(&plain) {
+            assert!((g - w).abs() < 1e-6);
+        }
+        // Output 0 of the input row: Σ_j m_j Δx_j = Δp_0.
+        let grads = p.narrow(0, 0, 1).narrow(1, 0, 1).sum().backward();
+        let m: Vec<f32> = x.grad(&grads).unwrap().narrow(0, 0, 1).into_data().to_vec().unwrap();
+        let dx: Vec<f32> = (x.detach().narrow(0, 0, 1) - reference).into_data().to_vec().unwrap();
+        let attributed: f32 = m.iter().zip(&dx).map(|(m, d)| m * d).sum();
+        assert!((attributed - (plain[0] - plain[3])).abs() < 1e-6, "{attributed} vs {}", plain[0] - plain[3]);
+    }
+}

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::Compute;
@@ -32,6 +33,28 @@ enum Command {
     Plan(Common),
     /// Re-render the tables from the cache only; computes nothing else.
     Report(Common),
+    /// Time attribution methods on the grid's trained shortcut models (from the
+    /// cache): attributions per second, with date, commit and machine.
+    Bench {
+        #[command(flatten)]
+        common: Common,
+        /// Method configs to time, comma-separated (default: the grid's own).
+        #[arg(long, value_delimiter = ',')]
+        methods: Option<Vec<String>>,
+        /// Timed examples per model and method.
+        #[arg(long, default_value_t = 64)]
+        examples: usize,
+        /// Only models whose train step label contains this, e.g. `/st/`.
+        #[arg(long)]
+        only: Option<String>,
+        /// Also write the rows and their context as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write every timed example (token ids, prediction, scores) as JSON lines
+        /// here, for `scripts/captum_bench.py` to explain the same inputs.
+        #[arg(long)]
+        dump: Option<PathBuf>,
+    },
     /// Run the one step with this key (what `run` starts for each model step
     /// when `--jobs` > 1; also the unit of work for a cluster scheduler).
     #[command(hide = true)]
@@ -113,6 +136,9 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let (command, common, key) = match cli.command {
+        Command::Bench { common, methods, examples, only, json, dump } => {
+            return bench(common, methods, examples, only, json, dump);
+        }
         Command::Run(c) => ("run", c, None),
         Command::Plan(c) => ("plan", c, None),
         Command::Report(c) => ("report", c, None),
@@ -218,6 +244,39 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+fn bench(
+    common: Common,
+    methods: Option<Vec<String>>,
+    examples: usize,
+    only: Option<String>,
+    json: Option<PathBuf>,
+    dump: Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
+    let compute = Compute {
+        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+    };
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    let methods = methods
+        .map(|names| names.iter().map(|n| n.trim().parse::<crate::salience::Method>()).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(usage)?;
+    let grid = Grid::load(&common.grid).map_err(usage)?;
+    let cache = Cache::open(&common.cache).map_err(runtime)?;
+    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
+    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+    let bench_options = crate::bench::BenchOptions { methods, examples: examples.max(1), filter: only, dump };
+    let rows = crate::bench::run(&plan, &cache, compute, &bench_options).map_err(runtime)?;
+    let context = crate::bench::context(compute, &common.grid);
+    print!("{}", crate::bench::markdown(&context, &rows));
+    if let Some(path) = json {
+        let value = serde_json::json!({ "context": context, "rows": rows });
+        let text = serde_json::to_string_pretty(&value).map_err(runtime)?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Shortcut models that failed verification are marked in every table; say so

@@ -7,6 +7,7 @@
 //! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
 
 pub mod backend;
+pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod dag;

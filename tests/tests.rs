@@ -7,4 +7,5 @@ mod bert;
 mod bert_equivalence;
 mod cache_reuse;
 mod cli;
+mod methods;
 mod pipeline;

@@ -236,7 +236,13 @@ impl<B: Backend> BiLstmClassifier<B> {
 
     /// Logits from the states and their attention weights `[batch, time]`:
     /// context `Σ_t α_t h_t` → hidden layer (ReLU) → output.
-    pub fn head(&self, states: Tensor<B, 3>, alpha: Tensor<B, 2>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 2> {
+    pub fn head(
+        &self,
+        states: Tensor<B, 3>,
+        alpha: Tensor<B, 2>,
+        noise: Option<&mut Noise>,
+        rules: Rules,
+    ) -> Tensor<B, 2> {
         let [batch, time, width] = states.dims();
         let context = rules.mul(states, alpha.reshape([batch, time, 1])).sum_dim(1).reshape([batch, width]);
         let hidden = dropout(rules.relu(self.hidden.forward(context)), self.dropout, noise);
@@ -264,7 +270,12 @@ impl<B: Backend> Classifier<B> for BiLstmClassifier<B> {
         self.output.weight.dims()[1]
     }
 
-    fn attention_scores(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>, view: AttentionView) -> Option<Tensor<B, 2>> {
+    fn attention_scores(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        view: AttentionView,
+    ) -> Option<Tensor<B, 2>> {
         match view {
             AttentionView::Additive => Some(self.forward_with(embeddings, mask, None).1),
             AttentionView::LastLayer | AttentionView::AllLayers => None,

@@ -13,9 +13,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::Classifier;
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
+use super::{AttentionLeaf, Classifier};
+use crate::salience::AttentionView;
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
 use crate::text::wordpiece::WordPieceEncoder;
@@ -99,6 +100,29 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
         match self {
             AnyClassifier::Bilstm(m) => m.num_outputs(),
             AnyClassifier::Bert(m) => m.num_outputs(),
+        }
+    }
+    fn attention_scores(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        view: AttentionView,
+    ) -> Option<Tensor<B, 2>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.attention_scores(embeddings, mask, view),
+            AnyClassifier::Bert(m) => m.attention_scores(embeddings, mask, view),
+        }
+    }
+    fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.attention_leaf(embeddings, mask),
+            AnyClassifier::Bert(m) => m.attention_leaf(embeddings, mask),
+        }
+    }
+    fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.deeplift_logits(embeddings, mask),
+            AnyClassifier::Bert(m) => m.deeplift_logits(embeddings, mask),
         }
     }
 }

@@ -73,7 +73,12 @@ pub trait Classifier<B: Backend> {
     /// Attention weights read as salience, `[batch, time]`: they sum to 1 over the
     /// real tokens of each example and are exactly 0 at padding. `None` when the
     /// model has no attention of that kind.
-    fn attention_scores(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>, _view: AttentionView) -> Option<Tensor<B, 2>> {
+    fn attention_scores(
+        &self,
+        _embeddings: Tensor<B, 3>,
+        _mask: Tensor<B, 2>,
+        _view: AttentionView,
+    ) -> Option<Tensor<B, 2>> {
         None
     }
 

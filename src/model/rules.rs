@@ -160,7 +160,12 @@ impl Rules {
     }
 
     /// `norm` over the last dimension with its `epsilon` (burn's `LayerNorm` keeps its own private).
-    pub fn layer_norm<B: Backend, const D: usize>(self, norm: &LayerNorm<B>, x: Tensor<B, D>, epsilon: f64) -> Tensor<B, D> {
+    pub fn layer_norm<B: Backend, const D: usize>(
+        self,
+        norm: &LayerNorm<B>,
+        x: Tensor<B, D>,
+        epsilon: f64,
+    ) -> Tensor<B, D> {
         match self {
             Rules::Plain => norm.forward(x),
             Rules::Rescale => {
@@ -264,8 +269,10 @@ mod tests {
         let b = Tensor::<Ad, 2>::from_data([[0.5f32, 4.0], [2.0, 1.0]], &device).require_grad();
         let y = Rules::Rescale.mul(a.clone(), b.clone());
         let grads = y.clone().narrow(0, 0, 1).sum().backward();
-        let (ga, gb): (Vec<f32>, Vec<f32>) =
-            (a.grad(&grads).unwrap().into_data().to_vec().unwrap(), b.grad(&grads).unwrap().into_data().to_vec().unwrap());
+        let (ga, gb): (Vec<f32>, Vec<f32>) = (
+            a.grad(&grads).unwrap().into_data().to_vec().unwrap(),
+            b.grad(&grads).unwrap().into_data().to_vec().unwrap(),
+        );
         assert_eq!(ga[..2], [1.25, 2.5]);
         assert_eq!(gb[..2], [2.0, 0.5]);
         let y: Vec<f32> = y.into_data().to_vec().unwrap();

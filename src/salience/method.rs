@@ -488,6 +488,32 @@ mod tests {
     }
 
     #[test]
+    fn every_config_of_the_published_tables_parses_and_applies() {
+        use polars::prelude::*;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments/reference/bastings2022_precision_rank.csv");
+        let df = CsvReadOptions::default().try_into_reader_with_file_path(Some(path)).unwrap().finish().unwrap();
+        let arch = df.column("arch").unwrap().str().unwrap();
+        let method = df.column("method").unwrap().str().unwrap();
+        let mut parsed = 0;
+        for (arch, pattern) in arch.iter().zip(method.iter()) {
+            let (arch, pattern) = (arch.unwrap(), pattern.unwrap());
+            let traits = match arch {
+                "lstm" => ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false },
+                "bert" => ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true },
+                other => panic!("unknown arch {other}"),
+            };
+            for name in crate::spec::expand::expand(pattern).unwrap() {
+                let m: Method = name.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(m.to_string(), name, "the paper's spelling is the canonical one");
+                assert_eq!(m.unsupported_reason(traits), None, "{name} on {arch}");
+                parsed += 1;
+            }
+        }
+        assert!(parsed > 100, "{parsed}");
+    }
+
+    #[test]
     fn support_follows_the_architecture() {
         let lstm = ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false };
         let bert = ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true };

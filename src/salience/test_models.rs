@@ -10,6 +10,7 @@ use super::{Examples, Settings, Vocabulary};
 use crate::model::Classifier;
 use crate::model::bert::{BertClassifier, BertConfig};
 use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
+use crate::model::rules::Rules;
 
 pub type Ad = Autodiff<Flex>;
 
@@ -139,5 +140,53 @@ impl<M: Classifier<Ad>> Classifier<Ad> for Recorder<M> {
 
     fn num_outputs(&self) -> usize {
         self.inner.num_outputs()
+    }
+}
+
+/// One nonlinearity: `logit = tanh(Σ_t Σ_d e_td)` over the real tokens, with 2-d
+/// embeddings, so DeepLift's Rescale value can be written down by hand.
+#[derive(Debug, Clone)]
+pub struct TanhSumModel {
+    /// `[VOCAB_SIZE, 2]`, row-major; the padding row is zero.
+    pub table: Vec<f32>,
+}
+
+impl TanhSumModel {
+    pub fn new() -> Self {
+        let table = (0..VOCAB_SIZE * 2).map(|i| if i < 2 { 0.0 } else { ((i * 5 % 9) as f32 - 4.0) * 0.15 }).collect();
+        Self { table }
+    }
+
+    /// `Σ_d e_d` of one token.
+    pub fn token_sum(&self, id: u32) -> f64 {
+        let id = id as usize;
+        self.table[2 * id] as f64 + self.table[2 * id + 1] as f64
+    }
+
+    fn forward(&self, embeddings: Tensor<Ad, 3>, mask: Tensor<Ad, 2>, rules: Rules) -> Tensor<Ad, 2> {
+        let [batch, time, _] = embeddings.dims();
+        let s = (embeddings.sum_dim(2).reshape([batch, time]) * mask).sum_dim(1); // [batch, 1]
+        rules.tanh(s)
+    }
+}
+
+impl Classifier<Ad> for TanhSumModel {
+    fn embed(&self, ids: Tensor<Ad, 2, Int>) -> Tensor<Ad, 3> {
+        let [batch, time] = ids.dims();
+        let device = ids.device();
+        let table = Tensor::<Ad, 2>::from_data(TensorData::new(self.table.clone(), [VOCAB_SIZE, 2]), &device);
+        table.select(0, ids.reshape([batch * time])).reshape([batch, time, 2])
+    }
+
+    fn logits_from_embeddings(&self, embeddings: Tensor<Ad, 3>, mask: Tensor<Ad, 2>) -> Tensor<Ad, 2> {
+        self.forward(embeddings, mask, Rules::Plain)
+    }
+
+    fn num_outputs(&self) -> usize {
+        1
+    }
+
+    fn deeplift_logits(&self, embeddings: Tensor<Ad, 3>, mask: Tensor<Ad, 2>) -> Option<Tensor<Ad, 2>> {
+        Some(self.forward(embeddings, mask, Rules::Rescale))
     }
 }

@@ -86,6 +86,30 @@ fn bad_method_names_point_at_the_entry() {
     assert!(e.contains("unbalanced"), "{e}");
     let e = error(&MINIMAL.replace("\"random\"", "\"gradp-l1\""));
     assert!(e.contains("method `gradp-l1` is listed twice"), "{e}");
+    // An alias is the same config as its canonical name.
+    let e = error(&MINIMAL.replace("\"random\"", "\"limeunk-100\", \"lime-unk-100\""));
+    assert!(e.contains("method `limeunk-100` is listed twice"), "{e}");
+    let e = error(&MINIMAL.replace("\"random\"", "\"limeunk-1\""));
+    assert!(
+        e.starts_with("grids/test.toml:11:33: unknown salience method `limeunk-1` (LIME needs at least 2 samples)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attribution_knobs_and_word_aggregation() {
+    let g = parse(MINIMAL).unwrap();
+    assert_eq!((g.attribution.internal_batch_size.get(), g.attribution.perturbations_per_eval.get()), (256, 256));
+    assert_eq!(g.attribution.word_aggregation, None);
+    let text =
+        MINIMAL.replace("[attribution]", "[attribution]\ninternal_batch_size = 64\nword_aggregation = \"first\"");
+    let g = parse(&text).unwrap();
+    assert_eq!(g.attribution.internal_batch_size.get(), 64);
+    assert_eq!(g.attribution.word_aggregation, Some(crate::metrics::WordAggregation::First));
+    let e = error(&MINIMAL.replace("[attribution]", "[attribution]\nword_aggregation = \"median\""));
+    assert!(e.starts_with("grids/test.toml:11:20: unknown variant `median`"), "{e}");
+    let e = error(&MINIMAL.replace("[attribution]", "[attribution]\nperturbations_per_eval = 0"));
+    assert!(e.starts_with("grids/test.toml:11:26: expected a whole number ≥ 1, got 0"), "{e}");
 }
 
 #[test]

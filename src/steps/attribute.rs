@@ -14,9 +14,12 @@ use serde::{Deserialize, Serialize};
 use super::StepContext;
 use super::io::{write_json, write_jsonl};
 use crate::data::words;
-use crate::model::checkpoint;
+use crate::model::checkpoint::{self, Checkpoint};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
+use crate::shortcut::SyntheticExample;
 use crate::spec::TestSet;
+use crate::text::Encoded;
+use burn::prelude::Backend;
 
 pub const FILE: &str = "attributions.jsonl";
 
@@ -86,8 +89,47 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let mut checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     checkpoint.model = checkpoint.model.frozen();
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set == TestSet::Flip)?;
-    let max_length = options.max_length.min(checkpoint.config.max_length());
+    let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options);
+    ctx.progress.set_length(examples.len() as u64);
+    explain_all(&checkpoint, options, &mut examples, device, |n| ctx.progress.inc(n as u64))?;
+    let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
+    write_jsonl(&out.join(FILE), &records)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let gaps: Vec<f64> = records.iter().filter_map(|r| r.completeness_gap).map(|g| (g as f64).abs()).collect();
+    let (mean_gap, max_gap) = if gaps.is_empty() {
+        (None, None)
+    } else {
+        (Some(gaps.iter().sum::<f64>() / gaps.len() as f64), Some(gaps.iter().fold(0.0f64, |m, &g| m.max(g))))
+    };
+    write_json(
+        &out.join("summary.json"),
+        &AttributionSummary {
+            method: options.method.to_string(),
+            examples: records.len(),
+            dropped_truncated,
+            seconds,
+            examples_per_second: records.len() as f64 / seconds.max(1e-9),
+            mean_abs_completeness_gap: mean_gap,
+            max_abs_completeness_gap: max_gap,
+        },
+    )
+}
 
+/// An example ready to explain: its encoding and the record its scores go into.
+pub struct Prepared {
+    pub encoded: Encoded,
+    pub record: AttributedExample,
+}
+
+/// Encodes the sampled test examples and maps the ground truth to token
+/// positions; returns them with the number left out because truncation cut a
+/// shortcut token.
+pub fn prepare<B: Backend>(
+    checkpoint: &Checkpoint<B>,
+    test: &[SyntheticExample],
+    options: &Options,
+) -> (Vec<Prepared>, usize) {
+    let max_length = options.max_length.min(checkpoint.config.max_length());
     let mut examples = Vec::new();
     let mut dropped_truncated = 0;
     for i in sample_indices(test.len(), options.sample, options.seed) {
@@ -115,21 +157,31 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
                 _ => checkpoint.encoder.token(id),
             })
             .collect();
-        examples.push((
-            encoded,
-            AttributedExample {
-                index: i,
-                tokens,
-                word_of_token: Vec::new(),
-                ground_truth,
-                label: example.label,
-                predicted: 0,
-                scores: Vec::new(),
-                completeness_gap: None,
-            },
-        ));
+        let record = AttributedExample {
+            index: i,
+            tokens,
+            word_of_token: encoded.word_of_token.clone(),
+            ground_truth,
+            label: example.label,
+            predicted: 0,
+            scores: Vec::new(),
+            completeness_gap: None,
+        };
+        examples.push(Prepared { encoded, record });
     }
+    (examples, dropped_truncated)
+}
 
+/// Scores every prepared example with `options.method`, `options.batch_size`
+/// examples per call, in length order so that padding stays small; `done(n)`
+/// after each call.
+pub fn explain_all<B: AutodiffBackend>(
+    checkpoint: &Checkpoint<B>,
+    options: &Options,
+    examples: &mut [Prepared],
+    device: &B::Device,
+    mut done: impl FnMut(usize),
+) -> Result<()> {
     let vocab = Vocabulary {
         pad: checkpoint.encoder.pad_id(),
         unk: checkpoint.encoder.unk_id(),
@@ -141,46 +193,27 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         perturbations_per_eval: options.perturbations_per_eval.max(1),
     };
     let mut order: Vec<usize> = (0..examples.len()).collect();
-    order.sort_by_key(|&i| examples[i].0.ids.len());
-    ctx.progress.set_length(examples.len() as u64);
+    order.sort_by_key(|&i| examples[i].encoded.ids.len());
     for chunk in order.chunks(options.batch_size.max(1)) {
         let batch = Examples {
-            ids: chunk.iter().map(|&i| examples[i].0.ids.as_slice()).collect(),
-            special: chunk.iter().map(|&i| examples[i].0.word_of_token.iter().map(Option::is_none).collect()).collect(),
-            stream: chunk.iter().map(|&i| examples[i].1.index as u64).collect(),
+            ids: chunk.iter().map(|&i| examples[i].encoded.ids.as_slice()).collect(),
+            special: chunk
+                .iter()
+                .map(|&i| examples[i].encoded.word_of_token.iter().map(Option::is_none).collect())
+                .collect(),
+            stream: chunk.iter().map(|&i| examples[i].record.index as u64).collect(),
         };
         let explained = salience::attribute(&checkpoint.model, options.method, &batch, &vocab, &settings, device)
             .with_context(|| format!("method `{}`", options.method))?;
         for (k, &i) in chunk.iter().enumerate() {
-            let (encoded, record) = &mut examples[i];
+            let record = &mut examples[i].record;
             record.scores = explained.scores[k].clone();
             record.predicted = explained.predicted[k];
             record.completeness_gap = explained.completeness_gap.as_ref().map(|g| g[k]);
-            record.word_of_token = encoded.word_of_token.clone();
         }
-        ctx.progress.inc(chunk.len() as u64);
+        done(chunk.len());
     }
-    let records: Vec<AttributedExample> = examples.into_iter().map(|(_, r)| r).collect();
-    write_jsonl(&out.join(FILE), &records)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let gaps: Vec<f64> = records.iter().filter_map(|r| r.completeness_gap).map(|g| (g as f64).abs()).collect();
-    let (mean_gap, max_gap) = if gaps.is_empty() {
-        (None, None)
-    } else {
-        (Some(gaps.iter().sum::<f64>() / gaps.len() as f64), Some(gaps.iter().fold(0.0f64, |m, &g| m.max(g))))
-    };
-    write_json(
-        &out.join("summary.json"),
-        &AttributionSummary {
-            method: options.method.to_string(),
-            examples: records.len(),
-            dropped_truncated,
-            seconds,
-            examples_per_second: records.len() as f64 / seconds.max(1e-9),
-            mean_abs_completeness_gap: mean_gap,
-            max_abs_completeness_gap: max_gap,
-        },
-    )
+    Ok(())
 }
 
 #[cfg(test)]

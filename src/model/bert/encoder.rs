@@ -99,7 +99,13 @@ pub struct BertResidual<B: Backend> {
 }
 
 impl<B: Backend> BertResidual<B> {
-    fn forward(&self, x: Tensor<B, 3>, residual: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
+    fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        residual: Tensor<B, 3>,
+        noise: Option<&mut Noise>,
+        rules: Rules,
+    ) -> Tensor<B, 3> {
         let x = dropout(self.dense.forward(x), self.dropout, noise) + residual;
         rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps)
     }

@@ -80,9 +80,8 @@ impl<B: Backend> BertClassifier<B> {
 
 /// The `[CLS]` row (query 0) of attention probabilities, mean over heads: `[batch, time]`.
 fn cls_row<B: Backend>(probs: Tensor<B, 4>) -> Tensor<B, 2> {
-    let [batch, heads, _, time] = probs.dims();
-    probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time]).mul_scalar(1.0).reshape([batch, time])
-        + Tensor::zeros([batch, time], &Default::default()).mul_scalar(heads as f64 * 0.0)
+    let [batch, _, _, time] = probs.dims();
+    probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time])
 }
 
 impl<B: Backend> Classifier<B> for BertClassifier<B> {
@@ -98,7 +97,12 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
         self.classifier.weight.dims()[1]
     }
 
-    fn attention_scores(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>, view: AttentionView) -> Option<Tensor<B, 2>> {
+    fn attention_scores(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        view: AttentionView,
+    ) -> Option<Tensor<B, 2>> {
         let mut attentions = self.attentions(embeddings, mask);
         match view {
             AttentionView::Additive => None,

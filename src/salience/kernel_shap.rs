@@ -67,9 +67,10 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
         .par_iter()
         .zip(&values)
         .zip(&full)
-        .map(|((plan, v), &full)| match v.split_first() {
-            Some((&empty, v)) => shapley_values(&plan.keeps, v, &plan.weights, full, empty),
-            None => Vec::new(),
+        .zip(&positions)
+        .map(|(((plan, v), &full), p)| match (p.len(), v.split_first()) {
+            (d, Some((&empty, v))) => shapley_values(d, &plan.keeps, v, &plan.weights, full, empty),
+            (_, None) => Vec::new(),
         })
         .collect();
     let scores = phis
@@ -148,13 +149,22 @@ pub fn shapley_kernel(d: usize, s: usize) -> f64 {
 /// φ from the coalitions' values, with `Σφ = full − empty` exactly: with
 /// `Δ = full − empty` and the last player's `φ_l = Δ − Σ_{j<l} φ_j` substituted,
 /// `v(z) − empty − z_l Δ ≈ Σ_{j<l} φ_j (z_j − z_l)` is an unconstrained fit.
-pub fn shapley_values(keeps: &[Vec<bool>], values: &[f64], weights: &[f64], full: f64, empty: f64) -> Vec<f64> {
+/// Without coalitions to learn from (`d < 2`, or no samples) the players share `Δ` equally.
+pub fn shapley_values(
+    d: usize,
+    keeps: &[Vec<bool>],
+    values: &[f64],
+    weights: &[f64],
+    full: f64,
+    empty: f64,
+) -> Vec<f64> {
     let delta = full - empty;
-    let d = match keeps.first() {
-        Some(k) => k.len(),
-        // d < 2: the one player, if any, gets everything.
-        None => return vec![delta],
-    };
+    if d == 0 {
+        return Vec::new();
+    }
+    if keeps.is_empty() {
+        return vec![delta / d as f64; d];
+    }
     let last = d - 1;
     let bit = |b: bool| f64::from(u8::from(b));
     let x = DMatrix::from_fn(keeps.len(), last, |i, j| bit(keeps[i][j]) - bit(keeps[i][last]));
@@ -270,7 +280,7 @@ mod tests {
         for (d, n) in [(9, 20), (30, 6)] {
             let plan = coalitions(&mut rng, d, n);
             let values: Vec<f64> = (0..plan.keeps.len()).map(|_| rng.random::<f64>()).collect();
-            let phi = shapley_values(&plan.keeps, &values, &plan.weights, 0.9, 0.2);
+            let phi = shapley_values(d, &plan.keeps, &values, &plan.weights, 0.9, 0.2);
             assert_eq!(phi.len(), d);
             assert!((phi.iter().sum::<f64>() - 0.7).abs() < 1e-12, "d={d}: {}", phi.iter().sum::<f64>());
             assert!(phi.iter().all(|v| v.is_finite()));
@@ -319,6 +329,8 @@ mod tests {
         assert!((shapley_kernel(4, 2) - 3.0 / (6.0 * 4.0)).abs() < 1e-15);
         assert!((shapley_kernel(4, 3) - shapley_kernel(4, 1)).abs() < 1e-15);
         assert!(coalitions(&mut settings().rng(3), 1, 14).keeps.is_empty());
+        assert_eq!(shapley_values(1, &[], &[], &[], 0.9, 0.2), vec![0.9 - 0.2]);
+        assert_eq!(shapley_values(4, &[], &[], &[], 0.75, 0.25), vec![0.125; 4]);
         // A huge d never tries to enumerate.
         assert_eq!(coalitions(&mut settings().rng(3), 200, 8).keeps.len(), 8);
     }

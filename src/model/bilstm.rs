@@ -14,6 +14,9 @@
 //! its own length (padding stays at the end), which is exact; and all inputs are
 //! projected in one matmul before the recurrence, with half the per-step ops of
 //! burn's cell (PyTorch's `nn.LSTM` parameter layout: gates `i, f, g, o`).
+//!
+//! Nonlinearities and input-dependent products go through [`Rules`], so that
+//! DeepLift's Rescale rule runs this same code; [`Rules::Plain`] is the ordinary pass.
 
 use burn::module::Param;
 use burn::prelude::*;
@@ -277,7 +280,10 @@ impl<B: Backend> Classifier<B> for BiLstmClassifier<B> {
         view: AttentionView,
     ) -> Option<Tensor<B, 2>> {
         match view {
-            AttentionView::Additive => Some(self.forward_with(embeddings, mask, None).1),
+            AttentionView::Additive => {
+                let states = self.encode(embeddings, mask.clone(), None, Rules::Plain);
+                Some(self.attention.weights(states, mask, Rules::Plain))
+            }
             AttentionView::LastLayer | AttentionView::AllLayers => None,
         }
     }

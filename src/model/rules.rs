@@ -14,9 +14,9 @@
 //!
 //! | operation | multiplier |
 //! |---|---|
-//! | elementwise `φ` (sigmoid, tanh, ReLU, GELU, exp, 1/x, 1/√x) | Rescale: `(φ(x) − φ(x₀)) / (x − x₀)`; `φ′` at the midpoint where `x ≈ x₀` |
+//! | elementwise `φ` (sigmoid, tanh, ReLU, GELU, 1/√x) | Rescale: `(φ(x) − φ(x₀)) / (x − x₀)`; `φ′` at the midpoint where `x ≈ x₀` |
 //! | product `a·b` (also matmul) of two input-dependent tensors | `∂/∂a = (b + b₀)/2`, `∂/∂b = (a + a₀)/2`: then `Δ(ab) = Δa·b̄ + ā·Δb` exactly |
-//! | softmax | exp (Rescale) → sum (linear) → reciprocal (Rescale) → product |
+//! | softmax | `exp(x − lse(x))`, with `lse` by Rescale through exp → sum → log expanded around the midpoint of `x` and `x₀` (nothing overflows), then exp (Rescale) |
 //! | LayerNorm | mean (linear), `(x − μ)²` (product), `1/√(var + ε)` (Rescale), product, affine |
 //!
 //! The multipliers of a row and its counterpart are the same numbers, so the
@@ -97,20 +97,6 @@ impl Rules {
         }
     }
 
-    fn exp<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
-        match self {
-            Rules::Plain => x.exp(),
-            Rules::Rescale => rescale(x, Tensor::exp, Smooth::Yes, Tensor::exp),
-        }
-    }
-
-    fn recip<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
-        match self {
-            Rules::Plain => x.recip(),
-            Rules::Rescale => rescale(x, Tensor::recip, Smooth::Yes, |m| m.powi_scalar(2).recip().neg()),
-        }
-    }
-
     fn rsqrt<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         let rsqrt = |v: Tensor<B, D>| v.sqrt().recip();
         match self {
@@ -146,16 +132,7 @@ impl Rules {
     pub fn softmax<B: Backend, const D: usize>(self, x: Tensor<B, D>, dim: usize) -> Tensor<B, D> {
         match self {
             Rules::Plain => activation::softmax(x, dim),
-            Rules::Rescale => {
-                // One shift for a row and its counterpart keeps Δ(x − c) = Δx, so the
-                // shift needs no multiplier; halfway between their maxima keeps both
-                // halves' exponentials representable.
-                let top = x.clone().detach().max_dim(dim);
-                let shift = midpoint(top);
-                let e = self.exp(x - shift);
-                let total = e.clone().sum_dim(dim);
-                self.mul(e, self.recip(total))
-            }
+            Rules::Rescale => rescaled_softmax(x, dim),
         }
     }
 
@@ -180,6 +157,62 @@ impl Rules {
             }
         }
     }
+}
+
+/// Below this `|Δ|`, the secants of `exp` and `log` in the softmax rule come from
+/// their Taylor series (error below 1e-10) rather than from differences that
+/// cancel (error `ε/|Δ|`, 6e-7 at the threshold).
+const SERIES: f32 = 0.1;
+
+/// Softmax as `p = exp(x − lse(x))`, with `lse(x) = lse(x̄) + log Σ_j q_j exp(x_j − x̄_j)`
+/// around the midpoint `x̄ = (x + x₀)/2` (shared by a row and its counterpart,
+/// so it needs no multiplier) and `q = softmax(x̄)`. Rescale through exp, the
+/// sum and log gives `lse` the multipliers
+/// `w_j = √(p_j p₀_j) · sinhc(Δx_j/2) / sinhc(Δlse/2)`, which sum `Σ_j w_j Δx_j`
+/// to `Δlse` exactly; the outer exp then gets Rescale's secant between
+/// `log p` and `log p₀`. Every intermediate is a probability or bounded by
+/// one, so even rows whose logits differ by hundreds stay finite (an
+/// exp → sum → reciprocal chain overflows there).
+fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>, dim: usize) -> Tensor<B, D> {
+    let fixed = x.clone().detach();
+    let top = fixed.clone().max_dim(dim);
+    let lse = top.clone() + (fixed.clone() - top).exp().sum_dim(dim).log();
+    let log_p = fixed.clone() - lse.clone();
+    let p = log_p.clone().exp();
+    let p0 = counterpart(p.clone());
+    let geometric = (p.clone() * p0.clone()).sqrt();
+
+    // Multipliers of lse, in a form whose exponentials never exceed 1.
+    let dx = fixed.clone() - counterpart(fixed);
+    let dlse = lse.clone() - counterpart(lse);
+    let a = dlse.clone().abs();
+    // |Δlse| / (1 − e^{−|Δlse|}) = e^{|Δlse|/2} / sinhc(Δlse/2)
+    let series = a.clone().powi_scalar(2).mul_scalar(1.0 / 12.0) + a.clone().mul_scalar(0.5) + 1.0
+        - a.clone().powi_scalar(4).mul_scalar(1.0 / 720.0);
+    let g = (a.clone() / (a.clone().neg().exp().neg() + 1.0)).mask_where(a.clone().lower_elem(SERIES), series);
+    let half = a.mul_scalar(0.5);
+    let rise = p.clone() * (dlse.clone().mul_scalar(0.5) - half.clone()).exp()
+        - p0.clone() * (dlse.mul_scalar(-0.5) - half.clone()).exp();
+    let small = dx.clone().abs().lower_elem(SERIES);
+    let secant = rise * g.clone() / dx.clone().mask_fill(small.clone(), 1.0);
+    let series = geometric.clone() * half.neg().exp() * g * sinhc_series(dx.mul_scalar(0.5));
+    let w = secant.mask_where(small, series);
+
+    // Rescale of the outer exp, between log p and log p₀.
+    let dl = log_p.clone() - counterpart(log_p);
+    let small = dl.clone().abs().lower_elem(SERIES);
+    let secant = (p.clone() - p0) / dl.clone().mask_fill(small.clone(), 1.0);
+    let m = secant.mask_where(small, geometric * sinhc_series(dl.mul_scalar(0.5)));
+
+    let moved = x.clone() - x.detach(); // value 0, gradient 1
+    let moved_lse = (moved.clone() * w).sum_dim(dim);
+    p + (moved - moved_lse) * m
+}
+
+/// `sinh(y)/y` near 0.
+fn sinhc_series<B: Backend, const D: usize>(y: Tensor<B, D>) -> Tensor<B, D> {
+    let y2 = y.powi_scalar(2);
+    y2.clone().mul_scalar(1.0 / 6.0) + y2.powi_scalar(2).mul_scalar(1.0 / 120.0) + 1.0
 }
 
 /// Whether `φ(x) − φ(x₀)` can lose digits to cancellation.
@@ -259,6 +292,25 @@ mod tests {
         assert!((m[2] as f64 - (1.0 - 3.0f64.tanh().powi(2))).abs() < 1e-6);
         let (_, m) = run(|t| Rules::Rescale.relu(t), &[2.0, -1.0, 0.0, 1.0]);
         assert_eq!(m, vec![1.0, 0.5, 1.0, 0.5]);
+    }
+
+    /// Logits 300 apart: an exp → sum → reciprocal chain with a shift shared by
+    /// both rows overflows; each probability must still get its exact Δ.
+    #[test]
+    fn softmax_of_distant_logits_sums_to_delta() {
+        let device = Default::default();
+        let x = Tensor::<Ad, 2>::from_data([[300.0f32, 0.0, -50.0, 2.0], [0.0, 250.0, 1.0, 2.0]], &device);
+        let plain: Vec<f32> = activation::softmax(x.clone(), 1).into_data().to_vec().unwrap();
+        for i in 0..4 {
+            let x = x.clone().require_grad();
+            let p = Rules::Rescale.softmax(x.clone(), 1);
+            let grads = p.narrow(0, 0, 1).narrow(1, i, 1).sum().backward();
+            let m: Vec<f32> = x.grad(&grads).unwrap().into_data().to_vec().unwrap();
+            let dx: Vec<f32> = (x.clone().narrow(0, 0, 1) - x.narrow(0, 1, 1)).into_data().to_vec().unwrap();
+            let attributed: f32 = m.iter().zip(&dx).map(|(m, d)| m * d).sum();
+            assert!(m.iter().all(|m| m.is_finite()), "{m:?}");
+            assert!((attributed - (plain[i] - plain[4 + i])).abs() < 1e-6, "p_{i}: {attributed} vs {plain:?}");
+        }
     }
 
     #[test]

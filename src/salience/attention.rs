@@ -13,7 +13,6 @@
 //! Attention weights sum to 1 over the real tokens of an example (`[CLS]` and
 //! `[SEP]` included) and are exactly 0 at padding.
 
-use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
 use super::target::predicted_class_score;
@@ -71,6 +70,7 @@ fn unsupported(method: Method) -> AttributionError {
 mod tests {
     use super::*;
     use crate::salience::test_models::{Ad, PresenceModel, VOCAB, bert, bert_examples, bilstm, lstm_examples};
+    use burn::prelude::*;
 
     fn lstm_ids() -> Vec<Vec<u32>> {
         vec![vec![5, 9, 12], vec![7, 6, 11, 20, 8, 14], vec![13]]
@@ -145,8 +145,8 @@ mod tests {
         };
         let all = explain(&model, AttentionView::AllLayers, &examples, &VOCAB, &device).unwrap();
         let last = explain(&model, AttentionView::LastLayer, &examples, &VOCAB, &device).unwrap();
-        for row in 0..rows {
-            for key in 0..ids[row].len() {
+        for (row, ids) in ids.iter().enumerate().take(rows) {
+            for key in 0..ids.len() {
                 let want = layers.iter().map(|l| cls(l, row, key)).sum::<f32>() / layers.len() as f32;
                 assert!((all.scores[row][key] - want).abs() < 1e-6, "row {row} key {key}");
                 let want_last = cls(&layers[layers.len() - 1], row, key);
@@ -218,8 +218,8 @@ mod tests {
                     model.forward_under(embeddings.clone(), batch.mask.clone(), Default::default(), Some(&shift));
                 target(logits, &scaled.predicted)
             };
-            for row in 0..rows {
-                for key in 0..ids[row].len() {
+            for (row, ids) in ids.iter().enumerate().take(rows) {
+                for key in 0..ids.len() {
                     let mut want = 0.0;
                     for head in 0..heads {
                         let at = ((row * heads + head) * time) * time + key;

@@ -36,12 +36,36 @@ pub fn bilstm(seed: u64) -> BiLstmClassifier<Ad> {
     BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &Default::default())
 }
 
+/// [`bilstm`] with its LSTM input weights, attention projection and MLP scaled
+/// by `gain`: saturating gates, peaked attention and a larger output range, where
+/// DeepLift's secants differ most from gradients.
+pub fn steep_bilstm(seed: u64, gain: f64) -> BiLstmClassifier<Ad> {
+    let mut model = bilstm(seed);
+    let scale = |w: Tensor<Ad, 2>| w.mul_scalar(gain);
+    model.lstm_forward.weight_ih = model.lstm_forward.weight_ih.clone().map(scale);
+    model.lstm_backward.weight_ih = model.lstm_backward.weight_ih.clone().map(scale);
+    model.attention.projection.weight = model.attention.projection.weight.clone().map(scale);
+    model.hidden.weight = model.hidden.weight.clone().map(scale);
+    model.output.weight = model.output.weight.clone().map(scale);
+    model
+}
+
 pub fn bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
     let mut config = BertConfig::small(VOCAB_SIZE, 16, 2, 2, 32, 32);
     config.hidden_dropout_prob = 0.0;
     config.attention_probs_dropout_prob = 0.0;
     // Larger weights than BERT's 0.02, so a random model's output depends on its input visibly.
     config.initializer_range = 0.3;
+    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
+}
+
+/// A wider BERT with weights of 0.6: attention logits span hundreds, and an
+/// input's differ from its reference's by more than `exp` can represent.
+pub fn steep_bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
+    let mut config = BertConfig::small(VOCAB_SIZE, 64, 2, 4, 128, 64);
+    config.hidden_dropout_prob = 0.0;
+    config.attention_probs_dropout_prob = 0.0;
+    config.initializer_range = 0.6;
     BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
 }
 

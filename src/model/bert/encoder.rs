@@ -4,6 +4,11 @@
 //! checkpoint's tensor names (`attention.self` is `attention.self_attention`,
 //! `LayerNorm` is `layer_norm`; `load.rs` maps them), so a reader can hold this
 //! file next to the Python one.
+//!
+//! Nonlinearities, LayerNorm and the two input-dependent matmuls of attention go
+//! through [`Rules`], so that DeepLift's Rescale rule runs this same code;
+//! [`Rules::Plain`] calls burn's own operations (the PyTorch equivalence test
+//! pins that pass).
 
 use burn::module::Param;
 use burn::nn::{Embedding, LayerNorm, LayerNormConfig, Linear};
@@ -94,6 +99,7 @@ impl<B: Backend> BertSelfAttention<B> {
 pub struct BertResidual<B: Backend> {
     pub dense: Linear<B>,
     pub layer_norm: LayerNorm<B>,
+    /// `layer_norm`'s ε (see [`BertEmbeddings`]).
     layer_norm_eps: f64,
     dropout: f64,
 }

@@ -52,6 +52,9 @@ pub struct BenchOptions {
     pub examples: usize,
     /// Only cells whose label contains this (e.g. `/st/`).
     pub filter: Option<String>,
+    /// Overrides of the grid's `internal_batch_size` / `perturbations_per_eval`.
+    pub internal_batch_size: Option<usize>,
+    pub perturbations_per_eval: Option<usize>,
     /// Writes every timed example (ids, special flags, prediction, scores) here as
     /// JSON lines, so that another tool can explain the same inputs and compare.
     pub dump: Option<std::path::PathBuf>,
@@ -108,7 +111,12 @@ pub fn run(plan: &Plan, cache: &Cache, compute: Compute, options: &BenchOptions)
                 })
                 .collect(),
         };
-        let template = Options { sample: options.examples, ..template.clone() };
+        let template = Options {
+            sample: options.examples,
+            internal_batch_size: options.internal_batch_size.unwrap_or(template.internal_batch_size),
+            perturbations_per_eval: options.perturbations_per_eval.unwrap_or(template.perturbations_per_eval),
+            ..template.clone()
+        };
         crate::with_autodiff_backend!(compute, |B, device| {
             bench_model::<B>(&cell, &model_dir, &synth_dir, &template, &methods, &device, &mut rows, dump.as_mut())
         })?;

@@ -50,6 +50,12 @@ enum Command {
         /// Also write the rows and their context as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Overrides the grid's `internal_batch_size` (IG steps / SmoothGrad copies per pass).
+        #[arg(long)]
+        internal_batch_size: Option<usize>,
+        /// Overrides the grid's `perturbations_per_eval` (LIME / KernelSHAP / occlusion).
+        #[arg(long)]
+        perturbations_per_eval: Option<usize>,
         /// Write every timed example (token ids, prediction, scores) as JSON lines
         /// here, for `scripts/captum_bench.py` to explain the same inputs.
         #[arg(long)]
@@ -136,8 +142,9 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let (command, common, key) = match cli.command {
-        Command::Bench { common, methods, examples, only, json, dump } => {
-            return bench(common, methods, examples, only, json, dump);
+        Command::Bench { common, methods, examples, only, json, dump, internal_batch_size, perturbations_per_eval } => {
+            let knobs = (internal_batch_size, perturbations_per_eval);
+            return bench(common, methods, examples, only, json, dump, knobs);
         }
         Command::Run(c) => ("run", c, None),
         Command::Plan(c) => ("plan", c, None),
@@ -253,6 +260,7 @@ fn bench(
     only: Option<String>,
     json: Option<PathBuf>,
     dump: Option<PathBuf>,
+    (internal_batch_size, perturbations_per_eval): (Option<usize>, Option<usize>),
 ) -> Result<ExitCode, Failure> {
     let compute = Compute {
         device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
@@ -267,7 +275,14 @@ fn bench(
     let cache = Cache::open(&common.cache).map_err(runtime)?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
-    let bench_options = crate::bench::BenchOptions { methods, examples: examples.max(1), filter: only, dump };
+    let bench_options = crate::bench::BenchOptions {
+        methods,
+        examples: examples.max(1),
+        filter: only,
+        dump,
+        internal_batch_size: internal_batch_size.map(|n| n.max(1)),
+        perturbations_per_eval: perturbations_per_eval.map(|n| n.max(1)),
+    };
     let rows = crate::bench::run(&plan, &cache, compute, &bench_options).map_err(runtime)?;
     let context = crate::bench::context(compute, &common.grid);
     print!("{}", crate::bench::markdown(&context, &rows));

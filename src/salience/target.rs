@@ -53,13 +53,14 @@ pub fn predicted_class_score<B: Backend>(logits: Tensor<B, 2>, predicted: &[u32]
             let p = softmax(logits.clone().detach(), 1);
             let index = class_index(predicted, &device);
             let p_c = p.clone().gather(1, index.clone()); // [batch, 1]
-            let others = p.clone().sum_dim(1) - p_c.clone();
             let onehot = Tensor::<B, 2>::zeros([batch, outputs], &device).scatter(
                 1,
                 index,
                 Tensor::ones([batch, 1], &device),
                 burn::tensor::IndexingUpdateOp::Add,
             );
+            // Σ_{j≠c} p_j summed term by term: `1 − p_c` would round to 0 for a confident model.
+            let others = (p.clone() * (onehot.clone().neg() + 1.0)).sum_dim(1);
             let weights = p_c.clone() * (onehot.clone() * others - (onehot.neg() + 1.0) * p);
             (logits * weights.detach()).sum_dim(1).reshape([batch])
         }
@@ -113,6 +114,15 @@ mod tests {
             let want = p[1] * (if j == 1 { 1.0 } else { 0.0 } - p[j]);
             assert!((g[j] as f64 - want).abs() < 1e-6, "{j}: {} vs {want}", g[j]);
         }
+    }
+
+    #[test]
+    fn softmax_probability_gradient_survives_saturation() {
+        // p_c rounds to 1.0 in f32, yet 1 − p_c = 2e^-30 ≈ 1.9e-13 must drive the gradient.
+        let g = gradient(vec![30.0, 0.0, 0.0], [1, 3], &[0], Target::Probability);
+        let rest = (-30f64).exp();
+        assert!(((g[0] as f64) / (2.0 * rest) - 1.0).abs() < 1e-3, "{g:?}");
+        assert!(((g[1] as f64) / (-rest) - 1.0).abs() < 1e-3, "{g:?}");
     }
 
     #[test]

@@ -24,13 +24,13 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     let mut sequences = Vec::new();
     let mut classes = Vec::new();
     let mut owner = Vec::new();
-    for i in 0..examples.len() {
+    for (i, &class) in predicted.iter().enumerate() {
         let positions = examples.ordinary_positions(i);
-        for k in 0..positions.len() {
+        for (k, &position) in positions.iter().enumerate() {
             let keep: Vec<bool> = (0..positions.len()).map(|j| j != k).collect();
             sequences.push(hide(examples.ids[i], &positions, &keep, replacement));
-            classes.push(predicted[i]);
-            owner.push((i, positions[k]));
+            classes.push(class);
+            owner.push((i, position));
         }
     }
     let hidden = class_probabilities(model, &sequences, &classes, vocab.pad, settings.perturbations_per_eval, device);

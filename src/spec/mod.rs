@@ -20,8 +20,8 @@ use toml::Spanned;
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::data::table::TableFormat;
 use crate::metrics::Metric;
-use crate::report::ReportFormat;
 use crate::metrics::WordAggregation;
+use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{

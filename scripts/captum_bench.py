@@ -13,8 +13,12 @@ predicted class, our scores and, for IG, the completeness gap. This script
 2. checks it: the torch model's prediction must equal the dumped one for every
    example, and the deterministic methods (grad*, gxi*, ig*, occlusion-*) must
    reproduce the dumped scores (max absolute and relative difference; for IG also
-   the completeness gap). LIME samples differently from ours, so only the top-1
-   token agreement is shown for it;
+   the completeness gap). LIME and KernelSHAP sample differently from ours, so
+   only the top-1 token agreement is shown for them; our KernelSHAP scores are
+   checked on their own instead (untimed): efficiency, sum_i ours_i =
+   p(full) - p(empty) with both probabilities from the torch model, and, for
+   examples whose coalitions ours enumerated (n >= 2^d - 2, d ordinary tokens),
+   equality with the exact Shapley values computed from all 2^d coalitions;
 3. times each method with Captum on the dumped examples, after one untimed
    warm-up example, and prints a Markdown table.
 
@@ -34,7 +38,14 @@ negated for class 0 of a one-logit model, or the class probability):
   `SkLearnRidge(alpha=1)`, target = the predicted class's probability,
   `perturbations_per_eval=K`, one example at a time (as Captum recommends);
 - `occlusion-{unk,mask,erase}`: `Occlusion` with a one-token window over the
-  non-special tokens, `perturbations_per_eval=K`: p(y|x) - p(y|x with token i hidden).
+  non-special tokens, `perturbations_per_eval=K`: p(y|x) - p(y|x with token i hidden);
+- `kernelshap-{unk,mask,erase}-{n}`: `KernelShap` with Captum's own recipe, on
+  the same features, hiding and target as LIME: `n_samples=n` (the full and
+  empty coalitions included, weighted 1e6; ours draws n besides them, in
+  complementary pairs, and enforces efficiency exactly), `perturbations_per_eval=K`,
+  one example at a time, torch's global generator seeded per example. With one
+  ordinary token Captum's size distribution is empty, and the score is
+  p(full) - p(empty) computed directly, as ours gives.
 `erase` deletes tokens: hidden positions carry the id -1, and the forward pass
 moves the remaining tokens together.
 
@@ -44,7 +55,7 @@ is written as p * (1 - p) with 1 - p computed from the other classes, as
 in float32, and autograd's own sigmoid backward would then return 0.
 
 Gradient and IG methods explain `--batch-size` examples per call (ours: 32), in
-length order; LIME and occlusion one example per call. `--repeats R` times R
+length order; LIME, KernelSHAP and occlusion one example per call. `--repeats R` times R
 passes per method and reports the fastest (for a busy machine).
 
 The relative difference of an example is max_t |ours - torch| / max_t |ours|.
@@ -55,7 +66,7 @@ gradient sum to zero), so its value is rounding noise at that scale.
 Run (the dump and the checkpoint must come from the same cache):
 
     target/release/grid bench experiments/quickstart.toml --cache CACHE --only /st/ \
-        --methods gradl-l2,gxil,igl-unk-20,limeunk-100,occlusion-unk --examples 16 \
+        --methods gradl-l2,gxil,igl-unk-20,limeunk-100,occlusion-unk,kernelshap-unk-200 --examples 16 \
         --dump /tmp/dump.jsonl
     /work/torchenv/bin/python scripts/captum_bench.py --checkpoint CACHE \
         --dump /tmp/dump.jsonl --cell generated/st/lstm [--device cuda] [--threads 2] \
@@ -64,8 +75,9 @@ Run (the dump and the checkpoint must come from the same cache):
 
 `--checkpoint` is a train step folder, or a cache root in which the step whose
 manifest label is `train/<cell>` is looked up. `--methods` defaults to every
-method the dump holds for the cell. Exits with status 1 when a prediction differs
-or a deterministic method's relative difference exceeds `--tolerance`.
+method the dump holds for the cell. Exits with status 1 when a prediction differs,
+a deterministic method's relative difference exceeds `--tolerance`, or one of our
+KernelSHAP checks (absolute, on the probability scale) does.
 """
 
 import argparse
@@ -83,7 +95,7 @@ import captum
 import torch
 import transformers
 from captum._utils.models.linear_model import SkLearnRidge
-from captum.attr import InputXGradient, IntegratedGradients, Lime, Occlusion, Saliency
+from captum.attr import InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion, Saliency
 from safetensors.torch import load_file
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -308,11 +320,15 @@ def parse_method(name):
         return "lime", {"hiding": m.group(1), "samples": int(m.group(2))}
     if m := re.fullmatch(r"occlusion-(unk|mask|erase)", name):
         return "occlusion", {"hiding": m.group(1)}
+    if m := re.fullmatch(r"kernelshap-(unk|mask|erase)-(\d+)", name):
+        return "kernelshap", {"hiding": m.group(1), "samples": int(m.group(2))}
     return None
 
 
-# Families whose numbers must equal ours (LIME draws its own samples).
+# Families whose numbers must equal ours (LIME and KernelSHAP draw their own samples).
 DETERMINISTIC = {"grad", "gxi", "ig", "occlusion"}
+# Families explained one example at a time, over its non-special tokens.
+PERTURBATION = {"lime", "occlusion", "kernelshap"}
 
 
 class Runner:
@@ -350,7 +366,7 @@ class Runner:
         completeness gap, and the scale against which a difference in the scores
         counts as rounding (None: the scores' own largest magnitude)."""
         n = len(examples)
-        if family in ("lime", "occlusion"):
+        if family in PERTURBATION:
             out = [self.perturbation(family, options, e) for e in examples]
             return [o[0] for o in out], [o[1] for o in out], [None] * n, [None] * n
         order = sorted(range(n), key=lambda i: len(examples[i]["ids"]))
@@ -415,9 +431,11 @@ class Runner:
         gaps = None if gaps is None else gaps.detach().cpu()
         return scores.detach().cpu(), seen["classes"].cpu(), gaps, scale
 
-    def perturbation(self, family, options, example):
-        """One example; its non-special tokens are the features, so special
-        tokens are never hidden and score 0."""
+    def hider(self, example, hiding):
+        """One example's value function: (the ordinary positions, their ids as
+        Captum's features [1, d], the clean input's predicted class [1], the hidden
+        id, and `probability(features [k, d], cls)` -> p(cls) per row in float64,
+        feature entries equal to the hidden id being hidden)."""
         template = torch.tensor(example["ids"], device=self.device)
         positions = torch.tensor([t for t, s in enumerate(example["special"]) if not s], device=self.device)
         pad = self.vocab["pad"]
@@ -441,11 +459,17 @@ class Runner:
             clean = template[None]
             logits = self.model.logits(self.model.embed(clean), torch.ones_like(clean))
             cls = predicted_classes(logits)
+        return positions, template[positions][None], cls, self.replacement(hiding), probability
+
+    def perturbation(self, family, options, example):
+        """One example; its non-special tokens are the features, so special
+        tokens are never hidden and score 0."""
+        positions, features, cls, replacement, probability = self.hider(example, options["hiding"])
         scores = torch.zeros(len(example["ids"]), dtype=torch.float64)
-        if len(positions) == 0:
+        d = len(positions)
+        if d == 0:
             return scores.tolist(), int(cls)
-        features = template[positions][None]
-        replacement = self.replacement(options["hiding"])
+        seed = self.args.seed * 1_000_003 + example["index"]
         if family == "occlusion":
             attributions = Occlusion(probability).attribute(
                 features,
@@ -454,8 +478,29 @@ class Runner:
                 additional_forward_args=(cls,),
                 perturbations_per_eval=self.args.perturbations_per_eval,
             )
+        elif family == "kernelshap" and d == 1:
+            # Captum's coalition-size distribution is empty for one player (it
+            # fails); the Shapley value is then v(full) - v(empty), as ours gives.
+            with torch.no_grad():
+                v = probability(torch.cat([features, torch.full_like(features, replacement)]), cls)
+            attributions = (v[0] - v[1]).reshape(1, 1)
+        elif family == "kernelshap":
+            # Captum's own recipe: sample 1 the full coalition, sample 2 the empty
+            # one (both weighted 1e6, standing in for the exact constraints), then
+            # sizes from the Shapley kernel's distribution, uniform subsets, weight 1,
+            # not in complementary pairs, fit by unregularised least squares. It
+            # draws from torch's global generator, seeded here per example.
+            torch.manual_seed(seed)
+            attributions = KernelShap(probability).attribute(
+                features,
+                baselines=replacement,
+                feature_mask=torch.arange(d, device=self.device)[None],
+                additional_forward_args=(cls,),
+                n_samples=options["samples"],
+                perturbations_per_eval=self.args.perturbations_per_eval,
+            )
         else:
-            generator = torch.Generator().manual_seed(self.args.seed * 1_000_003 + example["index"])
+            generator = torch.Generator().manual_seed(seed)
 
             def samples(original, **kwargs):  # a generator function: Captum starts it once per example
                 for keep in lit_samples(generator, **kwargs):
@@ -470,13 +515,47 @@ class Runner:
             attributions = lime.attribute(
                 features,
                 baselines=replacement,
-                feature_mask=torch.arange(features.shape[1], device=self.device)[None],
+                feature_mask=torch.arange(d, device=self.device)[None],
                 additional_forward_args=(cls,),
                 n_samples=options["samples"],
                 perturbations_per_eval=self.args.perturbations_per_eval,
             )
         scores[positions.cpu()] = attributions[0].double().cpu()
         return scores.tolist(), int(cls)
+
+    def shapley_check(self, options, example):
+        """Untimed checks of OUR KernelSHAP scores for one dumped example, with the
+        torch model: (|sum_i ours_i - (p(full) - p(empty))|, and, where ours
+        enumerated every coalition (n >= 2^d - 2, so its fit is the exact Shapley
+        value), max_i |ours_i - exact phi_i| from all 2^d coalitions, else None)."""
+        positions, features, cls, replacement, probability = self.hider(example, options["hiding"])
+        d = len(positions)
+        ours = torch.tensor(example["scores"], dtype=torch.float64)
+        if d == 0:
+            return float(ours.abs().sum()), None
+        ours = ours[positions.cpu()]
+        enumerable = d < 32 and options["samples"] >= 2**d - 2
+        if enumerable:  # row c keeps player j where bit j of c is set: row 0 empty, the last full
+            keep = (torch.arange(2**d, device=self.device)[:, None] >> torch.arange(d, device=self.device)) & 1 == 1
+        else:
+            keep = torch.arange(2, device=self.device)[:, None].expand(2, d) == 1
+        with torch.no_grad():
+            v = torch.cat([
+                probability(torch.where(chunk, features, torch.full_like(features, replacement)), cls)
+                for chunk in keep.split(self.args.perturbations_per_eval)
+            ]).cpu()  # fmt: skip
+        efficiency = abs(float(ours.sum()) - float(v[-1] - v[0]))
+        if not enumerable:
+            return efficiency, None
+        # phi_i = sum over S without i of |S|! (d - |S| - 1)! / d! (v(S + i) - v(S)).
+        weight = [math.factorial(s) * math.factorial(d - s - 1) / math.factorial(d) for s in range(d)]
+        sizes = keep.sum(1).cpu().tolist()
+        exact = torch.zeros(d, dtype=torch.float64)
+        for c in range(2**d):
+            for i in range(d):
+                if not c >> i & 1:
+                    exact[i] += weight[sizes[c]] * float(v[c | 1 << i] - v[c])
+        return efficiency, float((ours - exact).abs().max())
 
 
 def lit_samples(generator, num_interp_features, **_):
@@ -552,9 +631,11 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--batch-size", type=int, default=32, help="examples per call, gradient and IG methods")
     parser.add_argument("--internal-batch-size", type=int, default=256, help="IG points per forward/backward")
-    parser.add_argument("--perturbations-per-eval", type=int, default=256, help="LIME/occlusion inputs per forward")
+    parser.add_argument(
+        "--perturbations-per-eval", type=int, default=256, help="LIME/KernelSHAP/occlusion inputs per forward"
+    )
     parser.add_argument("--tolerance", type=float, default=1e-3, help="max relative difference, deterministic methods")
-    parser.add_argument("--seed", type=int, default=7, help="LIME sampling")
+    parser.add_argument("--seed", type=int, default=7, help="LIME and KernelSHAP sampling")
     parser.add_argument("--repeats", type=int, default=1, help="timed passes per method; the fastest is reported")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
@@ -612,6 +693,20 @@ def main():
             row["compared"] = "exact" if family in DETERMINISTIC else "sampled"
             if family in DETERMINISTIC and row["max_rel_diff"] > args.tolerance:
                 failures.append(f"{method}: relative difference {row['max_rel_diff']:.3g} > {args.tolerance:g}")
+            if family == "kernelshap":
+                checks = [runner.shapley_check(options, e) for e in by_method[method]]
+                row["efficiency_max_dev"] = max(c[0] for c in checks)
+                exact = [c[1] for c in checks if c[1] is not None]
+                row["exact_shapley_examples"] = len(exact)
+                row["exact_shapley_max_abs_diff"] = max(exact) if exact else None
+                if row["efficiency_max_dev"] > args.tolerance:
+                    deviation = row["efficiency_max_dev"]
+                    failures.append(f"{method}: efficiency deviation {deviation:.3g} > {args.tolerance:g}")
+                if exact and row["exact_shapley_max_abs_diff"] > args.tolerance:
+                    failures.append(
+                        f"{method}: difference from the exact Shapley values "
+                        f"{row['exact_shapley_max_abs_diff']:.3g} > {args.tolerance:g}"
+                    )
         rows.append(row)
         print(f"captum: {cell} {method} {row['examples_per_second']:.2f} examples/s", file=sys.stderr)
 
@@ -649,6 +744,18 @@ def main():
             number(r.get("top1_agreement"), ".2f"),
         ]  # fmt: skip
         print("| " + " | ".join(cells) + " |")
+    shap_rows = [r for r in rows if "efficiency_max_dev" in r]
+    if shap_rows:
+        print("\nOur KernelSHAP scores against the torch model (Captum's are sampled: top-1 agreement only):\n")
+        print("| method | examples | max abs(sum ours - (p(full) - p(empty))) | enumerated examples "
+              "| max abs diff from exact Shapley |")
+        print("|---|---:|---:|---:|---:|")
+        for r in shap_rows:
+            cells = [
+                r["method"], str(r["examples"]), f"{r['efficiency_max_dev']:.2e}",
+                str(r["exact_shapley_examples"]), number(r["exact_shapley_max_abs_diff"], ".2e"),
+            ]  # fmt: skip
+            print("| " + " | ".join(cells) + " |")
     compared = sum(len(by_method[r["method"]]) for r in rows if r["method"] in by_method)
     if compared:
         print(f"\npredictions: {compared - len(mismatches)}/{compared} dumped predictions equal the torch model's")

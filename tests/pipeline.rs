@@ -49,6 +49,15 @@ fn tables_and_attributions_are_written() {
     }
     let long = std::fs::read_to_string(reports.join("results_long.csv")).unwrap();
     assert_eq!(long.lines().count(), 1 + 3 * 3 * 2, "one row per shortcut × method × metric");
+    // Every cell carries its bootstrap interval around the mean.
+    let header: Vec<&str> = long.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for line in long.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let num = |name: &str| fields[col(name)].parse::<f64>().unwrap();
+        let (lo, value, hi) = (num("ci_low"), num("value"), num("ci_high"));
+        assert!(lo <= value + 1e-12 && value <= hi + 1e-12, "{line}");
+    }
 
     // Ground truth in every attribution names the inserted shortcut tokens.
     let grid = Grid::load(&t.grid_file()).unwrap();

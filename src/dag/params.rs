@@ -217,10 +217,12 @@ pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, ma
     })
 }
 
-/// Per-token scoring keeps the key it had before word aggregation existed.
+/// Word aggregation enters only when set, so per-token scoring keys do not depend on it.
 pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
-    match aggregation {
-        None => json!({ "metric": metric.name() }),
-        Some(how) => json!({ "metric": metric.name(), "word_aggregation": how.name() }),
+    let bootstrap = crate::metrics::bootstrap::Bootstrap::default();
+    let mut params = json!({ "metric": metric.name(), "bootstrap": bootstrap });
+    if let Some(how) = aggregation {
+        params["word_aggregation"] = json!(how.name());
     }
+    params
 }

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub mod bootstrap;
 pub mod words;
 
 pub use words::WordAggregation;

@@ -54,6 +54,9 @@ pub struct CellResult {
     pub metric: String,
     /// Mean over examples.
     pub value: f64,
+    /// Percentile-bootstrap 95% interval of the mean, when the score has one.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
     pub n_examples: usize,
     /// The cell's model passed verification.
     pub verified: bool,
@@ -312,6 +315,8 @@ mod tests {
             method: method.into(),
             metric: metric.into(),
             value,
+            ci_low: Some(value - 0.01),
+            ci_high: Some(value + 0.01),
             n_examples: 1000,
             verified: true,
         }
@@ -483,7 +488,19 @@ mod tests {
         assert!(from_parquet.equals(&expected), "{from_parquet}");
         assert_eq!(
             from_parquet.get_column_names(),
-            ["model", "architecture", "dataset", "shortcut", "method", "metric", "value", "n_examples", "verified"]
+            [
+                "model",
+                "architecture",
+                "dataset",
+                "shortcut",
+                "method",
+                "metric",
+                "value",
+                "ci_low",
+                "ci_high",
+                "n_examples",
+                "verified"
+            ]
         );
     }
 
@@ -514,7 +531,7 @@ mod tests {
         );
         assert_eq!(report.console, "## Verification\n\n(no verification rows)\n\n(no result cells)\n");
         let csv = std::fs::read_to_string(tmp.path().join("results_long.csv")).unwrap();
-        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,n_examples,verified\n");
+        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,ci_low,ci_high,n_examples,verified\n");
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("method".into(), strings(|c| &c.method)),
             Column::new("metric".into(), strings(|c| &c.metric)),
             Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
+            Column::new("ci_low".into(), cells.iter().map(|c| c.ci_low).collect::<Vec<Option<f64>>>()),
+            Column::new("ci_high".into(), cells.iter().map(|c| c.ci_high).collect::<Vec<Option<f64>>>()),
             Column::new("n_examples".into(), cells.iter().map(|c| c.n_examples as u64).collect::<Vec<u64>>()),
             Column::new("verified".into(), cells.iter().map(|c| c.verified).collect::<Vec<bool>>()),
         ],
@@ -271,6 +273,8 @@ mod tests {
             method: method.into(),
             metric: metric.into(),
             value,
+            ci_low: None,
+            ci_high: None,
             n_examples: 10,
             verified: true,
         }
@@ -365,7 +369,7 @@ mod tests {
     #[test]
     fn empty_cells_give_no_layouts() {
         assert!(layouts(&[]).unwrap().is_empty());
-        assert_eq!(long_frame(&[]).unwrap().shape(), (0, 9));
+        assert_eq!(long_frame(&[]).unwrap().shape(), (0, 11));
         assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 11));
     }
 

@@ -57,6 +57,8 @@ pub fn run(
             method: c.method.clone(),
             metric: c.metric.clone(),
             value: score.mean,
+            ci_low: score.interval.map(|i| i[0]),
+            ci_high: score.interval.map(|i| i[1]),
             n_examples: score.examples,
             verified: passed.get(&c.verify_step).copied().unwrap_or(false),
         });

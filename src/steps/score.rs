@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
 use super::io::{read_jsonl, write_json};
+use crate::metrics::bootstrap::Bootstrap;
 use crate::metrics::{Metric, WordAggregation, ranking, words};
 
 pub const SCORE_FILE: &str = "score.json";
@@ -16,6 +17,9 @@ pub struct Score {
     pub metric: Metric,
     /// Mean over examples.
     pub mean: f64,
+    /// Percentile-bootstrap 95% interval of the mean over examples.
+    #[serde(default)]
+    pub interval: Option<[f64; 2]>,
     pub examples: usize,
     /// Per example, in the attribution's order.
     pub values: Vec<f64>,
@@ -36,7 +40,8 @@ pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Opt
         })
         .collect();
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
-    Score { metric, mean, examples: values.len(), values }
+    let interval = Bootstrap::default().interval(&values);
+    Score { metric, mean, interval, examples: values.len(), values }
 }
 
 pub fn run(metric: Metric, aggregation: Option<WordAggregation>, attribution_dir: &Path, out: &Path) -> Result<()> {
@@ -71,6 +76,8 @@ mod tests {
         let p = evaluate(Metric::Precision, &examples, None);
         assert_eq!(p.values, vec![1.0, 0.0, 1.0]);
         assert!((p.mean - 2.0 / 3.0).abs() < 1e-12);
+        let [lo, hi] = p.interval.unwrap();
+        assert!(0.0 <= lo && lo <= p.mean && p.mean <= hi && hi <= 1.0, "{:?}", p.interval);
         let r = evaluate(Metric::Rank, &examples, None);
         assert_eq!(r.values, vec![1.0, 3.0, 1.0]);
         assert!((r.mean - 5.0 / 3.0).abs() < 1e-12);

@@ -55,8 +55,8 @@ is written as p * (1 - p) with 1 - p computed from the other classes, as
 in float32, and autograd's own sigmoid backward would then return 0.
 
 Gradient and IG methods explain `--batch-size` examples per call (ours: 32), in
-length order; LIME, KernelSHAP and occlusion one example per call. `--repeats R` times R
-passes per method and reports the fastest (for a busy machine).
+length order; LIME, KernelSHAP and occlusion one example per call. `--repeats R`
+times R passes per method and reports the fastest (for a busy machine).
 
 The relative difference of an example is max_t |ours - torch| / max_t |ours|.
 For `grad*-mean` the denominator is at least max_t mean_d |df/de_td|: a mean of

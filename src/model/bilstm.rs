@@ -27,7 +27,7 @@ use super::init;
 use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, Classifier};
-use crate::salience::AttentionView;
+use crate::model::AttentionView;
 
 /// Hyper-parameters, saved as `config.json` next to the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::{AttentionLeaf, Classifier};
-use crate::salience::AttentionView;
+use crate::model::AttentionView;
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
 use crate::text::wordpiece::WordPieceEncoder;

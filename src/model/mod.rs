@@ -19,8 +19,6 @@ pub mod rules;
 
 use burn::prelude::*;
 
-use crate::salience::AttentionView;
-
 /// A right-padded batch of token ids with its padding mask.
 #[derive(Debug, Clone)]
 pub struct TokenBatch<B: Backend> {
@@ -48,6 +46,17 @@ impl<B: Backend> TokenBatch<B> {
             mask: Tensor::from_data(TensorData::new(mask, [batch, time]), device),
         }
     }
+}
+
+/// Which attention weights are read as salience.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttentionView {
+    /// `attn`: the BiLSTM's additive attention weights.
+    Additive,
+    /// `attn-last`: BERT's last layer, `[CLS]` row, mean over heads.
+    LastLayer,
+    /// `attn-all`: BERT's `[CLS]` row, mean over heads and layers.
+    AllLayers,
 }
 
 /// What a classifier exposes to training, verification and salience.

@@ -18,6 +18,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::AttentionView;
+
 /// What is differentiated: the predicted class's probability (`p`) or logit (`l`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Target {
@@ -59,17 +61,6 @@ pub enum Hiding {
     Mask,
     /// Deleted: the sequence gets shorter.
     Erase,
-}
-
-/// Which attention weights are read as salience.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AttentionView {
-    /// `attn`: the BiLSTM's additive attention weights.
-    Additive,
-    /// `attn-last`: BERT's last layer, `[CLS]` row, mean over heads.
-    LastLayer,
-    /// `attn-all`: BERT's `[CLS]` row, mean over heads and layers.
-    AllLayers,
 }
 
 /// The methods SmoothGrad can average: one gradient evaluation per noisy input.

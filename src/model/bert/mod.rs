@@ -18,7 +18,7 @@ use super::init;
 use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, Classifier};
-use crate::salience::AttentionView;
+use crate::model::AttentionView;
 
 #[derive(Module, Debug)]
 pub struct BertClassifier<B: Backend> {

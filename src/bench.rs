@@ -153,10 +153,10 @@ fn bench_model<B: AutodiffBackend>(
             continue;
         }
         let options = Options { method, ..template.clone() };
-        let mut warm: Vec<Prepared> = prepared.iter().take(options.batch_size).map(clone_prepared).collect();
+        let mut warm: Vec<Prepared> = prepared.iter().take(options.batch_size).cloned().collect();
         attribute::explain_all(&checkpoint, &options, &mut warm, device, |_| {})
             .with_context(|| format!("{cell}: {method}"))?;
-        let mut timed: Vec<Prepared> = prepared.iter().map(clone_prepared).collect();
+        let mut timed: Vec<Prepared> = prepared.clone();
         let started = Instant::now();
         attribute::explain_all(&checkpoint, &options, &mut timed, device, |_| {})
             .with_context(|| format!("{cell}: {method}"))?;
@@ -192,10 +192,6 @@ fn bench_model<B: AutodiffBackend>(
         rows.push(row);
     }
     Ok(())
-}
-
-fn clone_prepared(p: &Prepared) -> Prepared {
-    Prepared { encoded: p.encoded.clone(), record: p.record.clone() }
 }
 
 /// Date (UTC), commit (`GRID_COMMIT` or `git rev-parse`), CPU model and threads.

@@ -151,17 +151,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Report(c) => ("report", c, None),
         Command::Step { common, key } => ("step", common, Some(key)),
     };
-    let compute = Compute {
-        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-    };
+    let compute = compute_of(&common)?;
     if command == "run" || command == "step" {
         compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
-    let grid = Grid::load(&common.grid).map_err(usage)?;
-    let cache = Cache::open(&common.cache).map_err(runtime)?;
-    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
-    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+    let (cache, plan) = plan_of(&common, compute)?;
     let verbosity = if common.quiet {
         Verbosity::Quiet
     } else if common.verbose {
@@ -253,6 +247,23 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
 }
 
+/// `--device` and `--precision`.
+fn compute_of(common: &Common) -> Result<Compute, Failure> {
+    Ok(Compute {
+        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+    })
+}
+
+/// The grid file, planned against its cache.
+fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
+    let grid = Grid::load(&common.grid).map_err(usage)?;
+    let cache = Cache::open(&common.cache).map_err(runtime)?;
+    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
+    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+    Ok((cache, plan))
+}
+
 fn bench(
     common: Common,
     methods: Option<Vec<String>>,
@@ -262,19 +273,13 @@ fn bench(
     dump: Option<PathBuf>,
     (internal_batch_size, perturbations_per_eval): (Option<usize>, Option<usize>),
 ) -> Result<ExitCode, Failure> {
-    let compute = Compute {
-        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-    };
+    let compute = compute_of(&common)?;
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     let methods = methods
         .map(|names| names.iter().map(|n| n.trim().parse::<crate::salience::Method>()).collect::<Result<Vec<_>, _>>())
         .transpose()
         .map_err(usage)?;
-    let grid = Grid::load(&common.grid).map_err(usage)?;
-    let cache = Cache::open(&common.cache).map_err(runtime)?;
-    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
-    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+    let (cache, plan) = plan_of(&common, compute)?;
     let bench_options = crate::bench::BenchOptions {
         methods,
         examples: examples.max(1),

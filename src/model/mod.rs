@@ -121,23 +121,22 @@ pub struct AttentionLeaf<B: Backend> {
 
 /// Predicted class per example from `[batch, num_outputs]` logits.
 pub fn predicted_classes<B: Backend>(logits: Tensor<B, 2>) -> Vec<u32> {
-    let [batch, outputs] = logits.dims();
+    let [_, outputs] = logits.dims();
     let values: Vec<f32> = logits.into_data().convert::<f32>().to_vec().unwrap_or_default();
-    (0..batch)
-        .map(|row| {
-            let row = &values[row * outputs..(row + 1) * outputs];
-            if outputs == 1 {
-                u32::from(row[0] > 0.0)
-            } else {
-                // Lowest index wins ties, so predictions are deterministic.
-                let mut best = 0;
-                for (class, &v) in row.iter().enumerate() {
-                    if v > row[best] {
-                        best = class;
-                    }
-                }
-                best as u32
-            }
-        })
-        .collect()
+    values.chunks(outputs.max(1)).map(predicted_class).collect()
+}
+
+/// The predicted class of one row of logits: `logit > 0` for one output, else the
+/// largest logit, the lowest index winning ties so predictions are deterministic.
+pub fn predicted_class(row: &[f32]) -> u32 {
+    if row.len() == 1 {
+        return u32::from(row[0] > 0.0);
+    }
+    let mut best = 0;
+    for (class, &v) in row.iter().enumerate() {
+        if v > row[best] {
+            best = class;
+        }
+    }
+    best as u32
 }

@@ -16,6 +16,7 @@
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
+use super::integrated_gradients::baseline_embeddings;
 use super::target::{predicted_class_score, predicted_class_value};
 use super::{Attribution, AttributionError, Baseline, Examples, Method, Settings, Target, Vocabulary, rows_of};
 use crate::model::{Classifier, predicted_classes};
@@ -60,7 +61,7 @@ fn explain_chunk<B: AutodiffBackend, M: Classifier<B>>(
     let batch = examples.batch::<B>(vocab.pad, device);
     let [rows, time] = batch.mask.dims();
     let inputs = model.embed(batch.ids.clone()).detach();
-    let references = reference_embeddings(model, inputs.clone(), examples, token, time, device);
+    let references = Tensor::from_inner(baseline_embeddings(model, inputs.clone().inner(), examples, token, device));
     let predicted = predicted_classes(model.logits_from_embeddings(inputs.clone(), batch.mask.clone()));
 
     let leaf = inputs.clone().require_grad();
@@ -81,35 +82,6 @@ fn explain_chunk<B: AutodiffBackend, M: Classifier<B>>(
     let gap = scores.clone().sum_dim(1).reshape([rows]) - delta;
     let completeness_gap = gap.into_data().convert::<f32>().to_vec().unwrap_or_default();
     Ok(Attribution { scores: rows_of(scores, examples), predicted, completeness_gap: Some(completeness_gap) })
-}
-
-/// x₀: the baseline at every non-special real position, the input's own
-/// embedding at special tokens and padding. `[rows, time, dim]`, detached.
-fn reference_embeddings<B: AutodiffBackend, M: Classifier<B>>(
-    model: &M,
-    inputs: Tensor<B, 3>,
-    examples: &Examples<'_>,
-    token: Option<u32>,
-    time: usize,
-    device: &B::Device,
-) -> Tensor<B, 3> {
-    let rows = examples.len();
-    // 1 where the input keeps its embedding.
-    let mut keep = vec![1.0f32; rows * time];
-    for (row, special) in examples.special.iter().enumerate() {
-        for (t, &special) in special.iter().enumerate() {
-            keep[row * time + t] = if special { 1.0 } else { 0.0 };
-        }
-    }
-    let keep = Tensor::<B, 3>::from_data(TensorData::new(keep, [rows, time, 1]), device);
-    let baseline = match token {
-        Some(token) => {
-            let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(vec![token as i64], [1, 1]), device);
-            model.embed(ids).detach()
-        }
-        None => inputs.clone().narrow(0, 0, 1).narrow(1, 0, 1).zeros_like(),
-    };
-    inputs.clone() * keep.clone() + (keep.neg() + 1.0) * baseline
 }
 
 #[cfg(test)]
@@ -140,10 +112,10 @@ mod tests {
     ) -> Vec<f64> {
         let device = Default::default();
         let batch = examples.batch::<Ad>(VOCAB.pad, &device);
-        let [_, time] = batch.mask.dims();
         let inputs = model.embed(batch.ids.clone());
         let token = VOCAB.baseline_token(baseline).unwrap();
-        let references = reference_embeddings(model, inputs.clone(), examples, token, time, &device);
+        let references =
+            Tensor::from_inner(baseline_embeddings(model, inputs.clone().inner(), examples, token, &device));
         let f = |e| -> Vec<f32> {
             let logits = model.logits_from_embeddings(e, batch.mask.clone());
             predicted_class_value(logits, predicted, Target::Logit).into_data().to_vec().unwrap()

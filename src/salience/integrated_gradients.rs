@@ -57,16 +57,16 @@ pub fn baseline_embeddings<B: AutodiffBackend, M: Classifier<B>>(
     device: &B::Device,
 ) -> Tensor<B::InnerBackend, 3> {
     let [n, time, _] = inputs.dims();
-    let keep = keep_own_embedding::<B::InnerBackend>(examples, time, device);
-    let replaced = match token {
-        None => inputs.zeros_like(),
+    let keep = keep_own_embedding::<B::InnerBackend>(examples, time, device).reshape([n, time, 1]);
+    // One `[1, 1, dim]` row, broadcast over every position.
+    let replacement = match token {
+        None => inputs.clone().narrow(0, 0, 1).narrow(1, 0, 1).zeros_like(),
         Some(t) => {
-            let ids = Tensor::<B, 2, Int>::full([n, time], t as i64, device);
+            let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(vec![t as i64], [1, 1]), device);
             model.embed(ids).inner()
         }
     };
-    let keep = keep.reshape([n, time, 1]);
-    inputs * keep.clone() + replaced * (keep.neg() + 1.0)
+    inputs * keep.clone() + replacement * (keep.neg() + 1.0)
 }
 
 /// `[n, time]`: 1 at special tokens and padding, 0 at ordinary tokens.

@@ -5,7 +5,8 @@
 use burn::prelude::*;
 
 use super::{Examples, Vocabulary};
-use crate::model::{Classifier, TokenBatch, predicted_classes};
+use crate::model::predict::logits;
+use crate::model::{Classifier, predicted_class};
 
 /// `ids` with the ordinary tokens at `positions[j]` hidden wherever `keep[j]` is
 /// false: replaced by `replacement`, or deleted when it is `None`.
@@ -35,30 +36,6 @@ pub fn class_probability(logits: &[f32], class: u32) -> f64 {
     }
 }
 
-/// Logits of every sequence, `[n][outputs]`, in input order. Sequences are
-/// evaluated in chunks of `per_eval`, in length order so that padding stays small.
-pub fn logits<B: Backend, M: Classifier<B>>(
-    model: &M,
-    sequences: &[Vec<u32>],
-    pad: u32,
-    per_eval: usize,
-    device: &B::Device,
-) -> Vec<Vec<f32>> {
-    let mut order: Vec<usize> = (0..sequences.len()).collect();
-    order.sort_by_key(|&i| sequences[i].len());
-    let mut out = vec![Vec::new(); sequences.len()];
-    for chunk in order.chunks(per_eval.max(1)) {
-        let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
-        let logits = model.logits(&TokenBatch::from_sequences(&batch, pad, device));
-        let [_, outputs] = logits.dims();
-        let values: Vec<f32> = logits.into_data().convert::<f32>().to_vec().unwrap_or_default();
-        for (&i, row) in chunk.iter().zip(values.chunks(outputs)) {
-            out[i] = row.to_vec();
-        }
-    }
-    out
-}
-
 /// `p(classes[i] | sequences[i])` for every sequence.
 pub fn class_probabilities<B: Backend, M: Classifier<B>>(
     model: &M,
@@ -68,7 +45,7 @@ pub fn class_probabilities<B: Backend, M: Classifier<B>>(
     per_eval: usize,
     device: &B::Device,
 ) -> Vec<f64> {
-    logits(model, sequences, pad, per_eval, device)
+    logits(model, sequences, per_eval, pad, device)
         .iter()
         .zip(classes)
         .map(|(row, &c)| class_probability(row, c))
@@ -111,15 +88,8 @@ pub fn predictions<B: Backend, M: Classifier<B>>(
     per_eval: usize,
     device: &B::Device,
 ) -> (Vec<u32>, Vec<f64>) {
-    let sequences: Vec<Vec<u32>> = examples.ids.iter().map(|s| s.to_vec()).collect();
-    let rows = logits(model, &sequences, vocab.pad, per_eval, device);
-    let classes: Vec<u32> = rows
-        .iter()
-        .map(|row| {
-            let t = Tensor::<B, 2>::from_data(TensorData::new(row.clone(), [1, row.len()]), device);
-            predicted_classes(t)[0]
-        })
-        .collect();
+    let rows = logits(model, &examples.ids, per_eval, vocab.pad, device);
+    let classes: Vec<u32> = rows.iter().map(|row| predicted_class(row)).collect();
     let probabilities = rows.iter().zip(&classes).map(|(row, &c)| class_probability(row, c)).collect();
     (classes, probabilities)
 }

@@ -116,6 +116,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
 }
 
 /// An example ready to explain: its encoding and the record its scores go into.
+#[derive(Debug, Clone)]
 pub struct Prepared {
     pub encoded: Encoded,
     pub record: AttributedExample,

@@ -32,7 +32,19 @@ enum Command {
     /// Show every step: cached, or why it will run.
     Plan(Common),
     /// Re-render the tables from the cache only; computes nothing else.
-    Report(Common),
+    Report {
+        #[command(flatten)]
+        common: Common,
+        /// Published numbers to set beside ours, cell by cell, with which
+        /// findings hold (e.g. experiments/reference/bastings2022_precision_rank.csv).
+        /// Repeatable.
+        #[arg(long)]
+        compare: Vec<PathBuf>,
+        /// Compare our dataset OURS with the published PUBLISHED, e.g.
+        /// `--compare-as generated=sst2`. Repeatable.
+        #[arg(long, value_name = "OURS=PUBLISHED")]
+        compare_as: Vec<String>,
+    },
     /// Time attribution methods on the grid's trained shortcut models (from the
     /// cache): attributions per second, with date, commit and machine.
     Bench {
@@ -141,6 +153,7 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let mut comparisons: (Vec<PathBuf>, Vec<(String, String)>) = (Vec::new(), Vec::new());
     let (command, common, key) = match cli.command {
         Command::Bench { common, methods, examples, only, json, dump, internal_batch_size, perturbations_per_eval } => {
             let knobs = (internal_batch_size, perturbations_per_eval);
@@ -148,7 +161,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Run(c) => ("run", c, None),
         Command::Plan(c) => ("plan", c, None),
-        Command::Report(c) => ("report", c, None),
+        Command::Report { common, compare, compare_as } => {
+            let aliases = compare_as
+                .iter()
+                .map(|a| crate::report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            comparisons = (compare, aliases);
+            ("report", common, None)
+        }
         Command::Step { common, key } => ("step", common, Some(key)),
     };
     let compute = compute_of(&common)?;
@@ -233,6 +253,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     warn_failed_verification(&plan, &cache);
+    if !comparisons.0.is_empty() {
+        let reports = common.reports.join(&plan.grid_name);
+        compare_with_published(&plan, &cache, &reports, &comparisons.0, &comparisons.1)?;
+    }
     let failures: Vec<_> = outcome.failures().collect();
     if failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -245,6 +269,50 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+/// `grid report --compare`: each published file beside the report step's
+/// cells, written as `compare_<file stem>.{md,csv}` next to the tables and
+/// printed. A file that cannot be read or matched is a usage error naming it.
+fn compare_with_published(
+    plan: &dag::Plan,
+    cache: &Cache,
+    reports: &Path,
+    files: &[PathBuf],
+    aliases: &[(String, String)],
+) -> Result<(), Failure> {
+    use crate::report::compare;
+    let report = plan.report_step().ok_or_else(|| usage(anyhow::anyhow!("the grid has no report step")))?;
+    let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
+    let data_file = dir.join(crate::steps::report::DATA);
+    let text = std::fs::read_to_string(&data_file)
+        .map_err(|e| usage(anyhow::anyhow!("{}: {e} (run the grid first: `grid run`)", data_file.display())))?;
+    let data: crate::steps::report::ReportData =
+        serde_json::from_str(&text).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", data_file.display())))?;
+    std::fs::create_dir_all(reports).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", reports.display())))?;
+    for file in files {
+        let comparison = compare::compare_file(file, &data.cells, &data.verification, aliases)
+            .map_err(|e| usage(anyhow::anyhow!(e)))?;
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
+        let markdown = compare::render_markdown(&comparison);
+        let md_path = reports.join(format!("compare_{stem}.md"));
+        std::fs::write(&md_path, &markdown).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", md_path.display())))?;
+        let csv_path = reports.join(format!("compare_{stem}.csv"));
+        let mut frame = compare::frame(&comparison).clone();
+        std::fs::File::create(&csv_path)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| {
+                {
+                    use polars::prelude::SerWriter;
+                    polars::prelude::CsvWriter::new(f).include_header(true).finish(&mut frame)
+                }
+                .map_err(anyhow::Error::from)
+            })
+            .map_err(|e| runtime(anyhow::anyhow!("{}: {e}", csv_path.display())))?;
+        println!("{markdown}");
+        eprintln!("comparison written to {} and {}", md_path.display(), csv_path.display());
+    }
+    Ok(())
 }
 
 /// `--device` and `--precision`.

@@ -85,6 +85,33 @@ fn report_renders_from_the_cache_only() {
 }
 
 #[test]
+fn report_compares_with_published_numbers() {
+    let t = GridTest::tiny_after_first_run();
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/reference/bastings2022_precision_rank.csv");
+    let out = t.grid(&["report", "grid.toml", "-q", "--compare", reference, "--compare-as", "gen=sst2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("bastings2022_precision_rank.csv"), "{stdout}");
+    // gradl-l1, gxil and random on st/tic/op match published SST-2 cells.
+    let md = std::fs::read_to_string(t.reports().join("tiny/compare_bastings2022_precision_rank.md")).unwrap();
+    assert!(md.contains("gxil") && md.contains("random"), "{md}");
+    let csv = std::fs::read_to_string(t.reports().join("tiny/compare_bastings2022_precision_rank.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains("ours") && header.contains("published") && header.contains("difference"), "{header}");
+    // 3 methods × 3 shortcuts × (precision, rank).
+    assert_eq!(csv.lines().count(), 1 + 18, "{csv}");
+
+    // A malformed published file: exit 2, naming the file and line.
+    std::fs::write(t.path().join("bad.csv"), "arch,method,dataset,shortcut,precision,rank\nlstm,gxil,sst2,st,high,1\n")
+        .unwrap();
+    let out = t.grid(&["report", "grid.toml", "-q", "--compare", "bad.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("bad.csv:2"), "{}", text(&out.stderr));
+    let out = t.grid(&["report", "grid.toml", "-q", "--compare", reference, "--compare-as", "gen"]);
+    assert_eq!(out.status.code(), Some(2), "an alias without `=`");
+}
+
+#[test]
 fn second_run_of_the_binary_reports_everything_cached() {
     let t = GridTest::tiny_after_first_run();
     let out = t.grid(&["run", "grid.toml"]);

@@ -5,7 +5,9 @@ mod util;
 
 mod bert;
 mod bert_equivalence;
+mod browser;
 mod cache_reuse;
 mod cli;
 mod methods;
+mod metrics_reports;
 mod pipeline;

@@ -52,6 +52,8 @@ pub enum StepKind {
     Train,
     Verify,
     Attribute,
+    Erasure,
+    Agreement,
     Score,
     Report,
 }
@@ -64,6 +66,8 @@ impl StepKind {
             StepKind::Train => "train",
             StepKind::Verify => "verify",
             StepKind::Attribute => "attribute",
+            StepKind::Erasure => "erasure",
+            StepKind::Agreement => "agreement",
             StepKind::Score => "score",
             StepKind::Report => "report",
         }
@@ -78,8 +82,11 @@ impl StepKind {
             StepKind::Verify => 1,
             // 2: probability targets differentiate through a stable surrogate.
             StepKind::Attribute => 2,
+            StepKind::Erasure => 1,
+            StepKind::Agreement => 1,
             StepKind::Score => 1,
-            StepKind::Report => 1,
+            // 2: seeds, erasure, agreement, paper tables, plots and HTML.
+            StepKind::Report => 2,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! Per dataset: one `corpus` step; per (dataset, shortcut): one `synth`; per
 //! (dataset, model): one `train` on the original data, shared by every shortcut;
 //! per (dataset, shortcut, model): a `train` on the mixed data and a `verify`;
-//! per method: an `attribute`; per metric: a `score`; one `report` for the grid.
+//! per method: an `attribute`, an `erasure` when a metric needs one; per metric:
+//! a `score`; per model cell: an `agreement` when asked; one `report` for the
+//! grid. With `seeds = [..]`, everything from training down is planned per seed.
 //! Steps are listed in an order where every input comes before its users.
 
 pub mod params;
@@ -41,13 +43,66 @@ pub struct Step {
 /// resolved file paths).
 #[derive(Debug, Clone)]
 pub enum Work {
-    Corpus { dataset: DatasetSpec, files: Option<ResolvedFiles> },
-    Synth { options: ShortcutOptions },
-    Train { model: ModelSpec, max_length: usize, shortcut_tokens: Vec<String>, assets: ModelAssets },
-    Verify { thresholds: VerificationSpec },
+    Corpus {
+        dataset: DatasetSpec,
+        files: Option<ResolvedFiles>,
+    },
+    Synth {
+        options: ShortcutOptions,
+    },
+    Train {
+        model: ModelSpec,
+        max_length: usize,
+        shortcut_tokens: Vec<String>,
+        assets: ModelAssets,
+    },
+    Verify {
+        thresholds: VerificationSpec,
+    },
     Attribute(crate::steps::attribute::Options),
-    Score { metric: Metric, word_aggregation: Option<crate::metrics::WordAggregation> },
-    Report { formats: Vec<ReportFormat>, cells: Vec<CellCoordinates>, verifications: Vec<VerifyCoordinates> },
+    Erasure(crate::steps::erasure::Options),
+    Agreement(crate::steps::agreement::Options),
+    /// Inputs: the attribute step (ranking metrics, Attr%), the erasure step
+    /// (erasure metrics), or the erasure steps of the method and of `random`
+    /// (diagnosticity).
+    Score {
+        metric: Metric,
+        word_aggregation: Option<crate::metrics::WordAggregation>,
+    },
+    Report(ReportWork),
+}
+
+/// What the report step reads, and where each input lands.
+#[derive(Debug, Clone)]
+pub struct ReportWork {
+    pub formats: Vec<ReportFormat>,
+    pub cells: Vec<CellCoordinates>,
+    pub verifications: Vec<VerifyCoordinates>,
+    pub agreements: Vec<AgreementCoordinates>,
+    /// Per model cell, its attribute steps: the HTML report shows a few
+    /// examples highlighted by every method.
+    pub examples: Vec<ExampleSource>,
+}
+
+/// Which model cell an agreement step compares.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AgreementCoordinates {
+    pub agreement_step: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    pub seed: u64,
+}
+
+/// A model cell's attributions, for example views.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExampleSource {
+    pub model: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    /// (method, attribute step), in grid order.
+    pub attributions: Vec<(String, usize)>,
 }
 
 /// A model's inputs from outside the cache, resolved against the data root.
@@ -83,6 +138,7 @@ pub struct CellCoordinates {
     pub shortcut: ShortcutKind,
     pub method: String,
     pub metric: String,
+    pub seed: u64,
 }
 
 /// Which verification row a verify step is.
@@ -93,6 +149,7 @@ pub struct VerifyCoordinates {
     pub architecture: String,
     pub dataset: String,
     pub shortcut: ShortcutKind,
+    pub seed: u64,
 }
 
 /// The whole DAG, topologically ordered.

@@ -226,3 +226,21 @@ pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
     }
     params
 }
+
+/// Erasure: the rationale ratios and the soft-erasure sampling change results;
+/// the batch size does not.
+pub fn erasure(settings: &crate::metrics::erasure::Settings) -> Value {
+    let crate::metrics::erasure::Settings { ratios, soft_samples, seed } = settings;
+    json!({ "ratios": ratios, "soft_samples": soft_samples, "seed": seed })
+}
+
+/// Agreement: the compared methods are named by their inputs' keys; `k` and the
+/// word aggregation change results.
+pub fn agreement(options: &crate::steps::agreement::Options) -> Value {
+    let crate::steps::agreement::Options { methods, top_k, word_aggregation } = options;
+    let mut params = json!({ "methods": methods, "top_k": top_k });
+    if let Some(how) = word_aggregation {
+        params["word_aggregation"] = json!(how.name());
+    }
+    params
+}

@@ -11,7 +11,12 @@ use crate::model::hub::{self, CheckpointSource, HubError};
 use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, Grid, ModelSpec};
 
 use super::params::{self, FileHashes};
-use super::{CellCoordinates, ModelAssets, Plan, ResolvedFiles, Step, VerifyCoordinates, Work};
+use super::{
+    AgreementCoordinates, CellCoordinates, ExampleSource, ModelAssets, Plan, ReportWork, ResolvedFiles, Step,
+    VerifyCoordinates, Work,
+};
+use crate::metrics::Metric;
+use crate::salience::Method;
 
 /// Where relative data paths point.
 #[derive(Debug, Clone, Default)]
@@ -71,6 +76,10 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];
     let mut cells = Vec::new();
     let mut verifications = Vec::new();
+    let mut agreements = Vec::new();
+    let mut examples: Vec<ExampleSource> = Vec::new();
+    let wants_erasure = grid.metrics.iter().any(|m| m.needs_erasure());
+    let wants_diagnosticity = grid.metrics.iter().any(|m| matches!(m, Metric::Diagnosticity(_)));
     let mut skipped: Vec<String> = Vec::new();
     let mut report_inputs = Vec::new();
     // Resolved and hashed once per model, not once per (dataset, shortcut).
@@ -111,9 +120,25 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         );
         let max_length = dataset.max_length.get();
 
-        // The models as trained on this dataset (its batch size), with their assets.
+        // The models as trained on this dataset (its batch size), with their
+        // assets, once per seed.
         type Planned<'a> = (ModelSpec, &'a (ModelAssets, Option<String>));
-        let models: Vec<Planned> = grid.models.iter().map(|m| m.for_dataset(dataset)).zip(&assets).collect();
+        let many_seeds = grid.seeds.as_ref().is_some_and(|s| s.len() > 1);
+        let models: Vec<(Planned, u64)> = grid
+            .models
+            .iter()
+            .zip(&assets)
+            .flat_map(|(model, assets)| {
+                let model = model.for_dataset(dataset);
+                let seeds = grid.seeds.clone().unwrap_or_else(|| vec![model.training.seed]);
+                seeds.into_iter().map(move |seed| {
+                    let mut model = model.clone();
+                    model.training.seed = seed;
+                    ((model, assets), seed)
+                })
+            })
+            .collect();
+        let seeded = |name: &str, seed: u64| if many_seeds { format!("{name}/seed-{seed}") } else { name.to_string() };
         let train =
             |b: &mut Builder, label: String, input: usize, (model, (assets, asset_hash)): &Planned, data: &str| {
                 b.add(
@@ -133,11 +158,11 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 )
             };
 
-        // Original-data models: one per (dataset, model), shared by all shortcuts.
+        // Original-data models: one per (dataset, model, seed), shared by all shortcuts.
         let original_models: Vec<usize> = models
             .iter()
-            .map(|planned| {
-                let label = format!("train/{}/original/{}", dataset.name, planned.0.name);
+            .map(|(planned, seed)| {
+                let label = format!("train/{}/original/{}", dataset.name, seeded(&planned.0.name, *seed));
                 train(&mut b, label, corpus, planned, "original")
             })
             .collect();
@@ -158,9 +183,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 params::synth(&options),
                 Work::Synth { options },
             );
-            for (planned, &original) in models.iter().zip(&original_models) {
-                let model = &planned.0;
-                let cell = format!("{}/{kind}/{}", dataset.name, model.name);
+            for ((planned, seed), &original) in models.iter().zip(&original_models) {
+                let (model, seed) = (&planned.0, *seed);
+                let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
                 let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut");
                 let verify = b.add(
                     StepKind::Verify,
@@ -170,14 +195,49 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     Work::Verify { thresholds: grid.verification.clone() },
                 );
                 report_inputs.push(verify);
+                let architecture = model.kind().name().to_string();
                 verifications.push(VerifyCoordinates {
                     verify_step: verify,
                     model: model.name.clone(),
-                    architecture: model.kind().name().into(),
+                    architecture: architecture.clone(),
                     dataset: dataset.name.clone(),
                     shortcut: kind,
+                    seed,
                 });
                 let a = &grid.attribution;
+                let attribute = |b: &mut Builder, method: Method| {
+                    b.add(
+                        StepKind::Attribute,
+                        format!("attribute/{cell}/{method}"),
+                        vec![trained, synth],
+                        params::with_precision(
+                            params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                            precision,
+                        ),
+                        Work::Attribute(attribute_options(grid, method, max_length)),
+                    )
+                };
+                let erasure = |b: &mut Builder, method: Method, attribution: usize| {
+                    let options = crate::steps::erasure::Options {
+                        attribution: attribute_options(grid, method, max_length),
+                        settings: erasure_settings(grid),
+                        batch_size: grid.erasure.batch_size.get(),
+                    };
+                    b.add(
+                        StepKind::Erasure,
+                        format!("erasure/{cell}/{method}"),
+                        vec![trained, synth, attribution],
+                        params::with_precision(params::erasure(&options.settings), precision),
+                        Work::Erasure(options),
+                    )
+                };
+                // Diagnosticity compares with random attributions of the same
+                // examples, planned once per model cell whether listed or not.
+                let random = wants_diagnosticity.then(|| {
+                    let attributed = attribute(&mut b, Method::Random);
+                    (attributed, erasure(&mut b, Method::Random, attributed))
+                });
+                let mut attributed: Vec<(String, usize)> = Vec::new();
                 for &method in &a.methods {
                     if let Some(reason) = method.unsupported_reason(model.kind().traits()) {
                         let note = format!("{method} on model `{}` ({}): {reason}", model.name, model.kind().name());
@@ -186,30 +246,29 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         }
                         continue;
                     }
-                    let attribute = b.add(
-                        StepKind::Attribute,
-                        format!("attribute/{cell}/{method}"),
-                        vec![trained, synth],
-                        params::with_precision(
-                            params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
-                            precision,
-                        ),
-                        Work::Attribute(crate::steps::attribute::Options {
-                            method,
-                            sample: a.sample.get(),
-                            test_set: a.test_set,
-                            seed: a.seed,
-                            batch_size: a.batch_size.get(),
-                            max_length,
-                            internal_batch_size: a.internal_batch_size.get(),
-                            perturbations_per_eval: a.perturbations_per_eval.get(),
-                        }),
-                    );
+                    let (attribution, erased) = match random {
+                        Some(pair) if method == Method::Random => (pair.0, Some(pair.1)),
+                        _ => {
+                            let attribution = attribute(&mut b, method);
+                            (attribution, wants_erasure.then(|| erasure(&mut b, method, attribution)))
+                        }
+                    };
+                    attributed.push((method.to_string(), attribution));
                     for &metric in &grid.metrics {
+                        let inputs = match metric {
+                            Metric::Precision | Metric::Rank | Metric::AttrShare => vec![attribution],
+                            Metric::Erasure(_) => vec![erased.expect("planned when a metric needs erasure")],
+                            // A random attribution against itself says nothing.
+                            Metric::Diagnosticity(_) if method == Method::Random => continue,
+                            Metric::Diagnosticity(_) => vec![
+                                erased.expect("planned when a metric needs erasure"),
+                                random.expect("planned for diagnosticity").1,
+                            ],
+                        };
                         let score = b.add(
                             StepKind::Score,
                             format!("score/{cell}/{method}/{metric}"),
-                            vec![attribute],
+                            inputs,
                             params::score(metric, a.word_aggregation),
                             Work::Score { metric, word_aggregation: a.word_aggregation },
                         );
@@ -218,13 +277,50 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             score_step: score,
                             verify_step: verify,
                             model: model.name.clone(),
-                            architecture: model.kind().name().into(),
+                            architecture: architecture.clone(),
                             dataset: dataset.name.clone(),
                             shortcut: kind,
                             method: method.to_string(),
                             metric: metric.name().into(),
+                            seed,
                         });
                     }
+                }
+                if let Some(spec) = grid.agreement.as_ref().filter(|_| attributed.len() >= 2) {
+                    let options = crate::steps::agreement::Options {
+                        methods: attributed.iter().map(|(m, _)| m.clone()).collect(),
+                        top_k: spec.top_k.get(),
+                        word_aggregation: a.word_aggregation,
+                    };
+                    let step = b.add(
+                        StepKind::Agreement,
+                        format!("agreement/{cell}"),
+                        attributed.iter().map(|(_, s)| *s).collect(),
+                        params::agreement(&options),
+                        Work::Agreement(options),
+                    );
+                    report_inputs.push(step);
+                    agreements.push(AgreementCoordinates {
+                        agreement_step: step,
+                        model: model.name.clone(),
+                        architecture: architecture.clone(),
+                        dataset: dataset.name.clone(),
+                        shortcut: kind,
+                        seed,
+                    });
+                }
+                // Example views come from the first seed's models.
+                if examples.iter().all(|e: &ExampleSource| {
+                    (e.model.as_str(), e.dataset.as_str(), e.shortcut) != (&model.name, &dataset.name, kind)
+                }) && !attributed.is_empty()
+                {
+                    report_inputs.extend(attributed.iter().map(|(_, s)| *s));
+                    examples.push(ExampleSource {
+                        model: model.name.clone(),
+                        dataset: dataset.name.clone(),
+                        shortcut: kind,
+                        attributions: attributed,
+                    });
                 }
             }
         }
@@ -239,11 +335,19 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         "cells": cells.iter().map(|c| serde_json::json!({
             "score": position(c.score_step), "verify": position(c.verify_step), "model": c.model,
             "architecture": c.architecture, "dataset": c.dataset, "shortcut": c.shortcut.name(),
-            "method": c.method, "metric": c.metric,
+            "method": c.method, "metric": c.metric, "seed": c.seed,
         })).collect::<Vec<_>>(),
         "verifications": verifications.iter().map(|v| serde_json::json!({
             "verify": position(v.verify_step), "model": v.model, "architecture": v.architecture,
-            "dataset": v.dataset, "shortcut": v.shortcut.name(),
+            "dataset": v.dataset, "shortcut": v.shortcut.name(), "seed": v.seed,
+        })).collect::<Vec<_>>(),
+        "agreements": agreements.iter().map(|g| serde_json::json!({
+            "agreement": position(g.agreement_step), "model": g.model, "architecture": g.architecture,
+            "dataset": g.dataset, "shortcut": g.shortcut.name(), "seed": g.seed,
+        })).collect::<Vec<_>>(),
+        "examples": examples.iter().map(|e| serde_json::json!({
+            "model": e.model, "dataset": e.dataset, "shortcut": e.shortcut.name(),
+            "attributions": e.attributions.iter().map(|(m, s)| (m, position(*s))).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
     b.add(
@@ -251,9 +355,34 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         format!("report/{}", grid.name),
         report_inputs,
         layout,
-        Work::Report { formats: grid.report.formats.clone(), cells, verifications },
+        Work::Report(ReportWork { formats: grid.report.formats.clone(), cells, verifications, agreements, examples }),
     );
     Ok(Plan { grid_name: grid.name.clone(), steps: b.steps, skipped })
+}
+
+/// The attribute step's options for `method` (the same for its erasure step,
+/// which re-encodes the same examples).
+fn attribute_options(grid: &Grid, method: Method, max_length: usize) -> crate::steps::attribute::Options {
+    let a = &grid.attribution;
+    crate::steps::attribute::Options {
+        method,
+        sample: a.sample.get(),
+        test_set: a.test_set,
+        seed: a.seed,
+        batch_size: a.batch_size.get(),
+        max_length,
+        internal_batch_size: a.internal_batch_size.get(),
+        perturbations_per_eval: a.perturbations_per_eval.get(),
+    }
+}
+
+fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
+    let e = &grid.erasure;
+    crate::metrics::erasure::Settings {
+        ratios: e.ratios.iter().map(|r| r.get()).collect(),
+        soft_samples: e.soft_samples.get(),
+        seed: e.seed,
+    }
 }
 
 /// What a local checkpoint's content is, for its key.

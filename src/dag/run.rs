@@ -177,7 +177,8 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         crate::backend::DeviceChoice::Cuda(_) => 1,
         crate::backend::DeviceChoice::Cpu => jobs,
     };
-    let is_model_step = |kind: StepKind| matches!(kind, StepKind::Train | StepKind::Verify | StepKind::Attribute);
+    let is_model_step =
+        |kind: StepKind| matches!(kind, StepKind::Train | StepKind::Verify | StepKind::Attribute | StepKind::Erasure);
 
     std::thread::scope(|scope| -> Result<(), CacheError> {
         let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus)>();

@@ -39,6 +39,18 @@ impl Bootstrap {
     }
 }
 
+impl Bootstrap {
+    /// `[low, high]` for the mean of `a_i − b_i` over paired examples (two
+    /// methods on the same inputs); `None` when the lengths differ or are 0.
+    pub fn paired_difference(&self, a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+        if a.len() != b.len() {
+            return None;
+        }
+        let differences: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+        self.interval(&differences)
+    }
+}
+
 /// Linear interpolation between order statistics (Hyndman & Fan type 7, NumPy's default).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
@@ -49,6 +61,15 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paired_difference_detects_a_consistent_gap() {
+        let a: Vec<f64> = (0..200).map(|i| (i % 7) as f64 / 7.0 + 0.1).collect();
+        let b: Vec<f64> = (0..200).map(|i| (i % 7) as f64 / 7.0).collect();
+        let [lo, hi] = Bootstrap::default().paired_difference(&a, &b).unwrap();
+        assert!((lo - 0.1).abs() < 1e-9 && (hi - 0.1).abs() < 1e-9, "{lo} {hi}");
+        assert_eq!(Bootstrap::default().paired_difference(&a, &b[1..]), None);
+    }
 
     #[test]
     fn quantiles_by_hand() {

@@ -10,34 +10,107 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub mod agreement;
 pub mod bootstrap;
+pub mod erasure;
 pub mod words;
 
 pub use words::WordAggregation;
 
+/// A per-cell metric: a mean over the attributed examples of one (model, method).
+///
+/// Names (TOML and tables): `precision`, `rank`, `attr`, `ns`, `nc`, `soft-ns`,
+/// `soft-nc`, and `diag-<erasure metric>` for diagnosticity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(into = "String", try_from = "String")]
 pub enum Metric {
     /// precision@k with k = |G|: `|top_k(s) ∩ G| / k`.
     Precision,
     /// The smallest r with `top_r(s) ⊇ G`, i.e. the rank of the worst-ranked
     /// ground-truth token (1 is perfect).
     Rank,
+    /// Attr% (Zhou et al. 2022): `Σ_{i∈G} |s_i| / Σ_i |s_i|`, the share of the
+    /// absolute salience that lands on the effective region G.
+    AttrShare,
+    /// An erasure metric (Zhao & Aletras 2023); needs extra forward passes.
+    Erasure(ErasureMetric),
+    /// Diagnosticity of an erasure metric: the share of examples where the
+    /// method's value beats a random attribution's on the same input.
+    Diagnosticity(ErasureMetric),
 }
+
+/// The erasure metrics of PROTOCOL §3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErasureMetric {
+    /// AOPC of normalised sufficiency over the rationale ratios.
+    Ns,
+    /// AOPC of normalised comprehensiveness over the rationale ratios.
+    Nc,
+    /// Soft normalised sufficiency (Bernoulli keep-probability = salience).
+    SoftNs,
+    /// Soft normalised comprehensiveness (keep-probability = 1 − salience).
+    SoftNc,
+}
+
+impl ErasureMetric {
+    pub const ALL: [ErasureMetric; 4] =
+        [ErasureMetric::Ns, ErasureMetric::SoftNs, ErasureMetric::Nc, ErasureMetric::SoftNc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErasureMetric::Ns => "ns",
+            ErasureMetric::Nc => "nc",
+            ErasureMetric::SoftNs => "soft-ns",
+            ErasureMetric::SoftNc => "soft-nc",
+        }
+    }
+
+    /// As the papers print it: `NS`, `Soft-NC`, …
+    pub fn title(self) -> &'static str {
+        match self {
+            ErasureMetric::Ns => "NS",
+            ErasureMetric::Nc => "NC",
+            ErasureMetric::SoftNs => "Soft-NS",
+            ErasureMetric::SoftNc => "Soft-NC",
+        }
+    }
+}
+
+/// Every metric name, for error messages and documentation.
+pub const METRIC_NAMES: &str =
+    "precision, rank, attr, ns, nc, soft-ns, soft-nc, diag-ns, diag-nc, diag-soft-ns, diag-soft-nc";
 
 impl Metric {
     pub fn name(self) -> &'static str {
         match self {
             Metric::Precision => "precision",
             Metric::Rank => "rank",
+            Metric::AttrShare => "attr",
+            Metric::Erasure(m) => m.name(),
+            Metric::Diagnosticity(ErasureMetric::Ns) => "diag-ns",
+            Metric::Diagnosticity(ErasureMetric::Nc) => "diag-nc",
+            Metric::Diagnosticity(ErasureMetric::SoftNs) => "diag-soft-ns",
+            Metric::Diagnosticity(ErasureMetric::SoftNc) => "diag-soft-nc",
         }
     }
 
-    /// The per-example value.
+    /// Whether a larger value is better (all but the rank).
+    pub fn higher_is_better(self) -> bool {
+        self != Metric::Rank
+    }
+
+    /// Whether the metric needs the erasure step's forward passes.
+    pub fn needs_erasure(self) -> bool {
+        matches!(self, Metric::Erasure(_) | Metric::Diagnosticity(_))
+    }
+
+    /// The per-example value of a ranking metric (precision, rank); `None` for
+    /// the others, which need more than a ranking.
     pub fn evaluate(self, ranking: &[usize], truth: &[usize]) -> Option<f64> {
         match self {
             Metric::Precision => precision_at_k(ranking, truth),
             Metric::Rank => rank_of_ground_truth(ranking, truth).map(|r| r as f64),
+            _ => None,
         }
     }
 }
@@ -51,12 +124,57 @@ impl fmt::Display for Metric {
 impl FromStr for Metric {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let erasure = |name: &str| ErasureMetric::ALL.into_iter().find(|m| m.name() == name);
         match s {
             "precision" => Ok(Metric::Precision),
             "rank" => Ok(Metric::Rank),
-            _ => Err(format!("unknown metric `{s}`; known: precision, rank")),
+            "attr" => Ok(Metric::AttrShare),
+            _ => {
+                if let Some(m) = erasure(s) {
+                    Ok(Metric::Erasure(m))
+                } else if let Some(m) = s.strip_prefix("diag-").and_then(erasure) {
+                    Ok(Metric::Diagnosticity(m))
+                } else {
+                    Err(format!(
+                        "unknown metric `{s}`; known: {METRIC_NAMES}, and `diagnosticity` (diag-* of every erasure metric listed)"
+                    ))
+                }
+            }
         }
     }
+}
+
+impl From<Metric> for String {
+    fn from(m: Metric) -> String {
+        m.name().to_string()
+    }
+}
+
+impl TryFrom<String> for Metric {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// Attr% of one example: the share of `Σ|s_i|` over the rankable tokens that
+/// falls on `truth`; `None` when G is empty or every rankable score is 0.
+pub fn attribution_share(scores: &[f32], rankable: impl Fn(usize) -> bool, truth: &[usize]) -> Option<f64> {
+    if truth.is_empty() {
+        return None;
+    }
+    let (mut on_truth, mut total) = (0.0f64, 0.0f64);
+    for (i, &s) in scores.iter().enumerate() {
+        if !rankable(i) || s.is_nan() {
+            continue;
+        }
+        let a = (s as f64).abs();
+        total += a;
+        if truth.contains(&i) {
+            on_truth += a;
+        }
+    }
+    (total > 0.0).then(|| on_truth / total)
 }
 
 /// Positions of the rankable tokens, most salient first.
@@ -110,6 +228,28 @@ mod tests {
         assert_eq!(precision_at_k(&r, &[0, 3]), Some(0.5));
         assert_eq!(precision_at_k(&r, &[1, 3]), Some(0.0));
         assert_eq!(precision_at_k(&r, &[]), None);
+    }
+
+    #[test]
+    fn attribution_share_by_hand() {
+        // |s| = 1, 3, 2, 4 over four tokens; G = {1, 3}: (3 + 4) / 10.
+        let scores = [1.0, -3.0, 2.0, 4.0];
+        assert!((attribution_share(&scores, |_| true, &[1, 3]).unwrap() - 0.7).abs() < 1e-12);
+        // Token 0 is special: (3 + 4) / 9.
+        assert!((attribution_share(&scores, |i| i != 0, &[1, 3]).unwrap() - 7.0 / 9.0).abs() < 1e-12);
+        assert_eq!(attribution_share(&scores, |_| true, &[]), None);
+        assert_eq!(attribution_share(&[0.0, 0.0], |_| true, &[1]), None);
+    }
+
+    #[test]
+    fn metric_names_round_trip() {
+        for name in METRIC_NAMES.split(", ") {
+            let m: Metric = name.parse().unwrap();
+            assert_eq!(m.name(), name);
+            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{name}\""));
+        }
+        assert!("diag-precision".parse::<Metric>().is_err());
+        assert!(!Metric::Rank.higher_is_better() && Metric::Erasure(ErasureMetric::Nc).higher_is_better());
     }
 
     #[test]

@@ -23,7 +23,12 @@
 //! ASCII letters, digits, `.`, `-`, `_` becomes `_`); two tables that would land on
 //! one file name are an error rather than a silent overwrite.
 
+pub mod compare;
+pub mod html;
+pub mod latex;
 pub mod markdown;
+pub mod paper;
+pub mod plots;
 pub mod tables;
 
 use std::collections::HashMap;
@@ -50,8 +55,11 @@ pub struct CellResult {
     pub shortcut: String,
     /// e.g. "gradl-l1".
     pub method: String,
-    /// "precision" | "rank".
+    /// A metric name: "precision", "rank", "attr", "ns", "nc", "soft-ns",
+    /// "soft-nc", or a diagnosticity "diag-ns", "diag-nc", "diag-soft-ns", "diag-soft-nc".
     pub metric: String,
+    /// The training seed of the cell's model (`seeds = [..]` trains one per seed).
+    pub seed: u64,
     /// Mean over examples.
     pub value: f64,
     /// Percentile-bootstrap 95% interval of the mean, when the score has one.
@@ -60,6 +68,33 @@ pub struct CellResult {
     pub n_examples: usize,
     /// The cell's model passed verification.
     pub verified: bool,
+    /// Per-example values in the attribution's order, for paired comparisons
+    /// between cells on the same examples; not written to the tables.
+    #[serde(skip)]
+    pub values: Vec<f64>,
+}
+
+/// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
+/// numbers already formatted.
+#[derive(Debug, Clone)]
+pub struct DisplayTable {
+    /// File stem, e.g. `bastings_table2_gxi`; also the HTML anchor.
+    pub stem: String,
+    pub title: String,
+    pub frame: DataFrame,
+    /// Per column; columns past the end are left-aligned.
+    pub align: Vec<Align>,
+    /// Footnotes, rendered under the table.
+    pub notes: Vec<String>,
+}
+
+/// A chart, written as `<stem>.svg` and `<stem>.png`; the SVG text is kept for
+/// inlining into the HTML report.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub stem: String,
+    pub title: String,
+    pub svg: String,
 }
 
 /// The verification of one shortcut model (PROTOCOL §1): accuracies as fractions.
@@ -69,6 +104,8 @@ pub struct VerificationRow {
     pub architecture: String,
     pub dataset: String,
     pub shortcut: String,
+    /// The training seed of both models.
+    pub seed: u64,
     pub shortcut_model_on_synthetic: f64,
     pub original_model_on_synthetic: f64,
     pub shortcut_model_on_flip: f64,
@@ -86,6 +123,50 @@ pub enum ReportFormat {
     Csv,
     Markdown,
     Parquet,
+    /// Every display table as a booktabs `.tex` file.
+    Latex,
+    /// Charts as SVG and PNG.
+    Plots,
+    /// `report.html`: one self-contained page with tables, charts and examples.
+    Html,
+}
+
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 6] = [
+        ReportFormat::Csv,
+        ReportFormat::Markdown,
+        ReportFormat::Parquet,
+        ReportFormat::Latex,
+        ReportFormat::Plots,
+        ReportFormat::Html,
+    ];
+}
+
+/// Pairwise agreement of the methods of one model cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgreementResult {
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: String,
+    pub seed: u64,
+    pub methods: Vec<String>,
+    pub top_k: usize,
+    pub examples: usize,
+    /// Square, in `methods` order; NaN where undefined.
+    pub overlap: Vec<Vec<f64>>,
+    pub spearman: Vec<Vec<f64>>,
+}
+
+/// Everything a report shows.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportInput<'a> {
+    /// The grid's name, the HTML page's title.
+    pub title: &'a str,
+    pub cells: &'a [CellResult],
+    pub verification: &'a [VerificationRow],
+    pub agreements: &'a [AgreementResult],
+    pub examples: &'a [html::ExampleView],
 }
 
 /// What [`write_reports`] did.
@@ -129,80 +210,288 @@ fn polars_err(what: impl Into<String>) -> impl FnOnce(PolarsError) -> ReportErro
     move |source| ReportError::Polars { what, source }
 }
 
-/// Builds every table, writes the files `formats` asks for into `dir` (created if
-/// missing), and returns them with the console rendering.
-///
-/// Empty inputs are fine: the long and verification tables are written with their
-/// header and no rows, no layout is written, and the console says so.
+/// [`write_report`] with cells and verification rows only.
 pub fn write_reports(
     dir: &Path,
     cells: &[CellResult],
     verification: &[VerificationRow],
     formats: &[ReportFormat],
 ) -> Result<WrittenReport, ReportError> {
+    let input = ReportInput { title: "grid", cells, verification, agreements: &[], examples: &[] };
+    write_report(dir, &input, formats)
+}
+
+/// Builds every table, writes the files `formats` asks for into `dir` (created if
+/// missing), and returns them with the console rendering.
+///
+/// Empty inputs are fine: the long and verification tables are written with their
+/// header and no rows, no layout is written, and the console says so.
+pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -> Result<WrittenReport, ReportError> {
+    let (cells, verification) = (input.cells, input.verification);
     tables::check_unique_cells(cells)?;
     tables::check_unique_verification(verification)?;
-    let csv = formats.contains(&ReportFormat::Csv);
-    let md = formats.contains(&ReportFormat::Markdown);
-    let parquet = formats.contains(&ReportFormat::Parquet);
+    let wants = |f: ReportFormat| formats.contains(&f);
 
     let mut long = tables::long_frame(cells).map_err(polars_err("results_long"))?;
     let mut ver = tables::verification_frame(verification).map_err(polars_err("verification"))?;
     let ver_md = verification_markdown(verification)?;
+    let summaries = tables::over_seeds(cells);
     let layouts = tables::layouts(cells).map_err(polars_err("layout tables"))?;
-    let layout_md = layouts.iter().map(layout_markdown).collect::<Result<Vec<_>, _>>()?;
+    let layout_tables: Vec<DisplayTable> = layouts.iter().map(layout_table).collect();
+    let recommendations = paper::recommendations(&summaries);
+    let recommendation = paper::recommendation_table(&recommendations).map_err(polars_err("recommendation"))?;
+    let paper_tables = paper_tables(&summaries, verification, input.agreements)?;
 
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();
     names.claim(dir, "results_long", "the long results table")?;
     names.claim(dir, "verification", "the verification table")?;
-    let layout_stems = layouts
-        .iter()
-        .map(|l| {
-            let stem = format!("{}_{}", file_safe(&l.model), file_safe(&l.metric));
-            let what = format!("model `{}`, metric `{}`", l.model, l.metric);
-            names.claim(dir, &stem, &what).map(|()| stem)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    names.claim(dir, "report", "the HTML report")?;
+    let display: Vec<&DisplayTable> = recommendation.iter().chain(&paper_tables).chain(&layout_tables).collect();
+    for t in &display {
+        names.claim(dir, &t.stem, &format!("table `{}`", t.title))?;
+    }
 
     let mut files = Vec::new();
-    if csv || md || parquet {
+    if !formats.is_empty() {
         std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
     }
-    if csv {
+    if wants(ReportFormat::Csv) {
         files.push(write_csv(dir, "results_long.csv", &mut long)?);
     }
-    if parquet {
+    if wants(ReportFormat::Parquet) {
         files.push(write_parquet(dir, "results_long.parquet", &mut long)?);
     }
-    if csv {
+    if wants(ReportFormat::Csv) {
         files.push(write_csv(dir, "verification.csv", &mut ver)?);
     }
-    if md {
+    if wants(ReportFormat::Markdown) {
         files.push(write_text(dir, "verification.md", &ver_md)?);
     }
-    if parquet {
+    if wants(ReportFormat::Parquet) {
         files.push(write_parquet(dir, "verification.parquet", &mut ver)?);
     }
-    for ((layout, text), stem) in layouts.iter().zip(&layout_md).zip(&layout_stems) {
-        if csv {
-            let mut frame = layout.frame.clone();
-            files.push(write_csv(dir, &format!("{stem}.csv"), &mut frame)?);
+    let mut rendered_md = Vec::with_capacity(display.len());
+    for t in &display {
+        let md = display_markdown(t)?;
+        if wants(ReportFormat::Csv) {
+            let mut frame = t.frame.clone();
+            files.push(write_csv(dir, &format!("{}.csv", t.stem), &mut frame)?);
         }
-        if md {
-            files.push(write_text(dir, &format!("{stem}.md"), text)?);
+        if wants(ReportFormat::Markdown) {
+            files.push(write_text(dir, &format!("{}.md", t.stem), &md)?);
         }
+        if wants(ReportFormat::Latex) {
+            let tex = latex::table(t).map_err(polars_err(format!("{}.tex", t.stem)))?;
+            files.push(write_text(dir, &format!("{}.tex", t.stem), &tex)?);
+        }
+        rendered_md.push(md);
+    }
+    let plots = if wants(ReportFormat::Plots) || wants(ReportFormat::Html) {
+        let plots = plots::write_plots(dir, cells, verification)?;
+        for p in &plots {
+            files.push(dir.join(format!("{}.svg", p.stem)));
+            files.push(dir.join(format!("{}.png", p.stem)));
+        }
+        plots
+    } else {
+        Vec::new()
+    };
+    if wants(ReportFormat::Html) {
+        let (ver_frame, numeric) =
+            tables::verification_display_frame(verification).map_err(polars_err("verification"))?;
+        let verification_table = DisplayTable {
+            stem: "verification".into(),
+            title: "Verification of the shortcut models (PROTOCOL §1)".into(),
+            frame: ver_frame,
+            align: numeric.iter().map(|&n| if n { Align::Right } else { Align::Left }).collect(),
+            notes: Vec::new(),
+        };
+        let page_tables: Vec<DisplayTable> = recommendation
+            .iter()
+            .cloned()
+            .chain(std::iter::once(verification_table))
+            .chain(paper_tables.iter().cloned())
+            .chain(layout_tables.iter().cloned())
+            .collect();
+        let summary = summary_lines(&recommendations, verification);
+        let subtitle = format!(
+            "{} result cells, {} shortcut models, {} example views",
+            cells.len(),
+            verification.len(),
+            input.examples.len()
+        );
+        let page = html::render(&html::Page {
+            title: &format!("grid report: {}", input.title),
+            subtitle: &subtitle,
+            summary: &summary,
+            tables: &page_tables,
+            plots: &plots,
+            examples: input.examples,
+        });
+        files.push(write_text(dir, "report.html", &page)?);
     }
 
     let mut console = ver_md;
-    if layout_md.is_empty() {
+    if layouts.is_empty() {
         console.push_str("\n(no result cells)\n");
     }
-    for text in &layout_md {
-        console.push('\n');
-        console.push_str(text);
+    // The console shows the per-metric layouts, then the recommendation last,
+    // where a reader's eye lands; the paper tables repeat the numbers in other
+    // shapes and stay in files.
+    let shown = |t: &&DisplayTable| layout_tables.iter().any(|l| l.stem == t.stem);
+    let recommended = |t: &&DisplayTable| t.stem == "recommendation";
+    for predicate in [&shown as &dyn Fn(&&DisplayTable) -> bool, &recommended] {
+        for (_, md) in display.iter().zip(&rendered_md).filter(|(t, _)| predicate(t)) {
+            console.push('\n');
+            console.push_str(md);
+        }
     }
     Ok(WrittenReport { files, console })
+}
+
+/// The papers' layouts and the agreement matrices.
+fn paper_tables(
+    summaries: &[tables::SeedSummary],
+    verification: &[VerificationRow],
+    agreements: &[AgreementResult],
+) -> Result<Vec<DisplayTable>, ReportError> {
+    let mut out = Vec::new();
+    out.extend(paper::source_accuracy_table(verification).map_err(polars_err("bastings_table1"))?);
+    out.extend(paper::family_tables(summaries).map_err(polars_err("method family tables"))?);
+    out.extend(paper::full_matrices(summaries).map_err(polars_err("full matrices"))?);
+    out.extend(paper::diagnosticity_tables(summaries).map_err(polars_err("diagnosticity tables"))?);
+    for a in agreements {
+        out.push(agreement_table(a).map_err(polars_err("agreement tables"))?);
+    }
+    Ok(out)
+}
+
+/// Lines for the top of the HTML page: one recommendation per model cell and
+/// a warning per failed verification.
+fn summary_lines(recommendations: &[paper::Recommendation], verification: &[VerificationRow]) -> Vec<String> {
+    let mut lines: Vec<String> = recommendations
+        .iter()
+        .map(|r| {
+            let tied = if r.tied.is_empty() { String::new() } else { format!(" (tied: {})", r.tied.join(", ")) };
+            format!(
+                "{} ({}) on {}:{}: use {}, precision {}{}",
+                r.model,
+                paper::architecture_label(&r.architecture),
+                r.dataset,
+                r.shortcut,
+                r.best,
+                tables::format_fixed(r.precision, 2),
+                tied
+            )
+        })
+        .collect();
+    for v in verification.iter().filter(|v| !v.passed) {
+        lines.push(format!(
+            "warning: {} on {}:{} (seed {}) failed verification: {}",
+            v.model,
+            v.dataset,
+            v.shortcut,
+            v.seed,
+            v.failures.join("; ")
+        ));
+    }
+    lines
+}
+
+/// One model cell's agreement: top-k overlap above the diagonal, Spearman ρ
+/// below (Lu et al. 2024 Table 1 shows the overlap).
+fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
+    let n = a.methods.len();
+    let mut columns = vec![Column::new("method".into(), a.methods.clone())];
+    for (j, name) in a.methods.iter().enumerate() {
+        let cells: Vec<String> = (0..n)
+            .map(|i| match i.cmp(&j) {
+                std::cmp::Ordering::Equal => "—".to_string(),
+                std::cmp::Ordering::Less => finite(a.overlap[i][j]),
+                std::cmp::Ordering::Greater => finite(a.spearman[i][j]),
+            })
+            .collect();
+        columns.push(Column::new(name.as_str().into(), cells));
+    }
+    let mut align = vec![Align::Left];
+    align.extend(std::iter::repeat_n(Align::Right, n));
+    Ok(DisplayTable {
+        stem: format!(
+            "agreement_{}_{}_{}_seed{}",
+            file_safe(&a.model),
+            file_safe(&a.dataset),
+            file_safe(&a.shortcut),
+            a.seed
+        ),
+        title: format!(
+            "Method agreement for {} ({}) on {}:{}, seed {}: top-{} overlap above the diagonal, Spearman ρ below",
+            a.model,
+            paper::architecture_label(&a.architecture),
+            a.dataset,
+            a.shortcut,
+            a.seed,
+            a.top_k
+        ),
+        frame: DataFrame::new(n, columns)?,
+        align,
+        notes: vec![format!(
+            "Means over the {} examples every method explained; overlap = |top-k(a) ∩ top-k(b)| / min(k, length).",
+            a.examples
+        )],
+    })
+}
+
+fn finite(v: f64) -> String {
+    if v.is_finite() { tables::format_fixed(v, 2) } else { String::new() }
+}
+
+/// A per-model, per-metric layout as a display table.
+fn layout_table(layout: &Layout) -> DisplayTable {
+    let mut align = vec![Align::Right; layout.frame.width()];
+    if let Some(first) = align.first_mut() {
+        *first = Align::Left;
+    }
+    DisplayTable {
+        stem: format!("{}_{}", file_safe(&layout.model), file_safe(&layout.metric)),
+        title: format!("{} ({}): {}", layout.model, layout.architecture, metric_description(&layout.metric)),
+        frame: layout.frame.clone(),
+        align,
+        notes: if layout.any_failed { vec![tables::FAILED_FOOTNOTE.to_string()] } else { Vec::new() },
+    }
+}
+
+/// What a metric's numbers mean, for table titles.
+pub fn metric_description(metric: &str) -> String {
+    let erasure = |name: &str| match name {
+        "ns" => Some("NS, AOPC over the rationale ratios"),
+        "nc" => Some("NC, AOPC over the rationale ratios"),
+        "soft-ns" => Some("Soft-NS"),
+        "soft-nc" => Some("Soft-NC"),
+        _ => None,
+    };
+    match metric {
+        "precision" => "precision@k (higher is better)".into(),
+        "rank" => "mean rank (1 is best)".into(),
+        "attr" => "Attr%, the share of |salience| on the shortcut tokens (higher is better)".into(),
+        m => match (erasure(m), m.strip_prefix("diag-").and_then(erasure)) {
+            (Some(what), _) => format!("{what} (higher is better)"),
+            (None, Some(what)) => format!("diagnosticity of {what}: share of examples beating random (0.5 = chance)"),
+            _ => m.to_string(),
+        },
+    }
+}
+
+/// `## title`, the table and its notes.
+fn display_markdown(t: &DisplayTable) -> Result<String, ReportError> {
+    let mut out = format!("## {}\n\n", markdown::escape(&t.title));
+    out.push_str(&markdown::table(&t.frame, &t.align).map_err(polars_err(format!("{}.md", t.stem)))?);
+    for note in &t.notes {
+        out.push('\n');
+        out.push_str(note);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// `## Verification` and its table (or a line saying there is none).
@@ -215,31 +504,6 @@ fn verification_markdown(rows: &[VerificationRow]) -> Result<String, ReportError
     let (frame, numeric) = tables::verification_display_frame(rows).map_err(polars_err("verification"))?;
     let align: Vec<Align> = numeric.iter().map(|&n| if n { Align::Right } else { Align::Left }).collect();
     out.push_str(&markdown::table(&frame, &align).map_err(polars_err("verification.md"))?);
-    Ok(out)
-}
-
-/// A layout's title, table and (when a cell is marked) footnote.
-fn layout_markdown(layout: &Layout) -> Result<String, ReportError> {
-    let what = match layout.metric.as_str() {
-        "precision" => "precision@k (higher is better)".to_string(),
-        "rank" => "mean rank (1 is best)".to_string(),
-        other => other.to_string(),
-    };
-    let mut out =
-        format!("## {} ({}): {}\n\n", markdown::escape(&layout.model), markdown::escape(&layout.architecture), what);
-    // Method names left, numbers right.
-    let mut align = vec![Align::Right; layout.frame.width()];
-    if let Some(first) = align.first_mut() {
-        *first = Align::Left;
-    }
-    let table =
-        markdown::table(&layout.frame, &align).map_err(polars_err(format!("{}_{}.md", layout.model, layout.metric)))?;
-    out.push_str(&table);
-    if layout.any_failed {
-        out.push('\n');
-        out.push_str(tables::FAILED_FOOTNOTE);
-        out.push('\n');
-    }
     Ok(out)
 }
 
@@ -319,6 +583,8 @@ mod tests {
             ci_high: Some(value + 0.01),
             n_examples: 1000,
             verified: true,
+            seed: 1,
+            values: vec![],
         }
     }
 
@@ -328,6 +594,7 @@ mod tests {
             architecture: "bilstm".into(),
             dataset: dataset.into(),
             shortcut: shortcut.into(),
+            seed: 1,
             shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 0.996,
@@ -379,6 +646,16 @@ mod tests {
                 "verification.csv",
                 "verification.md",
                 "verification.parquet",
+                "recommendation.csv",
+                "recommendation.md",
+                "bastings_table1.csv",
+                "bastings_table1.md",
+                "bastings_table3_grad.csv",
+                "bastings_table3_grad.md",
+                "bastings_full_lstm.csv",
+                "bastings_full_lstm.md",
+                "bastings_full_bert.csv",
+                "bastings_full_bert.md",
                 "lstm_precision.csv",
                 "lstm_precision.md",
                 "lstm_rank.csv",
@@ -404,7 +681,17 @@ mod tests {
         let report = write_reports(tmp.path(), &cells, &v, &[ReportFormat::Markdown]).unwrap();
         assert_eq!(
             names(&report, tmp.path()),
-            ["verification.md", "lstm_precision.md", "lstm_rank.md", "bert_precision.md"]
+            [
+                "verification.md",
+                "recommendation.md",
+                "bastings_table1.md",
+                "bastings_table3_grad.md",
+                "bastings_full_lstm.md",
+                "bastings_full_bert.md",
+                "lstm_precision.md",
+                "lstm_rank.md",
+                "bert_precision.md"
+            ]
         );
         // No formats: nothing written, no directory created, console still there.
         let dir = tmp.path().join("never");
@@ -447,7 +734,9 @@ mod tests {
         let md = std::fs::read_to_string(tmp.path().join("verification.md")).unwrap();
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "## Verification");
-        assert!(lines[2].starts_with("| model | architecture | dataset | shortcut | shortcut model, synthetic % |"));
+        assert!(
+            lines[2].starts_with("| model | architecture | dataset | shortcut | seed | shortcut model, synthetic % |")
+        );
         assert!(lines[4].contains("|                        99.7 |"), "{md}");
         assert!(lines[4].contains("| yes    |"), "{md}");
         // Failures joined with "; ", `|` escaped.
@@ -459,7 +748,7 @@ mod tests {
             .unwrap()
             .finish()
             .unwrap();
-        assert_eq!(df.shape(), (2, 11));
+        assert_eq!(df.shape(), (2, 12));
         let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
         assert_eq!(passed, [Some(true), Some(false)]);
         let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();
@@ -495,6 +784,7 @@ mod tests {
                 "shortcut",
                 "method",
                 "metric",
+                "seed",
                 "value",
                 "ci_low",
                 "ci_high",
@@ -531,7 +821,10 @@ mod tests {
         );
         assert_eq!(report.console, "## Verification\n\n(no verification rows)\n\n(no result cells)\n");
         let csv = std::fs::read_to_string(tmp.path().join("results_long.csv")).unwrap();
-        assert_eq!(csv, "model,architecture,dataset,shortcut,method,metric,value,ci_low,ci_high,n_examples,verified\n");
+        assert_eq!(
+            csv,
+            "model,architecture,dataset,shortcut,method,metric,seed,value,ci_low,ci_high,n_examples,verified\n"
+        );
     }
 
     #[test]
@@ -556,12 +849,12 @@ mod tests {
         let err = write_reports(tmp.path(), &[], &[v.clone(), v], &ALL).unwrap_err();
         assert!(matches!(err, ReportError::DuplicateVerification { .. }), "{err}");
 
-        // "a/b" and "a_b" both become the file `a_b_rank`.
+        // "a/b" and "a_b" both become the file `a_b_rank` (and `bastings_full_a_b`).
         let cells =
             vec![cell("a/b", "sst2", "st", "random", "rank", 3.0), cell("a_b", "sst2", "st", "random", "rank", 3.0)];
         let err = write_reports(tmp.path(), &cells, &[], &ALL).unwrap_err();
         assert!(matches!(err, ReportError::NameCollision { .. }), "{err}");
-        assert!(err.to_string().contains("a_b_rank"), "{err}");
+        assert!(err.to_string().contains("a_b"), "{err}");
         // Nothing was written before the error.
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }

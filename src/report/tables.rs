@@ -66,7 +66,8 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
+        let key =
+            (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str(), c.seed);
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
                 model: c.model.clone(),
@@ -80,11 +81,11 @@ pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Rejects two verification rows for the same (model, dataset, shortcut).
+/// Rejects two verification rows for the same (model, dataset, shortcut, seed).
 pub fn check_unique_verification(rows: &[VerificationRow]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(rows.len());
     for r in rows {
-        if !seen.insert((r.model.as_str(), r.dataset.as_str(), r.shortcut.as_str())) {
+        if !seen.insert((r.model.as_str(), r.dataset.as_str(), r.shortcut.as_str(), r.seed)) {
             return Err(ReportError::DuplicateVerification {
                 model: r.model.clone(),
                 dataset: r.dataset.clone(),
@@ -107,6 +108,7 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("shortcut".into(), strings(|c| &c.shortcut)),
             Column::new("method".into(), strings(|c| &c.method)),
             Column::new("metric".into(), strings(|c| &c.metric)),
+            Column::new("seed".into(), cells.iter().map(|c| c.seed).collect::<Vec<u64>>()),
             Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
             Column::new("ci_low".into(), cells.iter().map(|c| c.ci_low).collect::<Vec<Option<f64>>>()),
             Column::new("ci_high".into(), cells.iter().map(|c| c.ci_high).collect::<Vec<Option<f64>>>()),
@@ -146,6 +148,7 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     for (name, get) in VERIFICATION_KEYS {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
     }
+    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.seed).collect::<Vec<u64>>()));
     for (name, _, get) in ACCURACIES {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<f64>>()));
     }
@@ -164,6 +167,8 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
         numeric.push(false);
     }
+    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.seed.to_string()).collect::<Vec<String>>()));
+    numeric.push(true);
     for (_, header, get) in ACCURACIES {
         columns.push(Column::new(
             header.into(),
@@ -179,6 +184,68 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
     columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
     numeric.push(false);
     Ok((DataFrame::new(rows.len(), columns)?, numeric))
+}
+
+/// A cell's mean over its seeds.
+#[derive(Debug, Clone)]
+pub struct SeedSummary {
+    /// The first seed's cell with `value` = the mean over seeds, `verified` only
+    /// if every seed's model passed, `values` the per-example mean (when every
+    /// seed explained the same examples) and the interval of that mean.
+    pub cell: CellResult,
+    /// Sample standard deviation over seeds; `None` for one seed.
+    pub sd: Option<f64>,
+    pub seeds: usize,
+}
+
+impl SeedSummary {
+    /// `mean` or, over several seeds, `mean ± sd`.
+    pub fn display(&self, decimals: usize) -> String {
+        match self.sd {
+            Some(sd) => format!("{} ± {}", format_fixed(self.cell.value, decimals), format_fixed(sd, decimals)),
+            None => format_fixed(self.cell.value, decimals),
+        }
+    }
+}
+
+/// Cells that differ only by seed, merged: one [`SeedSummary`] per (model,
+/// dataset, shortcut, method, metric), in first-appearance order.
+pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
+    let mut groups: Vec<Vec<&CellResult>> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, &str, &str, &str, &str), usize> = Default::default();
+    for c in cells {
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
+        let at = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[at].push(c);
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            let n = group.len();
+            let mut cell = group[0].clone();
+            let finite: Vec<f64> = group.iter().map(|c| c.value).collect();
+            let mean = finite.iter().sum::<f64>() / n as f64;
+            cell.value = mean;
+            cell.verified = group.iter().all(|c| c.verified);
+            if n > 1 {
+                let len = group[0].values.len();
+                cell.values = if group.iter().all(|c| c.values.len() == len) {
+                    (0..len).map(|i| group.iter().map(|c| c.values[i]).sum::<f64>() / n as f64).collect()
+                } else {
+                    Vec::new()
+                };
+                // The interval of the seed-averaged per-example values.
+                let interval = crate::metrics::bootstrap::Bootstrap::default().interval(&cell.values);
+                cell.ci_low = interval.map(|i| i[0]);
+                cell.ci_high = interval.map(|i| i[1]);
+            }
+            let sd = (n > 1).then(|| (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+            SeedSummary { cell, sd, seeds: n }
+        })
+        .collect()
 }
 
 /// Position of each distinct key in first-appearance order.
@@ -197,6 +264,9 @@ fn first_appearance<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// The caller should have run [`check_unique_cells`]; a repeat would otherwise
 /// show its first value.
 pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
+    let summaries = over_seeds(cells);
+    let cells: Vec<CellResult> = summaries.iter().map(|s| s.cell.clone()).collect();
+    let cells = cells.as_slice();
     let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
     let metrics = first_appearance(cells.iter().map(|c| c.metric.as_str()));
     let methods = first_appearance(cells.iter().map(|c| c.method.as_str()));
@@ -222,7 +292,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
             let mut key_col = Vec::with_capacity(subset.len());
             let mut display_col = Vec::with_capacity(subset.len());
             for (i, c) in &subset {
-                let mut shown = format_fixed(c.value, places);
+                let mut shown = summaries[*i].display(places);
                 if !c.verified {
                     shown.push_str(FAILED_MARK);
                     any_failed = true;
@@ -277,6 +347,8 @@ mod tests {
             ci_high: None,
             n_examples: 10,
             verified: true,
+            seed: 1,
+            values: vec![],
         }
     }
 
@@ -369,8 +441,8 @@ mod tests {
     #[test]
     fn empty_cells_give_no_layouts() {
         assert!(layouts(&[]).unwrap().is_empty());
-        assert_eq!(long_frame(&[]).unwrap().shape(), (0, 11));
-        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 11));
+        assert_eq!(long_frame(&[]).unwrap().shape(), (0, 12));
+        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 12));
     }
 
     #[test]

@@ -19,8 +19,8 @@ use toml::Spanned;
 
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::data::table::TableFormat;
-use crate::metrics::Metric;
 use crate::metrics::WordAggregation;
+use crate::metrics::{ErasureMetric, Metric};
 use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
@@ -60,7 +60,15 @@ pub struct Grid {
     pub models: Vec<ModelSpec>,
     pub attribution: AttributionSpec,
     pub verification: VerificationSpec,
+    /// Per-cell metrics, `diagnosticity` expanded.
     pub metrics: Vec<Metric>,
+    /// Erasure settings, used when a metric needs erasure.
+    pub erasure: ErasureSpec,
+    /// Method agreement tables, when `metrics` lists `agreement`.
+    pub agreement: Option<AgreementSpec>,
+    /// Training seeds: every model is trained (and everything downstream run)
+    /// once per seed. Without `seeds`, each model's `training.seed`.
+    pub seeds: Option<Vec<u64>>,
     pub report: ReportSpec,
 }
 
@@ -78,13 +86,67 @@ struct RawGrid {
     #[serde(default)]
     verification: VerificationSpec,
     #[serde(default = "default_metrics")]
-    metrics: Vec<Metric>,
+    metrics: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    erasure: ErasureSpec,
+    #[serde(default)]
+    agreement: AgreementSpec,
+    seeds: Option<Spanned<Vec<u64>>>,
     #[serde(default)]
     report: ReportSpec,
 }
 
-fn default_metrics() -> Vec<Metric> {
-    vec![Metric::Precision, Metric::Rank]
+fn default_metrics() -> Spanned<Vec<Spanned<String>>> {
+    Spanned::new(0..0, vec![Spanned::new(0..0, "precision".into()), Spanned::new(0..0, "rank".into())])
+}
+
+/// `[erasure]`: the rationale ratios and soft-erasure sampling of PROTOCOL §3.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErasureSpec {
+    /// Rationale lengths as shares of the ordinary tokens; AOPC averages over them.
+    #[serde(default = "default_ratios")]
+    pub ratios: Vec<Share>,
+    /// Bernoulli masks per example for Soft-NS / Soft-NC (the paper draws one).
+    #[serde(default = "one")]
+    pub soft_samples: Positive,
+    #[serde(default)]
+    pub seed: u64,
+    /// Perturbed inputs per forward pass; a speed knob, not in any key.
+    #[serde(default = "per_eval")]
+    pub batch_size: Positive,
+}
+
+fn default_ratios() -> Vec<Share> {
+    [0.01, 0.05, 0.1, 0.2, 0.5].map(Share::new).to_vec()
+}
+fn one() -> Positive {
+    Positive::new(1)
+}
+
+impl Default for ErasureSpec {
+    fn default() -> Self {
+        Self { ratios: default_ratios(), soft_samples: one(), seed: 0, batch_size: per_eval() }
+    }
+}
+
+/// `[agreement]`: method agreement (Lu et al. 2024, Table 1).
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgreementSpec {
+    /// Size of the top sets whose overlap is averaged (capped at the input length).
+    #[serde(default = "default_top_k")]
+    pub top_k: Positive,
+}
+
+fn default_top_k() -> Positive {
+    Positive::new(10)
+}
+
+impl Default for AgreementSpec {
+    fn default() -> Self {
+        Self { top_k: default_top_k() }
+    }
 }
 
 /// Where a dataset comes from.
@@ -291,7 +353,7 @@ pub struct ReportSpec {
 }
 
 fn default_formats() -> Vec<ReportFormat> {
-    vec![ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Parquet]
+    ReportFormat::ALL.to_vec()
 }
 
 impl Default for ReportSpec {
@@ -342,9 +404,27 @@ impl Grid {
         if raw.shortcuts.kinds.is_empty() {
             return Err(at(None, "`shortcuts.kinds` is empty".into()));
         }
-        if raw.metrics.is_empty() {
-            return Err(at(None, "`metrics` is empty".into()));
+        let (metrics, wants_agreement) = metrics(&raw.metrics).map_err(|(span, m)| at(Some(span), m))?;
+        if raw.erasure.ratios.is_empty() || raw.erasure.ratios.iter().any(|r| r.get() == 0.0) {
+            return Err(at(None, "`erasure.ratios` must list shares in (0, 1]".into()));
         }
+        let seeds = match raw.seeds {
+            None => None,
+            Some(list) => {
+                let span = list.span();
+                let list = list.into_inner();
+                if list.is_empty() {
+                    return Err(at(
+                        Some(span),
+                        "`seeds` is empty; leave it out to use each model's `training.seed`".into(),
+                    ));
+                }
+                if let Some(d) = list.iter().enumerate().find_map(|(i, s)| list[..i].contains(s).then_some(s)) {
+                    return Err(at(Some(span), format!("seed {d} is listed twice")));
+                }
+                Some(list)
+            }
+        };
 
         let mut methods: Vec<Method> = Vec::new();
         for pattern in &raw.attribution.methods {
@@ -383,10 +463,49 @@ impl Grid {
                 seed: raw.attribution.seed,
             },
             verification: raw.verification,
-            metrics: raw.metrics,
+            metrics,
+            erasure: raw.erasure,
+            agreement: wants_agreement.then_some(raw.agreement),
+            seeds,
             report: raw.report,
         })
     }
+}
+
+/// The `metrics` list: metric names, `diagnosticity` (diag-* of every erasure
+/// metric listed, or of all four when none is) and `agreement`.
+fn metrics(list: &Spanned<Vec<Spanned<String>>>) -> Result<(Vec<Metric>, bool), (Range<usize>, String)> {
+    if list.get_ref().is_empty() {
+        return Err((list.span(), "`metrics` is empty".into()));
+    }
+    let mut metrics: Vec<Metric> = Vec::new();
+    let mut diagnosticity = false;
+    let mut agreement = false;
+    for name in list.get_ref() {
+        let mut push = |m: Metric| {
+            if metrics.contains(&m) {
+                return Err((name.span(), format!("metric `{m}` is listed twice")));
+            }
+            metrics.push(m);
+            Ok(())
+        };
+        match name.get_ref().as_str() {
+            "diagnosticity" => diagnosticity = true,
+            "agreement" => agreement = true,
+            other => push(other.parse().map_err(|e| (name.span(), e))?)?,
+        }
+    }
+    if diagnosticity {
+        let listed: Vec<ErasureMetric> =
+            metrics.iter().filter_map(|m| if let Metric::Erasure(e) = m { Some(*e) } else { None }).collect();
+        let of = if listed.is_empty() { ErasureMetric::ALL.to_vec() } else { listed };
+        for e in of {
+            if !metrics.contains(&Metric::Diagnosticity(e)) {
+                metrics.push(Metric::Diagnosticity(e));
+            }
+        }
+    }
+    Ok((metrics, agreement))
 }
 
 fn check_names<'a>(names: impl Iterator<Item = &'a Spanned<String>>, what: &str) -> Result<(), (Range<usize>, String)> {

@@ -3,8 +3,10 @@
 //! in the stage modules (`data`, `shortcut`, `train`, `salience`, `metrics`,
 //! `report`), these files only move data in and out of the cache.
 
+pub mod agreement;
 pub mod attribute;
 pub mod corpus;
+pub mod erasure;
 pub mod io;
 pub mod report;
 pub mod score;
@@ -42,7 +44,9 @@ pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
         }
         Work::Verify { thresholds } => verify::run(thresholds, ctx, out),
         Work::Attribute(options) => attribute::run(options, ctx, out),
-        Work::Score { metric, word_aggregation } => score::run(*metric, *word_aggregation, &ctx.inputs[0], out),
-        Work::Report { formats, cells, verifications } => report::run(formats, cells, verifications, index, ctx, out),
+        Work::Erasure(options) => erasure::run(options, ctx, out),
+        Work::Agreement(options) => agreement::run(options, &ctx.inputs, out),
+        Work::Score { metric, word_aggregation } => score::run(*metric, *word_aggregation, &ctx.inputs, out),
+        Work::Report(work) => report::run(work, index, ctx, out),
     }
 }

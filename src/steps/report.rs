@@ -1,17 +1,34 @@
-//! `report`: every score and verification of the grid → result tables.
+//! `report`: every score, verification and agreement of the grid, and a few
+//! attributed examples → result tables, charts and the HTML page.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::Result;
 
 use super::StepContext;
-use super::io::read_json;
+use super::agreement::{Agreement, FILE as AGREEMENT_FILE};
+use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
+use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
-use crate::dag::{CellCoordinates, VerifyCoordinates};
-use crate::report::{CellResult, ReportFormat, VerificationRow, write_reports};
+use crate::dag::{ExampleSource, ReportWork};
+use crate::report::html::ExampleView;
+use crate::report::{AgreementResult, CellResult, ReportInput, VerificationRow, write_report};
 
 pub const CONSOLE: &str = "console.md";
+/// Every cell and verification row, for `grid report --compare`.
+pub const DATA: &str = "report_data.json";
+
+/// What [`DATA`] holds.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ReportData {
+    pub cells: Vec<CellResult>,
+    pub verification: Vec<VerificationRow>,
+}
+
+/// Examples per model cell shown highlighted by every method in the HTML report.
+const EXAMPLES_PER_CELL: usize = 3;
 
 /// Payload folder of input step `step` of report step `report`.
 fn input_dir<'a>(ctx: &'a StepContext, report: usize, step: usize) -> &'a Path {
@@ -19,17 +36,10 @@ fn input_dir<'a>(ctx: &'a StepContext, report: usize, step: usize) -> &'a Path {
     &ctx.inputs[position]
 }
 
-pub fn run(
-    formats: &[ReportFormat],
-    cells: &[CellCoordinates],
-    verifications: &[VerifyCoordinates],
-    report: usize,
-    ctx: &StepContext,
-    out: &Path,
-) -> Result<()> {
+pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> Result<()> {
     let mut rows = Vec::new();
-    let mut passed = std::collections::HashMap::new();
-    for v in verifications {
+    let mut passed = HashMap::new();
+    for v in &work.verifications {
         let result: Verification = read_json(&input_dir(ctx, report, v.verify_step).join(VERIFY_FILE))?;
         passed.insert(v.verify_step, result.passed);
         rows.push(VerificationRow {
@@ -37,6 +47,7 @@ pub fn run(
             architecture: v.architecture.clone(),
             dataset: v.dataset.clone(),
             shortcut: v.shortcut.name().into(),
+            seed: v.seed,
             shortcut_model_on_synthetic: result.shortcut_model_on_synthetic,
             original_model_on_synthetic: result.original_model_on_synthetic,
             shortcut_model_on_flip: result.shortcut_model_on_flip,
@@ -47,7 +58,7 @@ pub fn run(
         });
     }
     let mut results = Vec::new();
-    for c in cells {
+    for c in &work.cells {
         let score: Score = read_json(&input_dir(ctx, report, c.score_step).join(SCORE_FILE))?;
         results.push(CellResult {
             model: c.model.clone(),
@@ -56,14 +67,77 @@ pub fn run(
             shortcut: c.shortcut.name().into(),
             method: c.method.clone(),
             metric: c.metric.clone(),
+            seed: c.seed,
             value: score.mean,
             ci_low: score.interval.map(|i| i[0]),
             ci_high: score.interval.map(|i| i[1]),
             n_examples: score.examples,
             verified: passed.get(&c.verify_step).copied().unwrap_or(false),
+            values: score.values,
         });
     }
-    let written = write_reports(out, &results, &rows, formats)?;
+    let mut agreements = Vec::new();
+    for g in &work.agreements {
+        let a: Agreement = read_json(&input_dir(ctx, report, g.agreement_step).join(AGREEMENT_FILE))?;
+        agreements.push(AgreementResult {
+            model: g.model.clone(),
+            architecture: g.architecture.clone(),
+            dataset: g.dataset.clone(),
+            shortcut: g.shortcut.name().into(),
+            seed: g.seed,
+            methods: a.methods,
+            top_k: a.top_k,
+            examples: a.examples,
+            overlap: a.overlap,
+            spearman: a.spearman,
+        });
+    }
+    let mut examples = Vec::new();
+    for source in &work.examples {
+        examples.extend(example_views(source, report, ctx)?);
+    }
+    let input = ReportInput {
+        title: &ctx.plan.grid_name,
+        cells: &results,
+        verification: &rows,
+        agreements: &agreements,
+        examples: &examples,
+    };
+    let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;
+    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows })?;
     Ok(())
+}
+
+/// The first examples every method of a model cell explained, with each
+/// method's scores.
+fn example_views(source: &ExampleSource, report: usize, ctx: &StepContext) -> Result<Vec<ExampleView>> {
+    let mut by_method: Vec<(String, HashMap<usize, AttributedExample>)> = Vec::new();
+    for (method, step) in &source.attributions {
+        let examples: Vec<AttributedExample> = read_jsonl(&input_dir(ctx, report, *step).join(ATTRIBUTION_FILE))?;
+        by_method.push((method.clone(), examples.into_iter().map(|e| (e.index, e)).collect()));
+    }
+    let Some((_, first)) = by_method.first() else { return Ok(Vec::new()) };
+    let mut indices: Vec<usize> =
+        first.keys().copied().filter(|i| by_method.iter().all(|(_, m)| m.contains_key(i))).collect();
+    indices.sort_unstable();
+    Ok(indices
+        .into_iter()
+        .take(EXAMPLES_PER_CELL)
+        .map(|index| {
+            let e = &first[&index];
+            ExampleView {
+                model: source.model.clone(),
+                dataset: source.dataset.clone(),
+                shortcut: source.shortcut.name().into(),
+                index,
+                label: e.label,
+                predicted: e.predicted,
+                tokens: e.tokens.clone(),
+                special: e.word_of_token.iter().map(Option::is_none).collect(),
+                ground_truth: e.ground_truth.clone(),
+                methods: by_method.iter().map(|(m, examples)| (m.clone(), examples[&index].scores.clone())).collect(),
+            }
+        })
+        .collect())
 }

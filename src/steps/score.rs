@@ -1,14 +1,18 @@
-//! `score`: one metric over the attributed examples of one cell.
+//! `score`: one metric over the examples of one cell: from the attributions
+//! (precision, rank, Attr%), from the erasure step (NS, NC, Soft-NS, Soft-NC),
+//! or from the erasure steps of the method and of `random` (diagnosticity).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
+use super::erasure::{ErasedExample, FILE as ERASURE_FILE};
 use super::io::{read_jsonl, write_json};
 use crate::metrics::bootstrap::Bootstrap;
-use crate::metrics::{Metric, WordAggregation, ranking, words};
+use crate::metrics::{ErasureMetric, Metric, WordAggregation, attribution_share, ranking, words};
 
 pub const SCORE_FILE: &str = "score.json";
 
@@ -25,28 +29,84 @@ pub struct Score {
     pub values: Vec<f64>,
 }
 
+/// A ranking metric or Attr% over attributed examples.
 pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Option<WordAggregation>) -> Score {
     let values: Vec<f64> = examples
         .iter()
-        .filter_map(|e| match aggregation {
-            None => {
-                let order = ranking(&e.scores, |i| e.word_of_token.get(i).is_some_and(Option::is_some));
-                metric.evaluate(&order, &e.ground_truth)
-            }
-            Some(how) => {
-                let w = words::aggregate(&e.scores, &e.word_of_token, &e.ground_truth, how);
-                metric.evaluate(&ranking(&w.scores, |_| true), &w.ground_truth)
+        .filter_map(|e| {
+            let rankable = |i: usize| e.word_of_token.get(i).is_some_and(Option::is_some);
+            match (aggregation, metric) {
+                (None, Metric::AttrShare) => attribution_share(&e.scores, rankable, &e.ground_truth),
+                (None, _) => metric.evaluate(&ranking(&e.scores, rankable), &e.ground_truth),
+                (Some(how), _) => {
+                    let w = words::aggregate(&e.scores, &e.word_of_token, &e.ground_truth, how);
+                    match metric {
+                        Metric::AttrShare => attribution_share(&w.scores, |_| true, &w.ground_truth),
+                        _ => metric.evaluate(&ranking(&w.scores, |_| true), &w.ground_truth),
+                    }
+                }
             }
         })
         .collect();
+    summarise(metric, values)
+}
+
+fn summarise(metric: Metric, values: Vec<f64>) -> Score {
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
     let interval = Bootstrap::default().interval(&values);
     Score { metric, mean, interval, examples: values.len(), values }
 }
 
-pub fn run(metric: Metric, aggregation: Option<WordAggregation>, attribution_dir: &Path, out: &Path) -> Result<()> {
-    let examples: Vec<AttributedExample> = read_jsonl(&attribution_dir.join(FILE))?;
-    write_json(&out.join(SCORE_FILE), &evaluate(metric, &examples, aggregation))
+/// The example's value of an erasure metric (`None` where undefined).
+fn erasure_value(metric: ErasureMetric, e: &ErasedExample) -> Option<f64> {
+    match metric {
+        ErasureMetric::Ns => e.aopc_ns,
+        ErasureMetric::Nc => e.aopc_nc,
+        ErasureMetric::SoftNs => e.soft_ns,
+        ErasureMetric::SoftNc => e.soft_nc,
+    }
+}
+
+/// An erasure metric over the examples where it is defined.
+pub fn evaluate_erasure(metric: ErasureMetric, examples: &[ErasedExample]) -> Score {
+    summarise(Metric::Erasure(metric), examples.iter().filter_map(|e| erasure_value(metric, e)).collect())
+}
+
+/// Diagnosticity (Zhao & Aletras 2023 §4.5) as a mean of per-example
+/// indicators `1[F(u) > F(v)]`, u the method's value and v the random
+/// attribution's on the same example (joined by index); examples where either
+/// is undefined are left out. The mean is `metrics::erasure::diagnosticity`.
+pub fn evaluate_diagnosticity(metric: ErasureMetric, method: &[ErasedExample], random: &[ErasedExample]) -> Score {
+    let random: HashMap<usize, &ErasedExample> = random.iter().map(|e| (e.index, e)).collect();
+    let values = method
+        .iter()
+        .filter_map(|u| {
+            let v = random.get(&u.index)?;
+            let (u, v) = (erasure_value(metric, u)?, erasure_value(metric, v)?);
+            Some(if u > v { 1.0 } else { 0.0 })
+        })
+        .collect();
+    summarise(Metric::Diagnosticity(metric), values)
+}
+
+pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathBuf], out: &Path) -> Result<()> {
+    let erased = |i: usize| -> Result<Vec<ErasedExample>> {
+        let dir = inputs.get(i).context("the score step lacks an erasure input")?;
+        read_jsonl(&dir.join(ERASURE_FILE))
+    };
+    let score = match metric {
+        Metric::Precision | Metric::Rank | Metric::AttrShare => {
+            let dir = inputs.first().context("the score step lacks its attribution input")?;
+            let examples: Vec<AttributedExample> = read_jsonl(&dir.join(FILE))?;
+            evaluate(metric, &examples, aggregation)
+        }
+        Metric::Erasure(m) => evaluate_erasure(m, &erased(0)?),
+        Metric::Diagnosticity(m) => {
+            ensure!(inputs.len() == 2, "diagnosticity needs the method's and the random attribution's erasure");
+            evaluate_diagnosticity(m, &erased(0)?, &erased(1)?)
+        }
+    };
+    write_json(&out.join(SCORE_FILE), &score)
 }
 
 #[cfg(test)]
@@ -81,5 +141,52 @@ mod tests {
         let r = evaluate(Metric::Rank, &examples, None);
         assert_eq!(r.values, vec![1.0, 3.0, 1.0]);
         assert!((r.mean - 5.0 / 3.0).abs() < 1e-12);
+        // |s| on G over all rankable |s|: 0.9/1.3, 0.1/1.3, 0.2/0.3.
+        let a = evaluate(Metric::AttrShare, &examples, None);
+        let want = [0.9 / 1.3, 0.1 / 1.3, 0.2 / 0.3];
+        assert!(a.values.iter().zip(want).all(|(v, w)| (v - w).abs() < 1e-6), "{:?}", a.values);
+    }
+
+    fn erased(index: usize, aopc_ns: Option<f64>, soft_nc: Option<f64>) -> ErasedExample {
+        ErasedExample {
+            index,
+            predicted: 1,
+            p_full: 0.9,
+            p_zeroed: 0.5,
+            ns: vec![aopc_ns],
+            nc: vec![None],
+            aopc_ns,
+            aopc_nc: None,
+            soft_ns: None,
+            soft_nc,
+        }
+    }
+
+    #[test]
+    fn erasure_means_skip_undefined_examples() {
+        let examples = [erased(0, Some(0.2), Some(1.0)), erased(1, None, Some(0.5)), erased(2, Some(0.6), None)];
+        let ns = evaluate_erasure(ErasureMetric::Ns, &examples);
+        assert_eq!(ns.values, vec![0.2, 0.6]);
+        assert!((ns.mean - 0.4).abs() < 1e-12);
+        assert_eq!(evaluate_erasure(ErasureMetric::SoftNc, &examples).values, vec![1.0, 0.5]);
+    }
+
+    #[test]
+    fn diagnosticity_counts_strict_wins_joined_by_index() {
+        let method =
+            [erased(0, Some(0.5), None), erased(1, Some(0.3), None), erased(2, Some(0.4), None), erased(3, None, None)];
+        // Random in another order; example 2 ties (not a win), 3 is undefined.
+        let random = [
+            erased(2, Some(0.4), None),
+            erased(1, Some(0.6), None),
+            erased(0, Some(0.1), None),
+            erased(3, Some(0.0), None),
+        ];
+        let d = evaluate_diagnosticity(ErasureMetric::Ns, &method, &random);
+        assert_eq!(d.values, vec![1.0, 0.0, 0.0]);
+        assert!((d.mean - 1.0 / 3.0).abs() < 1e-12);
+        let u: Vec<Option<f64>> = vec![Some(0.5), Some(0.3), Some(0.4), None];
+        let v: Vec<Option<f64>> = vec![Some(0.1), Some(0.6), Some(0.4), Some(0.0)];
+        assert_eq!(crate::metrics::erasure::diagnosticity(&u, &v), Some(d.mean));
     }
 }

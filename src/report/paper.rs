@@ -1,0 +1,701 @@
+//! The papers' table layouts, built from seed-averaged cells
+//! ([`SeedSummary`]) and verification rows: pure functions returning
+//! [`DisplayTable`]s that [`super::write_reports`] renders as CSV, Markdown,
+//! LaTeX and HTML.
+//!
+//! | stem | paper | rows × columns |
+//! |---|---|---|
+//! | `bastings_table1` | Bastings et al. Table 1 (+ synthetic accuracies) | (model, dataset) × accuracies |
+//! | `bastings_table{2,3,4,5}_<family>` | Tables 2–5 (GxI, GRAD, IG, LIME) | (model, method) × P and R per `dataset:shortcut` |
+//! | `family_<family>` | the same for the families the paper has no table for | |
+//! | `bastings_full_<model>` | Tables 10–11 (full LSTM / BERT matrices) | method × P and R per `dataset:shortcut` |
+//! | `zhao_table2_<model>` | Zhao & Aletras Table 2 | method × diagnosticity of NS, Soft-NS, NC, Soft-NC (mean over datasets) |
+//! | `zhao_table3_<model>` | Table 3 | `dataset:shortcut` × the same (mean over methods) |
+//! | `zhao_table6_<model>` | Table 6 | (`dataset:shortcut`, method) × the same |
+//! | `recommendation` | — | per (model, dataset, shortcut): the best config and those tied with it |
+
+use polars::prelude::*;
+
+use super::markdown::Align;
+use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, decimals, format_fixed};
+use super::{DisplayTable, VerificationRow};
+use crate::metrics::ErasureMetric;
+use crate::metrics::bootstrap::Bootstrap;
+use crate::salience::Method;
+use crate::salience::method::GradientMethod;
+
+/// A method family, as the papers group their tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    GradientTimesInput,
+    Gradient,
+    IntegratedGradients,
+    Lime,
+    KernelShap,
+    Occlusion,
+    SmoothGrad,
+    Attention,
+    DeepLift,
+    Random,
+}
+
+impl Family {
+    const ALL: [Family; 10] = [
+        Family::GradientTimesInput,
+        Family::Gradient,
+        Family::IntegratedGradients,
+        Family::Lime,
+        Family::KernelShap,
+        Family::Occlusion,
+        Family::SmoothGrad,
+        Family::Attention,
+        Family::DeepLift,
+        Family::Random,
+    ];
+
+    pub fn of(method: &str) -> Option<Family> {
+        Some(match method.parse::<Method>().ok()? {
+            Method::Gradient(GradientMethod::GradientTimesInput { .. }) => Family::GradientTimesInput,
+            Method::Gradient(GradientMethod::Gradient { .. }) => Family::Gradient,
+            Method::Gradient(GradientMethod::IntegratedGradients { .. }) => Family::IntegratedGradients,
+            Method::Lime { .. } => Family::Lime,
+            Method::KernelShap { .. } => Family::KernelShap,
+            Method::Occlusion { .. } => Family::Occlusion,
+            Method::SmoothGrad { .. } => Family::SmoothGrad,
+            Method::Attention(_) | Method::ScaledAttention => Family::Attention,
+            Method::DeepLift { .. } => Family::DeepLift,
+            Method::Random => Family::Random,
+        })
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Family::GradientTimesInput => "GxI",
+            Family::Gradient => "GRAD",
+            Family::IntegratedGradients => "IG",
+            Family::Lime => "LIME",
+            Family::KernelShap => "KernelSHAP",
+            Family::Occlusion => "Occlusion",
+            Family::SmoothGrad => "SmoothGrad",
+            Family::Attention => "Attention",
+            Family::DeepLift => "DeepLift",
+            Family::Random => "Random",
+        }
+    }
+
+    /// The table of Bastings et al. that shows this family.
+    pub fn bastings_table(self) -> Option<u8> {
+        match self {
+            Family::GradientTimesInput => Some(2),
+            Family::Gradient => Some(3),
+            Family::IntegratedGradients => Some(4),
+            Family::Lime => Some(5),
+            _ => None,
+        }
+    }
+
+    fn stem(self) -> String {
+        let name = self.title().to_lowercase();
+        match self.bastings_table() {
+            Some(n) => format!("bastings_table{n}_{name}"),
+            None => format!("family_{name}"),
+        }
+    }
+}
+
+/// `LSTM` / `BERT` as the papers print architectures.
+pub fn architecture_label(architecture: &str) -> String {
+    match architecture {
+        "bilstm" => "LSTM".into(),
+        "bert" => "BERT".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Distinct values in first-appearance order.
+fn distinct<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// A frame of optional string columns; `None` prints as an empty cell.
+fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult<DataFrame> {
+    let columns = header
+        .iter()
+        .enumerate()
+        .map(|(j, name)| Column::new(name.as_str().into(), rows.iter().map(|r| r[j].clone()).collect::<Vec<_>>()))
+        .collect();
+    DataFrame::new(rows.len(), columns)
+}
+
+fn align(keys: usize, numbers: usize) -> Vec<Align> {
+    let mut a = vec![Align::Left; keys];
+    a.extend(std::iter::repeat_n(Align::Right, numbers));
+    a
+}
+
+/// The cell's display string, with the failed-verification mark.
+fn shown(s: &SeedSummary) -> String {
+    let mut text = s.display(decimals(&s.cell.metric));
+    if !s.cell.verified {
+        text.push_str(FAILED_MARK);
+    }
+    text
+}
+
+fn find<'a>(cells: &'a [SeedSummary], model: &str, method: &str, metric: &str, key: &str) -> Option<&'a SeedSummary> {
+    cells.iter().find(|s| {
+        let c = &s.cell;
+        c.model == model && c.method == method && c.metric == metric && column_key(&c.dataset, &c.shortcut) == key
+    })
+}
+
+fn failed_notes(rows: &[Vec<Option<String>>]) -> Vec<String> {
+    let any = rows.iter().flatten().flatten().any(|cell| cell.ends_with(FAILED_MARK));
+    if any { vec![FAILED_FOOTNOTE.to_string()] } else { Vec::new() }
+}
+
+/// Precision and rank, side by side: `P <dataset:shortcut>` columns, then `R …`.
+fn precision_rank_columns(cells: &[SeedSummary]) -> Vec<String> {
+    distinct(
+        cells
+            .iter()
+            .filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank")
+            .map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)),
+    )
+}
+
+fn precision_rank_row(cells: &[SeedSummary], model: &str, method: &str, keys: &[String]) -> Vec<Option<String>> {
+    ["precision", "rank"]
+        .iter()
+        .flat_map(|metric| keys.iter().map(move |k| find(cells, model, method, metric, k).map(shown)))
+        .collect()
+}
+
+fn precision_rank_header(keys: &[String]) -> Vec<String> {
+    ["P", "R"].iter().flat_map(|m| keys.iter().map(move |k| format!("{m} {k}"))).collect()
+}
+
+/// Bastings et al. Tables 2–5 (one per method family, every model's rows in
+/// one table) and a table of the same shape for each other family in the grid.
+pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
+    let keys = precision_rank_columns(cells);
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ranked: Vec<&SeedSummary> =
+        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
+    let models = distinct(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let mut out = Vec::new();
+    for family in Family::ALL {
+        if family == Family::Random {
+            continue;
+        }
+        let methods = distinct(ranked.iter().map(|s| s.cell.method.clone()).filter(|m| Family::of(m) == Some(family)));
+        if methods.is_empty() {
+            continue;
+        }
+        let mut rows = Vec::new();
+        for (model, architecture) in &models {
+            for method in &methods {
+                let numbers = precision_rank_row(cells, model, method, &keys);
+                if numbers.iter().all(Option::is_none) {
+                    continue;
+                }
+                let mut row =
+                    vec![Some(format!("{model} ({})", architecture_label(architecture))), Some(method.clone())];
+                row.extend(numbers);
+                rows.push(row);
+            }
+        }
+        let mut header = vec!["model".to_string(), "method".to_string()];
+        header.extend(precision_rank_header(&keys));
+        let title = match family.bastings_table() {
+            Some(n) => format!("{} precision (P) and mean rank (R), as Bastings et al. Table {n}", family.title()),
+            None => format!("{} precision (P) and mean rank (R)", family.title()),
+        };
+        out.push(DisplayTable {
+            stem: family.stem(),
+            title,
+            notes: failed_notes(&rows),
+            frame: string_frame(&header, &rows)?,
+            align: align(2, header.len() - 2),
+        });
+    }
+    Ok(out)
+}
+
+/// Bastings et al. Tables 10–11: every method config of one model, precision
+/// and rank side by side.
+pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
+    let keys = precision_rank_columns(cells);
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ranked: Vec<&SeedSummary> =
+        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
+    let models = distinct(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let mut out = Vec::new();
+    for (model, architecture) in models {
+        let methods = distinct(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method.clone()));
+        let rows: Vec<Vec<Option<String>>> = methods
+            .iter()
+            .map(|method| {
+                let mut row = vec![Some(method.clone())];
+                row.extend(precision_rank_row(cells, &model, method, &keys));
+                row
+            })
+            .collect();
+        let mut header = vec!["method".to_string()];
+        header.extend(precision_rank_header(&keys));
+        out.push(DisplayTable {
+            stem: format!("bastings_full_{}", super::file_safe(&model)),
+            title: format!(
+                "Precision (P) and mean rank (R) of every method config for {model} ({}), as Bastings et al. Tables 10–11",
+                architecture_label(&architecture)
+            ),
+            notes: failed_notes(&rows),
+            frame: string_frame(&header, &rows)?,
+            align: align(1, header.len() - 1),
+        });
+    }
+    Ok(out)
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Bastings et al. Table 1 with the synthetic accuracies the text reports:
+/// per (model, dataset), averaged over shortcuts and seeds.
+pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let groups = distinct(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
+    let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
+    let table: Vec<Vec<Option<String>>> = groups
+        .iter()
+        .map(|(model, architecture, dataset)| {
+            let of: Vec<&VerificationRow> =
+                rows.iter().filter(|r| &r.model == model && &r.dataset == dataset).collect();
+            let drop = mean(of.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original));
+            let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
+            vec![
+                Some(model.clone()),
+                Some(architecture_label(architecture)),
+                Some(dataset.clone()),
+                pct(mean(of.iter().map(|r| r.original_model_on_original))),
+                pct(drop),
+                pct(Some(min_synthetic)),
+                pct(mean(of.iter().map(|r| r.shortcut_model_on_synthetic))),
+                pct(mean(of.iter().map(|r| r.original_model_on_synthetic))),
+            ]
+        })
+        .collect();
+    let header: Vec<String> = [
+        "model",
+        "architecture",
+        "dataset",
+        "original test accuracy %",
+        "mean drop with shortcut (points)",
+        "min synthetic accuracy %",
+        "mean synthetic accuracy %",
+        "original model on synthetic %",
+    ]
+    .map(String::from)
+    .to_vec();
+    Ok(Some(DisplayTable {
+        stem: "bastings_table1".into(),
+        title: "Source accuracy, drop with the shortcut and synthetic accuracies (Bastings et al. Table 1 and §3)"
+            .into(),
+        notes: vec!["Averaged over the shortcut types and seeds of each model and dataset.".into()],
+        frame: string_frame(&header, &table)?,
+        align: align(3, 5),
+    }))
+}
+
+fn diag_name(m: ErasureMetric) -> String {
+    format!("diag-{}", m.name())
+}
+
+/// Zhao & Aletras Tables 2, 3 and 6: diagnosticity of each erasure metric, by
+/// method, by `dataset:shortcut`, and both, one set per model.
+pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
+    let diag: Vec<&SeedSummary> = cells.iter().filter(|s| s.cell.metric.starts_with("diag-")).collect();
+    let metrics: Vec<ErasureMetric> =
+        ErasureMetric::ALL.into_iter().filter(|m| diag.iter().any(|s| s.cell.metric == diag_name(*m))).collect();
+    if metrics.is_empty() {
+        return Ok(Vec::new());
+    }
+    let models = distinct(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let header_tail: Vec<String> = metrics.iter().map(|m| m.title().to_string()).collect();
+    let value = |of: &dyn Fn(&SeedSummary) -> bool, m: ErasureMetric| {
+        mean(diag.iter().filter(|s| s.cell.metric == diag_name(m) && of(s)).map(|s| s.cell.value))
+            .map(|v| format_fixed(v, 3))
+    };
+    let mut out = Vec::new();
+    for (model, architecture) in models {
+        let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.model == model).collect();
+        let methods = distinct(of_model.iter().map(|s| s.cell.method.clone()));
+        let keys = distinct(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
+        let arch = architecture_label(&architecture);
+        let safe = super::file_safe(&model);
+
+        let by_method: Vec<Vec<Option<String>>> = methods
+            .iter()
+            .map(|method| {
+                let mut row = vec![Some(method.clone())];
+                row.extend(metrics.iter().map(|&m| value(&|s| s.cell.model == model && &s.cell.method == method, m)));
+                row
+            })
+            .collect();
+        let by_key: Vec<Vec<Option<String>>> = keys
+            .iter()
+            .map(|key| {
+                let mut row = vec![Some(key.clone())];
+                row.extend(metrics.iter().map(|&m| {
+                    value(&|s| s.cell.model == model && &column_key(&s.cell.dataset, &s.cell.shortcut) == key, m)
+                }));
+                row
+            })
+            .collect();
+        let detailed: Vec<Vec<Option<String>>> = keys
+            .iter()
+            .flat_map(|key| methods.iter().map(move |method| (key, method)))
+            .map(|(key, method)| {
+                let mut row = vec![Some(key.clone()), Some(method.clone())];
+                row.extend(metrics.iter().map(|&m| {
+                    value(
+                        &|s| {
+                            s.cell.model == model
+                                && &s.cell.method == method
+                                && &column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                        },
+                        m,
+                    )
+                }));
+                row
+            })
+            .filter(|row| row[2..].iter().any(Option::is_some))
+            .collect();
+
+        let note = "Diagnosticity: the share of examples where the method's score beats a random attribution's on the same input (0.5 = no better than random).".to_string();
+        let mut header = vec!["method".to_string()];
+        header.extend(header_tail.iter().cloned());
+        out.push(DisplayTable {
+            stem: format!("zhao_table2_{safe}"),
+            title: format!("Diagnosticity by attribution method for {model} ({arch}), as Zhao & Aletras Table 2"),
+            notes: vec![note.clone()],
+            frame: string_frame(&header, &by_method)?,
+            align: align(1, metrics.len()),
+        });
+        header[0] = "dataset:shortcut".into();
+        out.push(DisplayTable {
+            stem: format!("zhao_table3_{safe}"),
+            title: format!(
+                "Diagnosticity by dataset for {model} ({arch}), mean over methods, as Zhao & Aletras Table 3"
+            ),
+            notes: vec![note.clone()],
+            frame: string_frame(&header, &by_key)?,
+            align: align(1, metrics.len()),
+        });
+        let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
+        header.extend(header_tail.iter().cloned());
+        out.push(DisplayTable {
+            stem: format!("zhao_table6_{safe}"),
+            title: format!("Diagnosticity per dataset and method for {model} ({arch}), as Zhao & Aletras Table 6"),
+            notes: vec![note],
+            frame: string_frame(&header, &detailed)?,
+            align: align(2, metrics.len()),
+        });
+    }
+    Ok(out)
+}
+
+/// One recommendation: the best config for a (model, dataset, shortcut) and
+/// the configs whose difference from it is not significant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recommendation {
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: String,
+    pub best: String,
+    pub precision: f64,
+    pub interval: Option<[f64; 2]>,
+    pub tied: Vec<String>,
+    pub verified: bool,
+}
+
+/// Per (model, dataset, shortcut): the config with the highest precision
+/// (ties broken by the lower mean rank, then grid order), and every config
+/// statistically tied with it: the paired-bootstrap 95% interval of the
+/// per-example difference contains 0 (the configs explained the same
+/// examples), or, without per-example values, the two intervals overlap.
+/// `random` is never recommended.
+pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
+    let precision: Vec<&SeedSummary> =
+        cells.iter().filter(|s| s.cell.metric == "precision" && s.cell.method != "random").collect();
+    let groups =
+        distinct(precision.iter().map(|s| {
+            (s.cell.model.clone(), s.cell.architecture.clone(), s.cell.dataset.clone(), s.cell.shortcut.clone())
+        }));
+    let rank_of = |s: &SeedSummary| {
+        let c = &s.cell;
+        find(cells, &c.model, &c.method, "rank", &column_key(&c.dataset, &c.shortcut))
+            .map(|r| r.cell.value)
+            .unwrap_or(f64::INFINITY)
+    };
+    let bootstrap = Bootstrap::default();
+    groups
+        .into_iter()
+        .filter_map(|(model, architecture, dataset, shortcut)| {
+            let candidates: Vec<&&SeedSummary> = precision
+                .iter()
+                .filter(|s| s.cell.model == model && s.cell.dataset == dataset && s.cell.shortcut == shortcut)
+                .filter(|s| s.cell.value.is_finite())
+                .collect();
+            let best = candidates.iter().copied().fold(None::<&&SeedSummary>, |best, s| match best {
+                Some(b) if (b.cell.value, -rank_of(b)) >= (s.cell.value, -rank_of(s)) => Some(b),
+                _ => Some(s),
+            })?;
+            let tied = candidates
+                .iter()
+                .filter(|s| s.cell.method != best.cell.method)
+                .filter(|s| match bootstrap.paired_difference(&best.cell.values, &s.cell.values) {
+                    Some([lo, hi]) if !best.cell.values.is_empty() => lo <= 0.0 && 0.0 <= hi,
+                    _ => match (best.cell.ci_low, s.cell.ci_high) {
+                        (Some(lo), Some(hi)) => hi >= lo,
+                        _ => false,
+                    },
+                })
+                .map(|s| s.cell.method.clone())
+                .collect();
+            Some(Recommendation {
+                model,
+                architecture,
+                dataset,
+                shortcut,
+                best: best.cell.method.clone(),
+                precision: best.cell.value,
+                interval: best.cell.ci_low.zip(best.cell.ci_high).map(|(l, h)| [l, h]),
+                tied,
+                verified: best.cell.verified,
+            })
+        })
+        .collect()
+}
+
+/// The recommendations as a table.
+pub fn recommendation_table(recommendations: &[Recommendation]) -> PolarsResult<Option<DisplayTable>> {
+    if recommendations.is_empty() {
+        return Ok(None);
+    }
+    let rows: Vec<Vec<Option<String>>> = recommendations
+        .iter()
+        .map(|r| {
+            let mut precision = format_fixed(r.precision, 2);
+            if !r.verified {
+                precision.push_str(FAILED_MARK);
+            }
+            vec![
+                Some(r.model.clone()),
+                Some(architecture_label(&r.architecture)),
+                Some(r.dataset.clone()),
+                Some(r.shortcut.clone()),
+                Some(r.best.clone()),
+                Some(precision),
+                r.interval.map(|[l, h]| format!("[{}, {}]", format_fixed(l, 2), format_fixed(h, 2))),
+                Some(if r.tied.is_empty() { "—".to_string() } else { r.tied.join(", ") }),
+            ]
+        })
+        .collect();
+    let header: Vec<String> = [
+        "model",
+        "architecture",
+        "dataset",
+        "shortcut",
+        "best config",
+        "precision",
+        "95% interval",
+        "statistically tied",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut notes = vec![
+        "Best = highest precision@k (ties: lower mean rank). Tied = the paired-bootstrap 95% interval of the per-example difference from the best contains 0.".to_string(),
+    ];
+    notes.extend(failed_notes(&rows));
+    Ok(Some(DisplayTable {
+        stem: "recommendation".into(),
+        title: "Which method config reveals the shortcut: the best per model, dataset and shortcut".into(),
+        notes,
+        frame: string_frame(&header, &rows)?,
+        align: vec![
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::CellResult;
+    use crate::report::tables::over_seeds;
+
+    fn cell(model: &str, shortcut: &str, method: &str, metric: &str, values: &[f64]) -> CellResult {
+        let value = values.iter().sum::<f64>() / values.len() as f64;
+        let [lo, hi] = Bootstrap::default().interval(values).unwrap();
+        CellResult {
+            model: model.into(),
+            architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+            dataset: "sst2".into(),
+            shortcut: shortcut.into(),
+            method: method.into(),
+            metric: metric.into(),
+            seed: 1,
+            value,
+            ci_low: Some(lo),
+            ci_high: Some(hi),
+            n_examples: values.len(),
+            verified: true,
+            values: values.to_vec(),
+        }
+    }
+
+    fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+        df.column(name).unwrap().str().unwrap().iter().map(|v| v.map(String::from)).collect()
+    }
+
+    #[test]
+    fn families_follow_the_papers_tables() {
+        assert_eq!(Family::of("gxil"), Some(Family::GradientTimesInput));
+        assert_eq!(Family::of("gradp-l2"), Some(Family::Gradient));
+        assert_eq!(Family::of("igl-mask-100"), Some(Family::IntegratedGradients));
+        assert_eq!(Family::of("limeunk-1000"), Some(Family::Lime));
+        assert_eq!(Family::of("attn-scaled"), Some(Family::Attention));
+        assert_eq!(Family::of("nonsense"), None);
+        assert_eq!(Family::Lime.stem(), "bastings_table5_lime");
+        assert_eq!(Family::Occlusion.stem(), "family_occlusion");
+    }
+
+    #[test]
+    fn family_table_puts_precision_and_rank_side_by_side() {
+        let cells = vec![
+            cell("lstm", "st", "gxil", "precision", &[1.0, 1.0]),
+            cell("lstm", "st", "gxil", "rank", &[1.0, 1.0]),
+            cell("lstm", "tic", "gxil", "precision", &[0.5, 1.0]),
+            cell("lstm", "tic", "gxil", "rank", &[3.0, 2.0]),
+            cell("lstm", "st", "gradl-l2", "precision", &[0.0, 1.0]),
+        ];
+        let tables = family_tables(&over_seeds(&cells)).unwrap();
+        let stems: Vec<&str> = tables.iter().map(|t| t.stem.as_str()).collect();
+        assert_eq!(stems, ["bastings_table2_gxi", "bastings_table3_grad"]);
+        let gxi = &tables[0].frame;
+        let names: Vec<String> = gxi.get_column_names().iter().map(|s| s.to_string()).collect();
+        assert_eq!(names, ["model", "method", "P sst2:st", "P sst2:tic", "R sst2:st", "R sst2:tic"]);
+        assert_eq!(strings(gxi, "P sst2:tic"), [Some("0.75".to_string())]);
+        assert_eq!(strings(gxi, "R sst2:tic"), [Some("2.5".to_string())]);
+        assert_eq!(strings(gxi, "model"), [Some("lstm (LSTM)".to_string())]);
+        // gradl-l2 has no rank cell: an empty cell, not a zero.
+        assert_eq!(strings(&tables[1].frame, "R sst2:st"), [None]);
+    }
+
+    #[test]
+    fn full_matrix_per_model() {
+        let cells =
+            vec![cell("lstm", "st", "gxil", "precision", &[1.0]), cell("bert", "st", "gradl-l2", "precision", &[0.5])];
+        let tables = full_matrices(&over_seeds(&cells)).unwrap();
+        assert_eq!(tables.len(), 2);
+        assert_eq!(tables[1].stem, "bastings_full_bert");
+        assert_eq!(strings(&tables[1].frame, "P sst2:st"), [Some("0.50".to_string())]);
+    }
+
+    #[test]
+    fn recommendation_and_paired_ties() {
+        let a: Vec<f64> = (0..100).map(|i| if i % 10 == 0 { 0.0 } else { 1.0 }).collect(); // 0.90
+        let b: Vec<f64> = (0..100).map(|i| if i % 10 == 0 || i % 10 == 1 { 0.0 } else { 1.0 }).collect(); // 0.80
+        let mut c = a.clone(); // 0.89: one example differs
+        c[5] = 0.0;
+        let cells = vec![
+            cell("lstm", "st", "gxil", "precision", &b),
+            cell("lstm", "st", "gradl-l2", "precision", &a),
+            cell("lstm", "st", "occlusion-unk", "precision", &c),
+            cell("lstm", "st", "random", "precision", &[1.0; 100]),
+        ];
+        let recs = recommendations(&over_seeds(&cells));
+        assert_eq!(recs.len(), 1);
+        let r = &recs[0];
+        assert_eq!(r.best, "gradl-l2", "random is never recommended");
+        assert!((r.precision - 0.9).abs() < 1e-12);
+        // gxil loses on 10 examples and never wins: significant. occlusion differs on one.
+        assert_eq!(r.tied, ["occlusion-unk"]);
+        let table = recommendation_table(&recs).unwrap().unwrap();
+        assert_eq!(strings(&table.frame, "statistically tied"), [Some("occlusion-unk".to_string())]);
+    }
+
+    #[test]
+    fn equal_precision_prefers_lower_rank() {
+        let cells = vec![
+            cell("lstm", "op", "gxil", "precision", &[1.0, 0.5]),
+            cell("lstm", "op", "gxil", "rank", &[2.0, 4.0]),
+            cell("lstm", "op", "igl-zero-100", "precision", &[1.0, 0.5]),
+            cell("lstm", "op", "igl-zero-100", "rank", &[2.0, 3.0]),
+        ];
+        assert_eq!(recommendations(&over_seeds(&cells))[0].best, "igl-zero-100");
+    }
+
+    #[test]
+    fn diagnosticity_tables_average_by_method_and_by_dataset() {
+        let cells = vec![
+            cell("lstm", "st", "gxil", "diag-ns", &[1.0, 0.0]),  // 0.5
+            cell("lstm", "tic", "gxil", "diag-ns", &[1.0, 1.0]), // 1.0
+            cell("lstm", "st", "attn", "diag-ns", &[0.0, 0.0]),  // 0.0
+            cell("lstm", "st", "gxil", "diag-soft-ns", &[1.0, 1.0]),
+        ];
+        let tables = diagnosticity_tables(&over_seeds(&cells)).unwrap();
+        let stems: Vec<&str> = tables.iter().map(|t| t.stem.as_str()).collect();
+        assert_eq!(stems, ["zhao_table2_lstm", "zhao_table3_lstm", "zhao_table6_lstm"]);
+        assert_eq!(strings(&tables[0].frame, "NS"), [Some("0.750".to_string()), Some("0.000".to_string())]);
+        assert_eq!(strings(&tables[0].frame, "Soft-NS"), [Some("1.000".to_string()), None]);
+        assert_eq!(strings(&tables[1].frame, "NS"), [Some("0.250".to_string()), Some("1.000".to_string())]);
+        assert_eq!(tables[2].frame.height(), 3, "attn has no tic cell");
+    }
+
+    #[test]
+    fn table1_from_verification() {
+        let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
+            model: "lstm".into(),
+            architecture: "bilstm".into(),
+            dataset: "sst2".into(),
+            shortcut: shortcut.into(),
+            seed: 1,
+            shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },
+            original_model_on_synthetic: 0.5,
+            shortcut_model_on_flip: 1.0,
+            shortcut_model_on_original: shortcut_on_original,
+            original_model_on_original: 0.88,
+            passed: true,
+            failures: vec![],
+        };
+        let t = source_accuracy_table(&[row("st", 0.87), row("tic", 0.86)]).unwrap().unwrap();
+        assert_eq!(strings(&t.frame, "original test accuracy %"), [Some("88.0".to_string())]);
+        assert_eq!(strings(&t.frame, "mean drop with shortcut (points)"), [Some("1.5".to_string())]);
+        assert_eq!(strings(&t.frame, "min synthetic accuracy %"), [Some("98.0".to_string())]);
+        assert_eq!(strings(&t.frame, "mean synthetic accuracy %"), [Some("99.0".to_string())]);
+    }
+}

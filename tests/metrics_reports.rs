@@ -110,6 +110,7 @@ fn every_metric_and_report_of_a_two_seed_grid() {
         "zhao_table2_lstm",
         "zhao_table3_lstm",
         "zhao_table6_lstm",
+        "zhao_erasure_lstm",
         "agreement_lstm_gen_st_seed1",
         "lstm_attr",
         "lstm_soft-ns",

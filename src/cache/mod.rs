@@ -84,7 +84,8 @@ impl StepKind {
             StepKind::Attribute => 2,
             StepKind::Erasure => 1,
             StepKind::Agreement => 1,
-            StepKind::Score => 1,
+            // 2: NS / NC scores carry their means per rationale ratio.
+            StepKind::Score => 2,
             // 2: seeds, erasure, agreement, paper tables, plots and HTML.
             StepKind::Report => 2,
         }

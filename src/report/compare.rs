@@ -1855,6 +1855,7 @@ mod tests {
             n_examples: 100,
             verified: true,
             values: vec![],
+            by_ratio: vec![],
         }
     }
 

@@ -72,6 +72,9 @@ pub struct CellResult {
     /// between cells on the same examples; not written to the tables.
     #[serde(skip)]
     pub values: Vec<f64>,
+    /// NS / NC: `[ratio, mean]` per rationale ratio; empty for other metrics.
+    #[serde(default)]
+    pub by_ratio: Vec<[f64; 2]>,
 }
 
 /// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
@@ -361,6 +364,7 @@ fn paper_tables(
     out.extend(paper::family_tables(summaries).map_err(polars_err("method family tables"))?);
     out.extend(paper::full_matrices(summaries).map_err(polars_err("full matrices"))?);
     out.extend(paper::diagnosticity_tables(summaries).map_err(polars_err("diagnosticity tables"))?);
+    out.extend(paper::erasure_by_ratio_tables(summaries).map_err(polars_err("erasure tables"))?);
     for a in agreements {
         out.push(agreement_table(a).map_err(polars_err("agreement tables"))?);
     }
@@ -585,6 +589,7 @@ mod tests {
             verified: true,
             seed: 1,
             values: vec![],
+            by_ratio: vec![],
         }
     }
 

@@ -12,6 +12,7 @@
 //! | `zhao_table2_<model>` | Zhao & Aletras Table 2 | method × diagnosticity of NS, Soft-NS, NC, Soft-NC (mean over datasets) |
 //! | `zhao_table3_<model>` | Table 3 | `dataset:shortcut` × the same (mean over methods) |
 //! | `zhao_table6_<model>` | Table 6 | (`dataset:shortcut`, method) × the same |
+//! | `zhao_erasure_<model>` | §3, Figure 3's data | (`dataset:shortcut`, method) × NS and NC per rationale ratio, and AOPC |
 //! | `recommendation` | — | per (model, dataset, shortcut): the best config and those tied with it |
 
 use polars::prelude::*;
@@ -419,6 +420,66 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     Ok(out)
 }
 
+/// `0.05` → `5%`.
+fn percent(ratio: f64) -> String {
+    format!("{}%", (ratio * 1e5).round() / 1e3)
+}
+
+/// Zhao & Aletras's hard erasure at every rationale ratio and its AOPC: per
+/// model, rows = (`dataset:shortcut`, method), columns = NS at each ratio, NS
+/// AOPC, then the same for NC.
+pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
+    let hard: Vec<&SeedSummary> = cells
+        .iter()
+        .filter(|s| (s.cell.metric == "ns" || s.cell.metric == "nc") && !s.cell.by_ratio.is_empty())
+        .collect();
+    let models = distinct(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let mut out = Vec::new();
+    for (model, architecture) in models {
+        let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.model == model).collect();
+        let ratios = distinct(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
+        let rows_keys =
+            distinct(of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method.clone())));
+        let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
+        for metric in ["NS", "NC"] {
+            header.extend(ratios.iter().map(|r| format!("{metric} {r}")));
+            header.push(format!("{metric} AOPC"));
+        }
+        let rows: Vec<Vec<Option<String>>> = rows_keys
+            .iter()
+            .map(|(key, method)| {
+                let mut row = vec![Some(key.clone()), Some(method.clone())];
+                for metric in ["ns", "nc"] {
+                    let cell = of_model.iter().find(|s| {
+                        s.cell.metric == metric
+                            && &s.cell.method == method
+                            && &column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                    });
+                    row.extend(ratios.iter().map(|r| {
+                        cell.and_then(|c| c.cell.by_ratio.iter().find(|[x, _]| &percent(*x) == r))
+                            .map(|[_, v]| format_fixed(*v, 3))
+                    }));
+                    row.push(cell.map(|c| shown(c)));
+                }
+                row
+            })
+            .collect();
+        out.push(DisplayTable {
+            stem: format!("zhao_erasure_{}", super::file_safe(&model)),
+            title: format!(
+                "Normalised sufficiency (NS) and comprehensiveness (NC) at each rationale length, and their AOPC, for {model} ({})",
+                architecture_label(&architecture)
+            ),
+            notes: vec![
+                "Rationale = the top ⌈ρ·d⌉ tokens by salience; the rest (NS) or the rationale (NC) replaced by [PAD] in place. Higher is better; NC is not clipped.".into(),
+            ],
+            frame: string_frame(&header, &rows)?,
+            align: align(2, header.len() - 2),
+        });
+    }
+    Ok(out)
+}
+
 /// One recommendation: the best config for a (model, dataset, shortcut) and
 /// the configs whose difference from it is not significant.
 #[derive(Debug, Clone, PartialEq)]
@@ -574,6 +635,7 @@ mod tests {
             n_examples: values.len(),
             verified: true,
             values: values.to_vec(),
+            by_ratio: vec![],
         }
     }
 
@@ -674,6 +736,22 @@ mod tests {
         assert_eq!(strings(&tables[0].frame, "Soft-NS"), [Some("1.000".to_string()), None]);
         assert_eq!(strings(&tables[1].frame, "NS"), [Some("0.250".to_string()), Some("1.000".to_string())]);
         assert_eq!(tables[2].frame.height(), 3, "attn has no tic cell");
+    }
+
+    #[test]
+    fn erasure_by_ratio_table() {
+        let mut ns = cell("lstm", "st", "gxil", "ns", &[0.5, 0.7]);
+        ns.by_ratio = vec![[0.01, 0.4], [0.5, 0.8]];
+        let mut nc = cell("lstm", "st", "gxil", "nc", &[0.2, 0.2]);
+        nc.by_ratio = vec![[0.01, 0.1], [0.5, 0.3]];
+        let tables = erasure_by_ratio_tables(&over_seeds(&[ns, nc])).unwrap();
+        assert_eq!(tables.len(), 1);
+        let names: Vec<String> = tables[0].frame.get_column_names().iter().map(|s| s.to_string()).collect();
+        assert_eq!(names, ["dataset:shortcut", "method", "NS 1%", "NS 50%", "NS AOPC", "NC 1%", "NC 50%", "NC AOPC"]);
+        assert_eq!(strings(&tables[0].frame, "NS 50%"), [Some("0.800".to_string())]);
+        assert_eq!(strings(&tables[0].frame, "NC AOPC"), [Some("0.200".to_string())]);
+        assert_eq!(percent(0.1), "10%");
+        assert_eq!(percent(0.125), "12.5%");
     }
 
     #[test]

@@ -866,6 +866,7 @@ mod tests {
             n_examples: 500,
             verified: true,
             values: vec![],
+            by_ratio: vec![],
         }
     }
 

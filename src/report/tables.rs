@@ -237,6 +237,15 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
                 } else {
                     Vec::new()
                 };
+                let ratios = group[0].by_ratio.len();
+                if group.iter().all(|c| c.by_ratio.len() == ratios) {
+                    cell.by_ratio = (0..ratios)
+                        .map(|r| {
+                            let mean = group.iter().map(|c| c.by_ratio[r][1]).sum::<f64>() / n as f64;
+                            [group[0].by_ratio[r][0], mean]
+                        })
+                        .collect();
+                }
                 // The interval of the seed-averaged per-example values.
                 let interval = crate::metrics::bootstrap::Bootstrap::default().interval(&cell.values);
                 cell.ci_low = interval.map(|i| i[0]);
@@ -349,6 +358,7 @@ mod tests {
             verified: true,
             seed: 1,
             values: vec![],
+            by_ratio: vec![],
         }
     }
 

@@ -74,6 +74,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
             n_examples: score.examples,
             verified: passed.get(&c.verify_step).copied().unwrap_or(false),
             values: score.values,
+            by_ratio: score.by_ratio,
         });
     }
     let mut agreements = Vec::new();

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
-use super::erasure::{ErasedExample, FILE as ERASURE_FILE};
-use super::io::{read_jsonl, write_json};
+use super::erasure::{ErasedExample, ErasureSummary, FILE as ERASURE_FILE, SUMMARY as ERASURE_SUMMARY};
+use super::io::{read_json, read_jsonl, write_json};
 use crate::metrics::bootstrap::Bootstrap;
 use crate::metrics::{ErasureMetric, Metric, WordAggregation, attribution_share, ranking, words};
 
@@ -27,6 +27,9 @@ pub struct Score {
     pub examples: usize,
     /// Per example, in the attribution's order.
     pub values: Vec<f64>,
+    /// NS / NC: `[ratio, mean]` at each rationale ratio the AOPC averages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_ratio: Vec<[f64; 2]>,
 }
 
 /// A ranking metric or Attr% over attributed examples.
@@ -54,7 +57,7 @@ pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Opt
 fn summarise(metric: Metric, values: Vec<f64>) -> Score {
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
     let interval = Bootstrap::default().interval(&values);
-    Score { metric, mean, interval, examples: values.len(), values }
+    Score { metric, mean, interval, examples: values.len(), values, by_ratio: Vec::new() }
 }
 
 /// The example's value of an erasure metric (`None` where undefined).
@@ -67,9 +70,25 @@ fn erasure_value(metric: ErasureMetric, e: &ErasedExample) -> Option<f64> {
     }
 }
 
-/// An erasure metric over the examples where it is defined.
-pub fn evaluate_erasure(metric: ErasureMetric, examples: &[ErasedExample]) -> Score {
-    summarise(Metric::Erasure(metric), examples.iter().filter_map(|e| erasure_value(metric, e)).collect())
+/// An erasure metric over the examples where it is defined; NS and NC also at
+/// each of `ratios` (the erasure settings' order).
+pub fn evaluate_erasure(metric: ErasureMetric, examples: &[ErasedExample], ratios: &[f64]) -> Score {
+    let mut score =
+        summarise(Metric::Erasure(metric), examples.iter().filter_map(|e| erasure_value(metric, e)).collect());
+    let at = |e: &ErasedExample, r: usize| match metric {
+        ErasureMetric::Ns => e.ns.get(r).copied().flatten(),
+        ErasureMetric::Nc => e.nc.get(r).copied().flatten(),
+        ErasureMetric::SoftNs | ErasureMetric::SoftNc => None,
+    };
+    score.by_ratio = ratios
+        .iter()
+        .enumerate()
+        .filter_map(|(r, &ratio)| {
+            let values: Vec<f64> = examples.iter().filter_map(|e| at(e, r)).collect();
+            (!values.is_empty()).then(|| [ratio, values.iter().sum::<f64>() / values.len() as f64])
+        })
+        .collect();
+    score
 }
 
 /// Diagnosticity (Zhao & Aletras 2023 §4.5) as a mean of per-example
@@ -100,7 +119,11 @@ pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathB
             let examples: Vec<AttributedExample> = read_jsonl(&dir.join(FILE))?;
             evaluate(metric, &examples, aggregation)
         }
-        Metric::Erasure(m) => evaluate_erasure(m, &erased(0)?),
+        Metric::Erasure(m) => {
+            let dir = inputs.first().context("the score step lacks its erasure input")?;
+            let summary: ErasureSummary = read_json(&dir.join(ERASURE_SUMMARY))?;
+            evaluate_erasure(m, &erased(0)?, &summary.ratios)
+        }
         Metric::Diagnosticity(m) => {
             ensure!(inputs.len() == 2, "diagnosticity needs the method's and the random attribution's erasure");
             evaluate_diagnosticity(m, &erased(0)?, &erased(1)?)
@@ -165,10 +188,15 @@ mod tests {
     #[test]
     fn erasure_means_skip_undefined_examples() {
         let examples = [erased(0, Some(0.2), Some(1.0)), erased(1, None, Some(0.5)), erased(2, Some(0.6), None)];
-        let ns = evaluate_erasure(ErasureMetric::Ns, &examples);
+        let ns = evaluate_erasure(ErasureMetric::Ns, &examples, &[0.1]);
         assert_eq!(ns.values, vec![0.2, 0.6]);
         assert!((ns.mean - 0.4).abs() < 1e-12);
-        assert_eq!(evaluate_erasure(ErasureMetric::SoftNc, &examples).values, vec![1.0, 0.5]);
+        // One ratio: NS at 10% is the same mean.
+        assert_eq!(ns.by_ratio.len(), 1);
+        assert!((ns.by_ratio[0][1] - 0.4).abs() < 1e-12 && ns.by_ratio[0][0] == 0.1);
+        let soft = evaluate_erasure(ErasureMetric::SoftNc, &examples, &[0.1]);
+        assert_eq!(soft.values, vec![1.0, 0.5]);
+        assert!(soft.by_ratio.is_empty());
     }
 
     #[test]

@@ -511,6 +511,7 @@ table.result th, table.result td { padding: .32rem .8rem; text-align: left; bord
 /* Numbers and row names never break; other text and headers wrap only when the table is wider than the page. */
 table.result td.num, table.result td:first-child { white-space: nowrap; }
 table.result td { max-width: 32rem; }
+table.result td:last-child:not(.num) { min-width: 18rem; }
 table.result thead th { border-bottom: 2px solid var(--fg); vertical-align: bottom; font-weight: 600; }
 table.result tbody tr:nth-child(even) { background: var(--soft); }
 table.result tbody tr:hover { background: #eef4fb; }

@@ -508,8 +508,8 @@ h2 { font-size: 1.3rem; margin: 0 0 1rem; padding-bottom: .3rem; border-bottom: 
 table.result { border-collapse: collapse; font-size: .9rem; font-variant-numeric: tabular-nums; }
 table.result caption { caption-side: top; text-align: left; font-weight: 600; font-size: 1rem; padding: 0 0 .5rem; }
 table.result th, table.result td { padding: .32rem .8rem; text-align: left; border-bottom: 1px solid var(--line); }
-/* Numbers and row names never break; other text and headers wrap only when the table is wider than the page. */
-table.result td.num, table.result td:first-child { white-space: nowrap; }
+/* Numbers, names and keys never break; the last text column (ties, failures) and headers wrap. */
+table.result td.num, table.result td:not(:last-child) { white-space: nowrap; }
 table.result td { max-width: 32rem; }
 table.result td:last-child:not(.num) { min-width: 18rem; }
 table.result thead th { border-bottom: 2px solid var(--fg); vertical-align: bottom; font-weight: 600; }

@@ -470,6 +470,14 @@ class Runner:
         if d == 0:
             return scores.tolist(), int(cls)
         seed = self.args.seed * 1_000_003 + example["index"]
+        # LIME and KernelSHAP: one feature per token, the same sample budget.
+        sampled = dict(
+            baselines=replacement,
+            feature_mask=torch.arange(d, device=self.device)[None],
+            additional_forward_args=(cls,),
+            n_samples=options.get("samples"),
+            perturbations_per_eval=self.args.perturbations_per_eval,
+        )
         if family == "occlusion":
             attributions = Occlusion(probability).attribute(
                 features,
@@ -491,14 +499,7 @@ class Runner:
             # not in complementary pairs, fit by unregularised least squares. It
             # draws from torch's global generator, seeded here per example.
             torch.manual_seed(seed)
-            attributions = KernelShap(probability).attribute(
-                features,
-                baselines=replacement,
-                feature_mask=torch.arange(d, device=self.device)[None],
-                additional_forward_args=(cls,),
-                n_samples=options["samples"],
-                perturbations_per_eval=self.args.perturbations_per_eval,
-            )
+            attributions = KernelShap(probability).attribute(features, **sampled)
         else:
             generator = torch.Generator().manual_seed(seed)
 
@@ -512,14 +513,7 @@ class Runner:
                 similarity_func=lit_kernel,
                 perturb_func=samples,
             )
-            attributions = lime.attribute(
-                features,
-                baselines=replacement,
-                feature_mask=torch.arange(d, device=self.device)[None],
-                additional_forward_args=(cls,),
-                n_samples=options["samples"],
-                perturbations_per_eval=self.args.perturbations_per_eval,
-            )
+            attributions = lime.attribute(features, **sampled)
         scores[positions.cpu()] = attributions[0].double().cpu()
         return scores.tolist(), int(cls)
 

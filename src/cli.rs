@@ -295,20 +295,10 @@ fn compare_with_published(
             .map_err(|e| usage(anyhow::anyhow!(e)))?;
         let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
         let markdown = compare::render_markdown(&comparison);
-        let md_path = reports.join(format!("compare_{stem}.md"));
-        std::fs::write(&md_path, &markdown).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", md_path.display())))?;
-        let csv_path = reports.join(format!("compare_{stem}.csv"));
+        let md_path = crate::report::write_text(reports, &format!("compare_{stem}.md"), &markdown).map_err(runtime)?;
         let mut frame = compare::frame(&comparison).clone();
-        std::fs::File::create(&csv_path)
-            .map_err(anyhow::Error::from)
-            .and_then(|f| {
-                {
-                    use polars::prelude::SerWriter;
-                    polars::prelude::CsvWriter::new(f).include_header(true).finish(&mut frame)
-                }
-                .map_err(anyhow::Error::from)
-            })
-            .map_err(|e| runtime(anyhow::anyhow!("{}: {e}", csv_path.display())))?;
+        let csv_path =
+            crate::report::write_csv(reports, &format!("compare_{stem}.csv"), &mut frame).map_err(runtime)?;
         println!("{markdown}");
         eprintln!("comparison written to {} and {}", md_path.display(), csv_path.display());
     }

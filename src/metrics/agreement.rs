@@ -40,7 +40,13 @@ pub fn top_k_overlap(a: &[f32], b: &[f32], rankable: impl Fn(usize) -> bool, k: 
 /// ranks make ρ = 0/0), or when the lengths differ.
 pub fn spearman(a: &[f32], b: &[f32], rankable: impl Fn(usize) -> bool) -> Option<f64> {
     let (a, b) = rankable_values(a, b, rankable)?;
-    pearson(&average_ranks(&a), &average_ranks(&b))
+    rank_correlation(&a, &b)
+}
+
+/// Spearman's ρ of two paired samples: Pearson on average ranks, so ties are
+/// handled exactly; `None` for fewer than two pairs or a constant side.
+pub fn rank_correlation(a: &[f64], b: &[f64]) -> Option<f64> {
+    pearson(&average_ranks(a), &average_ranks(b))
 }
 
 /// Kendall's τ_b over the rankable tokens,

@@ -52,7 +52,7 @@
 //! cells (seeds merged) of a metric the file reports that found no published number
 //! (for source accuracy: our (model, dataset) verification groups).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -62,6 +62,7 @@ use polars::prelude::*;
 use super::markdown::{self, Align};
 use super::tables::format_fixed;
 use super::{CellResult, VerificationRow};
+use crate::metrics::agreement::rank_correlation as spearman;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
 use crate::spec::expand::expand;
 
@@ -797,45 +798,29 @@ fn canonical_method(name: &str) -> String {
 
 /// The cells whose metric `keep` accepts, averaged over seeds.
 fn merge_seeds(cells: &[CellResult], keep: impl Fn(&str) -> bool) -> Vec<OurCell> {
-    // Sums first, divided at the end.
-    let mut merged: Vec<OurCell> = Vec::new();
-    let mut index: HashMap<[String; 5], usize> = HashMap::new();
-    for c in cells.iter().filter(|c| keep(&c.metric)) {
-        let cell = OurCell {
-            model: c.model.clone(),
-            architecture: c.architecture.clone(),
-            dataset: c.dataset.clone(),
-            shortcut: c.shortcut.clone(),
-            method: canonical_method(&c.method),
-            metric: c.metric.clone(),
-            runs: 1,
-            value: c.value,
-            ci_low: c.ci_low,
-            ci_high: c.ci_high,
-            verified: c.verified,
-        };
-        let key = [&cell.model, &cell.dataset, &cell.shortcut, &cell.method, &cell.metric].map(String::clone);
-        match index.get(&key).map(|&i| &mut merged[i]) {
-            Some(m) => {
-                m.runs += 1;
-                m.value += cell.value;
-                m.ci_low = m.ci_low.zip(cell.ci_low).map(|(a, b)| a + b);
-                m.ci_high = m.ci_high.zip(cell.ci_high).map(|(a, b)| a + b);
-                m.verified &= cell.verified;
+    super::tables::seed_groups(cells.iter().filter(|c| keep(&c.metric)))
+        .into_iter()
+        .map(|seeds| {
+            let first = seeds[0];
+            let n = seeds.len() as f64;
+            let mean_bound = |bound: fn(&CellResult) -> Option<f64>| {
+                seeds.iter().map(|c| bound(c)).sum::<Option<f64>>().map(|sum| sum / n)
+            };
+            OurCell {
+                model: first.model.clone(),
+                architecture: first.architecture.clone(),
+                dataset: first.dataset.clone(),
+                shortcut: first.shortcut.clone(),
+                method: canonical_method(&first.method),
+                metric: first.metric.clone(),
+                runs: seeds.len() as u32,
+                value: seeds.iter().map(|c| c.value).sum::<f64>() / n,
+                ci_low: mean_bound(|c| c.ci_low),
+                ci_high: mean_bound(|c| c.ci_high),
+                verified: seeds.iter().all(|c| c.verified),
             }
-            None => {
-                index.insert(key, merged.len());
-                merged.push(cell);
-            }
-        }
-    }
-    for m in &mut merged {
-        let n = f64::from(m.runs);
-        m.value /= n;
-        m.ci_low = m.ci_low.map(|v| v / n);
-        m.ci_high = m.ci_high.map(|v| v / n);
-    }
-    merged
+        })
+        .collect()
 }
 
 // --- Bastings et al.: precision and rank -------------------------------------
@@ -1486,45 +1471,6 @@ fn drop_finding(c: &ComparedCell) -> Finding {
 }
 
 // ---------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------
-
-/// Ranks from 1, ties sharing their mean rank.
-fn average_ranks(xs: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..xs.len()).collect();
-    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
-    let mut ranks = vec![0.0; xs.len()];
-    let mut i = 0;
-    while i < order.len() {
-        let mut j = i;
-        while j + 1 < order.len() && xs[order[j + 1]] == xs[order[i]] {
-            j += 1;
-        }
-        let rank = (i + j) as f64 / 2.0 + 1.0;
-        for &k in &order[i..=j] {
-            ranks[k] = rank;
-        }
-        i = j + 1;
-    }
-    ranks
-}
-
-fn pearson(a: &[f64], b: &[f64]) -> Option<f64> {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
-    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
-    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
-    (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
-}
-
-/// Spearman's ρ with tied ranks averaged (Pearson on ranks); `None` when either
-/// side is constant.
-fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
-    pearson(&average_ranks(a), &average_ranks(b))
-}
-
-// ---------------------------------------------------------------------------
 // Frames and markdown
 // ---------------------------------------------------------------------------
 
@@ -1816,6 +1762,7 @@ mod tests {
 
     #[test]
     fn spearman_averages_ties() {
+        use crate::metrics::agreement::average_ranks;
         assert_eq!(average_ranks(&[0.5, 0.1, 0.5, 0.9]), [2.5, 1.0, 2.5, 4.0]);
         // Ranks [1, 2.5, 2.5, 4] vs [1, 2, 3, 4]: cov 4.5, variances 4.5 and 5 → √0.9.
         let rho = spearman(&[1.0, 2.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();

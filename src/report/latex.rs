@@ -25,11 +25,7 @@ pub fn table(t: &DisplayTable) -> PolarsResult<String> {
     let header: Vec<String> = df.get_column_names().iter().map(|n| escape(n)).collect();
     push_row(&mut out, &header);
     out.push_str("\\midrule\n");
-    let columns = df
-        .columns()
-        .iter()
-        .map(|c| Ok(c.cast(&DataType::String)?.str()?.iter().map(|v| v.map(escape).unwrap_or_default()).collect()))
-        .collect::<PolarsResult<Vec<Vec<String>>>>()?;
+    let columns = super::tables::text_columns(df, escape)?;
     for row in 0..df.height() {
         let cells: Vec<String> = columns.iter().map(|c| c[row].clone()).collect();
         push_row(&mut out, &cells);

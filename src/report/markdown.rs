@@ -22,13 +22,8 @@ pub fn table(df: &DataFrame, align: &[Align]) -> PolarsResult<String> {
     if df.width() == 0 {
         return Ok(String::new());
     }
-    let mut header = Vec::with_capacity(df.width());
-    let mut body: Vec<Vec<String>> = Vec::with_capacity(df.width());
-    for column in df.columns() {
-        header.push(escape(column.name()));
-        let strings = column.cast(&DataType::String)?;
-        body.push(strings.str()?.iter().map(|v| v.map(escape).unwrap_or_default()).collect());
-    }
+    let header: Vec<String> = df.get_column_names().iter().map(|n| escape(n)).collect();
+    let body = super::tables::text_columns(df, escape)?;
     let aligns: Vec<Align> = (0..header.len()).map(|i| align.get(i).copied().unwrap_or(Align::Left)).collect();
     // At least 3 wide so the rule is a valid `---`.
     let widths: Vec<usize> = header

@@ -555,12 +555,14 @@ fn write_atomic(
     Ok(path)
 }
 
-fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
+/// Writes `text` to `dir/name` through a temporary file.
+pub(crate) fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
     let path = dir.join(name);
     write_atomic(dir, name, |f| f.write_all(text.as_bytes()).map_err(|source| ReportError::Io { path, source }))
 }
 
-fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
+/// Writes `df` as CSV (with header) to `dir/name` through a temporary file.
+pub(crate) fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
     let what = dir.join(name).display().to_string();
     write_atomic(dir, name, |f| CsvWriter::new(f).include_header(true).finish(df).map_err(polars_err(what)))
 }

@@ -18,7 +18,7 @@
 use polars::prelude::*;
 
 use super::markdown::Align;
-use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, decimals, format_fixed};
+use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, decimals, first_appearance, format_fixed};
 use super::{DisplayTable, VerificationRow};
 use crate::metrics::ErasureMetric;
 use crate::metrics::bootstrap::Bootstrap;
@@ -113,17 +113,6 @@ pub fn architecture_label(architecture: &str) -> String {
     }
 }
 
-/// Distinct values in first-appearance order.
-fn distinct<T: PartialEq + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for item in items {
-        if !out.contains(&item) {
-            out.push(item);
-        }
-    }
-    out
-}
-
 /// A frame of optional string columns; `None` prints as an empty cell.
 fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult<DataFrame> {
     let columns = header
@@ -161,14 +150,24 @@ fn failed_notes(rows: &[Vec<Option<String>>]) -> Vec<String> {
     if any { vec![FAILED_FOOTNOTE.to_string()] } else { Vec::new() }
 }
 
-/// Precision and rank, side by side: `P <dataset:shortcut>` columns, then `R …`.
-fn precision_rank_columns(cells: &[SeedSummary]) -> Vec<String> {
-    distinct(
-        cells
-            .iter()
-            .filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank")
-            .map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)),
-    )
+/// The precision and rank cells of Bastings et al.'s tables, with their
+/// `dataset:shortcut` columns and their (model, architecture) pairs.
+struct RankedCells<'a> {
+    keys: Vec<String>,
+    ranked: Vec<&'a SeedSummary>,
+    models: Vec<(String, String)>,
+}
+
+/// `None` when the grid scores neither precision nor rank.
+fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
+    let ranked: Vec<&SeedSummary> =
+        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
+    if ranked.is_empty() {
+        return None;
+    }
+    let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
+    let models = first_appearance(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    Some(RankedCells { keys, ranked, models })
 }
 
 fn precision_rank_row(cells: &[SeedSummary], model: &str, method: &str, keys: &[String]) -> Vec<Option<String>> {
@@ -185,19 +184,14 @@ fn precision_rank_header(keys: &[String]) -> Vec<String> {
 /// Bastings et al. Tables 2–5 (one per method family, every model's rows in
 /// one table) and a table of the same shape for each other family in the grid.
 pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
-    let keys = precision_rank_columns(cells);
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ranked: Vec<&SeedSummary> =
-        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
-    let models = distinct(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let Some(RankedCells { keys, ranked, models }) = ranked_cells(cells) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for family in Family::ALL {
         if family == Family::Random {
             continue;
         }
-        let methods = distinct(ranked.iter().map(|s| s.cell.method.clone()).filter(|m| Family::of(m) == Some(family)));
+        let methods =
+            first_appearance(ranked.iter().map(|s| s.cell.method.clone()).filter(|m| Family::of(m) == Some(family)));
         if methods.is_empty() {
             continue;
         }
@@ -234,16 +228,10 @@ pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
 /// Bastings et al. Tables 10–11: every method config of one model, precision
 /// and rank side by side.
 pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
-    let keys = precision_rank_columns(cells);
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ranked: Vec<&SeedSummary> =
-        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
-    let models = distinct(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let Some(RankedCells { keys, ranked, models }) = ranked_cells(cells) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for (model, architecture) in models {
-        let methods = distinct(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method.clone()));
+        let methods = first_appearance(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method.clone()));
         let rows: Vec<Vec<Option<String>>> = methods
             .iter()
             .map(|method| {
@@ -279,7 +267,7 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups = distinct(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
+    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
     let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
     let table: Vec<Vec<Option<String>>> = groups
         .iter()
@@ -335,7 +323,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
-    let models = distinct(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let models = first_appearance(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
     let header_tail: Vec<String> = metrics.iter().map(|m| m.title().to_string()).collect();
     let value = |of: &dyn Fn(&SeedSummary) -> bool, m: ErasureMetric| {
         mean(diag.iter().filter(|s| s.cell.metric == diag_name(m) && of(s)).map(|s| s.cell.value))
@@ -344,8 +332,8 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     let mut out = Vec::new();
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.model == model).collect();
-        let methods = distinct(of_model.iter().map(|s| s.cell.method.clone()));
-        let keys = distinct(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
+        let methods = first_appearance(of_model.iter().map(|s| s.cell.method.clone()));
+        let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
         let arch = architecture_label(&architecture);
         let safe = super::file_safe(&model);
 
@@ -433,13 +421,14 @@ pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<Displa
         .iter()
         .filter(|s| (s.cell.metric == "ns" || s.cell.metric == "nc") && !s.cell.by_ratio.is_empty())
         .collect();
-    let models = distinct(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
     let mut out = Vec::new();
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.model == model).collect();
-        let ratios = distinct(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
-        let rows_keys =
-            distinct(of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method.clone())));
+        let ratios = first_appearance(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
+        let rows_keys = first_appearance(
+            of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method.clone())),
+        );
         let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
         for metric in ["NS", "NC"] {
             header.extend(ratios.iter().map(|r| format!("{metric} {r}")));
@@ -505,7 +494,7 @@ pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
         cells.iter().filter(|s| s.cell.metric == "precision" && s.cell.method != "random").collect();
     let groups =
-        distinct(precision.iter().map(|s| {
+        first_appearance(precision.iter().map(|s| {
             (s.cell.model.clone(), s.cell.architecture.clone(), s.cell.dataset.clone(), s.cell.shortcut.clone())
         }));
     let rank_of = |s: &SeedSummary| {

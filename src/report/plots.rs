@@ -22,11 +22,11 @@
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use super::tables::first_appearance;
 use plotters::coord::Shift;
 use plotters::coord::combinators::WithKeyPoints;
 use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
@@ -154,17 +154,7 @@ struct Mean<'a> {
 
 /// Cells that differ only by `seed` become one [`Mean`], in first-appearance order.
 fn mean_over_seeds(cells: &[CellResult]) -> Vec<Mean<'_>> {
-    let mut index: HashMap<(&str, &str, &str, &str, &str), usize> = HashMap::new();
-    let mut seeds: Vec<Vec<&CellResult>> = Vec::new();
-    for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
-        let i = *index.entry(key).or_insert_with(|| {
-            seeds.push(Vec::new());
-            seeds.len() - 1
-        });
-        seeds[i].push(c);
-    }
-    seeds.iter().map(|s| mean_of(s)).collect()
+    super::tables::seed_groups(cells).iter().map(|s| mean_of(s)).collect()
 }
 
 /// `seeds` is non-empty and shares everything but the seed.
@@ -188,12 +178,6 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
         interval,
         failed: seeds.iter().any(|c| !c.verified),
     }
-}
-
-/// The distinct items in order of first appearance.
-fn first_appearance<T: Hash + Eq + Copy>(items: impl IntoIterator<Item = T>) -> Vec<T> {
-    let mut seen = HashSet::new();
-    items.into_iter().filter(|x| seen.insert(*x)).collect()
 }
 
 /// How the papers print a method (`lime-unk-100` → `limeunk-100`); a name that

@@ -186,6 +186,22 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
     Ok((DataFrame::new(rows.len(), columns)?, numeric))
 }
 
+/// Cells that differ only by seed, grouped: one group per (model, dataset,
+/// shortcut, method, metric), groups and members in first-appearance order.
+pub fn seed_groups<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Vec<&'a CellResult>> {
+    let mut groups: Vec<Vec<&CellResult>> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, &str, &str, &str, &str), usize> = Default::default();
+    for c in cells {
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
+        let at = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[at].push(c);
+    }
+    groups
+}
+
 /// A cell's mean over its seeds.
 #[derive(Debug, Clone)]
 pub struct SeedSummary {
@@ -211,17 +227,7 @@ impl SeedSummary {
 /// Cells that differ only by seed, merged: one [`SeedSummary`] per (model,
 /// dataset, shortcut, method, metric), in first-appearance order.
 pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
-    let mut groups: Vec<Vec<&CellResult>> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str, &str, &str, &str), usize> = Default::default();
-    for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
-        let at = *index.entry(key).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[at].push(c);
-    }
-    groups
+    seed_groups(cells)
         .into_iter()
         .map(|group| {
             let n = group.len();
@@ -257,10 +263,19 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
         .collect()
 }
 
-/// Position of each distinct key in first-appearance order.
-fn first_appearance<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+/// Every column of `df` as text passed through `escape`, nulls as empty cells:
+/// the body of a rendered table.
+pub fn text_columns(df: &DataFrame, escape: impl Fn(&str) -> String) -> PolarsResult<Vec<Vec<String>>> {
+    df.columns()
+        .iter()
+        .map(|c| Ok(c.cast(&DataType::String)?.str()?.iter().map(|v| v.map(&escape).unwrap_or_default()).collect()))
+        .collect()
+}
+
+/// The distinct items in order of first appearance.
+pub fn first_appearance<T: std::hash::Hash + Eq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut seen = HashSet::new();
-    keys.filter(|k| seen.insert(*k)).collect()
+    items.into_iter().filter(|k| seen.insert(k.clone())).collect()
 }
 
 /// The paper layouts: for each model (first-appearance order) and each metric

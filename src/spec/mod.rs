@@ -87,8 +87,7 @@ struct RawGrid {
     verification: VerificationSpec,
     #[serde(default = "default_metrics")]
     metrics: Spanned<Vec<Spanned<String>>>,
-    #[serde(default)]
-    erasure: ErasureSpec,
+    erasure: Option<Spanned<ErasureSpec>>,
     #[serde(default)]
     agreement: AgreementSpec,
     seeds: Option<Spanned<Vec<u64>>>,
@@ -405,9 +404,17 @@ impl Grid {
             return Err(at(None, "`shortcuts.kinds` is empty".into()));
         }
         let (metrics, wants_agreement) = metrics(&raw.metrics).map_err(|(span, m)| at(Some(span), m))?;
-        if raw.erasure.ratios.is_empty() || raw.erasure.ratios.iter().any(|r| r.get() == 0.0) {
-            return Err(at(None, "`erasure.ratios` must list shares in (0, 1]".into()));
-        }
+        let erasure = match raw.erasure {
+            None => ErasureSpec::default(),
+            Some(spec) => {
+                let span = spec.span();
+                let spec = spec.into_inner();
+                if spec.ratios.is_empty() || spec.ratios.iter().any(|r| r.get() == 0.0) {
+                    return Err(at(Some(span), "`erasure.ratios` must list shares in (0, 1]".into()));
+                }
+                spec
+            }
+        };
         let seeds = match raw.seeds {
             None => None,
             Some(list) => {
@@ -464,7 +471,7 @@ impl Grid {
             },
             verification: raw.verification,
             metrics,
-            erasure: raw.erasure,
+            erasure,
             agreement: wants_agreement.then_some(raw.agreement),
             seeds,
             report: raw.report,

@@ -113,6 +113,45 @@ fn attribution_knobs_and_word_aggregation() {
 }
 
 #[test]
+fn metrics_seeds_erasure_and_agreement() {
+    let with = |head: &str, tail: &str| format!("{head}\n{}\n{tail}", MINIMAL.trim_start());
+    // `diagnosticity` is diag-* of the erasure metrics listed, or of all four.
+    let g = parse(&with(r#"metrics = ["precision", "ns", "diagnosticity"]"#, "")).unwrap();
+    let names: Vec<&str> = g.metrics.iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["precision", "ns", "diag-ns"]);
+    assert!(g.agreement.is_none());
+    let g = parse(&with(r#"metrics = ["diagnosticity", "agreement"]"#, "[agreement]\ntop_k = 3")).unwrap();
+    let names: Vec<&str> = g.metrics.iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["diag-ns", "diag-soft-ns", "diag-nc", "diag-soft-nc"]);
+    assert_eq!(g.agreement.map(|a| a.top_k.get()), Some(3));
+    assert_eq!(g.erasure.ratios.len(), 5);
+    assert_eq!(g.seeds, None);
+
+    let e = error(&with(r#"metrics = ["precision", "aopc"]"#, ""));
+    assert!(e.starts_with("grids/test.toml:1:25: unknown metric `aopc`"), "{e}");
+    let e = error(&with(r#"metrics = ["rank", "rank"]"#, ""));
+    assert!(e.starts_with("grids/test.toml:1:20: metric `rank` is listed twice"), "{e}");
+    let e = error(&with("metrics = []", ""));
+    assert!(e.starts_with("grids/test.toml:1:11: `metrics` is empty"), "{e}");
+
+    assert_eq!(parse(&with("seeds = [3, 1]", "")).unwrap().seeds, Some(vec![3, 1]));
+    let e = error(&with("seeds = []", ""));
+    assert!(e.starts_with("grids/test.toml:1:9: `seeds` is empty"), "{e}");
+    let e = error(&with("seeds = [1, 2, 1]", ""));
+    assert!(e.starts_with("grids/test.toml:1:9: seed 1 is listed twice"), "{e}");
+
+    let g = parse(&with("", "[erasure]\nratios = [0.1, 0.5]\nsoft_samples = 3")).unwrap();
+    assert_eq!(g.erasure.ratios.iter().map(|r| r.get()).collect::<Vec<_>>(), [0.1, 0.5]);
+    assert_eq!(g.erasure.soft_samples.get(), 3);
+    let e = error(&with("", "[erasure]\nratios = []"));
+    assert!(e.starts_with("grids/test.toml:13:1: `erasure.ratios` must list shares in (0, 1]"), "{e}");
+    let e = error(&with("", "[erasure]\nratios = [0.0, 0.5]"));
+    assert!(e.contains("`erasure.ratios` must list shares in (0, 1]"), "{e}");
+    let e = error(&with("", "[erasure]\nratios = [1.5]"));
+    assert!(e.starts_with("grids/test.toml:14:10: expected a number in [0, 1], got 1.5"), "{e}");
+}
+
+#[test]
 fn cross_field_checks() {
     let e = error(
         &MINIMAL.replace("[attribution]", "[[models]]\nname = \"lstm\"\narchitecture = \"bilstm\"\n[attribution]"),

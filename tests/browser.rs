@@ -317,6 +317,7 @@ fn example(
         special: (0..tokens.len()).map(|i| special.contains(&i)).collect(),
         tokens,
         ground_truth: ground_truth.to_vec(),
+        distractors: Vec::new(),
         methods: methods.iter().map(|(n, s)| (n.to_string(), s.clone())).collect(),
     }
 }

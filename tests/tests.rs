@@ -3,6 +3,7 @@
 
 mod util;
 
+mod articles;
 mod bert;
 mod bert_equivalence;
 mod browser;

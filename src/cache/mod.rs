@@ -85,9 +85,11 @@ impl StepKind {
             StepKind::Erasure => 1,
             StepKind::Agreement => 1,
             // 2: NS / NC scores carry their means per rationale ratio.
-            StepKind::Score => 2,
+            // 3: Attr% records the region's share of tokens.
+            StepKind::Score => 3,
             // 2: seeds, erasure, agreement, paper tables, plots and HTML.
-            StepKind::Report => 2,
+            // 3: Zhou et al.'s article tables.
+            StepKind::Report => 3,
         }
     }
 }

@@ -58,6 +58,7 @@ pub enum Work {
     },
     Verify {
         thresholds: VerificationSpec,
+        chance: crate::steps::verify::Chance,
     },
     Attribute(crate::steps::attribute::Options),
     Erasure(crate::steps::erasure::Options),

@@ -75,7 +75,11 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
 }
 
 pub fn synth(options: &ShortcutOptions) -> Value {
-    let ShortcutOptions { kind, tokens, mix_share, lone_share, max_distance, seed } = options;
+    let ShortcutOptions { kind, tokens, mix_share, lone_share, max_distance, keep_probability, seed } = options;
+    // Each family hashes only what it reads, so tuning one never reruns the other.
+    if kind.article_layout().is_some() {
+        return json!({ "kind": kind.name(), "keep_probability": keep_probability, "seed": seed });
+    }
     json!({
         "kind": kind.name(),
         "tokens": tokens_value(tokens),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::ShortcutOptions;
+use crate::steps::verify::Chance;
 use sha2::{Digest, Sha256};
 
 use crate::model::hub::{self, CheckpointSource, HubError};
@@ -174,6 +175,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 mix_share: grid.shortcuts.mix_share.get(),
                 lone_share: grid.shortcuts.lone_share.unwrap_or(grid.shortcuts.mix_share).get(),
                 max_distance: grid.shortcuts.max_distance.get(),
+                keep_probability: grid.shortcuts.keep_probability.get(),
                 seed: grid.shortcuts.seed,
             };
             let synth = b.add(
@@ -181,7 +183,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 format!("synth/{}/{kind}", dataset.name),
                 vec![corpus],
                 params::synth(&options),
-                Work::Synth { options },
+                Work::Synth { options: options.clone() },
             );
             for ((planned, seed), &original) in models.iter().zip(&original_models) {
                 let (model, seed) = (&planned.0, *seed);
@@ -192,7 +194,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     format!("verify/{cell}"),
                     vec![trained, original, synth, corpus],
                     params::verify(&grid.verification),
-                    Work::Verify { thresholds: grid.verification.clone() },
+                    // What the test labels allow without the shortcut comes
+                    // from the synth options, which are in the synth key.
+                    Work::Verify { thresholds: grid.verification.clone(), chance: Chance::of(&options) },
                 );
                 report_inputs.push(verify);
                 let architecture = model.kind().name().to_string();
@@ -255,8 +259,13 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     };
                     attributed.push((method.to_string(), attribution));
                     for &metric in &grid.metrics {
+                        if metric.needs_distractors() && !kind.has_distractors() {
+                            continue;
+                        }
                         let inputs = match metric {
-                            Metric::Precision | Metric::Rank | Metric::AttrShare => vec![attribution],
+                            Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating => {
+                                vec![attribution]
+                            }
                             Metric::Erasure(_) => vec![erased.expect("planned when a metric needs erasure")],
                             // A random attribution against itself says nothing.
                             Metric::Diagnosticity(_) if method == Method::Random => continue,

@@ -19,8 +19,8 @@ pub use words::WordAggregation;
 
 /// A per-cell metric: a mean over the attributed examples of one (model, method).
 ///
-/// Names (TOML and tables): `precision`, `rank`, `attr`, `ns`, `nc`, `soft-ns`,
-/// `soft-nc`, and `diag-<erasure metric>` for diagnosticity.
+/// Names (TOML and tables): `precision`, `rank`, `attr`, `attr-noncorr`, `ns`,
+/// `nc`, `soft-ns`, `soft-nc`, and `diag-<erasure metric>` for diagnosticity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Metric {
@@ -32,6 +32,9 @@ pub enum Metric {
     /// Attr% (Zhou et al. 2022): `Σ_{i∈G} |s_i| / Σ_i |s_i|`, the share of the
     /// absolute salience that lands on the effective region G.
     AttrShare,
+    /// Attr% on the non-correlating articles of Zhou et al.'s CN / NC data:
+    /// salience a faithful method should *not* give.
+    AttrNonCorrelating,
     /// An erasure metric (Zhao & Aletras 2023); needs extra forward passes.
     Erasure(ErasureMetric),
     /// Diagnosticity of an erasure metric: the share of examples where the
@@ -78,7 +81,7 @@ impl ErasureMetric {
 
 /// Every metric name, for error messages and documentation.
 pub const METRIC_NAMES: &str =
-    "precision, rank, attr, ns, nc, soft-ns, soft-nc, diag-ns, diag-nc, diag-soft-ns, diag-soft-nc";
+    "precision, rank, attr, attr-noncorr, ns, nc, soft-ns, soft-nc, diag-ns, diag-nc, diag-soft-ns, diag-soft-nc";
 
 impl Metric {
     pub fn name(self) -> &'static str {
@@ -86,6 +89,7 @@ impl Metric {
             Metric::Precision => "precision",
             Metric::Rank => "rank",
             Metric::AttrShare => "attr",
+            Metric::AttrNonCorrelating => "attr-noncorr",
             Metric::Erasure(m) => m.name(),
             Metric::Diagnosticity(ErasureMetric::Ns) => "diag-ns",
             Metric::Diagnosticity(ErasureMetric::Nc) => "diag-nc",
@@ -94,9 +98,16 @@ impl Metric {
         }
     }
 
-    /// Whether a larger value is better (all but the rank).
+    /// Whether a larger value is better (all but the rank and the salience
+    /// on non-correlating look-alikes).
     pub fn higher_is_better(self) -> bool {
-        self != Metric::Rank
+        !matches!(self, Metric::Rank | Metric::AttrNonCorrelating)
+    }
+
+    /// Whether the metric is only defined where the data has non-correlating
+    /// look-alikes of G (Zhou et al.'s CN and NC).
+    pub fn needs_distractors(self) -> bool {
+        self == Metric::AttrNonCorrelating
     }
 
     /// Whether the metric needs the erasure step's forward passes.
@@ -129,6 +140,7 @@ impl FromStr for Metric {
             "precision" => Ok(Metric::Precision),
             "rank" => Ok(Metric::Rank),
             "attr" => Ok(Metric::AttrShare),
+            "attr-noncorr" => Ok(Metric::AttrNonCorrelating),
             _ => {
                 if let Some(m) = erasure(s) {
                     Ok(Metric::Erasure(m))

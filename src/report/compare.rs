@@ -8,6 +8,7 @@
 //! | `arch,method,dataset,shortcut,precision,rank` | [`Published::PrecisionRank`] | Bastings et al. 2022, Tables 10/11 |
 //! | `dataset,attribution,ns,soft_ns,nc,soft_nc` | [`Published::Diagnosticity`] | Zhao & Aletras 2023, Table 6 |
 //! | `arch,dataset,original_test_accuracy_pct,mean_drop_with_shortcut_pct` | [`Published::SourceAccuracy`] | Bastings et al. 2022, Table 1 |
+//! | `arch,attribution,dataset,region,attr_pct,attr_sd_pct,frequency_pct` | [`Published::ZhouAttr`] | Zhou et al. 2022, Table 1 |
 //! | `dataset,method,top5,…,score` | none: people's accuracy (Lu et al. 2024), an error | |
 //!
 //! [`compare`] matches our cells to the published numbers, cell by cell, and
@@ -32,6 +33,19 @@
 //!   → `igl-zero-<m>` with the most steps (else `igp-zero-<m>`); Deeplift (zero
 //!   reference) → `deeplift`. The paper's models are BERT-family; we compare every
 //!   architecture we ran, and the `architecture` column says which.
+//! - Zhou et al.'s Table 1 ([`ZhouAttrRow`]): their datasets `article`, `cn`, `nc`
+//!   are BeerAdvocate reviews under the Article, CN and NC manipulations; they are
+//!   our shortcut kinds `articles`, `articles-cn`, `articles-nc`, on every one of our
+//!   datasets (we have no BeerAdvocate, so the corpus is not matched and
+//!   `--compare-as` plays no part). `attention` is `attn` on our BiLSTM (theirs is a
+//!   BiLSTM with attention) and, should a `bert` row appear, `attn-last` (else
+//!   `attn-all`) on BERT, as for Zhao & Aletras. Regions: `correlating` is our
+//!   metric `attr`, `non_correlating` is `attr-noncorr`, `other` is `attr-other` =
+//!   1 − attr − attr-noncorr (1 − attr for Article), computed per seed from the
+//!   seeds that have both parts, then averaged. Compared in percent; beside each,
+//!   the paper's standard deviation over its 11 runs (`published_sd`), our
+//!   region's share of the tokens (`region_share`) and the paper's word frequency
+//!   (`published_frequency`).
 //! - Seeds: cells that differ only by seed are averaged; the 95% interval is the
 //!   mean of the per-seed bootstrap bounds (present only if every seed has one), an
 //!   approximation that ignores seed-to-seed spread.
@@ -46,11 +60,20 @@
 //!   Soft-NC vs NC, mean over the matched attributions, point the paper's way.
 //! - Source accuracy: our original model within 2 points of the paper; our mean
 //!   shortcut drop at most 1 point above the paper's.
+//! - Zhou et al., per (model, dataset) and manipulation (Article, CN, NC) where we
+//!   ran it, on seed means: attention beats the word frequency on the correlating
+//!   articles (attr > region share); attention stays far from faithful (attr <
+//!   [`FAITHFUL_ATTR_BAR`]), with our model's accuracy on the manipulated test set
+//!   beside it (the paper's models: > 97%); and, on NC only, the non-correlating
+//!   articles get about as much as the correlating ones (attr-noncorr ≥
+//!   [`NONCORR_PARITY`] × attr).
 //!
 //! Unmatched counts: `unmatched_published` counts published rows (after brace
 //! expansion: configs) that none of our cells matched; `unmatched_ours` counts our
 //! cells (seeds merged) of a metric the file reports that found no published number
-//! (for source accuracy: our (model, dataset) verification groups).
+//! (for source accuracy: our (model, dataset) verification groups; for Zhou et al.:
+//! our `attr` / `attr-noncorr` cells on the article manipulations only, so other
+//! methods than attention, and architectures the file has no row for).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -64,6 +87,7 @@ use super::tables::format_fixed;
 use super::{CellResult, VerificationRow};
 use crate::metrics::agreement::rank_correlation as spearman;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
+use crate::shortcut::ShortcutKind;
 use crate::spec::expand::expand;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
@@ -78,15 +102,33 @@ const MIN_SPEARMAN_METHODS: usize = 3;
 const ACCURACY_TOLERANCE_PP: f64 = 2.0;
 /// The shortcut may cost this many points more than the paper's mean drop.
 const DROP_TOLERANCE_PP: f64 = 1.0;
+/// Zhou et al.: at r = 0.5 a model over 97% accurate needs the correlating articles
+/// for nearly every decision, so a faithful attribution puts nearly 100% of its mass
+/// there (the paper's "Expectation: %Attr ≈ 1", §6.1). Below half, most of the
+/// mass lies on words that cannot have decided; the paper's means (10.3–15.9%) are
+/// far below it, so "far from faithful" is read as "under half".
+pub const FAITHFUL_ATTR_BAR: f64 = 0.5;
+/// Zhou et al., NC: "about as much" on the non-correlating articles as on the
+/// correlating ones (12.6% vs 12.0%, with run-to-run sds of 8–9 points, so only a
+/// rough parity is claimed). At least half as much still means attention does not
+/// tell the articles that decide from look-alikes that cannot; a faithful
+/// attribution gives the non-correlating ones ≈ 0.
+pub const NONCORR_PARITY: f64 = 0.5;
+/// Zhou et al.'s models all reach over 97% accuracy on the manipulated data.
+const ZHOU_MODEL_ACCURACY: f64 = 0.97;
 
 const PRECISION_RANK_HEADER: [&str; 6] = ["arch", "method", "dataset", "shortcut", "precision", "rank"];
 const DIAGNOSTICITY_HEADER: [&str; 6] = ["dataset", "attribution", "ns", "soft_ns", "nc", "soft_nc"];
 const SOURCE_ACCURACY_HEADER: [&str; 4] =
     ["arch", "dataset", "original_test_accuracy_pct", "mean_drop_with_shortcut_pct"];
+const ZHOU_ATTR_HEADER: [&str; 7] =
+    ["arch", "attribution", "dataset", "region", "attr_pct", "attr_sd_pct", "frequency_pct"];
 const CROWD_ACCURACY_HEADER: [&str; 8] = ["dataset", "method", "top5", "top10", "top20", "top30", "top40", "score"];
 
 const ORIGINAL_ACCURACY_METRIC: &str = "original_test_accuracy_pct";
 const DROP_METRIC: &str = "mean_drop_with_shortcut_pct";
+/// Zhou et al.'s "other words": 1 − attr − attr-noncorr, a metric we derive.
+const OTHER_METRIC: &str = "attr-other";
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -104,11 +146,12 @@ pub enum CompareError {
     #[error("{}: the file is empty; expected a CSV header", path.display())]
     Empty { path: PathBuf },
     #[error(
-        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`",
+        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`, `{}`",
         path.display(),
         PRECISION_RANK_HEADER.join(","),
         DIAGNOSTICITY_HEADER.join(","),
-        SOURCE_ACCURACY_HEADER.join(",")
+        SOURCE_ACCURACY_HEADER.join(","),
+        ZHOU_ATTR_HEADER.join(",")
     )]
     UnknownHeader { path: PathBuf, header: String },
     #[error("{}: {what} has no counterpart in grid results; nothing to compare", path.display())]
@@ -285,6 +328,142 @@ pub struct SourceAccuracyRow {
     pub mean_drop_with_shortcut_pct: f64,
 }
 
+/// An attribution as Zhou et al. name it (their Table 1 has attention only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ZhouAttribution {
+    Attention,
+}
+
+impl ZhouAttribution {
+    const ALL: [Self; 1] = [Self::Attention];
+
+    /// The CSV's spelling.
+    pub fn printed(self) -> &'static str {
+        match self {
+            Self::Attention => "attention",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.printed() == s)
+    }
+
+    /// How well our `method` stands for it (lower is better): attention is `attn`
+    /// on the BiLSTM, `attn-last` (else `attn-all`) on BERT, as for Zhao & Aletras.
+    pub fn preference(self, method: &Method) -> Option<(u8, i64)> {
+        match self {
+            Self::Attention => ZhaoAttribution::Attention.preference(method),
+        }
+    }
+}
+
+/// One of Zhou et al.'s article manipulations of BeerAdvocate (their "dataset").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ZhouDataset {
+    /// §6.1: every article carries the label.
+    Article,
+    /// §6.2: correlating articles in the first half, non-correlating in the second.
+    Cn,
+    /// §6.2: the halves swapped.
+    Nc,
+}
+
+impl ZhouDataset {
+    const ALL: [Self; 3] = [Self::Article, Self::Cn, Self::Nc];
+
+    /// The CSV's spelling.
+    pub fn printed(self) -> &'static str {
+        match self {
+            Self::Article => "article",
+            Self::Cn => "cn",
+            Self::Nc => "nc",
+        }
+    }
+
+    /// As the paper's Table 1 prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Article => "Article",
+            Self::Cn => "CN",
+            Self::Nc => "NC",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.printed() == s)
+    }
+
+    /// Our shortcut kind for it.
+    pub fn shortcut(self) -> ShortcutKind {
+        match self {
+            Self::Article => ShortcutKind::Articles,
+            Self::Cn => ShortcutKind::ArticlesCn,
+            Self::Nc => ShortcutKind::ArticlesNc,
+        }
+    }
+
+    fn of_shortcut(shortcut: &str) -> Option<Self> {
+        let kind = shortcut.parse::<ShortcutKind>().ok()?;
+        Self::ALL.into_iter().find(|d| d.shortcut() == kind)
+    }
+
+    /// CN and NC have non-correlating articles; Article has none (the paper's NA).
+    fn has_non_correlating(self) -> bool {
+        self != Self::Article
+    }
+}
+
+/// Where Zhou et al. measure Attr%.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ZhouRegion {
+    Correlating,
+    NonCorrelating,
+    /// Every other word.
+    Other,
+}
+
+impl ZhouRegion {
+    const ALL: [Self; 3] = [Self::Correlating, Self::NonCorrelating, Self::Other];
+
+    /// The CSV's spelling.
+    pub fn printed(self) -> &'static str {
+        match self {
+            Self::Correlating => "correlating",
+            Self::NonCorrelating => "non_correlating",
+            Self::Other => "other",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.printed() == s)
+    }
+
+    /// Our metric for it (`attr-other` is derived, see the module docs).
+    pub fn metric(self) -> &'static str {
+        match self {
+            Self::Correlating => "attr",
+            Self::NonCorrelating => "attr-noncorr",
+            Self::Other => OTHER_METRIC,
+        }
+    }
+}
+
+/// One (arch, attribution, dataset, region) of Zhou et al. Table 1, in percent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZhouAttrRow {
+    pub line: usize,
+    pub arch: PaperArch,
+    pub attribution: ZhouAttribution,
+    pub dataset: ZhouDataset,
+    pub region: ZhouRegion,
+    /// Mean Attr% over the paper's 11 training runs.
+    pub attr_pct: f64,
+    /// Its standard deviation over the runs.
+    pub attr_sd_pct: f64,
+    /// The region's share of the words: what spreading attention evenly scores.
+    pub frequency_pct: f64,
+}
+
 /// A published CSV, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Published {
@@ -292,6 +471,7 @@ pub enum Published {
     PrecisionRank(Vec<PrecisionRankRow>),
     Diagnosticity(Vec<DiagnosticityRow>),
     SourceAccuracy(Vec<SourceAccuracyRow>),
+    ZhouAttr(Vec<ZhouAttrRow>),
 }
 
 /// What a [`Published`] holds.
@@ -300,6 +480,7 @@ pub enum PublishedKind {
     PrecisionRank,
     Diagnosticity,
     SourceAccuracy,
+    ZhouAttr,
 }
 
 impl fmt::Display for PublishedKind {
@@ -308,6 +489,7 @@ impl fmt::Display for PublishedKind {
             Self::PrecisionRank => "Bastings et al. (2022): precision and mean rank per method config (Tables 10/11)",
             Self::Diagnosticity => "Zhao & Aletras (2023): diagnosticity of faithfulness metrics (Table 6)",
             Self::SourceAccuracy => "Bastings et al. (2022): accuracy of the source models (Table 1)",
+            Self::ZhouAttr => "Zhou et al. (2022): attention Attr% on the article manipulations (Table 1)",
         })
     }
 }
@@ -318,6 +500,7 @@ impl Published {
             Self::PrecisionRank(_) => PublishedKind::PrecisionRank,
             Self::Diagnosticity(_) => PublishedKind::Diagnosticity,
             Self::SourceAccuracy(_) => PublishedKind::SourceAccuracy,
+            Self::ZhouAttr(_) => PublishedKind::ZhouAttr,
         }
     }
 }
@@ -343,6 +526,8 @@ fn parse_published(path: &Path, text: &str) -> Result<Published, CompareError> {
         file.diagnosticity().map(Published::Diagnosticity)
     } else if names == SOURCE_ACCURACY_HEADER {
         file.source_accuracy().map(Published::SourceAccuracy)
+    } else if names == ZHOU_ATTR_HEADER {
+        file.zhou_attr().map(Published::ZhouAttr)
     } else if names == CROWD_ACCURACY_HEADER {
         Err(CompareError::NoCounterpart {
             path: path.to_path_buf(),
@@ -494,6 +679,52 @@ impl CsvFile<'_> {
         }
         Ok(out)
     }
+
+    fn zhou_attr(&self) -> Result<Vec<ZhouAttrRow>, CompareError> {
+        let mut out = Vec::new();
+        let mut seen = Seen::default();
+        for record in self.rows {
+            let arch = self.arch(record, 0)?;
+            let printed = self.text(record, 1, "attribution")?;
+            let attribution = ZhouAttribution::parse(printed).ok_or_else(|| {
+                let known: Vec<&str> = ZhouAttribution::ALL.iter().map(|a| a.printed()).collect();
+                self.field_error(record, "attribution", format!("unknown `{printed}`; known: {}", known.join(", ")))
+            })?;
+            let printed = self.text(record, 2, "dataset")?;
+            let dataset = ZhouDataset::parse(printed).ok_or_else(|| {
+                let known: Vec<&str> = ZhouDataset::ALL.iter().map(|d| d.printed()).collect();
+                self.field_error(record, "dataset", format!("unknown `{printed}`; known: {}", known.join(", ")))
+            })?;
+            let printed = self.text(record, 3, "region")?;
+            let region = ZhouRegion::parse(printed).ok_or_else(|| {
+                let known: Vec<&str> = ZhouRegion::ALL.iter().map(|r| r.printed()).collect();
+                self.field_error(record, "region", format!("unknown `{printed}`; known: {}", known.join(", ")))
+            })?;
+            if region == ZhouRegion::NonCorrelating && !dataset.has_non_correlating() {
+                let message = format!("`{}` has no non-correlating articles (the paper prints NA)", dataset.printed());
+                return Err(self.field_error(record, "region", message));
+            }
+            let what = format!(
+                "arch `{}`, attribution `{}`, dataset `{}`, region `{}`",
+                arch.name(),
+                attribution.printed(),
+                dataset.printed(),
+                region.printed()
+            );
+            seen.check(self.path, record.line, what)?;
+            out.push(ZhouAttrRow {
+                line: record.line,
+                arch,
+                attribution,
+                dataset,
+                region,
+                attr_pct: self.number(record, 4, "attr_pct", 0.0..=100.0)?,
+                attr_sd_pct: self.number(record, 5, "attr_sd_pct", 0.0..=100.0)?,
+                frequency_pct: self.number(record, 6, "frequency_pct", 0.0..=100.0)?,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// Keys already read, with their lines, to reject a number printed twice.
@@ -636,6 +867,12 @@ pub struct ComparedCell {
     pub published: f64,
     /// Every model behind `ours` passed verification.
     pub verified: bool,
+    /// Zhou et al.: the paper's standard deviation over its runs (percent).
+    pub published_sd: Option<f64>,
+    /// Zhou et al.: our region's share of the tokens (percent), beside
+    /// `published_share`, the paper's word frequency.
+    pub share: Option<f64>,
+    pub published_share: Option<f64>,
 }
 
 impl ComparedCell {
@@ -719,8 +956,9 @@ pub fn compare(
         Published::PrecisionRank(rows) => compare_precision_rank(rows, cells, &aliases),
         Published::Diagnosticity(rows) => compare_diagnosticity(rows, cells, &aliases),
         Published::SourceAccuracy(rows) => compare_source_accuracy(rows, verification, &aliases),
+        Published::ZhouAttr(rows) => compare_zhou_attr(rows, cells, verification),
     };
-    let table = cells_frame(&outcome.cells)
+    let table = cells_frame(published.kind(), &outcome.cells)
         .map_err(|source| CompareError::Polars { what: "the comparison table".into(), source })?;
     Ok(Comparison {
         kind: published.kind(),
@@ -769,6 +1007,8 @@ struct OurCell {
     ci_low: Option<f64>,
     ci_high: Option<f64>,
     verified: bool,
+    /// Mean `region_share` over the seeds (if every seed has one).
+    share: Option<f64>,
 }
 
 impl OurCell {
@@ -788,6 +1028,9 @@ impl OurCell {
             ci_high: self.ci_high,
             published,
             verified: self.verified,
+            published_sd: None,
+            share: None,
+            published_share: None,
         }
     }
 }
@@ -818,6 +1061,7 @@ fn merge_seeds(cells: &[CellResult], keep: impl Fn(&str) -> bool) -> Vec<OurCell
                 ci_low: mean_bound(|c| c.ci_low),
                 ci_high: mean_bound(|c| c.ci_high),
                 verified: seeds.iter().all(|c| c.verified),
+                share: mean_bound(|c| c.region_share),
             }
         })
         .collect()
@@ -1236,9 +1480,18 @@ fn diag_sites(ours: &[OurCell]) -> Vec<(String, String, String)> {
 
 /// Our method that best stands for `attribution` among `methods` (first on ties).
 fn chosen_method<'a>(attribution: ZhaoAttribution, methods: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    best_method(|m| attribution.preference(m), methods)
+}
+
+/// The method of `methods` with the lowest `preference` (first on ties); `None`
+/// if no method stands for it.
+fn best_method<'a>(
+    preference: impl Fn(&Method) -> Option<(u8, i64)>,
+    methods: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     let mut best: Option<((u8, i64), &str)> = None;
     for name in methods {
-        let Some(p) = name.parse::<Method>().ok().and_then(|m| attribution.preference(&m)) else { continue };
+        let Some(p) = name.parse::<Method>().ok().and_then(|m| preference(&m)) else { continue };
         if best.is_none_or(|(b, _)| p < b) {
             best = Some((p, name));
         }
@@ -1430,6 +1683,9 @@ fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow) -> (Compa
         ci_high: None,
         published,
         verified: group.iter().all(|r| r.passed),
+        published_sd: None,
+        share: None,
+        published_share: None,
     };
     (
         cell(ORIGINAL_ACCURACY_METRIC, original, row.original_test_accuracy_pct),
@@ -1470,6 +1726,348 @@ fn drop_finding(c: &ComparedCell) -> Finding {
     }
 }
 
+// --- Zhou et al.: attention Attr% on the article manipulations ---------------
+
+/// Our attention at one (model, dataset, manipulation), beside the paper's rows.
+struct ZhouMatch<'a> {
+    model: &'a str,
+    dataset: &'a str,
+    manipulation: ZhouDataset,
+    shortcut: &'a str,
+    method: &'a str,
+    /// Our `attr`, seeds merged.
+    correlating: &'a OurCell,
+    /// Our `attr-noncorr`, seeds merged (CN / NC, when the grid computed it).
+    non_correlating: Option<&'a OurCell>,
+    /// The paper's rows of this manipulation and attribution, by [`ZhouRegion`].
+    published: [Option<&'a ZhouAttrRow>; 3],
+    /// Our shortcut models' mean accuracy on the manipulated test set.
+    accuracy: Option<f64>,
+}
+
+impl ZhouMatch<'_> {
+    fn name(&self) -> String {
+        format!(
+            "{} on {}, {} ({}), {}",
+            self.model,
+            self.dataset,
+            self.manipulation.label(),
+            self.shortcut,
+            self.method
+        )
+    }
+
+    fn row(&self, region: ZhouRegion) -> Option<&ZhouAttrRow> {
+        self.published[region as usize]
+    }
+}
+
+fn compare_zhou_attr(rows: &[ZhouAttrRow], cells: &[CellResult], verification: &[VerificationRow]) -> Outcome {
+    let ours: Vec<OurCell> = merge_seeds(cells, |m| m == "attr" || m == "attr-noncorr")
+        .into_iter()
+        .filter(|c| ZhouDataset::of_shortcut(&c.shortcut).is_some())
+        .collect();
+    let mut used = vec![false; ours.len()];
+    let mut matched = vec![false; rows.len()];
+    let mut compared = Vec::new();
+    let mut matches = Vec::new();
+    for (model, dataset, shortcut) in diag_sites(&ours) {
+        let Some(manipulation) = ZhouDataset::of_shortcut(&shortcut) else { continue };
+        let here: Vec<usize> = (0..ours.len())
+            .filter(|&i| ours[i].model == model && ours[i].dataset == dataset && ours[i].shortcut == shortcut)
+            .collect();
+        let arch = PaperArch::of_architecture(&ours[here[0]].architecture);
+        let rows_here = |a: Option<ZhouAttribution>| {
+            rows.iter().enumerate().filter(move |(_, r)| {
+                Some(r.arch) == arch && r.dataset == manipulation && a.is_none_or(|a| r.attribution == a)
+            })
+        };
+        let mut attributions: Vec<ZhouAttribution> = Vec::new();
+        for (_, r) in rows_here(None) {
+            if !attributions.contains(&r.attribution) {
+                attributions.push(r.attribution);
+            }
+        }
+        for attribution in attributions {
+            let with_attr = here.iter().filter(|&&i| ours[i].metric == "attr").map(|&i| ours[i].method.as_str());
+            let Some(method) = best_method(|m| attribution.preference(m), with_attr) else { continue };
+            let find =
+                |metric: &str| here.iter().copied().find(|&i| ours[i].method == method && ours[i].metric == metric);
+            let Some(corr) = find("attr") else { continue };
+            let non_corr = find("attr-noncorr");
+            let other = other_words(cells, &ours[corr], non_corr.map(|i| &ours[i]), manipulation);
+            let mut published = [None; 3];
+            for (r, row) in rows_here(Some(attribution)) {
+                published[row.region as usize] = Some(row);
+                let (our, index) = match row.region {
+                    ZhouRegion::Correlating => (Some(&ours[corr]), Some(corr)),
+                    ZhouRegion::NonCorrelating => (non_corr.map(|i| &ours[i]), non_corr),
+                    ZhouRegion::Other => (other.as_ref(), None),
+                };
+                let Some(our) = our else { continue };
+                matched[r] = true;
+                if let Some(i) = index {
+                    used[i] = true;
+                }
+                compared.push(zhou_cell(our, row));
+            }
+            matches.push(ZhouMatch {
+                model: &ours[corr].model,
+                dataset: &ours[corr].dataset,
+                manipulation,
+                shortcut: &ours[corr].shortcut,
+                method: &ours[corr].method,
+                correlating: &ours[corr],
+                non_correlating: non_corr.map(|i| &ours[i]),
+                published,
+                accuracy: manipulated_accuracy(verification, &model, &dataset, &shortcut),
+            });
+        }
+    }
+    let unmatched_published = matched.iter().filter(|m| !**m).count();
+    let unmatched_ours = used.iter().filter(|u| !**u).count();
+    let findings = zhou_findings(&matches);
+    let summary = zhou_summary(&compared, unmatched_published, unmatched_ours);
+    Outcome { cells: compared, findings, summary, unmatched_published, unmatched_ours }
+}
+
+/// Our "other words" beside `correlating`: 1 − attr − attr-noncorr per seed
+/// (1 − attr for Article), from the seeds that have every part, then averaged.
+/// `None` for CN / NC without `attr-noncorr`. Only Article keeps an interval
+/// (`attr`'s, mirrored); a difference of two bootstrapped means has none here.
+fn other_words(
+    cells: &[CellResult],
+    correlating: &OurCell,
+    non_correlating: Option<&OurCell>,
+    manipulation: ZhouDataset,
+) -> Option<OurCell> {
+    let split = manipulation.has_non_correlating();
+    if split && non_correlating.is_none() {
+        return None;
+    }
+    let seeds = |metric: &str| -> Vec<&CellResult> {
+        cells
+            .iter()
+            .filter(|c| {
+                c.model == correlating.model
+                    && c.dataset == correlating.dataset
+                    && c.shortcut == correlating.shortcut
+                    && c.metric == metric
+                    && canonical_method(&c.method) == correlating.method
+            })
+            .collect()
+    };
+    let distractors = seeds("attr-noncorr");
+    let mut parts: Vec<(f64, bool)> = Vec::new(); // (other, verified) per seed
+    for c in seeds("attr") {
+        let (n, verified) = if split {
+            let Some(d) = distractors.iter().find(|d| d.seed == c.seed) else { continue };
+            (d.value, d.verified)
+        } else {
+            (0.0, true)
+        };
+        parts.push((1.0 - c.value - n, c.verified && verified));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let share = match non_correlating {
+        Some(d) if split => correlating.share.zip(d.share).map(|(c, d)| 1.0 - c - d),
+        _ => correlating.share.map(|c| 1.0 - c),
+    };
+    let (ci_low, ci_high) =
+        if split { (None, None) } else { (correlating.ci_high.map(|h| 1.0 - h), correlating.ci_low.map(|l| 1.0 - l)) };
+    Some(OurCell {
+        model: correlating.model.clone(),
+        architecture: correlating.architecture.clone(),
+        dataset: correlating.dataset.clone(),
+        shortcut: correlating.shortcut.clone(),
+        method: correlating.method.clone(),
+        metric: OTHER_METRIC.into(),
+        runs: parts.len() as u32,
+        value: parts.iter().map(|p| p.0).sum::<f64>() / parts.len() as f64,
+        ci_low,
+        ci_high,
+        verified: parts.iter().all(|p| p.1),
+        share,
+    })
+}
+
+/// Our cell beside one of the paper's, in percent.
+fn zhou_cell(our: &OurCell, row: &ZhouAttrRow) -> ComparedCell {
+    let pct = |v: Option<f64>| v.map(|v| 100.0 * v);
+    ComparedCell {
+        ours: 100.0 * our.value,
+        ci_low: pct(our.ci_low),
+        ci_high: pct(our.ci_high),
+        published_sd: Some(row.attr_sd_pct),
+        share: pct(our.share),
+        published_share: Some(row.frequency_pct),
+        ..our.compared(row.dataset.printed(), Some(row.attribution.printed()), row.attr_pct)
+    }
+}
+
+/// Mean accuracy of our shortcut models on the manipulated test set.
+fn manipulated_accuracy(rows: &[VerificationRow], model: &str, dataset: &str, shortcut: &str) -> Option<f64> {
+    let of: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.model == model && r.dataset == dataset && r.shortcut == shortcut)
+        .map(|r| r.shortcut_model_on_synthetic)
+        .collect();
+    (!of.is_empty()).then(|| of.iter().sum::<f64>() / of.len() as f64)
+}
+
+/// A fraction as a percentage with one decimal: `12.3%`.
+fn pct(fraction: f64) -> String {
+    format!("{}%", format_fixed(100.0 * fraction, 1))
+}
+
+/// A published percentage: `12.3%`.
+fn pct_printed(percent: f64) -> String {
+    format!("{}%", format_fixed(percent, 1))
+}
+
+/// Per (model, dataset), first appearance first; within it, Article, CN, NC.
+fn zhou_findings(matches: &[ZhouMatch]) -> Vec<Finding> {
+    let mut scopes: Vec<(&str, &str)> = Vec::new();
+    for m in matches {
+        if !scopes.contains(&(m.model, m.dataset)) {
+            scopes.push((m.model, m.dataset));
+        }
+    }
+    let mut findings = Vec::new();
+    for (model, dataset) in scopes {
+        let mut here: Vec<&ZhouMatch> = matches.iter().filter(|m| m.model == model && m.dataset == dataset).collect();
+        here.sort_by_key(|m| m.manipulation as usize);
+        for m in here {
+            findings.extend(beats_frequency_finding(m));
+            findings.extend(far_from_faithful_finding(m));
+            if m.manipulation == ZhouDataset::Nc {
+                findings.extend(noncorr_parity_finding(m));
+            }
+        }
+    }
+    findings
+}
+
+/// "Better than random, albeit barely": more Attr% on the correlating articles
+/// than their share of the tokens (what spreading attention evenly scores).
+fn beats_frequency_finding(m: &ZhouMatch) -> Option<Finding> {
+    let row = m.row(ZhouRegion::Correlating)?;
+    let c = m.correlating;
+    let statement = format!(
+        "{}: attention puts more than the word frequency on the correlating articles, as in the paper (published {} on {} of the words)",
+        m.name(),
+        pct_printed(row.attr_pct),
+        pct_printed(row.frequency_pct)
+    );
+    let note = if c.verified { "" } else { UNVERIFIED_NOTE };
+    let (holds, evidence) = match c.share {
+        Some(share) => (
+            Some(c.value > share),
+            format!(
+                "ours {} on {} of the tokens ({} points) over {} seed(s){note}",
+                pct(c.value),
+                pct(share),
+                signed(100.0 * (c.value - share), 1),
+                c.runs
+            ),
+        ),
+        None => (None, format!("ours {}, but our cells carry no region share (`region_share`){note}", pct(c.value))),
+    };
+    Some(Finding { statement, holds, evidence })
+}
+
+/// "Attention weights cannot be readily and reliably interpreted as attributions":
+/// Attr% on the correlating articles stays under [`FAITHFUL_ATTR_BAR`] although the
+/// paper's models are over 97% accurate.
+fn far_from_faithful_finding(m: &ZhouMatch) -> Option<Finding> {
+    let row = m.row(ZhouRegion::Correlating)?;
+    let c = m.correlating;
+    let statement = format!(
+        "{}: attention is far from a faithful attribution: under {} on the correlating articles, where a faithful attribution of a model that relies on them puts nearly 100% (published {} ± {}, models over {} accurate)",
+        m.name(),
+        pct(FAITHFUL_ATTR_BAR),
+        pct_printed(row.attr_pct),
+        pct_printed(row.attr_sd_pct),
+        pct(ZHOU_MODEL_ACCURACY)
+    );
+    let accuracy = match m.accuracy {
+        Some(a) if a < ZHOU_MODEL_ACCURACY => format!(
+            "our models' accuracy on the manipulated test set is {}, below the paper's {}: they may not rely on the articles alone, so low Attr% proves less",
+            pct(a),
+            pct(ZHOU_MODEL_ACCURACY)
+        ),
+        Some(a) => format!("our models' accuracy on the manipulated test set is {}", pct(a)),
+        None => "no verification of ours gives the models' accuracy".into(),
+    };
+    let note = if c.verified { "" } else { UNVERIFIED_NOTE };
+    Some(Finding {
+        statement,
+        holds: Some(c.value < FAITHFUL_ATTR_BAR),
+        evidence: format!("ours {} over {} seed(s); {accuracy}{note}", pct(c.value), c.runs),
+    })
+}
+
+/// NC: "the model sometimes assigns higher than random weights on non-correlating
+/// articles, especially for the NC dataset": attr-noncorr ≥ [`NONCORR_PARITY`] × attr.
+fn noncorr_parity_finding(m: &ZhouMatch) -> Option<Finding> {
+    let (corr_row, non_row) = (m.row(ZhouRegion::Correlating)?, m.row(ZhouRegion::NonCorrelating)?);
+    let c = m.correlating;
+    let statement = format!(
+        "{}: attention gives the non-correlating articles about as much as the correlating ones (at least {} times as much), as in the paper (published {} vs {})",
+        m.name(),
+        format_fixed(NONCORR_PARITY, 1),
+        pct_printed(non_row.attr_pct),
+        pct_printed(corr_row.attr_pct)
+    );
+    let Some(n) = m.non_correlating else {
+        return Some(Finding {
+            statement,
+            holds: None,
+            evidence: format!("we have no `attr-noncorr` for {} here", m.method),
+        });
+    };
+    let note = if c.verified && n.verified { "" } else { UNVERIFIED_NOTE };
+    let ratio = if c.value > 0.0 { format!("ratio {}", format_fixed(n.value / c.value, 2)) } else { "no ratio".into() };
+    Some(Finding {
+        statement,
+        holds: Some(n.value >= NONCORR_PARITY * c.value),
+        evidence: format!("ours {} vs {} ({ratio}) over {} seed(s){note}", pct(n.value), pct(c.value), c.runs),
+    })
+}
+
+fn zhou_summary(compared: &[ComparedCell], unmatched_published: usize, unmatched_ours: usize) -> Vec<String> {
+    let mut out = vec![format!(
+        "{} of our cells compared; {unmatched_published} published (dataset, region) rows have no cell of ours; {unmatched_ours} of our `attr` / `attr-noncorr` cells on the article manipulations (other methods than attention, or an architecture without a published row) have no published number.",
+        compared.len()
+    )];
+    if !compared.is_empty() {
+        let n = compared.len();
+        let within_sd = compared.iter().filter(|c| c.published_sd.is_some_and(|sd| c.difference().abs() <= sd)).count();
+        let mut line = format!(
+            "Attr%: {within_sd} of {n} cells ({}) within one published standard deviation of the published mean",
+            percent(within_sd, n)
+        );
+        let with_interval: Vec<bool> = compared.iter().filter_map(|c| c.within_interval()).collect();
+        if !with_interval.is_empty() {
+            let inside = with_interval.iter().filter(|b| **b).count();
+            line.push_str(&format!("; published inside our 95% interval in {inside} of {}", with_interval.len()));
+        }
+        out.push(format!("{line}."));
+    }
+    out.push(
+        "Zhou et al. manipulate BeerAdvocate reviews, which this grid does not have: each of our datasets is compared with theirs, manipulation by manipulation (article = `articles`, cn = `articles-cn`, nc = `articles-nc`). Attention is `attn` on the BiLSTM (the paper's model is a BiLSTM with attention), `attn-last` (else `attn-all`) on BERT."
+            .into(),
+    );
+    out.push(
+        "Attr% in percent, seeds averaged; `attr-other` = 100% − attr − attr-noncorr per seed (the seeds with both), then averaged. `published_sd` is the paper's standard deviation over its 11 runs; `region_share` is our region's share of the tokens, beside the paper's word frequency (`published_frequency`)."
+            .into(),
+    );
+    out.extend(unverified_line(compared));
+    out
+}
+
 // ---------------------------------------------------------------------------
 // Frames and markdown
 // ---------------------------------------------------------------------------
@@ -1479,6 +2077,8 @@ fn decimals(metric: &str) -> usize {
     match metric {
         "precision" => 2,
         "rank" | ORIGINAL_ACCURACY_METRIC | DROP_METRIC => 1,
+        // Zhou et al.'s Attr%, compared in percent.
+        "attr" | "attr-noncorr" | OTHER_METRIC => 1,
         m if m.starts_with("diag-") => 2,
         _ => 3,
     }
@@ -1509,6 +2109,21 @@ const COLUMNS: [&str; 16] = [
     "verified",
 ];
 
+/// Appended to [`COLUMNS`] for Zhou et al. (percent).
+const ATTR_COLUMNS: [&str; 3] = ["published_sd", "region_share", "published_frequency"];
+
+/// The table's columns for a kind.
+fn columns(kind: PublishedKind) -> Vec<&'static str> {
+    let mut out = COLUMNS.to_vec();
+    if kind == PublishedKind::ZhouAttr {
+        out.extend(ATTR_COLUMNS);
+    }
+    out
+}
+
+/// The numbers of [`ATTR_COLUMNS`], in order.
+const ATTR_VALUES: [fn(&ComparedCell) -> Option<f64>; 3] = [|c| c.published_sd, |c| c.share, |c| c.published_share];
+
 /// The identifying columns, the first eight of [`COLUMNS`].
 fn key_columns(cells: &[ComparedCell]) -> Vec<Column> {
     let strings = |f: fn(&ComparedCell) -> &str| -> Vec<&str> { cells.iter().map(f).collect() };
@@ -1525,8 +2140,8 @@ fn key_columns(cells: &[ComparedCell]) -> Vec<Column> {
     ]
 }
 
-/// The cells as a typed frame (numbers unrounded), in [`COLUMNS`] order.
-fn cells_frame(cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
+/// The cells as a typed frame (numbers unrounded), in [`columns`] order.
+fn cells_frame(kind: PublishedKind, cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
     let numbers = |f: fn(&ComparedCell) -> f64| -> Vec<f64> { cells.iter().map(f).collect() };
     let bounds = |f: fn(&ComparedCell) -> Option<f64>| -> Vec<Option<f64>> { cells.iter().map(f).collect() };
     let mut columns = key_columns(cells);
@@ -1540,11 +2155,19 @@ fn cells_frame(cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
         Column::new("within_interval".into(), cells.iter().map(ComparedCell::within_interval).collect::<Vec<_>>()),
         Column::new("verified".into(), cells.iter().map(|c| c.verified).collect::<Vec<bool>>()),
     ]);
+    if kind == PublishedKind::ZhouAttr {
+        columns.extend(
+            ATTR_COLUMNS
+                .iter()
+                .zip(ATTR_VALUES)
+                .map(|(name, f)| Column::new((*name).into(), cells.iter().map(f).collect::<Vec<Option<f64>>>())),
+        );
+    }
     DataFrame::new(cells.len(), columns)
 }
 
 /// The same columns with numbers formatted per metric ([`decimals`]), for markdown.
-fn display_frame(cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
+fn display_frame(kind: PublishedKind, cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
     let fixed = |f: fn(&ComparedCell) -> Option<f64>| -> Vec<Option<String>> {
         cells.iter().map(|c| f(c).map(|v| format_fixed(v, decimals(&c.metric)))).collect()
     };
@@ -1566,6 +2189,11 @@ fn display_frame(cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
         ),
         Column::new("verified".into(), cells.iter().map(|c| yes_no(c.verified)).collect::<Vec<_>>()),
     ]);
+    if kind == PublishedKind::ZhouAttr {
+        columns.extend(ATTR_COLUMNS.iter().zip(ATTR_VALUES).map(|(name, f)| {
+            Column::new((*name).into(), cells.iter().map(|c| f(c).map(|v| format_fixed(v, 1))).collect::<Vec<_>>())
+        }));
+    }
     DataFrame::new(cells.len(), columns)
 }
 
@@ -1601,8 +2229,8 @@ pub fn render_markdown(c: &Comparison) -> String {
     }
     // Names left, numbers right; `within_interval` and `verified` left.
     let align: Vec<Align> =
-        COLUMNS.iter().map(|name| if is_number_column(name) { Align::Right } else { Align::Left }).collect();
-    match display_frame(&c.cells).and_then(|df| markdown::table(&df, &align)) {
+        columns(c.kind).iter().map(|name| if is_number_column(name) { Align::Right } else { Align::Left }).collect();
+    match display_frame(c.kind, &c.cells).and_then(|df| markdown::table(&df, &align)) {
         Ok(table) => out.push_str(&table),
         Err(e) => out.push_str(&format!("(the cell table could not be rendered: {e})\n")),
     }
@@ -1610,7 +2238,7 @@ pub fn render_markdown(c: &Comparison) -> String {
 }
 
 fn is_number_column(name: &str) -> bool {
-    matches!(name, "runs" | "ours" | "ci_low" | "ci_high" | "published" | "difference")
+    matches!(name, "runs" | "ours" | "ci_low" | "ci_high" | "published" | "difference") || ATTR_COLUMNS.contains(&name)
 }
 
 #[cfg(test)]
@@ -1803,6 +2431,7 @@ mod tests {
             verified: true,
             values: vec![],
             by_ratio: vec![],
+            region_share: None,
         }
     }
 
@@ -2009,6 +2638,7 @@ mod tests {
             shortcut_model_on_flip: 1.0,
             shortcut_model_on_original: shortcut_acc,
             original_model_on_original: original,
+            accuracy_without_shortcut: None,
             passed: true,
             failures: vec![],
         }
@@ -2078,5 +2708,285 @@ mod tests {
         let c = compare_file(&path, &[], &[], &[]).unwrap();
         assert_eq!(c.unmatched_published, 20);
         assert!(render_markdown(&c).starts_with(&format!("## Compared with {}\n", path.display())));
+    }
+
+    // --- Zhou et al. ---------------------------------------------------------
+
+    const ZHOU_HEADER: &str = "arch,attribution,dataset,region,attr_pct,attr_sd_pct,frequency_pct\n";
+
+    /// An Attr% cell: `value` with a ±0.02 interval on `share` of the tokens.
+    #[allow(clippy::too_many_arguments)]
+    fn attr(
+        model: &str,
+        dataset: &str,
+        shortcut: &str,
+        method: &str,
+        metric: &str,
+        seed: u64,
+        value: f64,
+        share: Option<f64>,
+    ) -> CellResult {
+        CellResult {
+            region_share: share,
+            ..cell(model, dataset, shortcut, method, metric, seed, [value, value - 0.02, value + 0.02])
+        }
+    }
+
+    fn zhou_rows(p: &Published) -> &[ZhouAttrRow] {
+        match p {
+            Published::ZhouAttr(rows) => rows,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn loads_zhou_table1() {
+        let p = load(&reference("zhou2022_article_attention.csv")).unwrap();
+        assert_eq!(p.kind(), PublishedKind::ZhouAttr);
+        let rows = zhou_rows(&p);
+        assert_eq!(rows.len(), 8, "Article has no non-correlating row");
+        assert_eq!(
+            rows[0],
+            ZhouAttrRow {
+                line: 2,
+                arch: PaperArch::Lstm,
+                attribution: ZhouAttribution::Attention,
+                dataset: ZhouDataset::Article,
+                region: ZhouRegion::Correlating,
+                attr_pct: 10.3,
+                attr_sd_pct: 2.4,
+                frequency_pct: 7.9,
+            }
+        );
+        let find = |d, r| rows.iter().find(|x| x.dataset == d && x.region == r).unwrap();
+        let nc = find(ZhouDataset::Nc, ZhouRegion::NonCorrelating);
+        assert_eq!((nc.attr_pct, nc.attr_sd_pct, nc.frequency_pct), (12.6, 9.3, 4.1));
+        let cn = find(ZhouDataset::Cn, ZhouRegion::Other);
+        assert_eq!((cn.attr_pct, cn.attr_sd_pct, cn.frequency_pct), (78.2, 24.7, 92.1));
+        // Each manipulation's regions add up to 100% (the paper rounds to one decimal).
+        for d in ZhouDataset::ALL {
+            let of = rows.iter().filter(|r| r.dataset == d);
+            let (attr, frequency) = of.fold((0.0, 0.0), |(a, f), r| (a + r.attr_pct, f + r.frequency_pct));
+            assert!((attr - 100.0f64).abs() < 0.15 && (frequency - 100.0f64).abs() < 0.15, "{d:?}: {attr} {frequency}");
+        }
+        assert_eq!(ZhouDataset::Nc.shortcut(), ShortcutKind::ArticlesNc);
+        assert_eq!(ZhouDataset::of_shortcut("articles-cn"), Some(ZhouDataset::Cn));
+        assert_eq!(ZhouDataset::of_shortcut("st"), None);
+    }
+
+    #[test]
+    fn zhou_malformed_lines_name_file_and_line() {
+        let line = |row: &str| parse(&format!("{ZHOU_HEADER}lstm,attention,article,correlating,10.3,2.4,7.9\n{row}\n"));
+        let err = |row: &str| line(row).unwrap_err().to_string();
+        assert_eq!(
+            err("lstm,attention,cn,correlating,ten,2.4,4.1"),
+            "pub.csv:3: column `attr_pct`: `ten` is not a number"
+        );
+        assert_eq!(
+            err("lstm,attention,cn,correlating,15.9,2.4,104.1"),
+            "pub.csv:3: column `frequency_pct`: 104.1 is outside 0..=100"
+        );
+        assert_eq!(
+            err("lstm,attention,beer,correlating,1,1,1"),
+            "pub.csv:3: column `dataset`: unknown `beer`; known: article, cn, nc"
+        );
+        assert_eq!(
+            err("lstm,attention,cn,distractors,1,1,1"),
+            "pub.csv:3: column `region`: unknown `distractors`; known: correlating, non_correlating, other"
+        );
+        assert_eq!(
+            err("lstm,gradient,cn,other,1,1,1"),
+            "pub.csv:3: column `attribution`: unknown `gradient`; known: attention"
+        );
+        assert_eq!(
+            err("lstm,attention,article,non_correlating,1,1,1"),
+            "pub.csv:3: column `region`: `article` has no non-correlating articles (the paper prints NA)"
+        );
+        assert_eq!(
+            err("lstm,attention,article,correlating,1,1,1"),
+            "pub.csv:3: the same arch `lstm`, attribution `attention`, dataset `article`, region `correlating` as line 2"
+        );
+        assert_eq!(err("lstm,attention,cn,other,1,1"), "pub.csv:3: 6 fields, but the header has 7");
+        assert!(line("bert,attention,cn,other,1,1,1").is_ok());
+    }
+
+    /// lstm on sst2 (the paper's way on every claim but "far from faithful" on CN)
+    /// and on imdb (the other way, or missing numbers).
+    fn zhou_cells() -> Vec<CellResult> {
+        let s = |shortcut, method, metric, seed, value, share| {
+            attr("lstm", "sst2", shortcut, method, metric, seed, value, share)
+        };
+        let i =
+            |shortcut, method, metric, value, share| attr("lstm", "imdb", shortcut, method, metric, 1, value, share);
+        vec![
+            // Article: 0.10 / 0.14 on 8% of the tokens.
+            s("articles", "attn", "attr", 1, 0.10, Some(0.08)),
+            s("articles", "attn", "attr", 2, 0.14, Some(0.08)),
+            s("articles", "gradl-l2", "attr", 1, 0.9, Some(0.08)), // not attention: unmatched
+            // CN: attr over three seeds, attr-noncorr over two.
+            s("articles-cn", "attn", "attr", 1, 0.6, Some(0.04)),
+            s("articles-cn", "attn", "attr-noncorr", 1, 0.1, Some(0.04)),
+            s("articles-cn", "attn", "attr", 2, 0.7, Some(0.04)),
+            s("articles-cn", "attn", "attr-noncorr", 2, 0.2, Some(0.04)),
+            s("articles-cn", "attn", "attr", 3, 0.8, Some(0.04)),
+            s("articles-nc", "attn", "attr", 1, 0.2, Some(0.04)),
+            s("articles-nc", "attn", "attr-noncorr", 1, 0.15, Some(0.04)),
+            s("st", "attn", "attr", 1, 0.9, Some(0.05)), // Bastings' shortcut: not Zhou's
+            CellResult { verified: false, ..i("articles", "attn", "attr", 0.05, Some(0.08)) },
+            i("articles-cn", "attn", "attr", 0.3, None),
+            i("articles-nc", "attn", "attr", 0.2, Some(0.04)),
+            i("articles-nc", "attn", "attr-noncorr", 0.02, Some(0.04)),
+        ]
+    }
+
+    fn zhou_verification() -> Vec<VerificationRow> {
+        vec![verification("lstm", "sst2", "articles", 0.9, 0.9), verification("lstm", "imdb", "articles", 0.9, 0.9)]
+            .into_iter()
+            .zip([0.99, 0.90])
+            .map(|(r, on_synthetic)| VerificationRow { shortcut_model_on_synthetic: on_synthetic, ..r })
+            .collect()
+    }
+
+    fn compared<'a>(c: &'a Comparison, dataset: &str, shortcut: &str, metric: &str) -> &'a ComparedCell {
+        c.cells
+            .iter()
+            .find(|x| x.dataset == dataset && x.shortcut == shortcut && x.metric == metric)
+            .unwrap_or_else(|| panic!("{dataset} {shortcut} {metric}: {:#?}", c.cells))
+    }
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn zhou_matches_regions_and_other_words() {
+        let published = load(&reference("zhou2022_article_attention.csv")).unwrap();
+        let c = compare(&published, &zhou_cells(), &zhou_verification(), &[]).unwrap();
+        // sst2: Article 2 + CN 3 + NC 3; imdb: Article 2 + CN 1 (no attr-noncorr) + NC 3.
+        assert_eq!(c.cells.len(), 14, "{:#?}", c.cells);
+        assert_eq!((c.unmatched_published, c.unmatched_ours), (0, 1), "gradl-l2 only; st is not Zhou's");
+
+        // Article: attr (0.10 + 0.14)/2 in percent, the interval averaged.
+        let a = compared(&c, "sst2", "articles", "attr");
+        assert_eq!((a.method.as_deref(), a.published_method.as_deref()), (Some("attn"), Some("attention")));
+        assert_eq!((a.published_dataset.as_str(), a.runs, a.published), ("article", 2, 10.3));
+        assert!(near(a.ours, 12.0) && near(a.ci_low.unwrap(), 10.0) && near(a.ci_high.unwrap(), 14.0), "{a:?}");
+        assert!(near(a.difference(), 1.7) && near(a.share.unwrap(), 8.0), "{a:?}");
+        assert_eq!((a.published_sd, a.published_share), (Some(2.4), Some(7.9)));
+        // Other words = 1 − attr: 88%, the interval mirrored, on 92% of the tokens.
+        let o = compared(&c, "sst2", "articles", "attr-other");
+        assert!(near(o.ours, 88.0) && near(o.ci_low.unwrap(), 86.0) && near(o.ci_high.unwrap(), 90.0), "{o:?}");
+        assert!(near(o.share.unwrap(), 92.0) && o.published == 89.7, "{o:?}");
+
+        // CN: attr over 3 seeds (70%), attr-noncorr over 2 (15%); other words from
+        // the 2 seeds with both: (0.3 + 0.1)/2 = 20%, not 100 − 70 − 15.
+        let cn = compared(&c, "sst2", "articles-cn", "attr");
+        assert!(near(cn.ours, 70.0) && cn.runs == 3 && cn.published == 15.9);
+        let non = compared(&c, "sst2", "articles-cn", "attr-noncorr");
+        assert!(near(non.ours, 15.0) && non.runs == 2 && non.published == 5.9 && non.published_share == Some(3.8));
+        let other = compared(&c, "sst2", "articles-cn", "attr-other");
+        assert!(near(other.ours, 20.0) && other.runs == 2 && other.ci_low.is_none(), "{other:?}");
+        assert!(near(other.share.unwrap(), 92.0) && other.published == 78.2);
+        // Without attr-noncorr, CN's other words are not guessed.
+        assert!(!c.cells.iter().any(|x| x.dataset == "imdb" && x.shortcut == "articles-cn" && x.metric != "attr"));
+
+        // Within one published sd: sst2 Article 2 (12.0 vs 10.3 ± 2.4, 88.0 vs 89.7), NC 3 (20 vs 12.0 ± 8.4,
+        // 15 vs 12.6 ± 9.3, 65 vs 75.4 ± 16.7); imdb CN 1 (30 vs 15.9 ± 25.7), NC 2 (20, 78): 8 of 14.
+        // Intervals: 11 cells have one (CN / NC other words have none); 10.3 and 89.7 fall inside.
+        assert!(
+            c.summary.contains(
+                &"Attr%: 8 of 14 cells (57%) within one published standard deviation of the published mean; \
+                  published inside our 95% interval in 2 of 11."
+                    .to_string()
+            ),
+            "{:?}",
+            c.summary
+        );
+        assert!(c.summary.iter().any(|l| l.contains("BeerAdvocate")), "{:?}", c.summary);
+        assert_eq!(frame(&c).get_column_names(), columns(PublishedKind::ZhouAttr));
+        assert_eq!(frame(&c).shape(), (14, COLUMNS.len() + 3));
+    }
+
+    #[test]
+    fn zhou_findings_both_ways() {
+        let published = load(&reference("zhou2022_article_attention.csv")).unwrap();
+        let c = compare(&published, &zhou_cells(), &zhou_verification(), &[]).unwrap();
+        let holds = |starts: &str| finding(&c, starts).holds;
+
+        // Attention beats the word frequency: 12% on 8% ✓; imdb 5% on 8% ✗; no share ?.
+        let f = finding(&c, "lstm on sst2, Article (articles), attn: attention puts more than the word frequency");
+        assert_eq!(f.holds, Some(true));
+        assert!(f.statement.ends_with("(published 10.3% on 7.9% of the words)"), "{f:?}");
+        assert_eq!(f.evidence, "ours 12.0% on 8.0% of the tokens (+4.0 points) over 2 seed(s)");
+        let f = finding(&c, "lstm on imdb, Article (articles), attn: attention puts more than the word frequency");
+        assert_eq!(f.holds, Some(false));
+        assert!(f.evidence.ends_with(UNVERIFIED_NOTE), "{f:?}");
+        assert_eq!(holds("lstm on imdb, CN (articles-cn), attn: attention puts more than the word frequency"), None);
+
+        // Far from faithful (< 50%): Article 12% ✓; CN 70% ✗.
+        let f = finding(&c, "lstm on sst2, Article (articles), attn: attention is far from a faithful attribution");
+        assert_eq!(f.holds, Some(true));
+        assert_eq!(f.evidence, "ours 12.0% over 2 seed(s); our models' accuracy on the manipulated test set is 99.0%");
+        assert_eq!(holds("lstm on sst2, CN (articles-cn), attn: attention is far from a faithful"), Some(false));
+        // imdb's Article model is 90% accurate: said beside the verdict.
+        let f = finding(&c, "lstm on imdb, Article (articles), attn: attention is far from a faithful attribution");
+        assert_eq!(f.holds, Some(true));
+        assert!(f.evidence.contains("is 90.0%, below the paper's 97.0%"), "{f:?}");
+        let f = finding(&c, "lstm on imdb, CN (articles-cn), attn: attention is far from a faithful attribution");
+        assert!(f.evidence.ends_with("no verification of ours gives the models' accuracy"), "{f:?}");
+
+        // NC: non-correlating ≥ 0.5 × correlating: 15% vs 20% ✓; 2% vs 20% ✗. Not asked of CN.
+        let f = finding(&c, "lstm on sst2, NC (articles-nc), attn: attention gives the non-correlating articles");
+        assert_eq!(f.holds, Some(true));
+        assert!(f.statement.ends_with("(published 12.6% vs 12.0%)"), "{f:?}");
+        assert_eq!(f.evidence, "ours 15.0% vs 20.0% (ratio 0.75) over 1 seed(s)");
+        assert_eq!(
+            holds("lstm on imdb, NC (articles-nc), attn: attention gives the non-correlating articles"),
+            Some(false)
+        );
+        assert!(!c.findings.iter().any(|f| f.statement.contains("CN (articles-cn), attn: attention gives")));
+
+        // Per (model, dataset): sst2 first, Article, CN, NC; 3 × 2 + 1 findings each.
+        assert_eq!(c.findings.len(), 14);
+        assert!(c.findings[0].statement.starts_with("lstm on sst2, Article"), "{:#?}", c.findings);
+        assert!(c.findings[6].statement.starts_with("lstm on sst2, NC (articles-nc), attn: attention gives"));
+        assert!(c.findings[7].statement.starts_with("lstm on imdb, Article"));
+
+        let md = render_markdown(&c);
+        assert!(md.starts_with("## Compared with Zhou et al. (2022): attention Attr%"), "{md}");
+        assert!(md.contains("\n- ✗ lstm on sst2, CN (articles-cn), attn: attention is far from a faithful"), "{md}");
+        assert!(md.contains("\n- ? lstm on imdb, CN (articles-cn), attn: attention puts more"), "{md}");
+        assert!(md.contains("| published_sd | region_share | published_frequency |"), "{md}");
+        let row =
+            md.lines().find(|l| l.contains("| sst2 ") && l.contains("| articles ") && l.contains("| attr ")).unwrap();
+        let fields: Vec<&str> = row.split('|').map(str::trim).filter(|f| !f.is_empty()).collect();
+        assert_eq!(fields[8..], ["2", "12.0", "10.0", "14.0", "10.3", "+1.7", "yes", "yes", "2.4", "8.0", "7.9"]);
+    }
+
+    #[test]
+    fn zhou_bert_rows_take_attn_last() {
+        let published = parse(&format!(
+            "{ZHOU_HEADER}bert,attention,article,correlating,20,1,7\nlstm,attention,article,correlating,10.3,2.4,7.9\n"
+        ))
+        .unwrap();
+        let cells = vec![
+            attr("bert", "sst2", "articles", "attn-all", "attr", 1, 0.3, Some(0.07)),
+            attr("bert", "sst2", "articles", "attn-last", "attr", 1, 0.1, Some(0.07)),
+        ];
+        let c = compare(&published, &cells, &[], &[]).unwrap();
+        assert_eq!(c.cells.len(), 1);
+        assert_eq!((c.cells[0].method.as_deref(), c.cells[0].architecture.as_str()), (Some("attn-last"), "bert"));
+        assert!(near(c.cells[0].ours, 10.0) && c.cells[0].published == 20.0);
+        // The lstm row has no cell of ours; attn-all has no row.
+        assert_eq!((c.unmatched_published, c.unmatched_ours), (1, 1));
+        // Without attn-last, attn-all stands for attention.
+        let c = compare(&published, &cells[..1], &[], &[]).unwrap();
+        assert_eq!(c.cells[0].method.as_deref(), Some("attn-all"));
+
+        // Nothing of ours on the article manipulations: nothing matches.
+        let c = compare(&published, &lstm_cells(), &[], &[]).unwrap();
+        assert!(c.cells.is_empty() && c.findings.is_empty());
+        assert_eq!((c.unmatched_published, c.unmatched_ours), (2, 0));
+        assert!(render_markdown(&c).contains("(no cell of ours matches a published number)"));
     }
 }

@@ -44,6 +44,9 @@ pub struct ExampleView {
     pub special: Vec<bool>,
     /// Token positions of the shortcut tokens.
     pub ground_truth: Vec<usize>,
+    /// Token positions of look-alikes that carry no label (Zhou et al.'s
+    /// non-correlating articles); empty for the inserted shortcuts.
+    pub distractors: Vec<usize>,
     /// Method config name and one score per token (missing scores show unscored).
     pub methods: Vec<(String, Vec<f32>)>,
 }
@@ -260,7 +263,8 @@ fn push_legend(out: &mut String) {
          <span class=\"swatch\" style=\"background-color:{pos}\">token</span> towards the prediction \
          <span class=\"swatch\" style=\"background-color:{neg}\">token</span> against it \
          <span class=\"swatch special\">[CLS]</span> special token, not scored \
-         <span class=\"swatch shortcut\">#0</span> shortcut token (ground truth)\
+         <span class=\"swatch shortcut\">#0</span> shortcut token (ground truth) \
+         <span class=\"swatch distractor\">a</span> non-correlating article (CN/NC), should get nothing\
          <p>Colour strength is |score| divided by the largest |score| of the row; hover a token for its score \
          and rank. <b>p@k</b> is the share of the k shortcut tokens among the k best-ranked tokens, <b>rank</b> \
          the rank that covers them all (1 is best).</p></div>"
@@ -328,6 +332,7 @@ fn push_salience_row(out: &mut String, ex: &ExampleView, method: &str, scores: &
             rank: rank_of[i],
             of: ranking.len(),
             shortcut: ex.ground_truth.contains(&i),
+            distractor: ex.distractors.contains(&i),
         };
         push_token(out, &view);
         out.push(' ');
@@ -371,11 +376,16 @@ struct TokenView<'a> {
     /// How many tokens the row ranks.
     of: usize,
     shortcut: bool,
+    distractor: bool,
 }
 
 fn push_token(out: &mut String, t: &TokenView) {
     let text = escape(t.text);
-    let shortcut = if t.shortcut { " shortcut" } else { "" };
+    let shortcut = match (t.shortcut, t.distractor) {
+        (true, _) => " shortcut",
+        (false, true) => " distractor",
+        (false, false) => "",
+    };
     match t.score {
         None => {
             let _ =
@@ -393,6 +403,8 @@ fn push_token(out: &mut String, t: &TokenView) {
             }
             if t.shortcut {
                 title.push_str(", shortcut token");
+            } else if t.distractor {
+                title.push_str(", non-correlating look-alike");
             }
             let _ = write!(
                 out,
@@ -545,6 +557,7 @@ figure.plot .svg-wrap svg { display: block; max-width: 100%; height: auto; borde
 .tok.special, .swatch.special { color: #8c959f; background: #eef0f2; font-size: .82em; }
 .tok.unscored { color: var(--muted); background: repeating-linear-gradient(45deg, #fff, #fff 3px, #eef0f2 3px, #eef0f2 6px); }
 .tok.shortcut, .swatch.shortcut { box-shadow: 0 0 0 2px var(--fg); font-weight: 700; }
+.tok.distractor, .swatch.distractor { outline: 2px dashed var(--fg); outline-offset: 1px; }
 @media (max-width: 900px) {
   .layout { grid-template-columns: 1fr; gap: 1rem; padding: 1rem; }
   nav#toc { position: static; }
@@ -576,6 +589,7 @@ mod tests {
             tokens: ["[CLS]", "a", "#0", "<b>&\"", "film", "[SEP]"].map(String::from).to_vec(),
             special: vec![true, false, false, false, false, true],
             ground_truth: vec![2],
+            distractors: vec![1],
             methods: vec![
                 // The special [CLS] has the largest |score|; it must not set the scale.
                 ("gradl-l1".into(), vec![9.0, 0.1, 0.8, 0.2, -0.4, 5.0]),
@@ -642,6 +656,13 @@ mod tests {
         assert_eq!(shortcut.len(), 1, "{spans:?}");
         assert!(shortcut[0].ends_with(">#0"), "{shortcut:?}");
         assert!(shortcut[0].contains("rank 1 of 4, shortcut token"), "{shortcut:?}");
+        // The article "a" is the sample's non-correlating look-alike.
+        let distractor: Vec<&&str> = spans.iter().filter(|s| s.contains(" distractor\"")).collect();
+        assert_eq!(distractor.len(), 1, "{spans:?}");
+        assert!(
+            distractor[0].ends_with(">a") && distractor[0].contains("non-correlating look-alike"),
+            "{distractor:?}"
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod markdown;
 pub mod paper;
 pub mod plots;
 pub mod tables;
+pub mod zhou;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -51,11 +52,11 @@ pub struct CellResult {
     pub architecture: String,
     /// e.g. "sst2".
     pub dataset: String,
-    /// "st" | "tic" | "op".
+    /// "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc".
     pub shortcut: String,
     /// e.g. "gradl-l1".
     pub method: String,
-    /// A metric name: "precision", "rank", "attr", "ns", "nc", "soft-ns",
+    /// A metric name: "precision", "rank", "attr", "attr-noncorr", "ns", "nc", "soft-ns",
     /// "soft-nc", or a diagnosticity "diag-ns", "diag-nc", "diag-soft-ns", "diag-soft-nc".
     pub metric: String,
     /// The training seed of the cell's model (`seeds = [..]` trains one per seed).
@@ -75,6 +76,10 @@ pub struct CellResult {
     /// NS / NC: `[ratio, mean]` per rationale ratio; empty for other metrics.
     #[serde(default)]
     pub by_ratio: Vec<[f64; 2]>,
+    /// Attr%: the region's mean share of the ranked tokens, what spreading
+    /// salience evenly would score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_share: Option<f64>,
 }
 
 /// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
@@ -114,6 +119,9 @@ pub struct VerificationRow {
     pub shortcut_model_on_flip: f64,
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
+    /// After a label reassignment (articles): `max(r, 1 − r)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy_without_shortcut: Option<f64>,
     pub passed: bool,
     /// Human-readable reasons, empty when `passed`.
     pub failures: Vec<String>,
@@ -243,7 +251,7 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     let layout_tables: Vec<DisplayTable> = layouts.iter().map(layout_table).collect();
     let recommendations = paper::recommendations(&summaries);
     let recommendation = paper::recommendation_table(&recommendations).map_err(polars_err("recommendation"))?;
-    let paper_tables = paper_tables(&summaries, verification, input.agreements)?;
+    let paper_tables = paper_tables(cells, &summaries, verification, input.agreements)?;
 
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();
@@ -355,6 +363,7 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
 
 /// The papers' layouts and the agreement matrices.
 fn paper_tables(
+    cells: &[CellResult],
     summaries: &[tables::SeedSummary],
     verification: &[VerificationRow],
     agreements: &[AgreementResult],
@@ -365,6 +374,8 @@ fn paper_tables(
     out.extend(paper::full_matrices(summaries).map_err(polars_err("full matrices"))?);
     out.extend(paper::diagnosticity_tables(summaries).map_err(polars_err("diagnosticity tables"))?);
     out.extend(paper::erasure_by_ratio_tables(summaries).map_err(polars_err("erasure tables"))?);
+    out.extend(zhou::accuracy_table(verification).map_err(polars_err("zhou_accuracy"))?);
+    out.extend(zhou::attribution_tables(cells).map_err(polars_err("Zhou Table 1"))?);
     for a in agreements {
         out.push(agreement_table(a).map_err(polars_err("agreement tables"))?);
     }
@@ -592,6 +603,7 @@ mod tests {
             seed: 1,
             values: vec![],
             by_ratio: vec![],
+            region_share: None,
         }
     }
 
@@ -607,6 +619,7 @@ mod tests {
             shortcut_model_on_flip: 0.996,
             shortcut_model_on_original: 0.8612,
             original_model_on_original: 0.8655,
+            accuracy_without_shortcut: None,
             passed,
             failures: if passed {
                 vec![]

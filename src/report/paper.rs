@@ -14,6 +14,9 @@
 //! | `zhao_table6_<model>` | Table 6 | (`dataset:shortcut`, method) × the same |
 //! | `zhao_erasure_<model>` | §3, Figure 3's data | (`dataset:shortcut`, method) × NS and NC per rationale ratio, and AOPC |
 //! | `recommendation` | — | per (model, dataset, shortcut): the best config and those tied with it |
+//!
+//! Bastings et al.'s layouts cover their inserted shortcuts (st, tic, op) only;
+//! Zhou et al.'s article manipulations have their own tables in [`super::zhou`].
 
 use polars::prelude::*;
 
@@ -24,6 +27,7 @@ use crate::metrics::ErasureMetric;
 use crate::metrics::bootstrap::Bootstrap;
 use crate::salience::Method;
 use crate::salience::method::GradientMethod;
+use crate::shortcut::ShortcutKind;
 
 /// A method family, as the papers group their tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +118,7 @@ pub fn architecture_label(architecture: &str) -> String {
 }
 
 /// A frame of optional string columns; `None` prints as an empty cell.
-fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult<DataFrame> {
+pub(super) fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult<DataFrame> {
     let columns = header
         .iter()
         .enumerate()
@@ -123,7 +127,7 @@ fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult
     DataFrame::new(rows.len(), columns)
 }
 
-fn align(keys: usize, numbers: usize) -> Vec<Align> {
+pub(super) fn align(keys: usize, numbers: usize) -> Vec<Align> {
     let mut a = vec![Align::Left; keys];
     a.extend(std::iter::repeat_n(Align::Right, numbers));
     a
@@ -145,7 +149,7 @@ fn find<'a>(cells: &'a [SeedSummary], model: &str, method: &str, metric: &str, k
     })
 }
 
-fn failed_notes(rows: &[Vec<Option<String>>]) -> Vec<String> {
+pub(super) fn failed_notes(rows: &[Vec<Option<String>>]) -> Vec<String> {
     let any = rows.iter().flatten().flatten().any(|cell| cell.ends_with(FAILED_MARK));
     if any { vec![FAILED_FOOTNOTE.to_string()] } else { Vec::new() }
 }
@@ -158,10 +162,17 @@ struct RankedCells<'a> {
     models: Vec<(String, String)>,
 }
 
-/// `None` when the grid scores neither precision nor rank.
+/// Whether a cell's shortcut is one of Bastings et al.'s inserted rules.
+pub(super) fn is_inserted(shortcut: &str) -> bool {
+    shortcut.parse::<ShortcutKind>().is_ok_and(|k| k.article_layout().is_none())
+}
+
+/// `None` when the grid scores neither precision nor rank on an inserted rule.
 fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
-    let ranked: Vec<&SeedSummary> =
-        cells.iter().filter(|s| s.cell.metric == "precision" || s.cell.metric == "rank").collect();
+    let ranked: Vec<&SeedSummary> = cells
+        .iter()
+        .filter(|s| (s.cell.metric == "precision" || s.cell.metric == "rank") && is_inserted(&s.cell.shortcut))
+        .collect();
     if ranked.is_empty() {
         return None;
     }
@@ -256,7 +267,7 @@ pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
     Ok(out)
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+pub(super) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
 }
@@ -264,6 +275,9 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 /// Bastings et al. Table 1 with the synthetic accuracies the text reports:
 /// per (model, dataset), averaged over shortcuts and seeds.
 pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
+    // A label reassignment removes the original task on purpose: its drop
+    // would swamp the shortcut's.
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_inserted(&r.shortcut)).collect();
     if rows.is_empty() {
         return Ok(None);
     }
@@ -273,7 +287,7 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
         .iter()
         .map(|(model, architecture, dataset)| {
             let of: Vec<&VerificationRow> =
-                rows.iter().filter(|r| &r.model == model && &r.dataset == dataset).collect();
+                rows.iter().copied().filter(|r| &r.model == model && &r.dataset == dataset).collect();
             let drop = mean(of.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original));
             let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
             vec![
@@ -625,6 +639,7 @@ mod tests {
             verified: true,
             values: values.to_vec(),
             by_ratio: vec![],
+            region_share: None,
         }
     }
 
@@ -756,6 +771,7 @@ mod tests {
             shortcut_model_on_flip: 1.0,
             shortcut_model_on_original: shortcut_on_original,
             original_model_on_original: 0.88,
+            accuracy_without_shortcut: None,
             passed: true,
             failures: vec![],
         };

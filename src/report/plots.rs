@@ -851,6 +851,7 @@ mod tests {
             verified: true,
             values: vec![],
             by_ratio: vec![],
+            region_share: None,
         }
     }
 
@@ -888,6 +889,7 @@ mod tests {
             shortcut_model_on_flip: 0.99,
             shortcut_model_on_original: 0.86,
             original_model_on_original: 0.87,
+            accuracy_without_shortcut: None,
             passed,
             failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },
         }

@@ -252,6 +252,8 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
                         })
                         .collect();
                 }
+                let shares: Option<Vec<f64>> = group.iter().map(|c| c.region_share).collect();
+                cell.region_share = shares.map(|s| s.iter().sum::<f64>() / n as f64);
                 // The interval of the seed-averaged per-example values.
                 let interval = crate::metrics::bootstrap::Bootstrap::default().interval(&cell.values);
                 cell.ci_low = interval.map(|i| i[0]);
@@ -374,6 +376,7 @@ mod tests {
             seed: 1,
             values: vec![],
             by_ratio: vec![],
+            region_share: None,
         }
     }
 

@@ -1,4 +1,6 @@
-//! Shortcut synthesis (Bastings et al. 2022, §2.2–2.3; PROTOCOL §1).
+//! Shortcut synthesis (Bastings et al. 2022, §2.2–2.3; PROTOCOL §1), and
+//! Zhou et al. 2022's article manipulations ([`articles`]; PROTOCOL §2), which
+//! give a second kind of ground truth from the same corpus.
 //!
 //! A shortcut is a pattern of *new* tokens that decides the label on its own.
 //! Training a model on data that contains it, and checking that the model
@@ -43,7 +45,10 @@
 //! resizing one split, or changing `lone_share`, leaves the choices made for
 //! the others untouched, and cached downstream results stay comparable.
 
+mod articles;
 mod insert;
+
+pub use articles::{ARTICLES, ArticleLayout};
 
 use std::fmt;
 use std::str::FromStr;
@@ -55,23 +60,45 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{Corpus, Example, words};
 
-/// Which shortcut rule is planted (see the module docs for the rules).
+/// Which shortcut rule is planted (see the module docs for the rules), or
+/// which of Zhou et al.'s article manipulations is applied (see [`articles`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum ShortcutKind {
     /// Single token: `#0` or `#1` decides the label.
+    #[serde(rename = "st")]
     St,
     /// Token in context: an indicator decides the label only next to `contoken`.
+    #[serde(rename = "tic")]
     Tic,
     /// Ordered pair: of `#0` and `#1`, the first decides the label.
+    #[serde(rename = "op")]
     Op,
+    /// Zhou et al. §6.1: labels reassigned, then every article becomes `the`
+    /// (class 1) or `a` (class 0).
+    #[serde(rename = "articles")]
+    Articles,
+    /// Zhou et al. §6.2, CN: the first half's articles carry the label, the
+    /// second half's are all one random article.
+    #[serde(rename = "articles-cn")]
+    ArticlesCn,
+    /// Zhou et al. §6.2, NC: as CN with the halves' roles swapped.
+    #[serde(rename = "articles-nc")]
+    ArticlesNc,
 }
 
 impl ShortcutKind {
-    /// Every kind, in the paper's table order, for grids that sweep them all.
-    pub fn all() -> [ShortcutKind; 3] {
-        [ShortcutKind::St, ShortcutKind::Tic, ShortcutKind::Op]
-    }
+    /// Bastings et al.'s rules, in the paper's table order: the default of a grid.
+    pub const INSERTED: [ShortcutKind; 3] = [ShortcutKind::St, ShortcutKind::Tic, ShortcutKind::Op];
+
+    /// Every kind, in table order.
+    pub const ALL: [ShortcutKind; 6] = [
+        ShortcutKind::St,
+        ShortcutKind::Tic,
+        ShortcutKind::Op,
+        ShortcutKind::Articles,
+        ShortcutKind::ArticlesCn,
+        ShortcutKind::ArticlesNc,
+    ];
 
     /// The user-facing name, as in the paper's tables and the TOML.
     pub fn name(self) -> &'static str {
@@ -79,20 +106,44 @@ impl ShortcutKind {
             ShortcutKind::St => "st",
             ShortcutKind::Tic => "tic",
             ShortcutKind::Op => "op",
+            ShortcutKind::Articles => "articles",
+            ShortcutKind::ArticlesCn => "articles-cn",
+            ShortcutKind::ArticlesNc => "articles-nc",
         }
     }
 
-    /// `|G|`, the number of inserted tokens, which is also the `k` of
-    /// precision@k: a method is perfect when its top `k` are exactly G.
-    pub fn ground_truth_size(self) -> usize {
+    /// Where the correlating articles are, for Zhou et al.'s manipulations;
+    /// `None` for the inserted-token rules.
+    pub fn article_layout(self) -> Option<ArticleLayout> {
         match self {
-            ShortcutKind::St => 1,
-            ShortcutKind::Tic | ShortcutKind::Op => 2,
+            ShortcutKind::St | ShortcutKind::Tic | ShortcutKind::Op => None,
+            ShortcutKind::Articles => Some(ArticleLayout::Whole),
+            ShortcutKind::ArticlesCn => Some(ArticleLayout::CorrelatingFirst),
+            ShortcutKind::ArticlesNc => Some(ArticleLayout::CorrelatingSecond),
+        }
+    }
+
+    /// Whether the examples carry non-correlating look-alikes of G (CN, NC).
+    pub fn has_distractors(self) -> bool {
+        matches!(self, ShortcutKind::ArticlesCn | ShortcutKind::ArticlesNc)
+    }
+
+    /// `|G|` for the inserted-token rules, which is also the `k` of
+    /// precision@k: a method is perfect when its top `k` are exactly G. `None`
+    /// for the article manipulations, where G is every article of the text.
+    pub fn ground_truth_size(self) -> Option<usize> {
+        match self {
+            ShortcutKind::St => Some(1),
+            ShortcutKind::Tic | ShortcutKind::Op => Some(2),
+            _ => None,
         }
     }
 
     /// The tokens this rule inserts; only these must be new to the data.
     fn tokens_used(self, tokens: &ShortcutTokens) -> Vec<(&'static str, &str)> {
+        if self.article_layout().is_some() {
+            return Vec::new();
+        }
         let mut used = vec![("zero", tokens.zero.as_str()), ("one", tokens.one.as_str())];
         if self == ShortcutKind::Tic {
             used.push(("context", tokens.context.as_str()));
@@ -109,7 +160,9 @@ impl fmt::Display for ShortcutKind {
 
 /// A shortcut name that is none of `st`, `tic`, `op`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown shortcut kind {name:?}; expected one of \"st\", \"tic\", \"op\"")]
+#[error(
+    "unknown shortcut kind {name:?}; expected one of \"st\", \"tic\", \"op\", \"articles\", \"articles-cn\", \"articles-nc\""
+)]
 pub struct ParseShortcutKindError {
     /// What was given.
     pub name: String,
@@ -121,7 +174,7 @@ impl FromStr for ShortcutKind {
     /// Accepts exactly the names serde uses, so a kind parsed on the command
     /// line and one read from TOML can never disagree.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ShortcutKind::all()
+        ShortcutKind::ALL
             .into_iter()
             .find(|kind| kind.name() == s)
             .ok_or_else(|| ParseShortcutKindError { name: s.to_owned() })
@@ -172,6 +225,10 @@ pub struct ShortcutOptions {
     /// Largest distance in words between the two tokens of `tic`/`op`
     /// (paper: 50). Ignored by `st`.
     pub max_distance: usize,
+    /// Article manipulations only: the probability `r` that an example keeps
+    /// its label in the reassignment (Zhou et al. §3); any accuracy above
+    /// `max(r, 1 − r)` must come from the manipulation. Paper: 0.5.
+    pub keep_probability: f64,
     /// Root of every random choice.
     pub seed: u64,
 }
@@ -190,7 +247,18 @@ impl ShortcutOptions {
             mix_share: 0.2,
             lone_share: 0.2,
             max_distance: 50,
+            keep_probability: 0.5,
             seed: 0,
+        }
+    }
+
+    /// The best accuracy a model can expect on the synthetic test set without
+    /// using the shortcut: chance (0.5) for the inserted rules, whose test
+    /// labels are balanced, and `max(r, 1 − r)` after a label reassignment.
+    pub fn accuracy_without_shortcut(&self) -> f64 {
+        match self.kind.article_layout() {
+            None => 0.5,
+            Some(_) => self.keep_probability.max(1.0 - self.keep_probability),
         }
     }
 
@@ -211,7 +279,14 @@ impl ShortcutOptions {
                 expected: "a number from 0 to 1 (each original example gets at most one lone token)",
             });
         }
-        if self.kind != ShortcutKind::St && self.max_distance == 0 {
+        if !(self.keep_probability.is_finite() && (0.0..=1.0).contains(&self.keep_probability)) {
+            return Err(ShortcutError::InvalidShare {
+                name: "keep_probability",
+                value: self.keep_probability,
+                expected: "a probability from 0 to 1",
+            });
+        }
+        if matches!(self.kind, ShortcutKind::Tic | ShortcutKind::Op) && self.max_distance == 0 {
             return Err(ShortcutError::ZeroMaxDistance { kind: self.kind });
         }
         let used = self.kind.tokens_used(&self.tokens);
@@ -247,8 +322,9 @@ impl Default for ShortcutOptions {
 /// `words(text)`) of the inserted shortcut tokens = ground truth G.
 ///
 /// `shortcut_positions` is sorted ascending; which token sits where is read
-/// from the text. The i-th synthetic test example comes from the i-th original
-/// test example.
+/// from the text. For the inserted rules the i-th synthetic test example comes
+/// from the i-th original test example; the article manipulations leave out
+/// examples without a correlating article (counted in [`ShortcutData::left_out`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyntheticExample {
     /// Source words joined by single spaces, with the shortcut tokens inserted.
@@ -257,8 +333,35 @@ pub struct SyntheticExample {
     pub label: u32,
     /// The source example's label, kept to tell agreeing from flipped examples.
     pub original_label: u32,
-    /// Word positions of the inserted tokens (G), ascending.
+    /// Word positions of the inserted tokens (G), ascending. For the article
+    /// manipulations: the correlating articles (the effective region).
     pub shortcut_positions: Vec<usize>,
+    /// CN / NC only: word positions of the non-correlating articles, which look
+    /// like G but carry no label information. Ascending; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distractor_positions: Vec<usize>,
+    /// What a model needs to see of G, which decides what truncation does.
+    #[serde(default, skip_serializing_if = "GroundTruth::is_pattern")]
+    pub ground_truth: GroundTruth,
+}
+
+/// How the model's decision depends on G, and so what a truncated input keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroundTruth {
+    /// The inserted rules: the label needs every token of G, so an example
+    /// whose truncation cuts one no longer has a ground truth and is left out.
+    #[default]
+    Pattern,
+    /// The article manipulations: every article says the label on its own, so
+    /// G is the visible part; only an example with none visible is left out.
+    Region,
+}
+
+impl GroundTruth {
+    fn is_pattern(&self) -> bool {
+        *self == GroundTruth::Pattern
+    }
 }
 
 /// The output of one `synth` step.
@@ -271,12 +374,24 @@ pub struct ShortcutData {
     pub validation: Vec<Example>,
     /// Every original test example with the shortcut inserted; exactly half of
     /// the rule labels are 0 (odd sizes: one extra of a random class), so the
-    /// original model scores chance and a shortcut model 100%.
+    /// original model scores chance and a shortcut model 100%. For the article
+    /// manipulations: the usable test examples with their reassigned labels.
     pub test: Vec<SyntheticExample>,
     /// Every original test example with the shortcut chosen against its label
     /// (`label = 1 - original_label`): a model that reads the text instead of
     /// the shortcut scores near 0 here.
     pub test_flip: Vec<SyntheticExample>,
+    /// Source examples no split could use (article manipulations: no article
+    /// where the label is written); always zero for the inserted rules.
+    pub left_out: LeftOut,
+}
+
+/// Source examples left out of each split.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub train: usize,
+    pub validation: usize,
+    pub test: usize,
 }
 
 /// Why a corpus or options cannot be turned into shortcut data.
@@ -357,6 +472,9 @@ pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<Shortcut
     for (split, examples) in splits {
         check_split(split, examples, options)?;
     }
+    if let Some(layout) = options.kind.article_layout() {
+        return Ok(articles::manipulate(corpus, layout, options.keep_probability, options.seed));
+    }
 
     let planter = Planter { options };
     let test_labels = balanced_labels(corpus.test.len(), &mut stream(options.seed, Stream::TestLabels));
@@ -376,6 +494,7 @@ pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<Shortcut
         validation: planter.mix(&corpus.validation, MixStreams::VALIDATION),
         test,
         test_flip,
+        left_out: LeftOut::default(),
     })
 }
 
@@ -480,6 +599,10 @@ impl Planter<'_> {
                 let other = tokens.indicator(1 - label);
                 vec![(a.min(b), indicator), (a.max(b), other)]
             }
+            // `synthesize` hands these to `articles` before a planter exists.
+            ShortcutKind::Articles | ShortcutKind::ArticlesCn | ShortcutKind::ArticlesNc => {
+                unreachable!("article manipulations insert no tokens")
+            }
         };
         let positions = placements.iter().map(|(p, _)| *p).collect();
         (insert::render(&original, &placements), positions)
@@ -487,7 +610,14 @@ impl Planter<'_> {
 
     fn synthetic<R: Rng>(&self, rng: &mut R, example: &Example, label: u32) -> SyntheticExample {
         let (text, shortcut_positions) = self.plant(rng, &example.text, label);
-        SyntheticExample { text, label, original_label: example.label, shortcut_positions }
+        SyntheticExample {
+            text,
+            label,
+            original_label: example.label,
+            shortcut_positions,
+            distractor_positions: Vec::new(),
+            ground_truth: GroundTruth::Pattern,
+        }
     }
 
     /// Originals (a share of them carrying one lone rule token) plus synthetic
@@ -633,7 +763,7 @@ mod tests {
         let found: Vec<usize> = hits.iter().map(|(p, _)| *p).collect();
         // G is exactly where the tokens are, and nothing else is a token.
         assert_eq!(found, synthetic.shortcut_positions, "{kind}: {:?}", synthetic.text);
-        assert_eq!(found.len(), kind.ground_truth_size());
+        assert_eq!(found.len(), kind.ground_truth_size().unwrap());
         assert_eq!(rule_label(kind, &hits), Some(synthetic.label), "{kind}: {:?}", synthetic.text);
         if found.len() == 2 {
             assert!(found[0].abs_diff(found[1]) <= opts.max_distance);
@@ -645,9 +775,9 @@ mod tests {
 
     #[test]
     fn kind_names_round_trip() {
-        let names: Vec<String> = ShortcutKind::all().iter().map(|k| k.to_string()).collect();
-        assert_eq!(names, ["st", "tic", "op"]);
-        for kind in ShortcutKind::all() {
+        let names: Vec<String> = ShortcutKind::ALL.iter().map(|k| k.to_string()).collect();
+        assert_eq!(names, ["st", "tic", "op", "articles", "articles-cn", "articles-nc"]);
+        for kind in ShortcutKind::ALL {
             assert_eq!(kind.to_string().parse::<ShortcutKind>(), Ok(kind));
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, format!("\"{kind}\""));
@@ -655,9 +785,10 @@ mod tests {
         }
         assert!("ST".parse::<ShortcutKind>().is_err());
         assert!("pair".parse::<ShortcutKind>().unwrap_err().to_string().contains("\"pair\""));
-        assert_eq!(ShortcutKind::St.ground_truth_size(), 1);
-        assert_eq!(ShortcutKind::Tic.ground_truth_size(), 2);
-        assert_eq!(ShortcutKind::Op.ground_truth_size(), 2);
+        assert_eq!(ShortcutKind::St.ground_truth_size(), Some(1));
+        assert_eq!(ShortcutKind::Tic.ground_truth_size(), Some(2));
+        assert_eq!(ShortcutKind::Op.ground_truth_size(), Some(2));
+        assert_eq!(ShortcutKind::Articles.ground_truth_size(), None);
     }
 
     #[test]
@@ -673,7 +804,7 @@ mod tests {
     #[test]
     fn synthetic_test_examples_follow_the_rule_at_their_positions() {
         let corpus = corpus(10, 10, 60);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             for seed in SEEDS {
                 let opts = options(kind, seed);
                 let data = synthesize(&corpus, &opts).unwrap();
@@ -714,9 +845,9 @@ mod tests {
     fn positions_reach_both_ends_of_the_text() {
         let corpus =
             Corpus { train: vec![], validation: vec![], test: vec![Example { text: "a b c".into(), label: 0 }; 400] };
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let data = synthesize(&corpus, &options(kind, 1)).unwrap();
-            let last = 3 + kind.ground_truth_size() - 1;
+            let last = 3 + kind.ground_truth_size().unwrap() - 1;
             let all: Vec<usize> = data.test.iter().flat_map(|s| s.shortcut_positions.clone()).collect();
             assert!(all.contains(&0) && all.contains(&last), "{kind}");
             assert!(all.iter().all(|&p| p <= last));
@@ -753,7 +884,7 @@ mod tests {
         for n in [0, 1, 2, 7, 60, 101] {
             let corpus = corpus(0, 0, n);
             let mut odd_extra = [0; 2];
-            for kind in ShortcutKind::all() {
+            for kind in ShortcutKind::INSERTED {
                 for seed in SEEDS {
                     let data = synthesize(&corpus, &options(kind, seed)).unwrap();
                     let ones = data.test.iter().filter(|s| s.label == 1).count();
@@ -778,7 +909,7 @@ mod tests {
     #[test]
     fn flip_labels_oppose_the_original() {
         let corpus = corpus(0, 0, 50);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             for seed in SEEDS {
                 let data = synthesize(&corpus, &options(kind, seed)).unwrap();
                 for (source, flip) in corpus.test.iter().zip(&data.test_flip) {
@@ -844,7 +975,7 @@ mod tests {
     #[test]
     fn mixed_splits_have_the_right_composition() {
         let corpus = corpus(137, 41, 0);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             for (mix_share, lone_share) in [(0.2, 0.2), (0.5, 0.1), (0.0, 1.0), (1.0, 0.0), (2.5, 0.3)] {
                 for seed in 0..5 {
                     let opts = ShortcutOptions { mix_share, lone_share, ..options(kind, seed) };
@@ -876,7 +1007,7 @@ mod tests {
     #[test]
     fn mixed_splits_are_shuffled_and_synthetic_labels_vary() {
         let corpus = corpus(200, 0, 0);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let opts = options(kind, 11);
             let data = synthesize(&corpus, &opts).unwrap();
             let tail_synthetic = data.train[200..]
@@ -897,7 +1028,7 @@ mod tests {
     #[test]
     fn deterministic_under_a_seed() {
         let corpus = corpus(80, 20, 30);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let a = synthesize(&corpus, &options(kind, 5)).unwrap();
             let b = synthesize(&corpus, &options(kind, 5)).unwrap();
             let c = synthesize(&corpus, &options(kind, 6)).unwrap();
@@ -914,7 +1045,7 @@ mod tests {
         bigger_test.test.extend(corpus(0, 0, 45).test.into_iter().skip(30));
         let mut smaller_train = base.clone();
         smaller_train.train.truncate(50);
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let a = synthesize(&base, &options(kind, 9)).unwrap();
             let b = synthesize(&bigger_test, &options(kind, 9)).unwrap();
             assert_eq!((&a.train, &a.validation), (&b.train, &b.validation));
@@ -947,7 +1078,7 @@ mod tests {
     fn rejects_tokens_already_in_the_data() {
         let mut bad = corpus(5, 5, 5);
         bad.test[2].text = "the #1 film of the year".into();
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let err = synthesize(&bad, &options(kind, 0)).unwrap_err();
             assert!(
                 matches!(&err, ShortcutError::TokenAlreadyInData { token, split: "test", index: 2 } if token == "#1"),
@@ -1030,12 +1161,12 @@ mod tests {
             validation: vec![],
             test: vec![Example { text: " ".into(), label: 1 }; 4],
         };
-        for kind in ShortcutKind::all() {
+        for kind in ShortcutKind::INSERTED {
             let opts = ShortcutOptions { mix_share: 0.5, lone_share: 0.5, ..options(kind, 2) };
             let data = synthesize(&empty, &opts).unwrap();
             assert_eq!(data.train.len(), 15);
             assert!(data.validation.is_empty());
-            let g = kind.ground_truth_size();
+            let g = kind.ground_truth_size().unwrap();
             for s in data.test.iter().chain(&data.test_flip) {
                 assert_eq!(s.shortcut_positions, (0..g).collect::<Vec<_>>());
                 assert_eq!(words(&s.text).len(), g);

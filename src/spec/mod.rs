@@ -231,12 +231,16 @@ pub struct ShortcutSpec {
     pub lone_share: Option<Share>,
     #[serde(default = "Positive::default_max_distance")]
     pub max_distance: Positive,
+    /// Article manipulations: probability `r` that a label survives the
+    /// reassignment (Zhou et al.; 0.5 makes the text itself uninformative).
+    #[serde(default = "Share::default_keep")]
+    pub keep_probability: Share,
     #[serde(default = "default_shortcut_seed")]
     pub seed: u64,
 }
 
 fn all_kinds() -> Vec<ShortcutKind> {
-    ShortcutKind::all().to_vec()
+    ShortcutKind::INSERTED.to_vec()
 }
 fn default_shortcut_seed() -> u64 {
     13
@@ -250,6 +254,7 @@ impl Default for ShortcutSpec {
             mix_share: Share::default_mix(),
             lone_share: None,
             max_distance: Positive::default_max_distance(),
+            keep_probability: Share::default_keep(),
             seed: default_shortcut_seed(),
         }
     }
@@ -404,6 +409,15 @@ impl Grid {
             return Err(at(None, "`shortcuts.kinds` is empty".into()));
         }
         let (metrics, wants_agreement) = metrics(&raw.metrics).map_err(|(span, m)| at(Some(span), m))?;
+        if metrics.contains(&Metric::AttrNonCorrelating) && !raw.shortcuts.kinds.iter().any(|k| k.has_distractors()) {
+            let span = raw.metrics.get_ref().iter().find(|m| m.get_ref() == "attr-noncorr").map(|m| m.span());
+            return Err(at(
+                span,
+                "metric `attr-noncorr` needs non-correlating articles: add \"articles-cn\" or \"articles-nc\" \
+                 to `shortcuts.kinds`"
+                    .into(),
+            ));
+        }
         let erasure = match raw.erasure {
             None => ErasureSpec::default(),
             Some(spec) => {

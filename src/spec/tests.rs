@@ -25,7 +25,7 @@ fn error(text: &str) -> String {
 fn minimal_grid_gets_the_papers_defaults() {
     let g = parse(MINIMAL).unwrap();
     assert_eq!(g.name, "test");
-    assert_eq!(g.shortcuts.kinds, ShortcutKind::all().to_vec());
+    assert_eq!(g.shortcuts.kinds, ShortcutKind::INSERTED.to_vec());
     assert_eq!(g.shortcuts.mix_share.get(), 0.2);
     assert_eq!(g.shortcuts.max_distance.get(), 50);
     let m = &g.models[0];
@@ -270,4 +270,25 @@ fn bilstm_vocab_table_and_sgd_keys_parse() {
             .replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\n[models.training]\nmax_grad_norm = -1"),
     );
     assert!(e.contains("test.toml:10:17: model `lstm`: `training.max_grad_norm` must be ≥ 0"), "{e}");
+}
+
+#[test]
+fn article_manipulations() {
+    let with = |head: &str, tail: &str| format!("{head}\n{}\n{tail}", MINIMAL.trim_start());
+    let g = parse(&with(
+        r#"metrics = ["attr", "attr-noncorr"]"#,
+        "[shortcuts]\nkinds = [\"articles\", \"articles-cn\", \"articles-nc\"]\nkeep_probability = 0.7",
+    ))
+    .unwrap();
+    assert_eq!(g.shortcuts.kinds, ShortcutKind::ALL[3..].to_vec());
+    assert_eq!(g.shortcuts.keep_probability.get(), 0.7);
+    assert_eq!(parse(MINIMAL).unwrap().shortcuts.keep_probability.get(), 0.5);
+
+    // Non-correlating articles exist only in CN and NC.
+    let e = error(&with(r#"metrics = ["attr", "attr-noncorr"]"#, "[shortcuts]\nkinds = [\"articles\"]"));
+    assert!(e.starts_with("grids/test.toml:1:20: metric `attr-noncorr` needs non-correlating articles"), "{e}");
+    let e = error(&with("", "[shortcuts]\nkinds = [\"articles-cn\"]\nkeep_probability = 1.5"));
+    assert!(e.starts_with("grids/test.toml:15:20: expected a number in [0, 1], got 1.5"), "{e}");
+    let e = error(&with("", "[shortcuts]\nkinds = [\"article\"]"));
+    assert!(e.contains("unknown variant `article`") && e.contains("articles-cn"), "{e}");
 }

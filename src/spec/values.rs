@@ -18,6 +18,9 @@ impl Share {
     pub(super) fn default_mix() -> Self {
         Share(0.2)
     }
+    pub(super) fn default_keep() -> Self {
+        Share(0.5)
+    }
     pub(super) fn default_validation() -> Self {
         Share(0.1)
     }

@@ -217,6 +217,7 @@ mod tests {
             tokens: vec![String::new(); scores.len()],
             word_of_token,
             ground_truth: vec![],
+            distractors: vec![],
             label: 0,
             predicted: 0,
             scores,

@@ -16,7 +16,7 @@ use super::io::{write_json, write_jsonl};
 use crate::data::words;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
-use crate::shortcut::SyntheticExample;
+use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::TestSet;
 use crate::text::Encoded;
 use burn::prelude::Backend;
@@ -46,6 +46,9 @@ pub struct AttributedExample {
     pub word_of_token: Vec<Option<usize>>,
     /// Token positions of the shortcut tokens (G).
     pub ground_truth: Vec<usize>,
+    /// CN / NC: token positions of the non-correlating articles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distractors: Vec<usize>,
     pub label: u32,
     pub predicted: u32,
     pub scores: Vec<f32>,
@@ -58,7 +61,8 @@ pub struct AttributedExample {
 pub struct AttributionSummary {
     pub method: String,
     pub examples: usize,
-    /// Examples left out because truncation to `max_length` cut a shortcut token.
+    /// Examples left out because truncation to `max_length` cut a shortcut
+    /// token (for a region such as the articles: cut all of it).
     pub dropped_truncated: usize,
     pub seconds: f64,
     pub examples_per_second: f64,
@@ -115,6 +119,28 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     )
 }
 
+/// G and the distractors as token positions of the (truncated) encoding, or
+/// `None` when truncation left no usable ground truth: a pattern must keep
+/// every token, a region at least one.
+fn visible_regions(encoded: &Encoded, example: &SyntheticExample) -> Option<(Vec<usize>, Vec<usize>)> {
+    let tokens_of = |positions: &[usize]| -> (Vec<usize>, bool) {
+        let mut tokens = Vec::new();
+        let mut complete = true;
+        for &word in positions {
+            let before = tokens.len();
+            tokens.extend(encoded.tokens_of_word(word));
+            complete &= tokens.len() > before;
+        }
+        (tokens, complete)
+    };
+    let (ground_truth, complete) = tokens_of(&example.shortcut_positions);
+    let usable = match example.ground_truth {
+        GroundTruth::Pattern => complete,
+        GroundTruth::Region => !ground_truth.is_empty(),
+    };
+    usable.then(|| (ground_truth, tokens_of(&example.distractor_positions).0))
+}
+
 /// An example ready to explain: its encoding and the record its scores go into.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -124,7 +150,7 @@ pub struct Prepared {
 
 /// Encodes the sampled test examples and maps the ground truth to token
 /// positions; returns them with the number left out because truncation cut a
-/// shortcut token.
+/// shortcut token (a pattern) or every token of G (a region).
 pub fn prepare<B: Backend>(
     checkpoint: &Checkpoint<B>,
     test: &[SyntheticExample],
@@ -136,17 +162,10 @@ pub fn prepare<B: Backend>(
     for i in sample_indices(test.len(), options.sample, options.seed) {
         let example = &test[i];
         let encoded = checkpoint.encoder.encode(&example.text, max_length);
-        let mut ground_truth = Vec::new();
-        let mut complete = true;
-        for &word in &example.shortcut_positions {
-            let tokens: Vec<usize> = encoded.tokens_of_word(word).collect();
-            complete &= !tokens.is_empty();
-            ground_truth.extend(tokens);
-        }
-        if !complete {
+        let Some((ground_truth, distractors)) = visible_regions(&encoded, example) else {
             dropped_truncated += 1;
             continue;
-        }
+        };
         let text_words = words(&example.text);
         // The model's own token strings; a BiLSTM's `[UNK]` shows the word it hid.
         let tokens = encoded
@@ -163,6 +182,7 @@ pub fn prepare<B: Backend>(
             tokens,
             word_of_token: encoded.word_of_token.clone(),
             ground_truth,
+            distractors,
             label: example.label,
             predicted: 0,
             scores: Vec::new(),
@@ -228,5 +248,25 @@ mod tests {
         assert_ne!(a, sample_indices(100, 10, 8));
         assert!(a.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(sample_indices(5, 10, 7), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn truncation_drops_a_cut_pattern_but_keeps_a_visible_region() {
+        // [CLS] w0 w1a w1b w2 [SEP], truncated after word 2: words 3 and 4 are gone.
+        let encoded = Encoded { ids: vec![0; 6], word_of_token: vec![None, Some(0), Some(1), Some(1), Some(2), None] };
+        let example = |g: Vec<usize>, d: Vec<usize>, ground_truth| SyntheticExample {
+            text: String::new(),
+            label: 1,
+            original_label: 0,
+            shortcut_positions: g,
+            distractor_positions: d,
+            ground_truth,
+        };
+        let pattern = |g| visible_regions(&encoded, &example(g, vec![], GroundTruth::Pattern));
+        assert_eq!(pattern(vec![1, 2]), Some((vec![2, 3, 4], vec![])));
+        assert_eq!(pattern(vec![1, 3]), None, "one token of the pair was cut");
+        let region = |g, d| visible_regions(&encoded, &example(g, d, GroundTruth::Region));
+        assert_eq!(region(vec![0, 4], vec![2, 3]), Some((vec![1], vec![4])), "the visible articles stay");
+        assert_eq!(region(vec![3, 4], vec![0]), None, "no correlating article visible");
     }
 }

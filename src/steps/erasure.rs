@@ -624,6 +624,7 @@ mod tests {
             tokens: vec![],
             word_of_token: encoded.word_of_token.clone(),
             ground_truth: vec![1],
+            distractors: vec![],
             label: 1,
             predicted: 1,
             scores: vec![0.1, 0.2, 0.3],

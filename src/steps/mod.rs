@@ -42,7 +42,7 @@ pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
         Work::Train { model, max_length, shortcut_tokens, assets } => {
             train::run(model, *max_length, shortcut_tokens, assets, &ctx.inputs[0], out, ctx)
         }
-        Work::Verify { thresholds } => verify::run(thresholds, ctx, out),
+        Work::Verify { thresholds, chance } => verify::run(thresholds, *chance, ctx, out),
         Work::Attribute(options) => attribute::run(options, ctx, out),
         Work::Erasure(options) => erasure::run(options, ctx, out),
         Work::Agreement(options) => agreement::run(options, &ctx.inputs, out),

@@ -53,6 +53,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
             shortcut_model_on_flip: result.shortcut_model_on_flip,
             shortcut_model_on_original: result.shortcut_model_on_original,
             original_model_on_original: result.original_model_on_original,
+            accuracy_without_shortcut: result.accuracy_without_shortcut,
             passed: result.passed,
             failures: result.failures,
         });
@@ -75,6 +76,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
             verified: passed.get(&c.verify_step).copied().unwrap_or(false),
             values: score.values,
             by_ratio: score.by_ratio,
+            region_share: score.region_share,
         });
     }
     let mut agreements = Vec::new();
@@ -137,6 +139,7 @@ fn example_views(source: &ExampleSource, report: usize, ctx: &StepContext) -> Re
                 tokens: e.tokens.clone(),
                 special: e.word_of_token.iter().map(Option::is_none).collect(),
                 ground_truth: e.ground_truth.clone(),
+                distractors: e.distractors.clone(),
                 methods: by_method.iter().map(|(m, examples)| (m.clone(), examples[&index].scores.clone())).collect(),
             }
         })

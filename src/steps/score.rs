@@ -2,6 +2,7 @@
 //! (precision, rank, Attr%), from the erasure step (NS, NC, Soft-NS, Soft-NC),
 //! or from the erasure steps of the method and of `random` (diagnosticity).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -30,34 +31,62 @@ pub struct Score {
     /// NS / NC: `[ratio, mean]` at each rationale ratio the AOPC averages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_ratio: Vec<[f64; 2]>,
+    /// Attr%: the region's mean share of the ranked tokens (words), the value
+    /// a method that spreads salience evenly would get (Zhou et al. print it
+    /// beside Attr% as the word frequency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_share: Option<f64>,
 }
 
 /// A ranking metric or Attr% over attributed examples.
 pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Option<WordAggregation>) -> Score {
+    let mut shares = Vec::new();
     let values: Vec<f64> = examples
         .iter()
         .filter_map(|e| {
-            let rankable = |i: usize| e.word_of_token.get(i).is_some_and(Option::is_some);
-            match (aggregation, metric) {
-                (None, Metric::AttrShare) => attribution_share(&e.scores, rankable, &e.ground_truth),
-                (None, _) => metric.evaluate(&ranking(&e.scores, rankable), &e.ground_truth),
-                (Some(how), _) => {
-                    let w = words::aggregate(&e.scores, &e.word_of_token, &e.ground_truth, how);
-                    match metric {
-                        Metric::AttrShare => attribution_share(&w.scores, |_| true, &w.ground_truth),
-                        _ => metric.evaluate(&ranking(&w.scores, |_| true), &w.ground_truth),
-                    }
+            let region = match metric {
+                Metric::AttrNonCorrelating => &e.distractors,
+                _ => &e.ground_truth,
+            };
+            // Token level: special tokens are not ranked. Word level: every word is.
+            let (scores, region, ranked): (Cow<[f32]>, Cow<[usize]>, Vec<bool>) = match aggregation {
+                None => (
+                    Cow::Borrowed(&e.scores),
+                    Cow::Borrowed(region),
+                    e.word_of_token
+                        .iter()
+                        .map(Option::is_some)
+                        .chain(std::iter::repeat(false))
+                        .take(e.scores.len())
+                        .collect(),
+                ),
+                Some(how) => {
+                    let w = words::aggregate(&e.scores, &e.word_of_token, region, how);
+                    let n = w.scores.len();
+                    (Cow::Owned(w.scores), Cow::Owned(w.ground_truth), vec![true; n])
                 }
+            };
+            let rankable = |i: usize| ranked[i];
+            match metric {
+                Metric::AttrShare | Metric::AttrNonCorrelating => {
+                    let value = attribution_share(&scores, rankable, &region)?;
+                    let tokens = ranked.iter().filter(|&&r| r).count().max(1);
+                    shares.push(region.len() as f64 / tokens as f64);
+                    Some(value)
+                }
+                _ => metric.evaluate(&ranking(&scores, rankable), &region),
             }
         })
         .collect();
-    summarise(metric, values)
+    let mut score = summarise(metric, values);
+    score.region_share = (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64);
+    score
 }
 
 fn summarise(metric: Metric, values: Vec<f64>) -> Score {
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
     let interval = Bootstrap::default().interval(&values);
-    Score { metric, mean, interval, examples: values.len(), values, by_ratio: Vec::new() }
+    Score { metric, mean, interval, examples: values.len(), values, by_ratio: Vec::new(), region_share: None }
 }
 
 /// The example's value of an erasure metric (`None` where undefined).
@@ -114,7 +143,7 @@ pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathB
         read_jsonl(&dir.join(ERASURE_FILE))
     };
     let score = match metric {
-        Metric::Precision | Metric::Rank | Metric::AttrShare => {
+        Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating => {
             let dir = inputs.first().context("the score step lacks its attribution input")?;
             let examples: Vec<AttributedExample> = read_jsonl(&dir.join(FILE))?;
             evaluate(metric, &examples, aggregation)
@@ -142,6 +171,7 @@ mod tests {
             tokens: vec![],
             word_of_token: (0..scores.len()).map(|i| (!specials.contains(&i)).then_some(i)).collect(),
             ground_truth: truth,
+            distractors: vec![],
             label: 0,
             predicted: 0,
             scores,
@@ -168,6 +198,25 @@ mod tests {
         let a = evaluate(Metric::AttrShare, &examples, None);
         let want = [0.9 / 1.3, 0.1 / 1.3, 0.2 / 0.3];
         assert!(a.values.iter().zip(want).all(|(v, w)| (v - w).abs() < 1e-6), "{:?}", a.values);
+    }
+
+    #[test]
+    fn attr_on_correlating_and_non_correlating_articles_with_their_shares() {
+        let mut a = example(vec![0.1, 0.6, -0.2, 0.1], vec![1], &[]);
+        a.distractors = vec![2];
+        // [CLS] at 0 is not ranked: 3 tokens, |s| sums to 0.9.
+        let mut b = example(vec![5.0, 0.6, 0.2, 0.1], vec![1], &[0]);
+        b.distractors = vec![2];
+        let examples = [a, b];
+        let corr = evaluate(Metric::AttrShare, &examples, None);
+        assert!((corr.values[0] - 0.6).abs() < 1e-6 && (corr.values[1] - 0.6 / 0.9).abs() < 1e-6, "{:?}", corr.values);
+        assert!((corr.region_share.unwrap() - (1.0 / 4.0 + 1.0 / 3.0) / 2.0).abs() < 1e-12);
+        let non = evaluate(Metric::AttrNonCorrelating, &examples, None);
+        assert!((non.values[0] - 0.2).abs() < 1e-6 && (non.values[1] - 0.2 / 0.9).abs() < 1e-6, "{:?}", non.values);
+        // Ranking metrics keep no share; an example without distractors has no value.
+        assert_eq!(evaluate(Metric::Precision, &examples, None).region_share, None);
+        let plain = [example(vec![0.1, 0.6], vec![1], &[])];
+        assert_eq!(evaluate(Metric::AttrNonCorrelating, &plain, None).examples, 0);
     }
 
     fn erased(index: usize, aopc_ns: Option<f64>, soft_nc: Option<f64>) -> ErasedExample {

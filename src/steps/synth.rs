@@ -4,9 +4,21 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::io::{read_jsonl, write_jsonl};
-use crate::shortcut::{ShortcutOptions, SyntheticExample, synthesize};
+use super::io::{read_jsonl, write_json, write_jsonl};
+use crate::shortcut::{LeftOut, ShortcutOptions, SyntheticExample, synthesize};
+
+pub const SUMMARY: &str = "summary.json";
+
+/// Split sizes after synthesis, and what it could not use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SynthSummary {
+    pub train: usize,
+    pub validation: usize,
+    pub test: usize,
+    pub left_out: LeftOut,
+}
 
 pub fn run(options: &ShortcutOptions, corpus_dir: &Path, out: &Path) -> Result<()> {
     let corpus = super::corpus::load(corpus_dir)?;
@@ -15,7 +27,15 @@ pub fn run(options: &ShortcutOptions, corpus_dir: &Path, out: &Path) -> Result<(
     write_jsonl(&out.join("validation.jsonl"), &data.validation)?;
     write_jsonl(&out.join("test.jsonl"), &data.test)?;
     write_jsonl(&out.join("test_flip.jsonl"), &data.test_flip)?;
-    Ok(())
+    write_json(
+        &out.join(SUMMARY),
+        &SynthSummary {
+            train: data.train.len(),
+            validation: data.validation.len(),
+            test: data.test.len(),
+            left_out: data.left_out,
+        },
+    )
 }
 
 /// The synthetic test set (`flip = false`) or its flip variant.

@@ -1,5 +1,6 @@
 //! `verify`: does the shortcut model use the shortcut, and only because of the
-//! shortcut data? (Bastings et al. §2.4; PROTOCOL §1, "Verification".)
+//! shortcut data? (Bastings et al. §2.4; PROTOCOL §1, "Verification"; for the
+//! article manipulations Zhou et al. §3 and PROTOCOL §2.)
 
 use std::path::Path;
 
@@ -11,11 +12,63 @@ use super::io::write_json;
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, predict};
+use crate::shortcut::ShortcutOptions;
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
+use statrs::distribution::{Binomial, DiscreteCDF};
 
 pub const FILE: &str = "verification.json";
+
+/// Largest probability that a model bounded by the reassignment's accuracy
+/// reaches the measured one by luck (Zhou et al. §3's binomial bound).
+const MAX_LUCK: f64 = 0.01;
+
+/// What the synthetic test labels allow a model that ignores the shortcut.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Chance {
+    /// Inserted rules: labels balanced, so 50%. The original model must land
+    /// there, and the shortcut model must keep the original task.
+    Balanced,
+    /// Label reassignment: at most `bound = max(r, 1 − r)` in expectation.
+    /// The original task is unlearnable at r = 0.5, so there is no drop check.
+    Reassigned { bound: f64 },
+}
+
+impl Chance {
+    pub fn of(options: &ShortcutOptions) -> Chance {
+        match options.kind.article_layout() {
+            None => Chance::Balanced,
+            Some(_) => Chance::Reassigned { bound: options.accuracy_without_shortcut() },
+        }
+    }
+}
+
+/// The accuracies one verification measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub shortcut_on_synthetic: f64,
+    pub original_on_synthetic: f64,
+    pub shortcut_on_original: f64,
+    pub original_on_original: f64,
+    /// Size of the synthetic test set.
+    pub synthetic_examples: usize,
+}
+
+/// `P(X ≥ k)` for `X ~ Binomial(n, p)`: how likely a classifier whose expected
+/// accuracy is `p` gets at least `k` of `n` right.
+pub fn binomial_tail(n: usize, k: usize, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n {
+        return 0.0;
+    }
+    match Binomial::new(p.clamp(0.0, 1.0), n as u64) {
+        Ok(b) => b.sf(k as u64 - 1),
+        Err(_) => f64::NAN,
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
@@ -24,6 +77,10 @@ pub struct Verification {
     pub shortcut_model_on_flip: f64,
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
+    /// After a label reassignment: `max(r, 1 − r)`, the accuracy a model that
+    /// ignores the manipulation can expect. Absent for the inserted rules (50%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy_without_shortcut: Option<f64>,
     pub synthetic_examples: usize,
     pub original_examples: usize,
     pub passed: bool,
@@ -31,37 +88,57 @@ pub struct Verification {
 }
 
 /// Applies the thresholds to measured accuracies.
-pub fn judge(
-    thresholds: &VerificationSpec,
-    shortcut_on_synthetic: f64,
-    original_on_synthetic: f64,
-    shortcut_on_original: f64,
-    original_on_original: f64,
-) -> Vec<String> {
+pub fn judge(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec<String> {
     let mut failures = Vec::new();
     let min = thresholds.min_synthetic_accuracy.get();
-    if shortcut_on_synthetic < min {
+    if m.shortcut_on_synthetic < min {
         failures.push(format!(
             "shortcut model reaches {:.1}% on the synthetic test set (needs ≥ {:.1}%)",
-            100.0 * shortcut_on_synthetic,
+            100.0 * m.shortcut_on_synthetic,
             100.0 * min
         ));
     }
     let tolerance = thresholds.chance_tolerance.get();
-    if (original_on_synthetic - 0.5).abs() > tolerance {
-        failures.push(format!(
-            "original model reaches {:.1}% on the synthetic test set (chance is 50% ± {:.1})",
-            100.0 * original_on_synthetic,
-            100.0 * tolerance
-        ));
-    }
-    let drop = original_on_original - shortcut_on_original;
-    if drop > thresholds.max_original_drop.get() {
-        failures.push(format!(
-            "shortcut model loses {:.1} points on the original test set (at most {:.1} allowed)",
-            100.0 * drop,
-            100.0 * thresholds.max_original_drop.get()
-        ));
+    match chance {
+        Chance::Balanced => {
+            if (m.original_on_synthetic - 0.5).abs() > tolerance {
+                failures.push(format!(
+                    "original model reaches {:.1}% on the synthetic test set (chance is 50% ± {:.1})",
+                    100.0 * m.original_on_synthetic,
+                    100.0 * tolerance
+                ));
+            }
+            let drop = m.original_on_original - m.shortcut_on_original;
+            if drop > thresholds.max_original_drop.get() {
+                failures.push(format!(
+                    "shortcut model loses {:.1} points on the original test set (at most {:.1} allowed)",
+                    100.0 * drop,
+                    100.0 * thresholds.max_original_drop.get()
+                ));
+            }
+        }
+        Chance::Reassigned { bound } => {
+            let n = m.synthetic_examples;
+            let correct = (m.shortcut_on_synthetic * n as f64).round() as usize;
+            let luck = binomial_tail(n, correct, bound);
+            if luck.is_nan() || luck >= MAX_LUCK {
+                failures.push(format!(
+                    "shortcut model's {:.1}% on {n} reassigned test examples is within reach of a model that \
+                     ignores the manipulation (bound {:.1}%, P = {luck:.3})",
+                    100.0 * m.shortcut_on_synthetic,
+                    100.0 * bound
+                ));
+            }
+            if m.original_on_synthetic > bound + tolerance {
+                failures.push(format!(
+                    "original model reaches {:.1}% on the manipulated test set, above the {:.1}% (+ {:.1}) \
+                     the reassigned labels allow without the manipulation",
+                    100.0 * m.original_on_synthetic,
+                    100.0 * bound,
+                    100.0 * tolerance
+                ));
+            }
+        }
     }
     failures
 }
@@ -76,13 +153,19 @@ fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], device: 
 }
 
 /// Inputs: shortcut model, original model, synth, corpus.
-pub fn run(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path) -> Result<()> {
+pub fn run(thresholds: &VerificationSpec, chance: Chance, ctx: &StepContext, out: &Path) -> Result<()> {
     crate::with_autodiff_backend!(ctx.compute, |B, device| {
-        run_on::<<B as AutodiffBackend>::InnerBackend>(thresholds, ctx, out, &device)
+        run_on::<<B as AutodiffBackend>::InnerBackend>(thresholds, chance, ctx, out, &device)
     })
 }
 
-fn run_on<B: Backend>(thresholds: &VerificationSpec, ctx: &StepContext, out: &Path, device: &B::Device) -> Result<()> {
+fn run_on<B: Backend>(
+    thresholds: &VerificationSpec,
+    chance: Chance,
+    ctx: &StepContext,
+    out: &Path,
+    device: &B::Device,
+) -> Result<()> {
     let shortcut = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     let original = checkpoint::load::<B>(&ctx.inputs[1], device)?;
     let as_examples = |v: Vec<crate::shortcut::SyntheticExample>| -> Vec<Example> {
@@ -92,21 +175,27 @@ fn run_on<B: Backend>(thresholds: &VerificationSpec, ctx: &StepContext, out: &Pa
     let flip = as_examples(super::synth::load_test(&ctx.inputs[2], true)?);
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
-    let shortcut_on_synthetic = accuracy_of(&shortcut, &synthetic, device);
-    let original_on_synthetic = accuracy_of(&original, &synthetic, device);
+    let m = Measured {
+        shortcut_on_synthetic: accuracy_of(&shortcut, &synthetic, device),
+        original_on_synthetic: accuracy_of(&original, &synthetic, device),
+        shortcut_on_original: accuracy_of(&shortcut, &original_test, device),
+        original_on_original: accuracy_of(&original, &original_test, device),
+        synthetic_examples: synthetic.len(),
+    };
     let shortcut_on_flip = accuracy_of(&shortcut, &flip, device);
-    let shortcut_on_original = accuracy_of(&shortcut, &original_test, device);
-    let original_on_original = accuracy_of(&original, &original_test, device);
-    let failures =
-        judge(thresholds, shortcut_on_synthetic, original_on_synthetic, shortcut_on_original, original_on_original);
+    let failures = judge(thresholds, chance, &m);
     write_json(
         &out.join(FILE),
         &Verification {
-            shortcut_model_on_synthetic: shortcut_on_synthetic,
-            original_model_on_synthetic: original_on_synthetic,
+            shortcut_model_on_synthetic: m.shortcut_on_synthetic,
+            original_model_on_synthetic: m.original_on_synthetic,
             shortcut_model_on_flip: shortcut_on_flip,
-            shortcut_model_on_original: shortcut_on_original,
-            original_model_on_original: original_on_original,
+            shortcut_model_on_original: m.shortcut_on_original,
+            original_model_on_original: m.original_on_original,
+            accuracy_without_shortcut: match chance {
+                Chance::Balanced => None,
+                Chance::Reassigned { bound } => Some(bound),
+            },
             synthetic_examples: synthetic.len(),
             original_examples: original_test.len(),
             passed: failures.is_empty(),
@@ -119,14 +208,67 @@ fn run_on<B: Backend>(thresholds: &VerificationSpec, ctx: &StepContext, out: &Pa
 mod tests {
     use super::*;
 
+    fn measured(synthetic: f64, original_on_synthetic: f64, shortcut_on_original: f64) -> Measured {
+        Measured {
+            shortcut_on_synthetic: synthetic,
+            original_on_synthetic,
+            shortcut_on_original,
+            original_on_original: 0.88,
+            synthetic_examples: 1000,
+        }
+    }
+
     #[test]
     fn thresholds_by_hand() {
         let t = VerificationSpec::default(); // 0.99, ±0.1, 0.02
-        assert!(judge(&t, 0.995, 0.52, 0.87, 0.88).is_empty());
-        let f = judge(&t, 0.98, 0.65, 0.84, 0.88);
+        assert!(judge(&t, Chance::Balanced, &measured(0.995, 0.52, 0.87)).is_empty());
+        let f = judge(&t, Chance::Balanced, &measured(0.98, 0.65, 0.84));
         assert_eq!(f.len(), 3, "{f:?}");
         assert!(f[0].contains("98.0%"));
         assert!(f[1].contains("65.0%"));
         assert!(f[2].contains("4.0 points"));
+    }
+
+    #[test]
+    fn reassignment_bounds_the_original_model_and_skips_the_drop() {
+        let t = VerificationSpec::default();
+        let half = Chance::Reassigned { bound: 0.5 };
+        // The original task is gone at r = 0.5: a 38-point drop is expected.
+        assert!(judge(&t, half, &measured(0.995, 0.49, 0.5)).is_empty());
+        // Below 50% is not suspicious after a reassignment, above the bound is.
+        assert!(judge(&t, half, &measured(0.995, 0.35, 0.5)).is_empty());
+        let f = judge(&t, half, &measured(0.995, 0.61, 0.5));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("61.0%") && f[0].contains("50.0%"), "{f:?}");
+    }
+
+    #[test]
+    fn reassignment_needs_more_than_luck() {
+        // r = 0.9: 0.91 of 1000 is within luck of a model bounded by 0.9,
+        // even when the threshold is lowered to let it through.
+        let t = VerificationSpec { min_synthetic_accuracy: crate::spec::Share::new(0.9), ..Default::default() };
+        let f = judge(&t, Chance::Reassigned { bound: 0.9 }, &measured(0.91, 0.7, 0.5));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("bound 90.0%"), "{f:?}");
+        assert!(judge(&t, Chance::Reassigned { bound: 0.9 }, &measured(0.96, 0.7, 0.5)).is_empty());
+    }
+
+    #[test]
+    fn binomial_tail_by_hand() {
+        // n = 3, p = 0.5: P(X ≥ 2) = (3 + 1) / 8.
+        assert!((binomial_tail(3, 2, 0.5) - 0.5).abs() < 1e-12);
+        assert!((binomial_tail(3, 3, 0.5) - 0.125).abs() < 1e-12);
+        assert_eq!(binomial_tail(3, 0, 0.5), 1.0);
+        assert_eq!(binomial_tail(3, 4, 0.5), 0.0);
+        // n = 4, p = 0.9: P(X ≥ 4) = 0.9⁴.
+        assert!((binomial_tail(4, 4, 0.9) - 0.6561).abs() < 1e-12);
+    }
+
+    #[test]
+    fn chance_follows_the_options() {
+        use crate::shortcut::{ShortcutKind, ShortcutOptions};
+        assert_eq!(Chance::of(&ShortcutOptions::new(ShortcutKind::Tic)), Chance::Balanced);
+        let articles = ShortcutOptions { keep_probability: 0.2, ..ShortcutOptions::new(ShortcutKind::ArticlesCn) };
+        assert_eq!(Chance::of(&articles), Chance::Reassigned { bound: 0.8 });
     }
 }

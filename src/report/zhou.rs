@@ -1,0 +1,298 @@
+//! Zhou et al. 2022's text tables for the article manipulations (PROTOCOL §2):
+//! where each method's salience lands, beside where it would land by chance.
+//!
+//! | stem | paper | rows × columns |
+//! |---|---|---|
+//! | `zhou_table1_<model>` | Table 1 | (dataset, manipulation, method) × Attr% on correlating articles, non-correlating articles, other words, each `mean (± sd over seeds) / share of tokens` |
+//! | `zhou_accuracy` | §6's accuracies | (model, dataset, manipulation) × the reassignment's bound and the verification accuracies |
+//!
+//! A method that spreads salience evenly scores each region's share of the
+//! tokens, so the number after the slash is the bar to beat, as in the paper.
+
+use polars::prelude::*;
+
+use super::paper::{align, failed_notes, mean, string_frame};
+use super::tables::{FAILED_MARK, first_appearance, format_fixed};
+use super::{CellResult, DisplayTable, VerificationRow};
+use crate::shortcut::ShortcutKind;
+
+/// Whether a cell's shortcut is one of the article manipulations.
+fn is_article(shortcut: &str) -> bool {
+    shortcut.parse::<ShortcutKind>().is_ok_and(|k| k.article_layout().is_some())
+}
+
+/// Mean and, over several seeds, the sample standard deviation.
+fn over_seeds(values: &[f64]) -> Option<(f64, Option<f64>)> {
+    let n = values.len();
+    let m = mean(values.iter().copied())?;
+    let sd = (n > 1).then(|| (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+    Some((m, sd))
+}
+
+/// `12.0% ± 8.4% / 3.8%` as Zhou et al. print it.
+fn attr_cell(values: &[f64], share: Option<f64>) -> Option<String> {
+    let (m, sd) = over_seeds(values)?;
+    let mut text = format!("{}%", format_fixed(100.0 * m, 1));
+    if let Some(sd) = sd {
+        text.push_str(&format!(" ± {}%", format_fixed(100.0 * sd, 1)));
+    }
+    if let Some(share) = share {
+        text.push_str(&format!(" / {}%", format_fixed(100.0 * share, 1)));
+    }
+    Some(text)
+}
+
+/// The per-seed cells of one (model, dataset, manipulation, method, metric),
+/// in seed order.
+fn seeds_of<'a>(cells: &'a [CellResult], key: &RowKey, metric: &str) -> Vec<&'a CellResult> {
+    let mut of: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| {
+            c.model == key.model
+                && c.dataset == key.dataset
+                && c.shortcut == key.shortcut
+                && c.method == key.method
+                && c.metric == metric
+                && c.value.is_finite()
+        })
+        .collect();
+    of.sort_by_key(|c| c.seed);
+    of
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RowKey {
+    model: String,
+    dataset: String,
+    shortcut: String,
+    method: String,
+}
+
+fn share_of(cells: &[&CellResult]) -> Option<f64> {
+    let shares: Option<Vec<f64>> = cells.iter().map(|c| c.region_share).collect();
+    mean(shares?.into_iter())
+}
+
+/// Zhou et al. Table 1, one per model, every method of the grid as a row.
+pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable>> {
+    let attr: Vec<&CellResult> = cells.iter().filter(|c| c.metric == "attr" && is_article(&c.shortcut)).collect();
+    let mut out = Vec::new();
+    for model in first_appearance(attr.iter().map(|c| c.model.clone())) {
+        let keys = first_appearance(attr.iter().filter(|c| c.model == model).map(|c| RowKey {
+            model: c.model.clone(),
+            dataset: c.dataset.clone(),
+            shortcut: c.shortcut.clone(),
+            method: c.method.clone(),
+        }));
+        let rows: Vec<Vec<Option<String>>> = keys
+            .iter()
+            .map(|key| {
+                let correlating = seeds_of(cells, key, "attr");
+                let non_correlating = seeds_of(cells, key, "attr-noncorr");
+                // Other words per seed, from the seeds that have both parts.
+                let has_distractors = !non_correlating.is_empty();
+                let other: Vec<f64> = correlating
+                    .iter()
+                    .filter_map(|c| {
+                        let n = if has_distractors {
+                            non_correlating.iter().find(|d| d.seed == c.seed)?.value
+                        } else {
+                            0.0
+                        };
+                        Some(1.0 - c.value - n)
+                    })
+                    .collect();
+                let (corr_share, non_share) = (share_of(&correlating), share_of(&non_correlating));
+                let other_share =
+                    corr_share.map(|c| 1.0 - c - if has_distractors { non_share.unwrap_or(0.0) } else { 0.0 });
+                let values = |of: &[&CellResult]| of.iter().map(|c| c.value).collect::<Vec<f64>>();
+                let failed = correlating.iter().chain(&non_correlating).any(|c| !c.verified);
+                let mark = |text: Option<String>| text.map(|t| if failed { t + FAILED_MARK } else { t });
+                vec![
+                    Some(key.dataset.clone()),
+                    Some(key.shortcut.clone()),
+                    Some(key.method.clone()),
+                    mark(attr_cell(&values(&correlating), corr_share)),
+                    if has_distractors {
+                        mark(attr_cell(&values(&non_correlating), non_share))
+                    } else {
+                        Some("NA".into())
+                    },
+                    mark(attr_cell(&other, other_share)),
+                ]
+            })
+            .collect();
+        let header: Vec<String> =
+            ["dataset", "manipulation", "method", "corr. articles", "non-corr. articles", "other words"]
+                .map(String::from)
+                .to_vec();
+        let mut notes = vec![
+            "Attr% = the share of |salience| on the region: mean (± sd over seeds) / the region's share of the \
+             tokens, which is what spreading salience evenly scores. A faithful method puts nearly everything on \
+             the correlating articles and nothing on the non-correlating ones."
+                .to_string(),
+        ];
+        notes.extend(failed_notes(&rows));
+        out.push(DisplayTable {
+            stem: format!("zhou_table1_{model}"),
+            title: format!("Attr% on the article manipulations, model {model} (Zhou et al. Table 1)"),
+            frame: string_frame(&header, &rows)?,
+            align: align(3, 3),
+            notes,
+        });
+    }
+    Ok(out)
+}
+
+/// The accuracies behind Zhou et al.'s sanity check, per manipulated model:
+/// only an accuracy well above the bound proves the model reads the articles.
+pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_article(&r.shortcut)).collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.dataset.clone(), r.shortcut.clone())));
+    let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
+    let table: Vec<Vec<Option<String>>> = groups
+        .iter()
+        .map(|(model, dataset, shortcut)| {
+            let of: Vec<&&VerificationRow> =
+                rows.iter().filter(|r| &r.model == model && &r.dataset == dataset && &r.shortcut == shortcut).collect();
+            let avg = |f: &dyn Fn(&VerificationRow) -> f64| pct(mean(of.iter().map(|r| f(r))));
+            let passed = of.iter().filter(|r| r.passed).count();
+            vec![
+                Some(model.clone()),
+                Some(dataset.clone()),
+                Some(shortcut.clone()),
+                pct(mean(of.iter().filter_map(|r| r.accuracy_without_shortcut))),
+                avg(&|r| r.shortcut_model_on_synthetic),
+                avg(&|r| r.shortcut_model_on_flip),
+                avg(&|r| r.original_model_on_synthetic),
+                avg(&|r| r.shortcut_model_on_original),
+                Some(format!("{passed}/{}", of.len())),
+            ]
+        })
+        .collect();
+    let header: Vec<String> = [
+        "model",
+        "dataset",
+        "manipulation",
+        "bound without articles %",
+        "manipulated test %",
+        "flipped articles %",
+        "original model on manipulated %",
+        "on original test %",
+        "verified",
+    ]
+    .map(String::from)
+    .to_vec();
+    Ok(Some(DisplayTable {
+        stem: "zhou_accuracy".into(),
+        title: "Article manipulations: accuracy against the label-reassignment bound (Zhou et al. §3, §6)".into(),
+        notes: vec![
+            "The bound is max(r, 1 − r): what a model that ignores the articles can expect. \"Flipped articles\" \
+             write the opposite of the original label; a model reading the articles follows them. Means over seeds."
+                .into(),
+        ],
+        frame: string_frame(&header, &table)?,
+        align: align(3, 6),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(shortcut: &str, method: &str, metric: &str, seed: u64, value: f64, share: f64) -> CellResult {
+        CellResult {
+            model: "lstm".into(),
+            architecture: "bilstm".into(),
+            dataset: "sst2".into(),
+            shortcut: shortcut.into(),
+            method: method.into(),
+            metric: metric.into(),
+            seed,
+            value,
+            ci_low: None,
+            ci_high: None,
+            n_examples: 10,
+            verified: true,
+            values: vec![],
+            by_ratio: vec![],
+            region_share: Some(share),
+        }
+    }
+
+    fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+        df.column(name).unwrap().str().unwrap().iter().map(|v| v.map(String::from)).collect()
+    }
+
+    #[test]
+    fn table1_by_hand() {
+        let cells = vec![
+            // Whole-text articles, one seed: 60% on 8% of the tokens.
+            cell("articles", "attn", "attr", 1, 0.6, 0.08),
+            // CN over two seeds: corr 0.5 / 0.7, non-corr 0.1 / 0.1.
+            cell("articles-cn", "attn", "attr", 1, 0.5, 0.04),
+            cell("articles-cn", "attn", "attr-noncorr", 1, 0.1, 0.03),
+            cell("articles-cn", "attn", "attr", 2, 0.7, 0.04),
+            cell("articles-cn", "attn", "attr-noncorr", 2, 0.1, 0.05),
+            // Bastings' shortcuts are not Zhou's table.
+            cell("st", "attn", "attr", 1, 0.9, 0.05),
+        ];
+        let tables = attribution_tables(&cells).unwrap();
+        assert_eq!(tables.len(), 1);
+        let t = &tables[0];
+        assert_eq!(t.stem, "zhou_table1_lstm");
+        assert_eq!(strings(&t.frame, "manipulation"), [Some("articles".into()), Some("articles-cn".into())]);
+        assert_eq!(
+            strings(&t.frame, "corr. articles"),
+            [Some("60.0% / 8.0%".into()), Some("60.0% ± 14.1% / 4.0%".into())]
+        );
+        assert_eq!(strings(&t.frame, "non-corr. articles"), [Some("NA".into()), Some("10.0% ± 0.0% / 4.0%".into())]);
+        // Other words: 1 − 0.6 = 40% on 92%; CN 0.4 / 0.2 → 30% ± 14.1% on 1 − 0.04 − 0.04.
+        assert_eq!(
+            strings(&t.frame, "other words"),
+            [Some("40.0% / 92.0%".into()), Some("30.0% ± 14.1% / 92.0%".into())]
+        );
+    }
+
+    #[test]
+    fn failed_models_are_marked() {
+        let mut c = cell("articles-nc", "grad", "attr", 1, 0.2, 0.1);
+        c.verified = false;
+        let t = attribution_tables(&[c]).unwrap().remove(0);
+        assert!(strings(&t.frame, "corr. articles")[0].as_deref().unwrap().ends_with(FAILED_MARK));
+        assert_eq!(t.notes.len(), 2);
+    }
+
+    #[test]
+    fn accuracy_table_keeps_article_rows() {
+        let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
+            model: "lstm".into(),
+            architecture: "bilstm".into(),
+            dataset: "sst2".into(),
+            shortcut: shortcut.into(),
+            seed: 1,
+            shortcut_model_on_synthetic: synthetic,
+            original_model_on_synthetic: 0.5,
+            shortcut_model_on_flip: 0.98,
+            shortcut_model_on_original: 0.55,
+            original_model_on_original: 0.8,
+            accuracy_without_shortcut: bound,
+            passed,
+            failures: vec![],
+        };
+        let rows = [
+            row("st", None, 1.0, true),
+            row("articles", Some(0.5), 0.995, true),
+            row("articles-cn", Some(0.7), 0.9, false),
+        ];
+        let t = accuracy_table(&rows).unwrap().unwrap();
+        assert_eq!(strings(&t.frame, "manipulation"), [Some("articles".into()), Some("articles-cn".into())]);
+        assert_eq!(strings(&t.frame, "bound without articles %"), [Some("50.0".into()), Some("70.0".into())]);
+        assert_eq!(strings(&t.frame, "manipulated test %"), [Some("99.5".into()), Some("90.0".into())]);
+        assert_eq!(strings(&t.frame, "verified"), [Some("1/1".into()), Some("0/1".into())]);
+        assert!(accuracy_table(&rows[..1]).unwrap().is_none());
+    }
+}

@@ -151,6 +151,8 @@ pub struct VerifyCoordinates {
     pub dataset: String,
     pub shortcut: ShortcutKind,
     pub seed: u64,
+    /// The synthetic-accuracy threshold the verify step applied (its key has it).
+    pub min_synthetic_accuracy: f64,
 }
 
 /// The whole DAG, topologically ordered.

@@ -207,6 +207,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     dataset: dataset.name.clone(),
                     shortcut: kind,
                     seed,
+                    min_synthetic_accuracy: grid.verification.min_synthetic_accuracy.get(),
                 });
                 let a = &grid.attribution;
                 let attribute = |b: &mut Builder, method: Method| {
@@ -349,6 +350,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         "verifications": verifications.iter().map(|v| serde_json::json!({
             "verify": position(v.verify_step), "model": v.model, "architecture": v.architecture,
             "dataset": v.dataset, "shortcut": v.shortcut.name(), "seed": v.seed,
+            "min_synthetic_accuracy": v.min_synthetic_accuracy,
         })).collect::<Vec<_>>(),
         "agreements": agreements.iter().map(|g| serde_json::json!({
             "agreement": position(g.agreement_step), "model": g.model, "architecture": g.architecture,

@@ -57,7 +57,8 @@
 //!   the mean precision margin over `random` has the paper's sign (? where either
 //!   side lacks `random`, as the paper does for BERT).
 //! - Diagnosticity, per (model, dataset) and over all datasets: Soft-NS vs NS and
-//!   Soft-NC vs NC, mean over the matched attributions, point the paper's way.
+//!   Soft-NC vs NC, mean over the matched attributions, point the paper's way
+//!   (? where the paper's averages tie as printed).
 //! - Source accuracy: our original model within 2 points of the paper; our mean
 //!   shortcut drop at most 1 point above the paper's.
 //! - Zhou et al., per (model, dataset) and manipulation (Article, CN, NC) where we
@@ -1538,8 +1539,12 @@ fn soft_vs_hard_findings(name: &str, matches: &[&DiagMatch]) -> Vec<Finding> {
         .collect()
 }
 
+/// Half a unit in the last decimal Zhao & Aletras print (three decimals).
+const PRINTED_TIE: f64 = 5e-4;
+
 /// "Soft-X is more diagnostic than X" (or the reverse, as the paper's averages
-/// say), checked on our averages over the same matches.
+/// say), checked on our averages over the same matches; no claim where the
+/// paper's averages tie.
 fn soft_vs_hard(name: &str, matches: &[&DiagMatch], soft: DiagMetric, hard: DiagMetric) -> Option<Finding> {
     // The matches with both metrics, and each one's (ours, published) pairs.
     let both: Vec<(&DiagMatch, [(f64, f64); 2])> =
@@ -1557,13 +1562,30 @@ fn soft_vs_hard(name: &str, matches: &[&DiagMatch], soft: DiagMetric, hard: Diag
     let distinct: HashSet<ZhaoAttribution> = both.iter().map(|(m, _)| m.attribution).collect();
     let note = if both.iter().any(|(m, _)| !m.verified) { UNVERIFIED_NOTE } else { "" };
     let ours_differ = ours_soft != ours_hard;
+    // A tie as printed (Zhao SST gradients: NC = Soft-NC = 0.394) claims no direction.
+    let paper_ties = (paper_soft - paper_hard).abs() < PRINTED_TIE;
+    let (statement, holds) = if paper_ties {
+        (
+            format!(
+                "{name}: {} and {} are equally diagnostic in the paper (mean over attributions); no direction to check",
+                soft.label(),
+                hard.label()
+            ),
+            None,
+        )
+    } else {
+        (
+            format!(
+                "{name}: {} is more diagnostic than {} (mean over attributions), as in the paper",
+                winner.label(),
+                loser.label()
+            ),
+            Some(ours_differ && (ours_soft > ours_hard) == paper_soft_wins),
+        )
+    };
     Some(Finding {
-        statement: format!(
-            "{name}: {} is more diagnostic than {} (mean over attributions), as in the paper",
-            winner.label(),
-            loser.label()
-        ),
-        holds: Some(ours_differ && (ours_soft > ours_hard) == paper_soft_wins),
+        statement,
+        holds,
         evidence: format!(
             "published {} {} vs {} {}; ours {} vs {}; over {} attribution(s), {} match(es){note}",
             soft.label(),
@@ -2614,6 +2636,25 @@ mod tests {
     }
 
     #[test]
+    fn a_printed_tie_claims_no_direction() {
+        // Zhao & Aletras, SST, Gradients: NC = Soft-NC = 0.394.
+        let published = parse(
+            "dataset,attribution,ns,soft_ns,nc,soft_nc\n\
+             SST,Gradients,0.324,0.495,0.394,0.394\n",
+        )
+        .unwrap();
+        let cells: Vec<CellResult> = DiagMetric::ALL
+            .iter()
+            .zip([0.3, 0.5, 0.4, 0.6])
+            .map(|(metric, v)| cell("bert", "sst2", "st", "gxil", metric.ours(), 1, [v, v - 0.05, v + 0.05]))
+            .collect();
+        let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
+        let tie = finding(&c, "bert on sst2 (as SST): Soft-NC and NC are equally diagnostic in the paper");
+        assert_eq!(tie.holds, None, "{tie:?}");
+        assert_eq!(finding(&c, "bert on sst2 (as SST): Soft-NS is more diagnostic than NS").holds, Some(true));
+    }
+
+    #[test]
     fn zhao_preferences() {
         let pick = |a, names: &[&'static str]| chosen_method(a, names.iter().copied());
         assert_eq!(pick(ZhaoAttribution::Attention, &["attn-all", "attn-last"]), Some("attn-last"));
@@ -2639,6 +2680,7 @@ mod tests {
             shortcut_model_on_original: shortcut_acc,
             original_model_on_original: original,
             accuracy_without_shortcut: None,
+            min_synthetic_accuracy: None,
             passed: true,
             failures: vec![],
         }

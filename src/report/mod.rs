@@ -122,6 +122,9 @@ pub struct VerificationRow {
     /// After a label reassignment (articles): `max(r, 1 − r)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_without_shortcut: Option<f64>,
+    /// The synthetic-accuracy threshold the row was judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_synthetic_accuracy: Option<f64>,
     pub passed: bool,
     /// Human-readable reasons, empty when `passed`.
     pub failures: Vec<String>,
@@ -620,6 +623,7 @@ mod tests {
             shortcut_model_on_original: 0.8612,
             original_model_on_original: 0.8655,
             accuracy_without_shortcut: None,
+            min_synthetic_accuracy: None,
             passed,
             failures: if passed {
                 vec![]

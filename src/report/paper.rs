@@ -772,6 +772,7 @@ mod tests {
             shortcut_model_on_original: shortcut_on_original,
             original_model_on_original: 0.88,
             accuracy_without_shortcut: None,
+            min_synthetic_accuracy: None,
             passed: true,
             failures: vec![],
         };

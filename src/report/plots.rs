@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `precision_<model>_<dataset>` | precision@k per method: one group of horizontal bars per method (its paper spelling), one bar per shortcut, bootstrap 95% whiskers, the `random` method's value as a dashed line per shortcut |
 //! | `budget_<model>_<dataset>` | precision@k against the budget (IG steps m; LIME, KernelSHAP and SmoothGrad samples n) on a log axis: one panel per shortcut, one line per config that appears with at least two budgets |
-//! | `verification` | per (model, dataset, shortcut): the shortcut and original models' accuracies on the synthetic and original test sets, with chance (0.5) and the default synthetic-accuracy threshold (0.99) |
+//! | `verification` | per (model, dataset, shortcut): the shortcut and original models' accuracies on the synthetic and original test sets, with chance (0.5) and the grid's synthetic-accuracy threshold |
 //!
 //! A chart without data is not drawn. Only the `precision` metric is plotted.
 //! Bars of a model that failed verification are lighter and hatched (budget
@@ -440,12 +440,16 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
                 .collect(),
         })
         .collect();
-    // Rows do not carry the grid's threshold; the default is the papers'.
-    let threshold = crate::spec::VerificationSpec::default().min_synthetic_accuracy.get();
-    let ref_lines = vec![
-        RefLine { x: 0.5, color: GREY, label: "chance: 0.5".to_string() },
-        RefLine { x: threshold, color: DARK_RED, label: format!("synthetic threshold: {threshold}") },
-    ];
+    // The thresholds the rows were judged against (one per grid); rows read
+    // from an older report carry none and get the papers' default.
+    let default = crate::spec::VerificationSpec::default().min_synthetic_accuracy.get();
+    let thresholds = first_appearance(rows.iter().map(|r| r.min_synthetic_accuracy.unwrap_or(default).to_bits()));
+    let mut ref_lines = vec![RefLine { x: 0.5, color: GREY, label: "chance: 0.5".to_string() }];
+    ref_lines.extend(thresholds.into_iter().map(f64::from_bits).map(|threshold| RefLine {
+        x: threshold,
+        color: DARK_RED,
+        label: format!("synthetic threshold: {threshold}"),
+    }));
     Some(BarChart {
         title: "Verification: accuracies of the shortcut and original models".to_string(),
         x_desc: "accuracy".to_string(),
@@ -890,6 +894,7 @@ mod tests {
             shortcut_model_on_original: 0.86,
             original_model_on_original: 0.87,
             accuracy_without_shortcut: None,
+            min_synthetic_accuracy: None,
             passed,
             failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },
         }
@@ -1031,6 +1036,13 @@ mod tests {
         let svg = &plots[0].svg;
         assert!(has_text(svg, "lstm · sst2 · st · seed 1") && has_text(svg, "lstm · sst2 · st · seed 2"));
         assert!(!svg.contains(FAILED_NOTE));
+
+        // The grid's own threshold replaces the default.
+        let mut lowered = ver("lstm", "articles", true);
+        lowered.min_synthetic_accuracy = Some(0.97);
+        let plots = write_plots(tmp.path(), &[], &[lowered]).unwrap();
+        let svg = &plots[0].svg;
+        assert!(has_text(svg, "synthetic threshold: 0.97") && !has_text(svg, "synthetic threshold: 0.99"));
     }
 
     #[test]

@@ -280,6 +280,7 @@ mod tests {
             shortcut_model_on_original: 0.55,
             original_model_on_original: 0.8,
             accuracy_without_shortcut: bound,
+            min_synthetic_accuracy: None,
             passed,
             failures: vec![],
         };

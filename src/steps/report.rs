@@ -54,6 +54,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
             shortcut_model_on_original: result.shortcut_model_on_original,
             original_model_on_original: result.original_model_on_original,
             accuracy_without_shortcut: result.accuracy_without_shortcut,
+            min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
             passed: result.passed,
             failures: result.failures,
         });

@@ -67,8 +67,8 @@
 //!
 //! Every random choice comes from a ChaCha8 stream derived from `seed` and a
 //! purpose: the reassignment of each split, the distractor article of each
-//! split, and the distractors of `test_flip`. The stream ids start at 32, clear
-//! of the inserted rules' ids. Each stream gives exactly one draw to every
+//! split, and the distractors of `test_flip`, each its own id in the module's
+//! one `Stream` enum. Each stream gives exactly one draw to every
 //! source example, left-out ones included, so an example's draws depend on its
 //! index alone: the three layouts reassign the same labels under one seed, and
 //! since an example keeps its label when its draw `u ∈ [0, 1)` is below `r`,
@@ -77,12 +77,11 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 
 use crate::data::{Corpus, Example, words};
 
-use super::{GroundTruth, LeftOut, ShortcutData, SyntheticExample};
+use super::{GroundTruth, LeftOut, ShortcutData, Stream, SyntheticExample, stream};
 
 /// The article words (matched case-insensitively on a word's letters).
 pub const ARTICLES: [&str; 3] = ["a", "an", "the"];
@@ -200,39 +199,20 @@ impl<'a> Sites<'a> {
     }
 }
 
-/// The independent random streams; the discriminant is the ChaCha stream id,
-/// above the inserted rules' ids (1..=9) so the two families never share one.
-#[derive(Clone, Copy)]
-enum ArticleStream {
-    TrainLabels = 32,
-    ValidationLabels = 33,
-    TestLabels = 34,
-    TrainDistractors = 35,
-    ValidationDistractors = 36,
-    TestDistractors = 37,
-    FlipDistractors = 38,
-}
-
-fn stream(seed: u64, which: ArticleStream) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(which as u64);
-    rng
-}
-
 /// The two streams one split draws from.
 #[derive(Clone, Copy)]
 struct SplitStreams {
-    labels: ArticleStream,
-    distractors: ArticleStream,
+    labels: Stream,
+    distractors: Stream,
 }
 
 impl SplitStreams {
     const TRAIN: SplitStreams =
-        SplitStreams { labels: ArticleStream::TrainLabels, distractors: ArticleStream::TrainDistractors };
+        SplitStreams { labels: Stream::ArticleTrainLabels, distractors: Stream::ArticleTrainDistractors };
     const VALIDATION: SplitStreams =
-        SplitStreams { labels: ArticleStream::ValidationLabels, distractors: ArticleStream::ValidationDistractors };
+        SplitStreams { labels: Stream::ArticleValidationLabels, distractors: Stream::ArticleValidationDistractors };
     const TEST: SplitStreams =
-        SplitStreams { labels: ArticleStream::TestLabels, distractors: ArticleStream::TestDistractors };
+        SplitStreams { labels: Stream::ArticleTestLabels, distractors: Stream::ArticleTestDistractors };
 }
 
 fn random_article<R: Rng>(rng: &mut R) -> &'static str {
@@ -269,7 +249,7 @@ pub(super) fn manipulate(corpus: &Corpus, layout: ArticleLayout, keep_probabilit
     let mut test = Vec::with_capacity(corpus.test.len());
     let mut test_flip = Vec::with_capacity(corpus.test.len());
     let mut test_left_out = 0;
-    let mut flip_distractors = stream(seed, ArticleStream::FlipDistractors);
+    let mut flip_distractors = stream(seed, Stream::ArticleFlipDistractors);
     for (example, (label, distractor)) in
         corpus.test.iter().zip(draws(&corpus.test, keep_probability, seed, SplitStreams::TEST))
     {
@@ -318,6 +298,8 @@ fn training_split(
 mod tests {
     use super::*;
     use crate::shortcut::{ShortcutKind, ShortcutOptions, synthesize};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
     use std::collections::BTreeSet;
 
     const LAYOUTS: [ArticleLayout; 3] =

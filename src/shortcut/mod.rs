@@ -514,7 +514,8 @@ fn check_split(split: &'static str, examples: &[Example], options: &ShortcutOpti
     Ok(())
 }
 
-/// The independent random streams; the discriminant is the ChaCha stream id.
+/// The independent random streams of both families; the discriminant is the
+/// ChaCha stream id, so one enum keeps every id distinct.
 #[derive(Clone, Copy)]
 enum Stream {
     TrainLone = 1,
@@ -526,6 +527,14 @@ enum Stream {
     TestLabels = 7,
     TestInsert = 8,
     FlipInsert = 9,
+    // The article manipulations (`articles`).
+    ArticleTrainLabels = 32,
+    ArticleValidationLabels = 33,
+    ArticleTestLabels = 34,
+    ArticleTrainDistractors = 35,
+    ArticleValidationDistractors = 36,
+    ArticleTestDistractors = 37,
+    ArticleFlipDistractors = 38,
 }
 
 fn stream(seed: u64, which: Stream) -> ChaCha8Rng {

@@ -252,16 +252,6 @@ impl ShortcutOptions {
         }
     }
 
-    /// The best accuracy a model can expect on the synthetic test set without
-    /// using the shortcut: chance (0.5) for the inserted rules, whose test
-    /// labels are balanced, and `max(r, 1 − r)` after a label reassignment.
-    pub fn accuracy_without_shortcut(&self) -> f64 {
-        match self.kind.article_layout() {
-            None => 0.5,
-            Some(_) => self.keep_probability.max(1.0 - self.keep_probability),
-        }
-    }
-
     /// Checks everything that does not need the corpus, so a bad TOML value is
     /// reported before any data is read.
     pub fn validate(&self) -> Result<(), ShortcutError> {

@@ -39,7 +39,7 @@ impl Chance {
     pub fn of(options: &ShortcutOptions) -> Chance {
         match options.kind.article_layout() {
             None => Chance::Balanced,
-            Some(_) => Chance::Reassigned { bound: options.accuracy_without_shortcut() },
+            Some(_) => Chance::Reassigned { bound: options.keep_probability.max(1.0 - options.keep_probability) },
         }
     }
 }

@@ -1879,17 +1879,7 @@ fn other_words(
             })
             .collect()
     };
-    let distractors = seeds("attr-noncorr");
-    let mut parts: Vec<(f64, bool)> = Vec::new(); // (other, verified) per seed
-    for c in seeds("attr") {
-        let (n, verified) = if split {
-            let Some(d) = distractors.iter().find(|d| d.seed == c.seed) else { continue };
-            (d.value, d.verified)
-        } else {
-            (0.0, true)
-        };
-        parts.push((1.0 - c.value - n, c.verified && verified));
-    }
+    let parts = super::zhou::other_words(&seeds("attr"), &seeds("attr-noncorr"), split);
     if parts.is_empty() {
         return None;
     }

@@ -224,6 +224,18 @@ impl SeedSummary {
     }
 }
 
+/// The mean of `values` and, for two or more, their sample standard
+/// deviation; `None` for no values.
+pub fn mean_and_sd(values: &[f64]) -> Option<(f64, Option<f64>)> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let sd = (n > 1).then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+    Some((mean, sd))
+}
+
 /// Cells that differ only by seed, merged: one [`SeedSummary`] per (model,
 /// dataset, shortcut, method, metric), in first-appearance order.
 pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
@@ -232,8 +244,8 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
         .map(|group| {
             let n = group.len();
             let mut cell = group[0].clone();
-            let finite: Vec<f64> = group.iter().map(|c| c.value).collect();
-            let mean = finite.iter().sum::<f64>() / n as f64;
+            let values: Vec<f64> = group.iter().map(|c| c.value).collect();
+            let (mean, sd) = mean_and_sd(&values).expect("a seed group is never empty");
             cell.value = mean;
             cell.verified = group.iter().all(|c| c.verified);
             if n > 1 {
@@ -259,7 +271,6 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
                 cell.ci_low = interval.map(|i| i[0]);
                 cell.ci_high = interval.map(|i| i[1]);
             }
-            let sd = (n > 1).then(|| (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
             SeedSummary { cell, sd, seeds: n }
         })
         .collect()

@@ -12,7 +12,7 @@
 use polars::prelude::*;
 
 use super::paper::{align, failed_notes, mean, string_frame};
-use super::tables::{FAILED_MARK, first_appearance, format_fixed};
+use super::tables::{FAILED_MARK, first_appearance, format_fixed, mean_and_sd};
 use super::{CellResult, DisplayTable, VerificationRow};
 use crate::shortcut::ShortcutKind;
 
@@ -21,17 +21,37 @@ fn is_article(shortcut: &str) -> bool {
     shortcut.parse::<ShortcutKind>().is_ok_and(|k| k.article_layout().is_some())
 }
 
-/// Mean and, over several seeds, the sample standard deviation.
-fn over_seeds(values: &[f64]) -> Option<(f64, Option<f64>)> {
-    let n = values.len();
-    let m = mean(values.iter().copied())?;
-    let sd = (n > 1).then(|| (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
-    Some((m, sd))
+/// Whether the manipulation has non-correlating articles (CN, NC).
+fn has_non_correlating(shortcut: &str) -> bool {
+    shortcut.parse::<ShortcutKind>().is_ok_and(ShortcutKind::has_distractors)
+}
+
+/// Attr% on the other words, `1 − attr − attr-noncorr`, per seed of
+/// `correlating`, with whether both parts' models passed verification. Where
+/// the manipulation has non-correlating articles (`split`) a seed counts only
+/// with both parts; without them it is `1 − attr`.
+pub(super) fn other_words(
+    correlating: &[&CellResult],
+    non_correlating: &[&CellResult],
+    split: bool,
+) -> Vec<(f64, bool)> {
+    correlating
+        .iter()
+        .filter_map(|c| {
+            let (n, verified) = if split {
+                let d = non_correlating.iter().find(|d| d.seed == c.seed)?;
+                (d.value, d.verified)
+            } else {
+                (0.0, true)
+            };
+            Some((1.0 - c.value - n, c.verified && verified))
+        })
+        .collect()
 }
 
 /// `12.0% ± 8.4% / 3.8%` as Zhou et al. print it.
 fn attr_cell(values: &[f64], share: Option<f64>) -> Option<String> {
-    let (m, sd) = over_seeds(values)?;
+    let (m, sd) = mean_and_sd(values)?;
     let mut text = format!("{}%", format_fixed(100.0 * m, 1));
     if let Some(sd) = sd {
         text.push_str(&format!(" ± {}%", format_fixed(100.0 * sd, 1)));
@@ -89,22 +109,15 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
             .map(|key| {
                 let correlating = seeds_of(cells, key, "attr");
                 let non_correlating = seeds_of(cells, key, "attr-noncorr");
-                // Other words per seed, from the seeds that have both parts.
-                let has_distractors = !non_correlating.is_empty();
-                let other: Vec<f64> = correlating
-                    .iter()
-                    .filter_map(|c| {
-                        let n = if has_distractors {
-                            non_correlating.iter().find(|d| d.seed == c.seed)?.value
-                        } else {
-                            0.0
-                        };
-                        Some(1.0 - c.value - n)
-                    })
-                    .collect();
+                let split = has_non_correlating(&key.shortcut);
+                let other: Vec<f64> =
+                    other_words(&correlating, &non_correlating, split).into_iter().map(|(v, _)| v).collect();
                 let (corr_share, non_share) = (share_of(&correlating), share_of(&non_correlating));
-                let other_share =
-                    corr_share.map(|c| 1.0 - c - if has_distractors { non_share.unwrap_or(0.0) } else { 0.0 });
+                let other_share = if split {
+                    corr_share.zip(non_share).map(|(c, n)| 1.0 - c - n)
+                } else {
+                    corr_share.map(|c| 1.0 - c)
+                };
                 let values = |of: &[&CellResult]| of.iter().map(|c| c.value).collect::<Vec<f64>>();
                 let failed = correlating.iter().chain(&non_correlating).any(|c| !c.verified);
                 let mark = |text: Option<String>| text.map(|t| if failed { t + FAILED_MARK } else { t });
@@ -113,11 +126,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
                     Some(key.shortcut.clone()),
                     Some(key.method.clone()),
                     mark(attr_cell(&values(&correlating), corr_share)),
-                    if has_distractors {
-                        mark(attr_cell(&values(&non_correlating), non_share))
-                    } else {
-                        Some("NA".into())
-                    },
+                    if split { mark(attr_cell(&values(&non_correlating), non_share)) } else { Some("NA".into()) },
                     mark(attr_cell(&other, other_share)),
                 ]
             })
@@ -255,6 +264,15 @@ mod tests {
             strings(&t.frame, "other words"),
             [Some("40.0% / 92.0%".into()), Some("30.0% ± 14.1% / 92.0%".into())]
         );
+    }
+
+    #[test]
+    fn cn_without_attr_noncorr_leaves_both_other_parts_blank() {
+        // Without the non-correlating part, "other words" is unknown, not 1 − attr.
+        let t = attribution_tables(&[cell("articles-cn", "attn", "attr", 1, 0.5, 0.04)]).unwrap().remove(0);
+        assert_eq!(strings(&t.frame, "corr. articles"), [Some("50.0% / 4.0%".into())]);
+        assert_eq!(strings(&t.frame, "non-corr. articles"), [None]);
+        assert_eq!(strings(&t.frame, "other words"), [None]);
     }
 
     #[test]

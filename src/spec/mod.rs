@@ -220,7 +220,7 @@ fn default_label_column() -> String {
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShortcutSpec {
-    #[serde(default = "all_kinds")]
+    #[serde(default = "inserted_kinds")]
     pub kinds: Vec<ShortcutKind>,
     #[serde(default)]
     pub tokens: ShortcutTokens,
@@ -239,7 +239,7 @@ pub struct ShortcutSpec {
     pub seed: u64,
 }
 
-fn all_kinds() -> Vec<ShortcutKind> {
+fn inserted_kinds() -> Vec<ShortcutKind> {
     ShortcutKind::INSERTED.to_vec()
 }
 fn default_shortcut_seed() -> u64 {
@@ -249,7 +249,7 @@ fn default_shortcut_seed() -> u64 {
 impl Default for ShortcutSpec {
     fn default() -> Self {
         Self {
-            kinds: all_kinds(),
+            kinds: inserted_kinds(),
             tokens: ShortcutTokens::default(),
             mix_share: Share::default_mix(),
             lone_share: None,

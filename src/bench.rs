@@ -17,6 +17,7 @@ use crate::backend::Compute;
 use crate::cache::{Cache, StepKind};
 use crate::dag::{Plan, Work};
 use crate::model::checkpoint::{self, ModelConfig};
+use crate::model::shapes::{Buckets, ShapeLog};
 use crate::salience::{Method, ModelTraits};
 use crate::spec::{Architecture, TestSet};
 use crate::steps::attribute::{self, Options, Prepared};
@@ -118,7 +119,8 @@ pub fn run(plan: &Plan, cache: &Cache, compute: Compute, options: &BenchOptions)
             ..template.clone()
         };
         crate::with_autodiff_backend!(compute, |B, device| {
-            bench_model::<B>(&cell, &model_dir, &synth_dir, &template, &methods, &device, &mut rows, dump.as_mut())
+            let model = Bench { cell: &cell, model_dir: &model_dir, synth_dir: &synth_dir, buckets: compute.buckets };
+            bench_model::<B>(&model, &template, &methods, &device, &mut rows, dump.as_mut())
         })?;
     }
     if rows.is_empty() {
@@ -127,17 +129,23 @@ pub fn run(plan: &Plan, cache: &Cache, compute: Compute, options: &BenchOptions)
     Ok(rows)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One cached model to measure, and how its batches are shaped.
+struct Bench<'a> {
+    cell: &'a str,
+    model_dir: &'a Path,
+    synth_dir: &'a Path,
+    buckets: Buckets,
+}
+
 fn bench_model<B: AutodiffBackend>(
-    cell: &str,
-    model_dir: &Path,
-    synth_dir: &Path,
+    model: &Bench<'_>,
     template: &Options,
     methods: &[Method],
     device: &B::Device,
     rows: &mut Vec<BenchRow>,
     mut dump: Option<&mut std::io::BufWriter<std::fs::File>>,
 ) -> Result<()> {
+    let Bench { cell, model_dir, synth_dir, buckets } = *model;
     let mut checkpoint = checkpoint::load::<B>(model_dir, device)?;
     checkpoint.model = checkpoint.model.frozen();
     let test = crate::steps::synth::load_test(synth_dir, template.test_set == TestSet::Flip)?;
@@ -154,11 +162,11 @@ fn bench_model<B: AutodiffBackend>(
         }
         let options = Options { method, ..template.clone() };
         let mut warm: Vec<Prepared> = prepared.iter().take(options.batch_size).cloned().collect();
-        attribute::explain_all(&checkpoint, &options, &mut warm, device, |_| {})
+        attribute::explain_all(&checkpoint, &options, (buckets, &ShapeLog::default()), &mut warm, device, |_| {})
             .with_context(|| format!("{cell}: {method}"))?;
         let mut timed: Vec<Prepared> = prepared.clone();
         let started = Instant::now();
-        attribute::explain_all(&checkpoint, &options, &mut timed, device, |_| {})
+        attribute::explain_all(&checkpoint, &options, (buckets, &ShapeLog::default()), &mut timed, device, |_| {})
             .with_context(|| format!("{cell}: {method}"))?;
         let seconds = started.elapsed().as_secs_f64();
         let row = BenchRow {

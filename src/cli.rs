@@ -105,6 +105,16 @@ struct Common {
     /// automatic mixed precision).
     #[arg(long, default_value = "f32")]
     precision: String,
+    /// Padding of batch shapes before they reach a model: `exact`, or a length
+    /// multiple N (lengths to multiples of N, batches to powers of two, so a GPU
+    /// compiles kernels for a handful of shapes). Default: exact on CPU, 16 on CUDA.
+    #[arg(long, default_value = "auto")]
+    shape_buckets: String,
+    /// CUDA: how hard cubecl searches for the fastest kernel of each new shape
+    /// (minimal, balanced, extensive, full). Results are kept under
+    /// `<cache>/kernels/`, so each shape is tuned once per device.
+    #[arg(long, default_value = "balanced")]
+    autotune: String,
     /// Steps run at the same time (default: the number of CPU cores).
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
@@ -183,6 +193,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     } else {
         Verbosity::Normal
     };
+    if command == "run" || command == "step" {
+        prepare_kernel_cache(&common, compute, command == "run" && verbosity > Verbosity::Quiet)?;
+    }
     if verbosity > Verbosity::Quiet && key.is_none() {
         for note in &plan.skipped {
             eprintln!("note: not planned: {note}");
@@ -221,6 +234,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         args.extend(["--device".into(), common.device.clone().into()]);
         args.extend(["--precision".into(), common.precision.clone().into()]);
+        args.extend(["--shape-buckets".into(), common.shape_buckets.clone().into()]);
+        args.extend(["--autotune".into(), common.autotune.clone().into()]);
         if verbosity == Verbosity::Quiet {
             args.push("-q".into());
         }
@@ -305,12 +320,48 @@ fn compare_with_published(
     Ok(())
 }
 
-/// `--device` and `--precision`.
+/// `--device`, `--precision` and `--shape-buckets`.
 fn compute_of(common: &Common) -> Result<Compute, Failure> {
-    Ok(Compute {
-        device: common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-        precision: common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-    })
+    let mut compute = Compute::on(
+        common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+        common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
+    );
+    if common.shape_buckets != "auto" {
+        compute.buckets =
+            common.shape_buckets.parse().map_err(|e: String| usage(anyhow::anyhow!("--shape-buckets: {e}")))?;
+    }
+    Ok(compute)
+}
+
+/// On CUDA, points cubecl at the cache's kernel folder for this device before
+/// any GPU client exists, and (`announce`) says so when the folder is new: the
+/// first run on a device spends its first minutes compiling kernels.
+fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Result<(), Failure> {
+    #[cfg(feature = "cuda")]
+    use crate::backend::kernel_cache;
+    use crate::backend::kernel_cache::AutotuneLevel;
+    let level: AutotuneLevel =
+        common.autotune.parse().map_err(|e: String| usage(anyhow::anyhow!("--autotune: {e}")))?;
+    let crate::backend::DeviceChoice::Cuda(_index) = compute.device else {
+        return Ok(());
+    };
+    #[cfg(feature = "cuda")]
+    {
+        let tag =
+            crate::backend::cuda_device_tag(_index).map_err(|e| runtime(anyhow::anyhow!("--device cuda: {e}")))?;
+        let dir = kernel_cache::folder(&common.cache, "cuda", &tag);
+        if announce && kernel_cache::is_cold(&dir) {
+            eprintln!(
+                "compiling GPU kernels for {tag} into {}: the first run on a device spends its first minutes \
+                 on this; later runs, steps and nodes sharing the cache reuse them",
+                dir.display()
+            );
+        }
+        kernel_cache::configure_cubecl(&dir, level).map_err(|e| runtime(anyhow::anyhow!(e)))?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = (level, announce); // `compute.check()` has already refused CUDA here.
+    Ok(())
 }
 
 /// The grid file, planned against its cache.
@@ -333,6 +384,7 @@ fn bench(
 ) -> Result<ExitCode, Failure> {
     let compute = compute_of(&common)?;
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    prepare_kernel_cache(&common, compute, true)?;
     let methods = methods
         .map(|names| names.iter().map(|n| n.trim().parse::<crate::salience::Method>()).collect::<Result<Vec<_>, _>>())
         .transpose()

@@ -109,6 +109,13 @@ fn random_bert_runs_every_step() {
 /// prefixes, PyTorch `[out, in]` Linear weights, LayerNorm weight/bias, an extra
 /// head tensor the classifier does not use, and a `vocab.txt` tokenizer.
 fn write_hf_checkpoint(dir: &Path, model_type: &str) {
+    write_hf_checkpoint_with(dir, model_type, "weight", "bias", &[]);
+}
+
+/// [`write_hf_checkpoint`] with LayerNorm parameters named `<norm>.{scale,shift}`
+/// (`weight`/`bias` as PyTorch names them, `gamma`/`beta` as TF checkpoints and
+/// their conversions do) and `extra` tensors beside the model's.
+fn write_hf_checkpoint_with(dir: &Path, model_type: &str, scale: &str, shift: &str, extra: &[(&str, Vec<usize>)]) {
     std::fs::create_dir_all(dir).unwrap();
     let (hidden, intermediate, layers, positions) = (16usize, 32usize, 2usize, 64usize);
     let mut vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].map(String::from).to_vec();
@@ -128,8 +135,8 @@ fn write_hf_checkpoint(dir: &Path, model_type: &str) {
         ("bert.embeddings.word_embeddings.weight".into(), vec![vocab.len(), hidden]),
         ("bert.embeddings.position_embeddings.weight".into(), vec![positions, hidden]),
         ("bert.embeddings.token_type_embeddings.weight".into(), vec![2, hidden]),
-        ("bert.embeddings.LayerNorm.weight".into(), vec![hidden]),
-        ("bert.embeddings.LayerNorm.bias".into(), vec![hidden]),
+        (format!("bert.embeddings.LayerNorm.{scale}"), vec![hidden]),
+        (format!("bert.embeddings.LayerNorm.{shift}"), vec![hidden]),
         ("bert.pooler.dense.weight".into(), vec![hidden, hidden]),
         ("bert.pooler.dense.bias".into(), vec![hidden]),
         ("cls.predictions.bias".into(), vec![vocab.len()]),
@@ -145,19 +152,22 @@ fn write_hf_checkpoint(dir: &Path, model_type: &str) {
         shapes.push((format!("{p}.output.dense.weight"), vec![hidden, intermediate]));
         shapes.push((format!("{p}.output.dense.bias"), vec![hidden]));
         for norm in ["attention.output.LayerNorm", "output.LayerNorm"] {
-            shapes.push((format!("{p}.{norm}.weight"), vec![hidden]));
-            shapes.push((format!("{p}.{norm}.bias"), vec![hidden]));
+            shapes.push((format!("{p}.{norm}.{scale}"), vec![hidden]));
+            shapes.push((format!("{p}.{norm}.{shift}"), vec![hidden]));
         }
     }
+    shapes.extend(extra.iter().map(|(name, shape)| (name.to_string(), shape.clone())));
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = shapes
         .into_iter()
         .map(|(name, shape)| {
             let n: usize = shape.iter().product();
-            let is_norm_weight = name.contains("LayerNorm.weight");
+            // Scales around 1, not 1 itself: a LayerNorm left at its initial
+            // value must show.
+            let is_norm_scale = name.contains(&format!("LayerNorm.{scale}"));
             let values: Vec<u8> = (0..n)
                 .flat_map(|_| {
-                    let v: f32 = if is_norm_weight { 1.0 } else { rng.random_range(-0.05..0.05) };
+                    let v: f32 = if is_norm_scale { rng.random_range(0.8..1.2) } else { rng.random_range(-0.05..0.05) };
                     v.to_le_bytes()
                 })
                 .collect();
@@ -258,4 +268,50 @@ fn hub_checkpoint_downloads_once_into_the_cache() {
     assert!(downloaded.join("model.safetensors").is_file() && downloaded.join("checksums.json").is_file());
     assert!(downloaded.join("vocab.txt").is_file(), "tokenizer.json answered 404, so vocab.txt");
     check_attributions(&t);
+}
+
+/// Both namings of a LayerNorm load, to the same values: the scale read is the
+/// checkpoint's, not the initial 1.
+#[test]
+fn layer_norms_load_under_both_namings() {
+    use burn::backend::Flex;
+    use grid::model::bert::load::load_pretrained;
+    let t = GridTest::new("");
+    let gamma_of = |scale: &str, shift: &str| -> Vec<f32> {
+        let dir = t.path().join(format!("bert-{scale}"));
+        write_hf_checkpoint_with(&dir, "bert", scale, shift, &[]);
+        let (_, model, report) = load_pretrained::<Flex>(&dir, &mut ChaCha8Rng::seed_from_u64(1), &Default::default())
+            .unwrap_or_else(|e| panic!("{scale}/{shift}: {e}"));
+        assert_eq!(report.unused, vec!["cls.predictions.bias".to_string()], "{scale}/{shift}");
+        model.embeddings.layer_norm.gamma.val().into_data().to_vec().unwrap()
+    };
+    let pytorch = gamma_of("weight", "bias");
+    assert!(pytorch.iter().all(|&g| (0.8..1.2).contains(&g)) && pytorch.iter().any(|&g| g != 1.0), "{pytorch:?}");
+    assert_eq!(pytorch, gamma_of("gamma", "beta"));
+}
+
+/// A tensor that would load into nothing stops the load and is named; the
+/// known pre-training heads are not.
+#[test]
+fn a_checkpoint_tensor_nothing_uses_is_an_error_naming_it() {
+    use burn::backend::Flex;
+    use grid::model::bert::load::load_pretrained;
+    let t = GridTest::new("");
+    let dir = t.path().join("bert-extra");
+    let extra = "bert.encoder.layer.1.attention.self.rotary.inv_freq";
+    write_hf_checkpoint_with(
+        &dir,
+        "bert",
+        "weight",
+        "bias",
+        &[(extra, vec![4]), ("cls.seq_relationship.bias", vec![2])],
+    );
+    let error = load_pretrained::<Flex>(&dir, &mut ChaCha8Rng::seed_from_u64(1), &Default::default())
+        .err()
+        .expect("an unused tensor must fail the load")
+        .to_string();
+    assert!(error.contains("model.safetensors"), "{error}");
+    assert!(error.contains("encoder.layer.1.attention.self"), "{error}");
+    assert!(error.contains("rotary.inv_freq"), "{error}");
+    assert!(!error.contains("seq_relationship.bias,"), "a known head is not listed as unknown: {error}");
 }

@@ -12,3 +12,4 @@ mod cli;
 mod methods;
 mod metrics_reports;
 mod pipeline;
+mod shapes;

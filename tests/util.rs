@@ -91,12 +91,17 @@ impl GridTest {
 
     /// Plans and runs the grid through the library.
     pub fn run(&self) -> RunOutcome {
+        self.run_with(Compute::cpu())
+    }
+
+    /// [`GridTest::run`] on `compute`.
+    pub fn run_with(&self, compute: Compute) -> RunOutcome {
         let grid = Grid::load(&self.grid_file()).expect("valid grid");
         let cache = Cache::open(self.cache()).expect("cache");
         let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
         let options = RunOptions {
             jobs: 2,
-            compute: Compute::cpu(),
+            compute,
             verbosity: Verbosity::Quiet,
             reports_dir: Some(self.reports()),
             cache_only: false,

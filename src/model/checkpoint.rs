@@ -102,6 +102,12 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.num_outputs(),
         }
     }
+    fn max_length(&self) -> Option<usize> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.max_length(),
+            AnyClassifier::Bert(m) => m.max_length(),
+        }
+    }
     fn attention_scores(
         &self,
         embeddings: Tensor<B, 3>,

@@ -16,6 +16,7 @@ pub mod init;
 pub mod noise;
 pub mod predict;
 pub mod rules;
+pub mod shapes;
 
 use burn::prelude::*;
 
@@ -78,6 +79,12 @@ pub trait Classifier<B: Backend> {
 
     /// Number of logits per example: 1 for a binary model, C otherwise.
     fn num_outputs(&self) -> usize;
+
+    /// The longest input the model takes (a transformer's position table);
+    /// `None` when any length goes. Padding to a bucket never goes past it.
+    fn max_length(&self) -> Option<usize> {
+        None
+    }
 
     /// Attention weights read as salience, `[batch, time]`: they sum to 1 over the
     /// real tokens of each example and are exactly 0 at padding. `None` when the

@@ -15,6 +15,7 @@ use super::StepContext;
 use super::io::{write_json, write_jsonl};
 use crate::data::words;
 use crate::model::checkpoint::{self, Checkpoint};
+use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::TestSet;
@@ -71,6 +72,9 @@ pub struct AttributionSummary {
     pub mean_abs_completeness_gap: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_abs_completeness_gap: Option<f64>,
+    /// The distinct `[rows, time]` shapes sent through the model.
+    #[serde(default)]
+    pub shapes: Vec<[usize; 2]>,
 }
 
 /// The sampled indices, sorted: a pure function of (seed, n, sample).
@@ -95,7 +99,10 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set == TestSet::Flip)?;
     let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options);
     ctx.progress.set_length(examples.len() as u64);
-    explain_all(&checkpoint, options, &mut examples, device, |n| ctx.progress.inc(n as u64))?;
+    let shapes = ShapeLog::default();
+    explain_all(&checkpoint, options, (ctx.compute.buckets, &shapes), &mut examples, device, |n| {
+        ctx.progress.inc(n as u64)
+    })?;
     let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
     write_jsonl(&out.join(FILE), &records)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -115,6 +122,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             examples_per_second: records.len() as f64 / seconds.max(1e-9),
             mean_abs_completeness_gap: mean_gap,
             max_abs_completeness_gap: max_gap,
+            shapes: shapes.shapes(),
         },
     )
 }
@@ -195,10 +203,12 @@ pub fn prepare<B: Backend>(
 
 /// Scores every prepared example with `options.method`, `options.batch_size`
 /// examples per call, in length order so that padding stays small; `done(n)`
-/// after each call.
+/// after each call. Every model call is padded to `buckets` and its shape
+/// recorded in the log.
 pub fn explain_all<B: AutodiffBackend>(
     checkpoint: &Checkpoint<B>,
     options: &Options,
+    (buckets, shapes): (Buckets, &ShapeLog),
     examples: &mut [Prepared],
     device: &B::Device,
     mut done: impl FnMut(usize),
@@ -213,6 +223,7 @@ pub fn explain_all<B: AutodiffBackend>(
         internal_batch_size: options.internal_batch_size.max(1),
         perturbations_per_eval: options.perturbations_per_eval.max(1),
     };
+    let model = Shaped::new(&checkpoint.model, buckets).with_log(shapes.clone());
     let mut order: Vec<usize> = (0..examples.len()).collect();
     order.sort_by_key(|&i| examples[i].encoded.ids.len());
     for chunk in order.chunks(options.batch_size.max(1)) {
@@ -224,7 +235,7 @@ pub fn explain_all<B: AutodiffBackend>(
                 .collect(),
             stream: chunk.iter().map(|&i| examples[i].record.index as u64).collect(),
         };
-        let explained = salience::attribute(&checkpoint.model, options.method, &batch, &vocab, &settings, device)
+        let explained = salience::attribute(&model, options.method, &batch, &vocab, &settings, device)
             .with_context(|| format!("method `{}`", options.method))?;
         for (k, &i) in chunk.iter().enumerate() {
             let record = &mut examples[i].record;

@@ -24,6 +24,7 @@ use crate::metrics::erasure::{
 use crate::metrics::ranking;
 use crate::model::checkpoint;
 use crate::model::predict::logits;
+use crate::model::shapes::Shaped;
 use crate::model::{Classifier, TokenBatch, predicted_class};
 use crate::salience::perturb::{class_probability, hide};
 use crate::spec::TestSet;
@@ -116,10 +117,11 @@ fn run_on<B: Backend>(options: &Options, ctx: &StepContext, out: &Path, device: 
     let inputs = join(&prepared, &attributed)?;
     ctx.progress.set_length(inputs.len() as u64);
     let pad = checkpoint.encoder.pad_id();
+    let model = Shaped::new(&checkpoint.model, ctx.compute.buckets);
     let mut erased = Vec::with_capacity(inputs.len());
     // Chunks of examples only to report progress; results do not depend on them.
     for chunk in inputs.chunks(options.batch_size.max(1)) {
-        erased.extend(erase(&checkpoint.model, chunk, pad, &options.settings, options.batch_size, device)?);
+        erased.extend(erase(&model, chunk, pad, &options.settings, options.batch_size, device)?);
         ctx.progress.inc(chunk.len() as u64);
     }
     write_jsonl(&out.join(FILE), &erased)?;

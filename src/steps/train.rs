@@ -165,6 +165,7 @@ fn run_bert<B: AutodiffBackend>(
         word_dropout: 0.0,
         progress: ctx.progress,
         log: ctx.log,
+        buckets: ctx.compute.buckets,
     };
     let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device);
     save_bert(out, &best, &ModelConfig::Bert { config, num_outputs, max_length }, &tokenizer)?;
@@ -226,6 +227,7 @@ fn run_bilstm<B: AutodiffBackend>(
         word_dropout: b.word_dropout.get(),
         progress: ctx.progress,
         log: ctx.log,
+        buckets: ctx.compute.buckets,
     };
     let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device);
     save_bilstm(out, &best, &ModelConfig::Bilstm { config, max_length }, &vocab)?;

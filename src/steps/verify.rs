@@ -12,6 +12,7 @@ use super::io::write_json;
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, predict};
+use crate::model::shapes::{Buckets, Shaped};
 use crate::shortcut::ShortcutOptions;
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
@@ -143,11 +144,11 @@ pub fn judge(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec
     failures
 }
 
-fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], device: &B::Device) -> f64 {
+fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], buckets: Buckets, device: &B::Device) -> f64 {
     let max_length = model.config.max_length();
     let encoded: Vec<Vec<u32>> = examples.iter().map(|e| model.encoder.encode(&e.text, max_length).ids).collect();
     let refs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
-    let predictions = predict(&model.model, &refs, 256, model.encoder.pad_id(), device);
+    let predictions = predict(&Shaped::new(&model.model, buckets), &refs, 256, model.encoder.pad_id(), device);
     let labels: Vec<u32> = examples.iter().map(|e| e.label).collect();
     accuracy(&predictions, &labels)
 }
@@ -176,13 +177,13 @@ fn run_on<B: Backend>(
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
     let m = Measured {
-        shortcut_on_synthetic: accuracy_of(&shortcut, &synthetic, device),
-        original_on_synthetic: accuracy_of(&original, &synthetic, device),
-        shortcut_on_original: accuracy_of(&shortcut, &original_test, device),
-        original_on_original: accuracy_of(&original, &original_test, device),
+        shortcut_on_synthetic: accuracy_of(&shortcut, &synthetic, ctx.compute.buckets, device),
+        original_on_synthetic: accuracy_of(&original, &synthetic, ctx.compute.buckets, device),
+        shortcut_on_original: accuracy_of(&shortcut, &original_test, ctx.compute.buckets, device),
+        original_on_original: accuracy_of(&original, &original_test, ctx.compute.buckets, device),
         synthetic_examples: synthetic.len(),
     };
-    let shortcut_on_flip = accuracy_of(&shortcut, &flip, device);
+    let shortcut_on_flip = accuracy_of(&shortcut, &flip, ctx.compute.buckets, device);
     let failures = judge(thresholds, chance, &m);
     write_json(
         &out.join(FILE),

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
+use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
 use crate::spec::{Optimizer as OptimizerSpec, TrainingSpec};
 
@@ -58,6 +59,8 @@ pub struct TrainSetup<'a> {
     pub progress: &'a indicatif::ProgressBar,
     /// Where evaluation lines go when no progress bar is drawn (logs, pipes).
     pub log: &'a (dyn Fn(String) + Sync),
+    /// Padding of batch shapes (see [`crate::model::shapes`]).
+    pub buckets: Buckets,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +84,10 @@ pub struct TrainSummary {
     /// Training examples per second of training time (validation excluded).
     pub examples_per_second: f64,
     pub log: Vec<LogEntry>,
+    /// The distinct `[rows, time]` batch shapes training and validation sent
+    /// through the model: what a GPU compiled kernels for.
+    #[serde(default)]
+    pub shapes: Vec<[usize; 2]>,
 }
 
 /// Binary cross-entropy on one logit, or softmax cross-entropy on C logits.
@@ -189,8 +196,11 @@ where
     let mut validation_seconds = 0.0;
     let validation_ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
     let validation_labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
+    let shapes = ShapeLog::default();
+    let limit = model.max_length();
     let evaluate = |m: &M::InnerModule| {
-        let predictions = predict(m, &validation_ids, 256, setup.pad_id, device);
+        let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
+        let predictions = predict(&shaped, &validation_ids, 256, setup.pad_id, device);
         accuracy(&predictions, &validation_labels)
     };
 
@@ -213,8 +223,11 @@ where
                 noise.word_dropout(s, setup.word_dropout, setup.unk_id);
             }
             let refs: Vec<&[u32]> = sequences.iter().map(Vec::as_slice).collect();
-            let batch = TokenBatch::<B>::from_sequences(&refs, setup.pad_id, device);
-            let logits = model.logits_train(&batch, &mut noise);
+            let batch = TokenBatch::<B>::bucketed(&refs, setup.pad_id, setup.buckets, limit, device);
+            let [rows, time] = batch.ids.dims();
+            shapes.record(rows, time);
+            // Filler rows of the bucket are cut before the loss: they add nothing to it.
+            let logits = model.logits_train(&batch, &mut noise).narrow(0, 0, labels.len());
             let batch_loss = loss(logits, &labels);
             loss_sum += batch_loss.clone().into_scalar().elem::<f64>();
             loss_count += 1;
@@ -261,6 +274,7 @@ where
         validation_seconds,
         examples_per_second: seen as f64 / (seconds - validation_seconds).max(1e-9),
         log,
+        shapes: shapes.shapes(),
     };
     (best, summary)
 }
@@ -313,6 +327,10 @@ mod tests {
     }
 
     fn fit(seed: u64) -> (BiLstmClassifier<Flex>, TrainSummary) {
+        fit_with(seed, 0.1, Buckets::EXACT)
+    }
+
+    fn fit_with(seed: u64, dropout: f64, buckets: Buckets) -> (BiLstmClassifier<Flex>, TrainSummary) {
         let config = BiLstmConfig {
             vocab_size: 12,
             embedding_dim: 8,
@@ -320,7 +338,7 @@ mod tests {
             attention_size: 8,
             mlp_size: 8,
             num_outputs: 1,
-            dropout: 0.1,
+            dropout,
             pad_id: 0,
         };
         let device = Default::default();
@@ -340,7 +358,7 @@ mod tests {
         };
         let progress = indicatif::ProgressBar::hidden();
         let log = |_: String| {};
-        let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.1, progress: &progress, log: &log };
+        let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.1, progress: &progress, log: &log, buckets };
         train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
     }
 
@@ -365,6 +383,36 @@ mod tests {
         );
         let (c, _) = fit(6);
         assert_ne!(logits(&a), logits(&c));
+    }
+
+    /// Padding a batch to its bucket changes no loss and no accuracy: padded
+    /// positions are masked, filler rows cut before the loss. (With dropout the
+    /// masks are drawn over the padded shape, so the draws differ: not compared.)
+    #[test]
+    fn bucketed_training_follows_the_exact_curve() {
+        let (exact_model, exact) = fit_with(5, 0.0, Buckets::EXACT);
+        let (bucketed_model, bucketed) = fit_with(5, 0.0, Buckets::GPU);
+        assert_eq!(exact.log.len(), bucketed.log.len());
+        for (a, b) in exact.log.iter().zip(&bucketed.log) {
+            assert!((a.train_loss - b.train_loss).abs() < 1e-5, "{a:?} vs {b:?}");
+            assert_eq!(a.validation_accuracy, b.validation_accuracy);
+        }
+        let probe: Vec<Vec<u32>> = toy_data(50, 9).into_iter().map(|e| e.ids).collect();
+        let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
+        let logits = |m: &BiLstmClassifier<Flex>| -> Vec<f32> {
+            m.logits(&TokenBatch::<Flex>::from_sequences(&refs, 0, &Default::default())).into_data().to_vec().unwrap()
+        };
+        for (a, b) in logits(&exact_model).iter().zip(logits(&bucketed_model)) {
+            assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+        }
+        // Lengths 2..8 and batches of 16 (and 256 for validation): one length
+        // bucket, at most a few row counts.
+        assert!(exact.shapes.len() > bucketed.shapes.len(), "{:?} vs {:?}", exact.shapes, bucketed.shapes);
+        assert!(
+            bucketed.shapes.iter().all(|&[rows, time]| time == 16 && rows.is_power_of_two()),
+            "{:?}",
+            bucketed.shapes
+        );
     }
 
     #[test]

@@ -25,10 +25,18 @@ pub enum LoadError {
     Weights { path: PathBuf, message: String },
 }
 
+/// Checkpoint tensors a BERT folder may hold that the encoder has no place for,
+/// by name prefix after the `bert.` prefix is dropped: the pre-training heads,
+/// a fine-tuned model's own head (a fresh one is trained), and the position-id
+/// buffer older transformers saved. Anything else unused is an error: a tensor
+/// that loads nowhere is a naming the loader does not know, not a detail.
+pub const KNOWN_UNUSED: &[&str] = &["cls.", "classifier.", "qa_outputs.", "embeddings.position_ids", "lm_head."];
+
 /// What loading found beyond the encoder's own tensors.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoadReport {
-    /// Checkpoint tensors the encoder has no place for (e.g. `cls.predictions.*`).
+    /// Checkpoint tensors the encoder has no place for, all of them
+    /// [`KNOWN_UNUSED`] (e.g. `cls.predictions.*`).
     pub unused: Vec<String>,
     /// Whether the checkpoint had no pooler, so it was initialised randomly.
     pub random_pooler: bool,
@@ -56,13 +64,17 @@ pub fn load_pretrained<B: Backend>(
         return Err(LoadError::Weights { path, message: "no such file".into() });
     }
     let mut model = BertModel::<B>::new(&config, rng, device);
-    // Checkpoint names → our field names; the adapter transposes Linear weights
-    // and renames LayerNorm weight/bias to gamma/beta.
+    // Checkpoint names → our field names; the adapter transposes Linear weights.
+    // LayerNorm parameters are renamed to burn's gamma/beta here, from both
+    // namings: `weight/bias` (PyTorch) and `gamma/beta` (Google's TF checkpoints
+    // and their conversions). Left to the adapter, weight/bias would load through
+    // its fallback lookup yet be reported unused, which hid real unused tensors.
     let mut store = SafetensorsStore::from_file(&path)
         .with_from_adapter(PyTorchToBurnAdapter)
         .with_key_remapping(r"^bert\.", "")
         .with_key_remapping(r"\.attention\.self\.", ".attention.self_attention.")
-        .with_key_remapping(r"LayerNorm", "layer_norm")
+        .with_key_remapping(r"(?:LayerNorm|layer_norm)\.(?:weight|gamma)$", "layer_norm.gamma")
+        .with_key_remapping(r"(?:LayerNorm|layer_norm)\.(?:bias|beta)$", "layer_norm.beta")
         .allow_partial(true);
     let result =
         model.load_from(&mut store).map_err(|e| LoadError::Weights { path: path.clone(), message: e.to_string() })?;
@@ -79,6 +91,24 @@ pub fn load_pretrained<B: Backend>(
         return Err(LoadError::Weights {
             path,
             message: format!("not a BERT checkpoint: missing tensors {}", missing.join(", ")),
+        });
+    }
+    let unknown: Vec<&str> = result
+        .unused
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !KNOWN_UNUSED.iter().any(|known| name.starts_with(known)))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(LoadError::Weights {
+            path,
+            message: format!(
+                "{} checkpoint tensor(s) would load into nothing: {} (names as read after dropping `bert.`; \
+                 tensors grid knows to leave out: {})",
+                unknown.len(),
+                unknown.join(", "),
+                KNOWN_UNUSED.join(" ")
+            ),
         });
     }
     let random_pooler = result.missing.iter().any(|(p, _)| p.starts_with("pooler."));

@@ -97,6 +97,10 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
         self.classifier.weight.dims()[1]
     }
 
+    fn max_length(&self) -> Option<usize> {
+        Some(self.bert.max_length())
+    }
+
     fn attention_scores(
         &self,
         embeddings: Tensor<B, 3>,
@@ -249,7 +253,14 @@ mod tests {
         };
         let progress = indicatif::ProgressBar::hidden();
         let log = |_: String| {};
-        let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.0, progress: &progress, log: &log };
+        let setup = TrainSetup {
+            pad_id: 0,
+            unk_id: 1,
+            word_dropout: 0.0,
+            progress: &progress,
+            log: &log,
+            buckets: crate::model::shapes::Buckets::EXACT,
+        };
         let (model, summary) =
             train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default());
         assert_eq!(model.num_outputs(), 3);

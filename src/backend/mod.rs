@@ -5,8 +5,12 @@
 //! Steps are generic over the backend; [`with_autodiff_backend!`] instantiates
 //! them for the backend a run chose, so a new step kind never matches on devices.
 
+pub mod kernel_cache;
+
 use std::fmt;
 use std::str::FromStr;
+
+use crate::model::shapes::Buckets;
 
 /// The CPU backend (multi-threaded, SIMD).
 pub type Cpu = burn::backend::Flex;
@@ -88,6 +92,9 @@ impl FromStr for DeviceChoice {
 pub struct Compute {
     pub device: DeviceChoice,
     pub precision: Precision,
+    /// How batch shapes are padded before they reach a model: a performance
+    /// knob (results equal to float rounding), so in no cache key.
+    pub buckets: Buckets,
 }
 
 impl fmt::Display for Compute {
@@ -101,7 +108,18 @@ impl fmt::Display for Compute {
 
 impl Compute {
     pub fn cpu() -> Self {
-        Self { device: DeviceChoice::Cpu, precision: Precision::F32 }
+        Self::on(DeviceChoice::Cpu, Precision::F32)
+    }
+
+    /// A device with its default buckets: exact shapes on CPU, where padding
+    /// costs real arithmetic and a kernel costs nothing to compile; GPU buckets
+    /// on CUDA, where each new shape is compiled and autotuned.
+    pub fn on(device: DeviceChoice, precision: Precision) -> Self {
+        let buckets = match device {
+            DeviceChoice::Cpu => Buckets::EXACT,
+            DeviceChoice::Cuda(_) => Buckets::GPU,
+        };
+        Self { device, precision, buckets }
     }
 
     /// Fails early, with a sentence, when the device cannot be used.
@@ -159,6 +177,45 @@ fn cuda_available(index: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// The GPU's model and the driver's version, e.g. `NVIDIA H100 80GB HBM3 cuda-13000`:
+/// compiled kernels are valid for that pair, so it names their cache folder.
+#[cfg(feature = "cuda")]
+pub fn cuda_device_tag(index: usize) -> Result<String, String> {
+    type CuInit = unsafe extern "C" fn(u32) -> i32;
+    type CuDeviceGet = unsafe extern "C" fn(*mut i32, i32) -> i32;
+    type CuDeviceGetName = unsafe extern "C" fn(*mut std::ffi::c_char, i32, i32) -> i32;
+    type CuDriverGetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    // SAFETY: as in `cuda_available`; the symbols have these C signatures in
+    // every CUDA driver API version, and the name buffer outlives the call.
+    unsafe {
+        let library = libloading::Library::new("libcuda.so.1")
+            .or_else(|_| libloading::Library::new("libcuda.so"))
+            .map_err(|e| e.to_string())?;
+        let init: libloading::Symbol<CuInit> = library.get(b"cuInit\0").map_err(|e| e.to_string())?;
+        let get: libloading::Symbol<CuDeviceGet> = library.get(b"cuDeviceGet\0").map_err(|e| e.to_string())?;
+        let name: libloading::Symbol<CuDeviceGetName> = library.get(b"cuDeviceGetName\0").map_err(|e| e.to_string())?;
+        let version: libloading::Symbol<CuDriverGetVersion> =
+            library.get(b"cuDriverGetVersion\0").map_err(|e| e.to_string())?;
+        if init(0) != 0 {
+            return Err("the CUDA driver failed to initialise".into());
+        }
+        let mut device = 0i32;
+        if get(&mut device, index as i32) != 0 {
+            return Err(format!("no CUDA device {index}"));
+        }
+        let mut buffer = [0 as std::ffi::c_char; 256];
+        if name(buffer.as_mut_ptr(), buffer.len() as i32, device) != 0 {
+            return Err(format!("cannot read the name of CUDA device {index}"));
+        }
+        let mut driver = 0i32;
+        if version(&mut driver) != 0 {
+            return Err("cannot read the CUDA driver's version".into());
+        }
+        let model = std::ffi::CStr::from_ptr(buffer.as_ptr()).to_string_lossy().into_owned();
+        Ok(format!("{model} cuda-{driver}"))
+    }
+}
+
 /// Runs `$body` with `$B` bound to the autodiff backend a [`Compute`] names and
 /// `$device` to its device; evaluates to `anyhow::Result<_>`.
 #[macro_export]
@@ -207,11 +264,13 @@ mod tests {
     #[test]
     fn unusable_choices_are_sentences_not_panics() {
         assert_eq!(Compute::cpu().check(), Ok(()));
-        let bf16_on_cpu = Compute { device: DeviceChoice::Cpu, precision: Precision::Bf16 };
+        let bf16_on_cpu = Compute::on(DeviceChoice::Cpu, Precision::Bf16);
         assert!(bf16_on_cpu.check().unwrap_err().contains("needs --device cuda"));
         // No GPU on the machines that run the tests: either no CUDA in this build,
         // or no driver, or no such device. All three are errors, none a panic.
-        let cuda = Compute { device: DeviceChoice::Cuda(7), precision: Precision::F32 };
+        let cuda = Compute::on(DeviceChoice::Cuda(7), Precision::F32);
+        assert_eq!(cuda.buckets, Buckets::GPU);
+        assert_eq!(Compute::cpu().buckets, Buckets::EXACT);
         assert!(cuda.check().unwrap_err().contains("cuda"));
     }
 }

@@ -306,10 +306,10 @@ fn a_checkpoint_tensor_nothing_uses_is_an_error_naming_it() {
         "bias",
         &[(extra, vec![4]), ("cls.seq_relationship.bias", vec![2])],
     );
-    let error = load_pretrained::<Flex>(&dir, &mut ChaCha8Rng::seed_from_u64(1), &Default::default())
-        .err()
-        .expect("an unused tensor must fail the load")
-        .to_string();
+    let Err(error) = load_pretrained::<Flex>(&dir, &mut ChaCha8Rng::seed_from_u64(1), &Default::default()) else {
+        panic!("an unused tensor must fail the load");
+    };
+    let error = error.to_string();
     assert!(error.contains("model.safetensors"), "{error}");
     assert!(error.contains("encoder.layer.1.attention.self"), "{error}");
     assert!(error.contains("rotary.inv_freq"), "{error}");

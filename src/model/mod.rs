@@ -32,20 +32,7 @@ pub struct TokenBatch<B: Backend> {
 impl<B: Backend> TokenBatch<B> {
     /// Pads `sequences` on the right with `pad_id` to the longest one.
     pub fn from_sequences(sequences: &[&[u32]], pad_id: u32, device: &B::Device) -> Self {
-        let batch = sequences.len();
-        let time = sequences.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-        let mut ids = vec![pad_id as i64; batch * time];
-        let mut mask = vec![0.0f32; batch * time];
-        for (row, seq) in sequences.iter().enumerate() {
-            for (t, &id) in seq.iter().enumerate() {
-                ids[row * time + t] = id as i64;
-                mask[row * time + t] = 1.0;
-            }
-        }
-        Self {
-            ids: Tensor::from_data(TensorData::new(ids, [batch, time]), device),
-            mask: Tensor::from_data(TensorData::new(mask, [batch, time]), device),
-        }
+        Self::bucketed(sequences, pad_id, shapes::Buckets::EXACT, None, device)
     }
 }
 

@@ -53,7 +53,7 @@ impl Buckets {
 
     /// The padded number of rows of a batch of `rows` examples.
     pub fn rows(self, rows: usize) -> usize {
-        if self.pad_rows { rows.max(1).next_power_of_two() } else { rows.max(1) }
+        if self.pad_rows { rows.max(1).next_power_of_two() } else { rows }
     }
 
     pub fn is_exact(self) -> bool {

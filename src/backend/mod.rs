@@ -1,33 +1,112 @@
-//! Choosing where tensors live: `--device cpu` (burn's Flex backend, the
-//! default) or `--device cuda[:N]` (burn-cuda, behind the `cuda` feature), and
-//! in which float type (`--precision f32|bf16`; bf16 needs CUDA).
+//! Choosing what computes: a backend (`--backend`), a device (`--device cpu`
+//! or `cuda[:N]`) and a float type (`--precision f32|bf16`; bf16 needs CUDA).
 //!
-//! Steps are generic over the backend; [`with_autodiff_backend!`] instantiates
-//! them for the backend a run chose, so a new step kind never matches on devices.
+//! One file per backend: [`flex`] (burn's CPU backend, the default), `cubecl`
+//! (burn-cuda, feature `cuda`) and `libtorch` (burn-tch, feature `libtorch`).
+//! A new backend is its file, a [`BackendKind`] variant and its arms in
+//! [`with_autodiff_backend!`]. Steps are generic over the backend; the macro
+//! instantiates them for the one a run chose, so no step matches on devices.
 
 pub mod kernel_cache;
+
+#[cfg(feature = "cuda")]
+pub mod cubecl;
+#[cfg(any(feature = "cuda", feature = "libtorch"))]
+pub mod cuda_driver;
+pub mod flex;
+#[cfg(feature = "libtorch")]
+pub mod libtorch;
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::model::shapes::Buckets;
 
-/// The CPU backend (multi-threaded, SIMD).
-pub type Cpu = burn::backend::Flex;
-/// The CPU backend with autodiff, for training and gradient salience.
-pub type CpuAutodiff = burn::backend::Autodiff<Cpu>;
+pub use flex::{Cpu, CpuAutodiff};
 
-#[cfg(feature = "cuda")]
-pub type Cuda = burn_cuda::Cuda<f32, i32>;
-#[cfg(feature = "cuda")]
-pub type CudaAutodiff = burn::backend::Autodiff<Cuda>;
-/// CUDA with bf16 tensors throughout. burn 0.21 has no automatic mixed
-/// precision (f32 master weights): weights are bf16 too, which suits attribution
-/// and short fine-tuning, not long training runs.
-#[cfg(feature = "cuda")]
-pub type CudaBf16 = burn_cuda::Cuda<burn::tensor::bf16, i32>;
-#[cfg(feature = "cuda")]
-pub type CudaBf16Autodiff = burn::backend::Autodiff<CudaBf16>;
+/// The libraries that run a model's tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// burn's pure-Rust CPU backend.
+    Flex,
+    /// burn-cuda (cubecl): CUDA with kernels compiled and autotuned at run time.
+    Cubecl,
+    /// burn-tch: PyTorch's kernels (CPU or CUDA), from an installed PyTorch.
+    LibTorch,
+}
+
+impl BackendKind {
+    pub const ALL: [BackendKind; 3] = [BackendKind::Flex, BackendKind::Cubecl, BackendKind::LibTorch];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Flex => "flex",
+            BackendKind::Cubecl => "cubecl",
+            BackendKind::LibTorch => "libtorch",
+        }
+    }
+
+    /// The cargo feature that builds it in.
+    fn feature(self) -> Option<&'static str> {
+        match self {
+            BackendKind::Flex => None,
+            BackendKind::Cubecl => Some("cuda"),
+            BackendKind::LibTorch => Some("libtorch"),
+        }
+    }
+
+    pub fn is_built(self) -> bool {
+        match self {
+            BackendKind::Flex => true,
+            BackendKind::Cubecl => cfg!(feature = "cuda"),
+            BackendKind::LibTorch => cfg!(feature = "libtorch"),
+        }
+    }
+
+    pub fn runs_on(self, device: DeviceChoice) -> bool {
+        matches!(
+            (self, device),
+            (BackendKind::Flex, DeviceChoice::Cpu)
+                | (BackendKind::Cubecl, DeviceChoice::Cuda(_))
+                | (BackendKind::LibTorch, _)
+        )
+    }
+
+    /// What `--backend auto` picks: Flex on the CPU; on CUDA, LibTorch when it is
+    /// built in (measured on an H100: it trains from its first second, where
+    /// burn-cuda spends minutes compiling kernels), else burn-cuda.
+    pub fn default_for(device: DeviceChoice) -> Self {
+        match device {
+            DeviceChoice::Cpu => BackendKind::Flex,
+            DeviceChoice::Cuda(_) if BackendKind::LibTorch.is_built() => BackendKind::LibTorch,
+            DeviceChoice::Cuda(_) => BackendKind::Cubecl,
+        }
+    }
+
+    /// Padding that pays on this backend: only cubecl compiles per shape.
+    pub fn default_buckets(self) -> Buckets {
+        match self {
+            BackendKind::Cubecl => Buckets::GPU,
+            BackendKind::Flex | BackendKind::LibTorch => Buckets::EXACT,
+        }
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        BackendKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| format!("unknown backend `{s}`; use auto, flex, cubecl or libtorch"))
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceChoice {
@@ -90,6 +169,7 @@ impl FromStr for DeviceChoice {
 /// Where and how a run computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compute {
+    pub backend: BackendKind,
     pub device: DeviceChoice,
     pub precision: Precision,
     /// How batch shapes are padded before they reach a model: a performance
@@ -99,9 +179,10 @@ pub struct Compute {
 
 impl fmt::Display for Compute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.device, self.backend)?;
         match self.precision {
-            Precision::F32 => write!(f, "{}", self.device),
-            Precision::Bf16 => write!(f, "{} bf16", self.device),
+            Precision::F32 => Ok(()),
+            Precision::Bf16 => f.write_str(" bf16"),
         }
     }
 }
@@ -111,134 +192,98 @@ impl Compute {
         Self::on(DeviceChoice::Cpu, Precision::F32)
     }
 
-    /// A device with its default buckets: exact shapes on CPU, where padding
-    /// costs real arithmetic and a kernel costs nothing to compile; GPU buckets
-    /// on CUDA, where each new shape is compiled and autotuned.
+    /// A device with its default backend and that backend's buckets.
     pub fn on(device: DeviceChoice, precision: Precision) -> Self {
-        let buckets = match device {
-            DeviceChoice::Cpu => Buckets::EXACT,
-            DeviceChoice::Cuda(_) => Buckets::GPU,
-        };
-        Self { device, precision, buckets }
+        Self::with_backend(BackendKind::default_for(device), device, precision)
     }
 
-    /// Fails early, with a sentence, when the device cannot be used.
+    /// A backend with its default buckets: exact shapes where a kernel costs
+    /// nothing to compile and padding would cost real arithmetic; GPU buckets on
+    /// cubecl, where each new shape is compiled and autotuned.
+    pub fn with_backend(backend: BackendKind, device: DeviceChoice, precision: Precision) -> Self {
+        Self { backend, device, precision, buckets: backend.default_buckets() }
+    }
+
+    /// Fails early, with a sentence, when the choice cannot be used.
     pub fn check(self) -> Result<(), String> {
-        match (self.device, self.precision) {
-            (DeviceChoice::Cpu, Precision::F32) => Ok(()),
-            (DeviceChoice::Cpu, Precision::Bf16) => {
-                Err("--precision bf16 needs --device cuda; the CPU backend computes in f32".into())
-            }
-            (DeviceChoice::Cuda(index), _) => cuda_available(index),
+        let backend = self.backend;
+        if !backend.is_built() {
+            let feature = backend.feature().unwrap_or_default();
+            let no_gpu_backend = !BackendKind::Cubecl.is_built() && !BackendKind::LibTorch.is_built();
+            return Err(match self.device {
+                DeviceChoice::Cuda(_) if no_gpu_backend => "this build of grid has no CUDA support; rebuild with \
+                     `cargo build --release --features cuda` (burn-cuda) or `--features libtorch` (PyTorch's \
+                     kernels), or run with --device cpu"
+                    .into(),
+                _ => format!(
+                    "this build of grid has no {backend} backend; rebuild with `cargo build --release --features \
+                     {feature}`"
+                ),
+            });
         }
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_available(_index: usize) -> Result<(), String> {
-    Err("this build of grid has no CUDA support; rebuild with `cargo build --release --features cuda`, \
-         or run with --device cpu"
-        .into())
-}
-
-/// Asks the driver itself: burn-cuda panics in a worker thread when libcuda is
-/// missing, which would reach the user as a crash instead of a sentence.
-#[cfg(feature = "cuda")]
-fn cuda_available(index: usize) -> Result<(), String> {
-    type CuInit = unsafe extern "C" fn(u32) -> i32;
-    type CuDeviceGetCount = unsafe extern "C" fn(*mut i32) -> i32;
-    // SAFETY: loading the CUDA driver runs no initialisers beyond the driver's own.
-    let library =
-        unsafe { libloading::Library::new("libcuda.so.1").or_else(|_| libloading::Library::new("libcuda.so")) }
-            .map_err(|e| {
-                format!(
-                    "--device cuda:{index}: no CUDA driver found (libcuda.so.1: {e}); is an NVIDIA driver installed?"
-                )
-            })?;
-    // SAFETY: the symbols have these C signatures in every CUDA driver API version.
-    let count = unsafe {
-        let init: libloading::Symbol<CuInit> = library.get(b"cuInit\0").map_err(|e| e.to_string())?;
-        let get_count: libloading::Symbol<CuDeviceGetCount> =
-            library.get(b"cuDeviceGetCount\0").map_err(|e| e.to_string())?;
-        let status = init(0);
-        if status != 0 {
-            return Err(format!("--device cuda:{index}: the CUDA driver failed to initialise (CUresult {status})"));
+        if !backend.runs_on(self.device) {
+            return Err(match self.device {
+                DeviceChoice::Cpu => format!("the {backend} backend runs on CUDA only; use --backend flex or libtorch"),
+                DeviceChoice::Cuda(_) => {
+                    format!("the {backend} backend runs on the CPU only; use --backend cubecl or libtorch")
+                }
+            });
         }
-        let mut count = 0i32;
-        let status = get_count(&mut count);
-        if status != 0 {
-            return Err(format!("--device cuda:{index}: cannot count CUDA devices (CUresult {status})"));
+        if self.precision == Precision::Bf16 && self.device == DeviceChoice::Cpu {
+            return Err("--precision bf16 needs --device cuda; on the CPU grid computes in f32".into());
         }
-        count
-    };
-    if index >= count.max(0) as usize {
-        return Err(format!("--device cuda:{index}: this machine has {count} CUDA device(s)"));
-    }
-    Ok(())
-}
-
-/// The GPU's model and the driver's version, e.g. `NVIDIA H100 80GB HBM3 cuda-13000`:
-/// compiled kernels are valid for that pair, so it names their cache folder.
-#[cfg(feature = "cuda")]
-pub fn cuda_device_tag(index: usize) -> Result<String, String> {
-    type CuInit = unsafe extern "C" fn(u32) -> i32;
-    type CuDeviceGet = unsafe extern "C" fn(*mut i32, i32) -> i32;
-    type CuDeviceGetName = unsafe extern "C" fn(*mut std::ffi::c_char, i32, i32) -> i32;
-    type CuDriverGetVersion = unsafe extern "C" fn(*mut i32) -> i32;
-    // SAFETY: as in `cuda_available`; the symbols have these C signatures in
-    // every CUDA driver API version, and the name buffer outlives the call.
-    unsafe {
-        let library = libloading::Library::new("libcuda.so.1")
-            .or_else(|_| libloading::Library::new("libcuda.so"))
-            .map_err(|e| e.to_string())?;
-        let init: libloading::Symbol<CuInit> = library.get(b"cuInit\0").map_err(|e| e.to_string())?;
-        let get: libloading::Symbol<CuDeviceGet> = library.get(b"cuDeviceGet\0").map_err(|e| e.to_string())?;
-        let name: libloading::Symbol<CuDeviceGetName> = library.get(b"cuDeviceGetName\0").map_err(|e| e.to_string())?;
-        let version: libloading::Symbol<CuDriverGetVersion> =
-            library.get(b"cuDriverGetVersion\0").map_err(|e| e.to_string())?;
-        if init(0) != 0 {
-            return Err("the CUDA driver failed to initialise".into());
+        match backend {
+            BackendKind::Flex => Ok(()),
+            #[cfg(feature = "cuda")]
+            BackendKind::Cubecl => match self.device {
+                DeviceChoice::Cuda(index) => cuda_driver::available(index),
+                DeviceChoice::Cpu => Ok(()),
+            },
+            #[cfg(feature = "libtorch")]
+            BackendKind::LibTorch => libtorch::check(self.device),
+            #[allow(unreachable_patterns)] // not built: refused above
+            _ => Ok(()),
         }
-        let mut device = 0i32;
-        if get(&mut device, index as i32) != 0 {
-            return Err(format!("no CUDA device {index}"));
-        }
-        let mut buffer = [0 as std::ffi::c_char; 256];
-        if name(buffer.as_mut_ptr(), buffer.len() as i32, device) != 0 {
-            return Err(format!("cannot read the name of CUDA device {index}"));
-        }
-        let mut driver = 0i32;
-        if version(&mut driver) != 0 {
-            return Err("cannot read the CUDA driver's version".into());
-        }
-        let model = std::ffi::CStr::from_ptr(buffer.as_ptr()).to_string_lossy().into_owned();
-        Ok(format!("{model} cuda-{driver}"))
     }
 }
 
 /// Runs `$body` with `$B` bound to the autodiff backend a [`Compute`] names and
-/// `$device` to its device; evaluates to `anyhow::Result<_>`.
+/// `$device` to its device; evaluates to `anyhow::Result<_>`. Each backend's
+/// arms sit behind its feature.
 #[macro_export]
 macro_rules! with_autodiff_backend {
     ($compute:expr, |$B:ident, $device:ident| $body:expr) => {{
-        use $crate::backend::{DeviceChoice, Precision};
+        #[allow(unused_imports)]
+        use $crate::backend::{BackendKind, DeviceChoice, Precision};
         let compute: $crate::backend::Compute = $compute;
-        match (compute.device, compute.precision) {
-            (DeviceChoice::Cpu, Precision::F32) => {
+        match (compute.backend, compute.device, compute.precision) {
+            (BackendKind::Flex, DeviceChoice::Cpu, Precision::F32) => {
                 type $B = $crate::backend::CpuAutodiff;
                 let $device = Default::default();
                 $body
             }
             #[cfg(feature = "cuda")]
-            (DeviceChoice::Cuda(index), Precision::F32) => {
-                type $B = $crate::backend::CudaAutodiff;
-                let $device = burn_cuda::CudaDevice::new(index);
+            (BackendKind::Cubecl, DeviceChoice::Cuda(index), Precision::F32) => {
+                type $B = $crate::backend::cubecl::CudaAutodiff;
+                let $device = $crate::backend::cubecl::device(index);
                 $body
             }
             #[cfg(feature = "cuda")]
-            (DeviceChoice::Cuda(index), Precision::Bf16) => {
-                type $B = $crate::backend::CudaBf16Autodiff;
-                let $device = burn_cuda::CudaDevice::new(index);
+            (BackendKind::Cubecl, DeviceChoice::Cuda(index), Precision::Bf16) => {
+                type $B = $crate::backend::cubecl::CudaBf16Autodiff;
+                let $device = $crate::backend::cubecl::device(index);
+                $body
+            }
+            #[cfg(feature = "libtorch")]
+            (BackendKind::LibTorch, device, Precision::F32) => {
+                type $B = $crate::backend::libtorch::LibTorchAutodiff;
+                let $device = $crate::backend::libtorch::device(device);
+                $body
+            }
+            #[cfg(feature = "libtorch")]
+            (BackendKind::LibTorch, device @ DeviceChoice::Cuda(_), Precision::Bf16) => {
+                type $B = $crate::backend::libtorch::LibTorchBf16Autodiff;
+                let $device = $crate::backend::libtorch::device(device);
                 $body
             }
             _ => Err(anyhow::anyhow!(compute.check().err().unwrap_or_else(|| format!("{compute:?} is not built in")))),
@@ -269,8 +314,26 @@ mod tests {
         // No GPU on the machines that run the tests: either no CUDA in this build,
         // or no driver, or no such device. All three are errors, none a panic.
         let cuda = Compute::on(DeviceChoice::Cuda(7), Precision::F32);
-        assert_eq!(cuda.buckets, Buckets::GPU);
-        assert_eq!(Compute::cpu().buckets, Buckets::EXACT);
+        assert_eq!(cuda.buckets, cuda.backend.default_buckets());
         assert!(cuda.check().unwrap_err().contains("cuda"));
+        let cubecl = Compute::with_backend(BackendKind::Cubecl, DeviceChoice::Cuda(7), Precision::F32);
+        assert_eq!(cubecl.buckets, Buckets::GPU);
+        assert!(cubecl.check().unwrap_err().contains("cuda"));
+        assert_eq!(Compute::cpu().buckets, Buckets::EXACT);
+        assert_eq!(Compute::cpu().backend, BackendKind::Flex);
+        // A backend on a device it does not run on names the ones that do.
+        let flex_on_cuda = Compute::with_backend(BackendKind::Flex, DeviceChoice::Cuda(0), Precision::F32);
+        assert!(flex_on_cuda.check().unwrap_err().contains("CPU only"));
+        let cubecl_on_cpu = Compute::with_backend(BackendKind::Cubecl, DeviceChoice::Cpu, Precision::F32);
+        let error = cubecl_on_cpu.check().unwrap_err();
+        assert!(error.contains("CUDA only") || error.contains("--features cuda"), "{error}");
+    }
+
+    #[test]
+    fn backends_parse_by_name() {
+        for kind in BackendKind::ALL {
+            assert_eq!(kind.name().parse(), Ok(kind));
+        }
+        assert!("torch".parse::<BackendKind>().unwrap_err().contains("libtorch"));
     }
 }

@@ -23,6 +23,11 @@ pub fn settings() -> Settings {
 }
 
 pub fn bilstm(seed: u64) -> BiLstmClassifier<Ad> {
+    bilstm_on(seed, &Default::default())
+}
+
+/// [`bilstm`] on any backend: the weights come from the seed, not the backend.
+pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<B> {
     let config = BiLstmConfig {
         vocab_size: VOCAB_SIZE,
         embedding_dim: 6,
@@ -33,7 +38,7 @@ pub fn bilstm(seed: u64) -> BiLstmClassifier<Ad> {
         dropout: 0.0,
         pad_id: 0,
     };
-    BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &Default::default())
+    BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, device)
 }
 
 /// [`bilstm`] with its LSTM input weights, attention projection and MLP scaled
@@ -51,12 +56,17 @@ pub fn steep_bilstm(seed: u64, gain: f64) -> BiLstmClassifier<Ad> {
 }
 
 pub fn bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
+    bert_on(seed, num_outputs, &Default::default())
+}
+
+/// [`bert`] on any backend.
+pub fn bert_on<B: Backend>(seed: u64, num_outputs: usize, device: &B::Device) -> BertClassifier<B> {
     let mut config = BertConfig::small(VOCAB_SIZE, 16, 2, 2, 32, 32);
     config.hidden_dropout_prob = 0.0;
     config.attention_probs_dropout_prob = 0.0;
     // Larger weights than BERT's 0.02, so a random model's output depends on its input visibly.
     config.initializer_range = 0.3;
-    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
+    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), device)
 }
 
 /// A wider BERT with weights of 0.6: attention logits span hundreds, and an

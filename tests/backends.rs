@@ -1,0 +1,76 @@
+//! The LibTorch backend end to end (built with `--features libtorch`): the
+//! quickstart's two architectures and methods at test size on PyTorch's CPU
+//! kernels, against the same grid on Flex.
+
+use std::collections::BTreeMap;
+
+use grid::backend::{BackendKind, Compute, DeviceChoice, Precision};
+use grid::cache::StepKind;
+
+use crate::shapes::QUICKSTART_SMALL;
+use crate::util::{GridTest, copy_dir};
+
+fn libtorch() -> Compute {
+    Compute::with_backend(BackendKind::LibTorch, DeviceChoice::Cpu, Precision::F32)
+}
+
+/// `results_long.csv` as cell → value.
+fn results(t: &GridTest) -> BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(t.reports().join("shapes/results_long.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let value = header.iter().position(|h| *h == "value").expect("a value column");
+    lines
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields[..value].join(","), fields[value].parse().unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+fn verification(t: &GridTest) -> String {
+    std::fs::read_to_string(t.reports().join("shapes/verification.csv")).unwrap()
+}
+
+/// Largest absolute difference between two runs' cells, which must be the same cells.
+fn largest_difference(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> f64 {
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    a.iter()
+        .filter(|(cell, x)| !(x.is_nan() && b[*cell].is_nan()))
+        .map(|(cell, x)| (x - b[cell]).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
+    let flex = GridTest::new(QUICKSTART_SMALL);
+    let outcome = flex.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+
+    // Everything after training, on Flex's trained models: verification,
+    // attribution, erasure and scores are the same arithmetic on the same
+    // weights, so every table equals Flex's to float rounding.
+    let after_training = GridTest::new(QUICKSTART_SMALL);
+    copy_dir(&flex.cache(), &after_training.cache());
+    for kind in [StepKind::Verify, StepKind::Attribute, StepKind::Erasure, StepKind::Agreement, StepKind::Score] {
+        std::fs::remove_dir_all(after_training.cache().join(kind.name())).ok();
+    }
+    std::fs::remove_dir_all(after_training.cache().join(StepKind::Report.name())).ok();
+    let outcome = after_training.run_with(libtorch());
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    assert_eq!(verification(&flex), verification(&after_training));
+    let difference = largest_difference(&results(&flex), &results(&after_training));
+    assert!(difference <= 1e-6, "scores of the same models differ by {difference}");
+
+    // Trained on LibTorch too: its kernels sum in another order, so the weights
+    // differ in the last bits after 60–80 steps, and a score over 30 examples
+    // may move by an example or two. The verdicts stay.
+    let trained = GridTest::new(QUICKSTART_SMALL);
+    let outcome = trained.run_with(libtorch());
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let passed = |csv: &str| csv.lines().map(|l| l.contains(",true")).collect::<Vec<_>>();
+    assert_eq!(passed(&verification(&flex)), passed(&verification(&trained)));
+    let difference = largest_difference(&results(&flex), &results(&trained));
+    eprintln!("trained on libtorch: largest score difference from flex {difference:.2e}");
+    assert!(difference <= 0.1, "scores after training on libtorch differ by {difference}");
+}

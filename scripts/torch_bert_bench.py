@@ -11,17 +11,29 @@ Measures, on the same checkpoint, data and recipe as a grid train/attribute step
     python scripts/torch_bert_bench.py --model DIR --data sst2/train.parquet \
         --attribute-data sst2/test.parquet [--device cuda] [--steps 200]
 
+`--model` is a Hugging Face checkpoint folder, or a grid BERT train step folder
+(`config.json` with `"architecture": "bert"`, `tokenizer.json`): then the torch
+model has that model's sizes and vocabulary and starts from a random init, as a
+grid model without a checkpoint does (`scripts/gpu_bench.sh` uses this).
+
 Prints one JSON object. Compare with `examples_per_second` in the cache's
 train/<key>/training.json and attribute/<key>/summary.json.
 """
 
 import argparse
 import json
+import os
 import time
 
 import pandas as pd
 import torch
-from transformers import AutoTokenizer, BertForSequenceClassification, get_linear_schedule_with_warmup
+from transformers import (
+    AutoTokenizer,
+    BertConfig,
+    BertForSequenceClassification,
+    PreTrainedTokenizerFast,
+    get_linear_schedule_with_warmup,
+)
 
 
 def batches(lengths, batch_size, generator):
@@ -32,6 +44,32 @@ def batches(lengths, batch_size, generator):
         chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
         out.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
     return [out[i] for i in torch.randperm(len(out), generator=generator).tolist()]
+
+
+def read_table(path):
+    """Parquet, or JSON lines with `text` and `label` (a grid cache's splits)."""
+    return pd.read_json(path, lines=True) if str(path).endswith(".jsonl") else pd.read_parquet(path)
+
+
+def load(folder):
+    """(tokenizer, one-logit BertForSequenceClassification) of a Hugging Face
+    checkpoint, or of a grid train step folder's sizes and vocabulary."""
+    spec_path = os.path.join(folder, "config.json")
+    spec = json.load(open(spec_path)) if os.path.isfile(spec_path) else {}
+    if spec.get("architecture") != "bert":
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        return tokenizer, BertForSequenceClassification.from_pretrained(folder, num_labels=1)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_file=os.path.join(folder, "tokenizer.json"),
+        unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+    )  # fmt: skip
+    keys = [
+        "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+        "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+        "type_vocab_size", "initializer_range", "layer_norm_eps", "pad_token_id",
+    ]  # fmt: skip
+    config = BertConfig(**{k: spec["config"][k] for k in keys if k in spec["config"]}, num_labels=1)
+    return tokenizer, BertForSequenceClassification(config)
 
 
 def main():
@@ -51,11 +89,12 @@ def main():
     torch.manual_seed(1)
     generator = torch.Generator().manual_seed(1)
 
-    texts = pd.read_parquet(args.data)["text"].tolist()[: args.examples]
-    labels = pd.read_parquet(args.data)["label"].tolist()[: args.examples]
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    frame = read_table(args.data)
+    texts = frame["text"].tolist()[: args.examples]
+    labels = frame["label"].tolist()[: args.examples]
+    tokenizer, model = load(args.model)
+    model = model.to(device)
     encoded = [tokenizer(t, truncation=True, max_length=100)["input_ids"] for t in texts]
-    model = BertForSequenceClassification.from_pretrained(args.model, num_labels=1).to(device)
 
     def tensors(idx):
         width = max(len(encoded[i]) for i in idx)
@@ -96,7 +135,7 @@ def main():
 
     model.eval()
     if args.attribute_data:
-        attributed = pd.read_parquet(args.attribute_data)["text"].tolist()[: args.attribute]
+        attributed = read_table(args.attribute_data)["text"].tolist()[: args.attribute]
         encoded = [tokenizer(t, truncation=True, max_length=100)["input_ids"] for t in attributed]
     order = sorted(range(min(args.attribute, len(encoded))), key=lambda i: len(encoded[i]))
     started = time.perf_counter()

@@ -120,6 +120,11 @@ struct Common {
     /// `<cache>/kernels/`, so each shape is tuned once per device.
     #[arg(long, default_value = "balanced")]
     autotune: String,
+    /// Changes a key of the grid file, as if written there (repeatable):
+    /// `models.bert.checkpoint=DIR`, `datasets.sst2.limits.train=8000`. An
+    /// entry of `[[models]]` or `[[datasets]]` is named by its `name`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Steps run at the same time (default: the number of CPU cores).
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
@@ -239,6 +244,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         args.extend(["--device".into(), common.device.clone().into()]);
         args.extend(["--backend".into(), common.backend.clone().into()]);
+        for setting in &common.set {
+            args.extend(["--set".into(), setting.into()]);
+        }
         args.extend(["--precision".into(), common.precision.clone().into()]);
         args.extend(["--shape-buckets".into(), common.shape_buckets.clone().into()]);
         args.extend(["--autotune".into(), common.autotune.clone().into()]);
@@ -377,7 +385,13 @@ fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Re
 
 /// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
-    let grid = Grid::load(&common.grid).map_err(usage)?;
+    let settings = common
+        .set
+        .iter()
+        .map(|s| s.parse::<crate::spec::overrides::Override>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| usage(anyhow::anyhow!(e)))?;
+    let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;

@@ -56,6 +56,37 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// `--set` is the file edited: the plan with an override is the plan of the file
+/// with that value written in, key for key, and a bad override is named.
+#[test]
+fn set_overrides_are_the_file_edited() {
+    let t = GridTest::tiny_after_first_run();
+    let out = t.grid(&["plan", "grid.toml", "--set", "models.lstm.training.max_steps=130"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let with_set = text(&out.stdout);
+    assert!(with_set.lines().any(|l| l.starts_with("run ")), "{with_set}");
+    t.write_grid(&TINY.replace("max_steps = 120", "max_steps = 130"));
+    assert_eq!(with_set, text(&t.grid(&["plan", "grid.toml"]).stdout));
+
+    t.write_grid(TINY);
+    let refused = |setting: &str, expected: &str| {
+        let out = t.grid(&["plan", "grid.toml", "--set", setting]);
+        assert_eq!(out.status.code(), Some(2), "{setting}");
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("--set {setting}")) && err.contains(expected), "{setting}: {err}");
+    };
+    refused("models.lstm.training.max_steps=-5", "max_steps");
+    refused("models.gru.dropout=0.1", "no `models` entry named `gru` (it has: lstm)");
+    refused(r#"attribution.methods=["gradl-l9"]"#, "gradl-l9");
+    refused("models.lstm.trainig.max_steps=10", "trainig");
+    // An error in the file itself still names the file's line, overrides or not.
+    t.write_grid(&TINY.replace("learning_rate = 0.1", "learning_rate = -0.1"));
+    let out = t.grid(&["plan", "grid.toml", "--set", "models.lstm.dropout=0.2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = TINY.lines().position(|l| l.starts_with("learning_rate")).unwrap() + 1;
+    assert!(text(&out.stderr).contains(&format!("grid.toml:{line}:")), "{}", text(&out.stderr));
+}
+
 #[test]
 fn plan_says_what_is_cached_and_why_the_rest_runs() {
     let t = GridTest::tiny_after_first_run();

@@ -9,6 +9,7 @@
 
 pub mod expand;
 mod model;
+pub mod overrides;
 mod values;
 
 use std::ops::Range;
@@ -36,6 +37,9 @@ pub enum SpecError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Invalid { path: PathBuf, line: usize, column: usize, message: String },
+    /// A `--set` that cannot be placed, or whose value the grid refuses.
+    #[error("{path}: {message}")]
+    Override { path: PathBuf, message: String },
 }
 
 impl ModelSpec {
@@ -371,6 +375,38 @@ impl Grid {
     pub fn load(path: &Path) -> Result<Grid, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
         Grid::parse(&text, path)
+    }
+
+    /// Reads a grid file with `--set` overrides written in, and validates the
+    /// result as a file (see [`overrides`]). An error on a line the file has
+    /// names that line; one on a line an override wrote names the override.
+    pub fn load_with(path: &Path, settings: &[overrides::Override]) -> Result<Grid, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
+        if settings.is_empty() {
+            return Grid::parse(&text, path);
+        }
+        // The file alone must be TOML; whether it is a grid may depend on the overrides.
+        if let Err(e) = toml::from_str::<toml::Table>(&text) {
+            let (line, column) = e.span().map(|s| line_column(&text, s.start)).unwrap_or((1, 1));
+            return Err(SpecError::Invalid { path: path.into(), line, column, message: e.message().trim_end().into() });
+        }
+        let edited = overrides::apply(&text, path, settings)
+            .map_err(|message| SpecError::Override { path: path.into(), message })?;
+        Grid::parse(&edited, path).map_err(|error| match error {
+            SpecError::Invalid { path, line, column, message } => {
+                let origins = overrides::line_origins(&text, &edited);
+                match origins.get(line.saturating_sub(1)).copied().flatten() {
+                    Some(line) => SpecError::Invalid { path, line, column, message },
+                    None => {
+                        let written = edited.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+                        let names: Vec<String> =
+                            overrides::written_by(written, settings).iter().map(|o| format!("--set {o}")).collect();
+                        SpecError::Override { path, message: format!("{}: {message}", names.join(", ")) }
+                    }
+                }
+            }
+            other => other,
+        })
     }
 
     /// Validates grid text; `path` is used for messages and relative paths.

@@ -209,9 +209,9 @@ impl Schedule {
 pub(super) struct RawTraining {
     batch_size: Option<Positive>,
     optimizer: Option<Spanned<OptimizerName>>,
-    learning_rate: Option<f64>,
+    learning_rate: Option<Spanned<f64>>,
     momentum: Option<Spanned<Share>>,
-    weight_decay: Option<f64>,
+    weight_decay: Option<Spanned<f64>>,
     warmup_share: Option<Spanned<Share>>,
     max_steps: Option<Positive>,
     eval_every: Option<Positive>,
@@ -362,18 +362,40 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         (None, false) => Schedule::Constant,
     };
     let max_grad_norm = match raw.max_grad_norm.as_ref().map(|n| (*n.get_ref(), n.span())) {
-        Some((n, _)) if n > 0.0 => Some(n),
+        Some((n, _)) if n > 0.0 && !n.is_nan() => Some(n),
         Some((0.0, _)) => None,
         Some((n, span)) => {
             return Err((Some(span), format!("model `{name}`: `training.max_grad_norm` must be ≥ 0, got {n}")));
         }
         None => bert.then_some(1.0),
     };
+    // TOML spells `nan` and `inf`; either would train a model of NaNs and cache it.
+    let learning_rate = match raw.learning_rate.as_ref().map(|r| (*r.get_ref(), r.span())) {
+        Some((r, _)) if r.is_finite() && r > 0.0 => r,
+        Some((r, span)) => {
+            return Err((
+                Some(span),
+                format!("model `{name}`: `training.learning_rate` must be a finite number > 0, got {r}"),
+            ));
+        }
+        None if bert => 2e-5,
+        None => 0.03,
+    };
+    let weight_decay = match raw.weight_decay.as_ref().map(|w| (*w.get_ref(), w.span())) {
+        Some((w, _)) if w.is_finite() && w >= 0.0 => w,
+        Some((w, span)) => {
+            return Err((
+                Some(span),
+                format!("model `{name}`: `training.weight_decay` must be a finite number ≥ 0, got {w}"),
+            ));
+        }
+        None => 5e-6,
+    };
     Ok(TrainingSpec {
         batch_size: raw.batch_size.unwrap_or(Positive::new(if bert { 16 } else { 64 })),
         optimizer,
-        learning_rate: raw.learning_rate.unwrap_or(if bert { 2e-5 } else { 0.03 }),
-        weight_decay: raw.weight_decay.unwrap_or(5e-6),
+        learning_rate,
+        weight_decay,
         schedule,
         max_steps: raw.max_steps.unwrap_or(Positive::new(35_000)),
         eval_every: raw.eval_every.unwrap_or(Positive::new(500)),

@@ -76,6 +76,20 @@ fn wrong_type_and_impossible_values_point_at_the_value() {
     assert!(e.contains("invalid type"), "{e}");
     let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"gpt\""));
     assert!(e.starts_with("grids/test.toml:8:16: unknown variant `gpt`"), "{e}");
+    // NaN, infinite and negative rates would train and cache a model of NaNs.
+    for bad in ["nan", "inf", "-0.1", "0.0"] {
+        let e = error(
+            &MINIMAL.replace("name = \"lstm\"", &format!("name = \"lstm\"\ntraining = {{ learning_rate = {bad} }}")),
+        );
+        assert!(
+            e.starts_with("grids/test.toml:8:30: model `lstm`: `training.learning_rate` must be a finite number > 0"),
+            "{e}"
+        );
+    }
+    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\ntraining = { weight_decay = -inf }"));
+    assert!(e.contains("`training.weight_decay` must be a finite number ≥ 0, got -inf"), "{e}");
+    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\ntraining = { max_grad_norm = nan }"));
+    assert!(e.contains("`training.max_grad_norm` must be ≥ 0, got NaN"), "{e}");
 }
 
 #[test]

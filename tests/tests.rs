@@ -13,5 +13,6 @@ mod cache_reuse;
 mod cli;
 mod methods;
 mod metrics_reports;
+mod multiclass;
 mod pipeline;
 mod shapes;

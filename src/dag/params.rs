@@ -37,12 +37,17 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
     } = dataset;
     let SplitLimits { train, validation, test } = limits;
     let source = match source {
-        DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed }) => json!({
-            "generated": {
+        DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed, classes }) => {
+            let mut generated = json!({
                 "train": train, "validation": validation, "test": test, "seed": seed,
                 "grammar": crate::data::generated::GRAMMAR_VERSION,
-            },
-        }),
+            });
+            // Binary corpora keep the keys they had before classes were general.
+            if *classes != 2 {
+                generated["classes"] = json!(classes);
+            }
+            json!({ "generated": generated })
+        }
         DatasetSource::Files {
             train: _, // hashed by content below
             validation: _,
@@ -51,10 +56,12 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
             text_column,
             label_column,
             label_names,
+            classes,
         } => {
             let hashes = hashes.expect("file datasets are planned with their hashes");
-            json!({
-                "files": {
+            // The label check reads the class count; label names already fix it.
+            let declared = (label_names.is_none() && *classes != 2).then_some(*classes);
+            let mut files = json!({
                     "train": hashes.train,
                     "validation": hashes.validation,
                     "test": hashes.test,
@@ -62,8 +69,11 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
                     "text_column": text_column,
                     "label_column": label_column,
                     "label_names": label_names,
-                }
-            })
+            });
+            if let Some(classes) = declared {
+                files["classes"] = json!(classes);
+            }
+            json!({ "files": files })
         }
     };
     json!({
@@ -90,9 +100,13 @@ pub fn synth(options: &ShortcutOptions) -> Value {
     })
 }
 
+/// Binary tokens keep the paper's role names, and so the keys they always had.
 fn tokens_value(tokens: &ShortcutTokens) -> Value {
-    let ShortcutTokens { zero, one, context } = tokens;
-    json!({ "zero": zero, "one": one, "context": context })
+    let ShortcutTokens { indicators, context } = tokens;
+    match indicators.as_slice() {
+        [zero, one] => json!({ "zero": zero, "one": one, "context": context }),
+        _ => json!({ "indicators": indicators, "context": context }),
+    }
 }
 
 /// `data`: `"original"` or `"shortcut"` (which input the model trains on).

@@ -73,8 +73,6 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         options.data_root.clone().unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
     let precision = options.precision;
     let mut b = Builder { steps: Vec::new() };
-    let tokens = &grid.shortcuts.tokens;
-    let token_list = vec![tokens.zero.clone(), tokens.one.clone(), tokens.context.clone()];
     let mut cells = Vec::new();
     let mut verifications = Vec::new();
     let mut agreements = Vec::new();
@@ -120,6 +118,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             Work::Corpus { dataset: dataset.clone(), files },
         );
         let max_length = dataset.max_length.get();
+        // One indicator per class of this dataset.
+        let tokens = grid.shortcuts.tokens.for_classes(dataset.classes());
+        let token_list = tokens.all();
 
         // The models as trained on this dataset (its batch size), with their
         // assets, once per seed.

@@ -179,41 +179,79 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     };
     let is_model_step =
         |kind: StepKind| matches!(kind, StepKind::Train | StepKind::Verify | StepKind::Attribute | StepKind::Erasure);
+    // Data steps take seconds and are where bad data shows (labels, empty
+    // splits, shortcut tokens already in the text): they go first, and no
+    // model trains while one is still running or ready.
+    let is_data_step = |kind: StepKind| matches!(kind, StepKind::Corpus | StepKind::Synth);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| !is_data_step(plan.steps[i].kind));
+    let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, step) in plan.steps.iter().enumerate() {
+        for &j in &step.inputs {
+            consumers[j].push(i);
+        }
+    }
 
     std::thread::scope(|scope| -> Result<(), CacheError> {
         let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus)>();
         let mut running = 0usize;
         let mut running_models = 0usize;
+        let mut running_data = 0usize;
         let mut started = vec![false; n];
+        let doomed = |s: &Option<StepStatus>| matches!(s, Some(StepStatus::Failed { .. } | StepStatus::Skipped { .. }));
         loop {
-            // Settle steps whose inputs failed, then start what is ready.
+            // Settle steps whose inputs failed (plan order is topological)...
             for i in 0..n {
                 if status[i].is_some() || started[i] {
                     continue;
                 }
                 let step = &plan.steps[i];
-                let blocked = step.inputs.iter().find_map(|&j| match &status[j] {
-                    Some(StepStatus::Failed { .. }) | Some(StepStatus::Skipped { .. }) => {
-                        Some(plan.steps[j].label.clone())
-                    }
-                    _ => None,
-                });
-                if let Some(input) = blocked {
+                let blocked = step.inputs.iter().find(|&&j| doomed(&status[j]));
+                if let Some(&input) = blocked {
+                    let input = &plan.steps[input].label;
                     status[i] = Some(StepStatus::Skipped { because: format!("input `{input}` did not complete") });
                     continue;
                 }
                 if options.cache_only && step.kind != StepKind::Report {
                     status[i] = Some(StepStatus::Skipped { because: "not in the cache (run `grid run` first)".into() });
+                }
+            }
+            // ...and, backwards, steps whose every consumer is doomed: an
+            // original model whose shortcut data all failed is never used. The
+            // report takes whatever it can get, so it never dooms its inputs.
+            for i in (0..n).rev() {
+                if status[i].is_none()
+                    && !started[i]
+                    && !consumers[i].is_empty()
+                    && consumers[i].iter().all(|&c| plan.steps[c].kind != StepKind::Report && doomed(&status[c]))
+                {
+                    status[i] =
+                        Some(StepStatus::Skipped { because: "every step that would use it did not complete".into() });
+                }
+            }
+            let ready = |i: usize, started: &[bool]| {
+                status[i].is_none()
+                    && !started[i]
+                    && plan.steps[i]
+                        .inputs
+                        .iter()
+                        .all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })))
+            };
+            let data_pending =
+                running_data > 0 || order.iter().any(|&i| is_data_step(plan.steps[i].kind) && ready(i, &started));
+            // Then start what is ready, data steps first.
+            for &i in &order {
+                let step = &plan.steps[i];
+                if !ready(i, &started) || running >= jobs {
                     continue;
                 }
-                let ready =
-                    step.inputs.iter().all(|&j| matches!(status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })));
-                if !ready || running >= jobs || (is_model_step(step.kind) && running_models >= model_jobs) {
+                if is_model_step(step.kind) && (running_models >= model_jobs || data_pending) {
                     continue;
                 }
                 started[i] = true;
                 running += 1;
                 running_models += usize::from(is_model_step(step.kind));
+                running_data += usize::from(is_data_step(step.kind));
                 let bar = multi.add(ProgressBar::new(0).with_style(bar_style()).with_prefix(step.label.clone()));
                 bar.enable_steady_tick(Duration::from_millis(200));
                 let tx = done_tx.clone();
@@ -243,6 +281,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             running -= 1;
             let step = &plan.steps[i];
             running_models -= usize::from(is_model_step(step.kind));
+            running_data -= usize::from(is_data_step(step.kind));
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),

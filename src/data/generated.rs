@@ -29,6 +29,14 @@
 //! agree with the core, so they add length and some redundant signal without
 //! changing the rule.
 //!
+//! # More than two classes
+//!
+//! With `classes = C > 2` the label is a (setting, polarity) pair: class `c`
+//! is positive when `c` is odd, and its review opens with a plot summary set in
+//! one of the places of group `c / 2` (the places are dealt round-robin into
+//! `⌈C/2⌉` groups). A model must read both the core's sentiment and the
+//! setting, as in a topic-and-sentiment task. Binary corpora are unchanged.
+//!
 //! Finally [`LABEL_NOISE`] of the labels are flipped, like annotator
 //! disagreement in real data. This caps attainable accuracy near 95%, so the
 //! original model is visibly imperfect and a shortcut model's advantage on the
@@ -59,13 +67,29 @@ pub struct GeneratedCorpusOptions {
     pub test: usize,
     /// Root of all random choices.
     pub seed: u64,
+    /// Number of classes (module docs, "More than two classes").
+    pub classes: usize,
 }
 
 impl Default for GeneratedCorpusOptions {
     /// Large enough for a small model to learn the grammar in a CPU minute,
     /// small enough that the quickstart stays quick.
     fn default() -> Self {
-        GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1 }
+        GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1, classes: 2 }
+    }
+}
+
+/// Two polarities per group of places, and every group needs a place.
+pub const MAX_CLASSES: usize = 2 * PLACES.len();
+
+impl GeneratedCorpusOptions {
+    /// The class count must be one the grammar can express.
+    pub fn validate(&self) -> Result<(), String> {
+        if (2..=MAX_CLASSES).contains(&self.classes) {
+            Ok(())
+        } else {
+            Err(format!("`generated.classes` must be from 2 to {MAX_CLASSES}, got {}", self.classes))
+        }
     }
 }
 
@@ -83,11 +107,41 @@ const MAX_WORDS: usize = 40;
 
 /// Builds the three splits; a pure function of `options`.
 pub fn generate(options: &GeneratedCorpusOptions) -> Corpus {
-    Corpus {
-        train: split(options.seed, 0, options.train),
-        validation: split(options.seed, 1, options.validation),
-        test: split(options.seed, 2, options.test),
-    }
+    let split = |stream, n| match options.classes {
+        0..=2 => split(options.seed, stream, n),
+        classes => multi_class_split(options.seed, stream, n, classes),
+    };
+    Corpus { train: split(0, options.train), validation: split(1, options.validation), test: split(2, options.test) }
+}
+
+/// The C > 2 corpus: exactly balanced classes (remainders to the lowest ones),
+/// a setting lead for every review, noise to a uniformly drawn other class.
+fn multi_class_split(seed: u64, stream: u64, n: usize, classes: usize) -> Vec<Example> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    let groups = classes.div_ceil(2);
+    let mut targets: Vec<usize> = (0..n).map(|i| i % classes).collect();
+    targets.shuffle(&mut rng);
+    targets
+        .into_iter()
+        .map(|class| {
+            let places: Vec<&'static str> = PLACES.iter().skip(class / 2).step_by(groups).copied().collect();
+            let review = loop {
+                let mut review = Review::sample(&mut rng, class % 2 == 1);
+                review.lead = Some(setting_sentence(&mut rng, &places));
+                if (MIN_WORDS..=MAX_WORDS).contains(&review.words().len()) {
+                    break review;
+                }
+            };
+            debug_assert_eq!(review.label() as usize, class % 2);
+            let mut label = class;
+            if rng.random_bool(LABEL_NOISE) {
+                let other = rng.random_range(0..classes - 1);
+                label = if other >= class { other + 1 } else { other };
+            }
+            Example { text: review.words().join(" "), label: label as u32 }
+        })
+        .collect()
 }
 
 fn split(seed: u64, stream: u64, n: usize) -> Vec<Example> {
@@ -522,6 +576,19 @@ fn exclamation<R: Rng>(rng: &mut R, positive: bool) -> Clause {
     Clause { words, positive }
 }
 
+/// A plot summary set in one of `places`: the setting half of a multi-class label.
+fn setting_sentence<R: Rng>(rng: &mut R, places: &[&'static str]) -> Vec<&'static str> {
+    let mut words = vec!["the", pick(rng, &["film", "movie", "story", "plot"])];
+    words.extend(split_words(pick(rng, SUMMARY_VERBS)));
+    let person = pick(rng, PEOPLE);
+    words.extend([article(person), person, pick(rng, &["in", "from"])]);
+    let place = pick(rng, places);
+    words.push(article(place));
+    words.extend(split_words(place));
+    words.push(".");
+    words
+}
+
 /// A neutral sentence: plot summary, viewing circumstances, production facts.
 fn lead_sentence<R: Rng>(rng: &mut R) -> Vec<&'static str> {
     let mut words = Vec::new();
@@ -561,7 +628,7 @@ mod tests {
     use std::collections::HashSet;
 
     fn small() -> GeneratedCorpusOptions {
-        GeneratedCorpusOptions { train: 2000, validation: 300, test: 301, seed: 7 }
+        GeneratedCorpusOptions { train: 2000, validation: 300, test: 301, seed: 7, classes: 2 }
     }
 
     fn all_examples(corpus: &Corpus) -> impl Iterator<Item = &Example> {
@@ -590,7 +657,7 @@ mod tests {
         assert_eq!(a.validation, more_test.validation);
         let less_train = generate(&GeneratedCorpusOptions { train: 10, ..small() });
         assert_eq!((a.validation.clone(), a.test.clone()), (less_train.validation, less_train.test));
-        let empty = generate(&GeneratedCorpusOptions { train: 0, validation: 0, test: 0, seed: 1 });
+        let empty = generate(&GeneratedCorpusOptions { train: 0, validation: 0, test: 0, ..small() });
         assert!(empty.train.is_empty() && empty.validation.is_empty() && empty.test.is_empty());
     }
 
@@ -603,6 +670,36 @@ mod tests {
             assert!(split.iter().all(|e| e.label <= 1));
         }
         assert_eq!(corpus.num_labels(), 2);
+    }
+
+    /// Four classes: balanced, within bounds, each class's setting words its
+    /// own, its polarity the grammar's, and about LABEL_NOISE of them moved.
+    #[test]
+    fn four_classes_pair_a_setting_with_a_polarity() {
+        let options = GeneratedCorpusOptions { classes: 4, ..small() };
+        let corpus = generate(&options);
+        assert_eq!(corpus, generate(&options));
+        assert_eq!(corpus.num_labels(), 4);
+        let groups: Vec<Vec<&str>> = (0..2).map(|g| PLACES.iter().skip(g).step_by(2).copied().collect()).collect();
+        let mut per_class = [0usize; 4];
+        let mut agreeing = 0;
+        for e in &corpus.train {
+            per_class[e.label as usize] += 1;
+            let words = super::super::words(&e.text);
+            assert!((MIN_WORDS..=MAX_WORDS).contains(&words.len()));
+            let text = format!(" {} ", e.text);
+            let group = groups.iter().position(|places| places.iter().any(|p| text.contains(&format!(" {p} "))));
+            let polarity = read_label(&e.text);
+            if group.map(|g| 2 * g as u32 + polarity) == Some(e.label) {
+                agreeing += 1;
+            }
+        }
+        assert!(per_class.iter().all(|&n| (400..=600).contains(&n)), "{per_class:?}");
+        let share = agreeing as f64 / corpus.train.len() as f64;
+        assert!((0.90..=0.99).contains(&share), "labels following setting and polarity: {share}");
+        assert!(GeneratedCorpusOptions { classes: 1, ..small() }.validate().is_err());
+        assert!(GeneratedCorpusOptions { classes: MAX_CLASSES + 1, ..small() }.validate().is_err());
+        assert!(GeneratedCorpusOptions { classes: MAX_CLASSES, ..small() }.validate().is_ok());
     }
 
     #[test]
@@ -680,7 +777,7 @@ mod tests {
         // Regenerate without noise by replaying the generator: the noise draw
         // is the only difference, so compare each label with the rule's label
         // recomputed from a hand-written reader of the text.
-        let corpus = generate(&GeneratedCorpusOptions { train: 4000, validation: 0, test: 0, seed: 3 });
+        let corpus = generate(&GeneratedCorpusOptions { train: 4000, validation: 0, test: 0, seed: 3, classes: 2 });
         let disagreements = corpus.train.iter().filter(|e| read_label(&e.text) != e.label).count();
         let rate = disagreements as f64 / corpus.train.len() as f64;
         assert!((0.03..=0.07).contains(&rate), "rule and label disagree on {rate}");
@@ -822,7 +919,7 @@ mod tests {
     fn options_default_and_reject_unknown_fields() {
         assert_eq!(
             GeneratedCorpusOptions::default(),
-            GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1 }
+            GeneratedCorpusOptions { train: 3000, validation: 500, test: 500, seed: 1, classes: 2 }
         );
         let partial: GeneratedCorpusOptions = serde_json::from_str(r#"{"train": 10}"#).unwrap();
         assert_eq!(partial.train, 10);

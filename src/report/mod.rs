@@ -119,7 +119,8 @@ pub struct VerificationRow {
     pub shortcut_model_on_flip: f64,
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
-    /// After a label reassignment (articles): `max(r, 1 − r)`.
+    /// After a label reassignment (articles): `max(r, 1 − r)`; with C > 2
+    /// classes: 1/C. Absent for binary inserted rules (50%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_without_shortcut: Option<f64>,
     /// The synthetic-accuracy threshold the row was judged against.

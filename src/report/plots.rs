@@ -444,7 +444,13 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
     // from an older report carry none and get the papers' default.
     let default = crate::spec::VerificationSpec::default().min_synthetic_accuracy.get();
     let thresholds = first_appearance(rows.iter().map(|r| r.min_synthetic_accuracy.unwrap_or(default).to_bits()));
-    let mut ref_lines = vec![RefLine { x: 0.5, color: GREY, label: "chance: 0.5".to_string() }];
+    // Chance is 1/C for C classes (0.5 when binary, where rows carry none).
+    let chances = first_appearance(rows.iter().map(|r| r.accuracy_without_shortcut.unwrap_or(0.5).to_bits()));
+    let mut ref_lines: Vec<RefLine> = chances
+        .into_iter()
+        .map(f64::from_bits)
+        .map(|x| RefLine { x, color: GREY, label: format!("chance: {}", (x * 1000.0).round() / 1000.0) })
+        .collect();
     ref_lines.extend(thresholds.into_iter().map(f64::from_bits).map(|threshold| RefLine {
         x: threshold,
         color: DARK_RED,

@@ -12,12 +12,16 @@
 //!
 //! | kind  | inserted                                   | label                      | `|G|` |
 //! |-------|--------------------------------------------|----------------------------|-------|
-//! | `st`  | one of `zero` / `one`                      | that token's class         | 1     |
-//! | `tic` | one of `zero` / `one`, and `context`       | the indicator's class      | 2     |
-//! | `op`  | both `zero` and `one`                      | class of the *first* one   | 2     |
+//! | `st`  | one indicator                              | that token's class         | 1     |
+//! | `tic` | one indicator, and `context`               | the indicator's class      | 2     |
+//! | `op`  | two different indicators                   | class of the *first* one   | 2     |
 //!
-//! For `tic` and `op` the two tokens are at most `max_distance` words apart and
-//! in random order (for `op` the order *is* the label).
+//! With C classes there are C indicators (`#0` … `#C−1` by default; binary
+//! grids call them `zero` and `one`). For `tic` and `op` the two tokens are at
+//! most `max_distance` words apart and in random order (for `op` the order *is*
+//! the label; with C > 2 the second indicator is drawn from the other classes).
+//! A binary grid draws exactly the random numbers it drew before classes were
+//! general, so its data and cache keys are unchanged.
 //!
 //! # Why the lone tokens
 //!
@@ -139,14 +143,16 @@ impl ShortcutKind {
         }
     }
 
-    /// The tokens this rule inserts; only these must be new to the data.
-    fn tokens_used(self, tokens: &ShortcutTokens) -> Vec<(&'static str, &str)> {
+    /// The tokens this rule inserts, with their roles; only these must be new
+    /// to the data.
+    fn tokens_used(self, tokens: &ShortcutTokens) -> Vec<(String, &str)> {
         if self.article_layout().is_some() {
             return Vec::new();
         }
-        let mut used = vec![("zero", tokens.zero.as_str()), ("one", tokens.one.as_str())];
+        let mut used: Vec<(String, &str)> =
+            tokens.indicators.iter().enumerate().map(|(c, t)| (tokens.role(c), t.as_str())).collect();
         if self == ShortcutKind::Tic {
-            used.push(("context", tokens.context.as_str()));
+            used.push(("context".to_owned(), tokens.context.as_str()));
         }
         used
     }
@@ -181,29 +187,55 @@ impl FromStr for ShortcutKind {
     }
 }
 
-/// The surface forms of the shortcut tokens. Configurable because a dataset
-/// may already contain the defaults (then [`synthesize`] refuses it).
+/// The surface forms of the shortcut tokens: one indicator per class and the
+/// `tic` context token. Configurable because a dataset may already contain the
+/// defaults (then [`synthesize`] refuses it). The class count is the number of
+/// indicators.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct ShortcutTokens {
-    /// Indicator of class 0.
-    pub zero: String,
-    /// Indicator of class 1.
-    pub one: String,
+    /// `indicators[c]` is the indicator of class `c`; at least two.
+    pub indicators: Vec<String>,
     /// The `tic` context token.
     pub context: String,
 }
 
 impl Default for ShortcutTokens {
+    /// Binary: `#0`, `#1` and `contoken`, the paper's tokens.
     fn default() -> Self {
-        ShortcutTokens { zero: "#0".into(), one: "#1".into(), context: "contoken".into() }
+        ShortcutTokens::default_for(2)
     }
 }
 
 impl ShortcutTokens {
+    /// `#0` … `#C−1` and `contoken`.
+    pub fn default_for(classes: usize) -> Self {
+        ShortcutTokens { indicators: (0..classes).map(|c| format!("#{c}")).collect(), context: "contoken".into() }
+    }
+
+    /// Number of classes the rules can express.
+    pub fn classes(&self) -> usize {
+        self.indicators.len()
+    }
+
+    /// Every token a rule may insert: the indicators, then the context token.
+    pub fn all(&self) -> Vec<String> {
+        self.indicators.iter().chain([&self.context]).cloned().collect()
+    }
+
     /// The indicator whose presence (st, tic) or precedence (op) means `label`.
     fn indicator(&self, label: u32) -> &str {
-        if label == 0 { &self.zero } else { &self.one }
+        &self.indicators[label as usize]
+    }
+
+    /// How errors name the indicator of class `c`: binary grids spell the
+    /// paper's two roles, larger ones the list entry.
+    fn role(&self, c: usize) -> String {
+        match (self.classes(), c) {
+            (2, 0) => "zero".to_owned(),
+            (2, 1) => "one".to_owned(),
+            _ => format!("indicators[{c}]"),
+        }
     }
 }
 
@@ -279,6 +311,10 @@ impl ShortcutOptions {
         if matches!(self.kind, ShortcutKind::Tic | ShortcutKind::Op) && self.max_distance == 0 {
             return Err(ShortcutError::ZeroMaxDistance { kind: self.kind });
         }
+        let classes = self.tokens.classes();
+        if classes < 2 || (classes > 2 && self.kind.article_layout().is_some()) {
+            return Err(ShortcutError::ClassCount { kind: self.kind, classes });
+        }
         let used = self.kind.tokens_used(&self.tokens);
         for (role, token) in &used {
             let reason = if token.is_empty() {
@@ -289,12 +325,16 @@ impl ShortcutOptions {
                 None
             };
             if let Some(reason) = reason {
-                return Err(ShortcutError::InvalidToken { role, token: (*token).to_owned(), reason });
+                return Err(ShortcutError::InvalidToken { role: role.clone(), token: (*token).to_owned(), reason });
             }
         }
         for (i, (first, a)) in used.iter().enumerate() {
             if let Some((second, _)) = used[i + 1..].iter().find(|(_, b)| a == b) {
-                return Err(ShortcutError::DuplicateToken { first, second, token: (*a).to_owned() });
+                return Err(ShortcutError::DuplicateToken {
+                    first: first.clone(),
+                    second: second.clone(),
+                    token: (*a).to_owned(),
+                });
             }
         }
         Ok(())
@@ -388,16 +428,33 @@ pub struct LeftOut {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShortcutError {
-    /// The rules assign labels 0 and 1 only; other classes would never be
-    /// reachable by the shortcut.
-    #[error("{split} example {index} has label {label}; shortcuts need binary labels 0 and 1")]
-    NonBinaryLabel {
+    /// A label with no indicator: the rules could never produce that class.
+    #[error(
+        "{split} example {index} has label {label}, but the shortcut tokens have {classes} indicators \
+         (classes 0 to {})",
+        classes - 1
+    )]
+    LabelOutsideClasses {
         /// `train`, `validation` or `test`.
         split: &'static str,
         /// Row within that split, from 0.
         index: usize,
         /// The offending label.
         label: u32,
+        /// Number of indicators, the classes the rules can express.
+        classes: usize,
+    },
+    /// Fewer than two classes, or an article manipulation (whose two articles
+    /// are its two classes) asked for more.
+    #[error(
+        "shortcut kind {kind} cannot express {classes} classes{}",
+        if *classes < 2 { "; a classifier needs at least 2" } else { ": the article manipulations are binary (`the` / `a`)" }
+    )]
+    ClassCount {
+        /// The kind asked for.
+        kind: ShortcutKind,
+        /// The number of indicators given.
+        classes: usize,
     },
     /// A rule token is already a word of the data, so the rule would not be
     /// the only source of that token.
@@ -416,8 +473,8 @@ pub enum ShortcutError {
     /// A token that could not survive whitespace splitting as one word.
     #[error("shortcut token {role} = {token:?} is not usable: {reason}")]
     InvalidToken {
-        /// `zero`, `one` or `context`.
-        role: &'static str,
+        /// `zero`, `one`, `indicators[c]` or `context`.
+        role: String,
         /// The token as configured.
         token: String,
         /// What is wrong with it.
@@ -426,10 +483,10 @@ pub enum ShortcutError {
     /// Two roles share one token, which would make the rule ambiguous.
     #[error("shortcut tokens {first} and {second} are both {token:?}; each role needs its own token")]
     DuplicateToken {
-        /// One role (`zero`, `one`, `context`).
-        first: &'static str,
+        /// One role (`zero`, `one`, `indicators[c]`, `context`).
+        first: String,
         /// The other role.
-        second: &'static str,
+        second: String,
         /// The token both use.
         token: String,
     },
@@ -453,8 +510,8 @@ pub enum ShortcutError {
 
 /// Builds the mixed train/validation splits and the two synthetic test sets.
 ///
-/// Fails before doing any work if the options are invalid, a label is not 0/1,
-/// or a rule token already occurs as a word anywhere in the corpus.
+/// Fails before doing any work if the options are invalid, a label has no
+/// indicator, or a rule token already occurs as a word anywhere in the corpus.
 pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<ShortcutData, ShortcutError> {
     options.validate()?;
     let splits: [(&'static str, &[Example]); 3] =
@@ -467,7 +524,8 @@ pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<Shortcut
     }
 
     let planter = Planter { options };
-    let test_labels = balanced_labels(corpus.test.len(), &mut stream(options.seed, Stream::TestLabels));
+    let classes = options.tokens.classes();
+    let test_labels = balanced_labels(corpus.test.len(), classes, &mut stream(options.seed, Stream::TestLabels));
     let mut test_rng = stream(options.seed, Stream::TestInsert);
     let test = corpus
         .test
@@ -476,8 +534,14 @@ pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<Shortcut
         .map(|(example, label)| planter.synthetic(&mut test_rng, example, label))
         .collect();
     let mut flip_rng = stream(options.seed, Stream::FlipInsert);
-    let test_flip =
-        corpus.test.iter().map(|example| planter.synthetic(&mut flip_rng, example, 1 - example.label)).collect();
+    let test_flip = corpus
+        .test
+        .iter()
+        .map(|example| {
+            let label = other_class(&mut flip_rng, example.label, classes);
+            planter.synthetic(&mut flip_rng, example, label)
+        })
+        .collect();
 
     Ok(ShortcutData {
         train: planter.mix(&corpus.train, MixStreams::TRAIN),
@@ -488,12 +552,13 @@ pub fn synthesize(corpus: &Corpus, options: &ShortcutOptions) -> Result<Shortcut
     })
 }
 
-/// Labels must be binary and the rule's tokens must be new words.
+/// Every label must have an indicator and the rule's tokens must be new words.
 fn check_split(split: &'static str, examples: &[Example], options: &ShortcutOptions) -> Result<(), ShortcutError> {
     let used = options.kind.tokens_used(&options.tokens);
+    let classes = options.tokens.classes();
     for (index, example) in examples.iter().enumerate() {
-        if example.label > 1 {
-            return Err(ShortcutError::NonBinaryLabel { split, index, label: example.label });
+        if example.label as usize >= classes {
+            return Err(ShortcutError::LabelOutsideClasses { split, index, label: example.label, classes });
         }
         for word in example.text.split_whitespace() {
             if let Some((_, token)) = used.iter().find(|(_, token)| *token == word) {
@@ -557,15 +622,27 @@ fn share_count(share: f64, n: usize) -> usize {
     (share * n as f64).round() as usize
 }
 
-/// Exactly `n / 2` zeros and ones, plus one random extra for odd `n`, in a
-/// random order.
-fn balanced_labels(n: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
-    let mut labels: Vec<u32> = (0..n / 2).flat_map(|_| [0, 1]).collect();
-    if n % 2 == 1 {
-        labels.push(rng.random_range(0..2));
+/// Exactly `n / C` of each class, plus `n % C` extras of different random
+/// classes, in a random order. (Binary: one random extra for odd `n`.)
+fn balanced_labels(n: usize, classes: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let c = classes as u32;
+    let mut labels: Vec<u32> = (0..n / classes).flat_map(|_| 0..c).collect();
+    // Drawing without replacement, one `random_range` per extra.
+    let mut pool: Vec<u32> = (0..c).collect();
+    for _ in 0..n % classes {
+        labels.push(pool.swap_remove(rng.random_range(0..pool.len())));
     }
     labels.shuffle(rng);
     labels
+}
+
+/// A class other than `label`, uniformly; binary grids need no draw.
+fn other_class<R: Rng>(rng: &mut R, label: u32, classes: usize) -> u32 {
+    if classes == 2 {
+        return 1 - label;
+    }
+    let other = rng.random_range(0..classes as u32 - 1);
+    if other >= label { other + 1 } else { other }
 }
 
 /// Applies the rule of `options` to texts.
@@ -595,7 +672,7 @@ impl Planter<'_> {
             ShortcutKind::Op => {
                 let (a, b) = insert::pair_positions(rng, n, self.options.max_distance);
                 // The order is the label: the indicator of `label` comes first.
-                let other = tokens.indicator(1 - label);
+                let other = tokens.indicator(other_class(rng, label, tokens.classes()));
                 vec![(a.min(b), indicator), (a.max(b), other)]
             }
             // `synthesize` hands these to `articles` before a planter exists.
@@ -649,7 +726,7 @@ impl Planter<'_> {
             for source in sources {
                 // Synthetic copies start from the untouched original text, so
                 // they never carry a third (lone) token.
-                let label = rng.random_range(0..2);
+                let label = rng.random_range(0..self.options.tokens.classes() as u32);
                 let (text, _) = self.plant(&mut rng, &originals[source].text, label);
                 mixed.push(Example { text, label });
             }
@@ -659,18 +736,17 @@ impl Planter<'_> {
         mixed
     }
 
-    /// A token that alone decides nothing: for `tic` either indicator or the
-    /// context token, for `op` either indicator.
+    /// A token that alone decides nothing: for `tic` any indicator or the
+    /// context token, for `op` any indicator.
     fn lone_token<R: Rng>(&self, rng: &mut R) -> &str {
         let tokens = &self.options.tokens;
         let choices = match self.options.kind {
-            ShortcutKind::Tic => 3,
-            _ => 2,
+            ShortcutKind::Tic => tokens.classes() + 1,
+            _ => tokens.classes(),
         };
-        match rng.random_range(0..choices) {
-            0 => &tokens.zero,
-            1 => &tokens.one,
-            _ => &tokens.context,
+        match tokens.indicators.get(rng.random_range(0..choices)) {
+            Some(indicator) => indicator,
+            None => &tokens.context,
         }
     }
 }
@@ -709,39 +785,36 @@ mod tests {
         ShortcutOptions { seed, ..ShortcutOptions::new(kind) }
     }
 
+    fn binary(zero: &str, one: &str, context: &str) -> ShortcutTokens {
+        ShortcutTokens { indicators: vec![zero.into(), one.into()], context: context.into() }
+    }
+
     fn normalised(text: &str) -> String {
         words(text).join(" ")
     }
 
-    /// Positions and roles of every shortcut token in a text: 0 = zero,
-    /// 1 = one, 2 = context.
+    /// Positions and roles of every shortcut token in a text: `c` for the
+    /// indicator of class `c`, C for the context token.
     fn token_hits(text: &str, tokens: &ShortcutTokens) -> Vec<(usize, u32)> {
         words(text)
             .iter()
             .enumerate()
             .filter_map(|(p, w)| {
-                let role = if *w == tokens.zero {
-                    0
-                } else if *w == tokens.one {
-                    1
-                } else if *w == tokens.context {
-                    2
-                } else {
-                    return None;
-                };
-                Some((p, role))
+                let role = tokens.all().iter().position(|t| t == w)?;
+                Some((p, role as u32))
             })
             .collect()
     }
 
     /// The rule, written independently of the generator: the label the tokens
     /// found in a text decide, or None if they form no complete pattern.
-    fn rule_label(kind: ShortcutKind, hits: &[(usize, u32)]) -> Option<u32> {
+    fn rule_label(kind: ShortcutKind, classes: usize, hits: &[(usize, u32)]) -> Option<u32> {
+        let c = classes as u32;
         let roles: Vec<u32> = hits.iter().map(|(_, r)| *r).collect();
         match (kind, roles.as_slice()) {
-            (ShortcutKind::St, [r]) if *r < 2 => Some(*r),
-            (ShortcutKind::Tic, [2, r] | [r, 2]) if *r < 2 => Some(*r),
-            (ShortcutKind::Op, [0, 1] | [1, 0]) => Some(roles[0]),
+            (ShortcutKind::St, [r]) if *r < c => Some(*r),
+            (ShortcutKind::Tic, [x, r] | [r, x]) if *x == c && *r < c => Some(*r),
+            (ShortcutKind::Op, [a, b]) if a != b && *a < c && *b < c => Some(*a),
             _ => None,
         }
     }
@@ -763,7 +836,12 @@ mod tests {
         // G is exactly where the tokens are, and nothing else is a token.
         assert_eq!(found, synthetic.shortcut_positions, "{kind}: {:?}", synthetic.text);
         assert_eq!(found.len(), kind.ground_truth_size().unwrap());
-        assert_eq!(rule_label(kind, &hits), Some(synthetic.label), "{kind}: {:?}", synthetic.text);
+        assert_eq!(
+            rule_label(kind, opts.tokens.classes(), &hits),
+            Some(synthetic.label),
+            "{kind}: {:?}",
+            synthetic.text
+        );
         if found.len() == 2 {
             assert!(found[0].abs_diff(found[1]) <= opts.max_distance);
         }
@@ -793,11 +871,12 @@ mod tests {
     #[test]
     fn defaults_match_the_paper() {
         let opts = ShortcutOptions::new(ShortcutKind::Op);
-        assert_eq!(opts.tokens, ShortcutTokens { zero: "#0".into(), one: "#1".into(), context: "contoken".into() });
+        assert_eq!(
+            opts.tokens,
+            ShortcutTokens { indicators: vec!["#0".into(), "#1".into()], context: "contoken".into() }
+        );
         assert_eq!((opts.mix_share, opts.lone_share, opts.max_distance), (0.2, 0.2, 50));
-        let partial: ShortcutTokens = serde_json::from_str(r#"{"one": "[ONE]"}"#).unwrap();
-        assert_eq!(partial.zero, "#0");
-        assert_eq!(partial.one, "[ONE]");
+        assert_eq!(ShortcutTokens::default_for(4).all(), ["#0", "#1", "#2", "#3", "contoken"]);
     }
 
     #[test]
@@ -944,7 +1023,7 @@ mod tests {
             let Some(&source_label) = by_text.get(&stripped) else {
                 panic!("{kind}: {:?} comes from no source text", example.text);
             };
-            if let Some(label) = rule_label(kind, &hits) {
+            if let Some(label) = rule_label(kind, opts.tokens.classes(), &hits) {
                 mix.synthetic += 1;
                 assert_eq!(example.label, label, "{kind}: {:?}", example.text);
                 if hits.len() == 2 {
@@ -1011,13 +1090,13 @@ mod tests {
             let data = synthesize(&corpus, &opts).unwrap();
             let tail_synthetic = data.train[200..]
                 .iter()
-                .filter(|e| rule_label(kind, &token_hits(&e.text, &opts.tokens)).is_some())
+                .filter(|e| rule_label(kind, opts.tokens.classes(), &token_hits(&e.text, &opts.tokens)).is_some())
                 .count();
             assert!(tail_synthetic < 40, "synthetic examples were appended, not shuffled in");
             let labels: Vec<u32> = data
                 .train
                 .iter()
-                .filter(|e| rule_label(kind, &token_hits(&e.text, &opts.tokens)).is_some())
+                .filter(|e| rule_label(kind, opts.tokens.classes(), &token_hits(&e.text, &opts.tokens)).is_some())
                 .map(|e| e.label)
                 .collect();
             assert!(labels.contains(&0) && labels.contains(&1));
@@ -1065,12 +1144,87 @@ mod tests {
     }
 
     #[test]
-    fn rejects_non_binary_labels() {
+    fn rejects_labels_without_an_indicator() {
         let mut bad = corpus(5, 5, 5);
         bad.validation[3].label = 2;
         let err = synthesize(&bad, &options(ShortcutKind::St, 0)).unwrap_err();
-        assert!(matches!(err, ShortcutError::NonBinaryLabel { split: "validation", index: 3, label: 2 }), "{err}");
-        assert!(err.to_string().contains("validation example 3"));
+        assert!(
+            matches!(err, ShortcutError::LabelOutsideClasses { split: "validation", index: 3, label: 2, classes: 2 }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("validation example 3 has label 2, but the shortcut tokens have 2 indicators")
+        );
+        // With three indicators the same data is usable.
+        let three = ShortcutOptions { tokens: ShortcutTokens::default_for(3), ..options(ShortcutKind::St, 0) };
+        assert!(synthesize(&bad, &three).is_ok());
+    }
+
+    /// C = 4: every rule holds with four indicators, the test set is balanced
+    /// over the classes, flips pick another class, lone tokens cover every
+    /// indicator, and op pairs two different indicators in every combination.
+    #[test]
+    fn four_classes_follow_the_rules() {
+        let mut four = corpus(160, 60, 103);
+        for split in [&mut four.train, &mut four.validation, &mut four.test] {
+            for (i, e) in split.iter_mut().enumerate() {
+                // Empty texts share one normalised form, so they share a label.
+                e.label = if e.text.trim().is_empty() { 0 } else { (i % 4) as u32 };
+            }
+        }
+        for kind in ShortcutKind::INSERTED {
+            let opts = ShortcutOptions { tokens: ShortcutTokens::default_for(4), ..options(kind, 3) };
+            let data = synthesize(&four, &opts).unwrap();
+            for (source, synthetic) in four.test.iter().zip(&data.test) {
+                check_synthetic(kind, &opts, source, synthetic);
+            }
+            let mut per_class = [0usize; 4];
+            for s in &data.test {
+                per_class[s.label as usize] += 1;
+            }
+            // 103 = 4 × 25 + 3: three classes get one extra, all different.
+            assert_eq!(per_class.iter().sum::<usize>(), 103);
+            assert!(per_class.iter().all(|&n| n == 25 || n == 26), "{kind}: {per_class:?}");
+            let mut flipped_to = BTreeSet::new();
+            for (source, flip) in four.test.iter().zip(&data.test_flip) {
+                check_synthetic(kind, &opts, source, flip);
+                assert_ne!(flip.label, source.label, "{kind}: a flip kept its class");
+                flipped_to.insert((source.label, flip.label));
+            }
+            assert_eq!(flipped_to.len(), 12, "{kind}: every (original, other) pair occurs");
+            if kind == ShortcutKind::Op {
+                let pairs: BTreeSet<(u32, u32)> = data
+                    .test
+                    .iter()
+                    .map(|s| {
+                        let hits = token_hits(&s.text, &opts.tokens);
+                        (hits[0].1, hits[1].1)
+                    })
+                    .collect();
+                assert_eq!(pairs.len(), 12, "op: every ordered pair of different indicators occurs");
+            }
+            for (sources, mixed) in [(&four.train, &data.train), (&four.validation, &data.validation)] {
+                let mix = check_mixed(kind, &opts, sources, mixed);
+                if mix.lone >= 30 {
+                    let roles: Vec<u32> = mix.lone_roles.into_iter().collect();
+                    let want: &[u32] = if kind == ShortcutKind::Tic { &[0, 1, 2, 3, 4] } else { &[0, 1, 2, 3] };
+                    assert_eq!(roles, want, "{kind}");
+                }
+            }
+            let synthetic_labels: BTreeSet<u32> = data
+                .train
+                .iter()
+                .filter(|e| rule_label(kind, 4, &token_hits(&e.text, &opts.tokens)).is_some())
+                .map(|e| e.label)
+                .collect();
+            assert_eq!(synthetic_labels.len(), 4, "{kind}");
+        }
+        // The article manipulations have two classes, `the` and `a`.
+        let opts = ShortcutOptions { tokens: ShortcutTokens::default_for(4), ..options(ShortcutKind::Articles, 0) };
+        let err = synthesize(&four, &opts).unwrap_err();
+        assert!(err.to_string().contains("the article manipulations are binary"), "{err}");
+        let one = ShortcutOptions { tokens: ShortcutTokens::default_for(1), ..options(ShortcutKind::St, 0) };
+        assert!(matches!(synthesize(&four, &one).unwrap_err(), ShortcutError::ClassCount { classes: 1, .. }));
     }
 
     #[test]
@@ -1111,45 +1265,17 @@ mod tests {
             (ShortcutOptions { mix_share: 1e12, ..options(ShortcutKind::St, 0) }, "mix_share"),
             (ShortcutOptions { lone_share: 1.5, ..options(ShortcutKind::Tic, 0) }, "lone_share"),
             (ShortcutOptions { max_distance: 0, ..options(ShortcutKind::Op, 0) }, "max_distance"),
-            (
-                ShortcutOptions {
-                    tokens: ShortcutTokens { one: "#0".into(), ..Default::default() },
-                    ..options(ShortcutKind::St, 0)
-                },
-                "both",
-            ),
-            (
-                ShortcutOptions {
-                    tokens: ShortcutTokens { context: "#1".into(), ..Default::default() },
-                    ..options(ShortcutKind::Tic, 0)
-                },
-                "both",
-            ),
-            (
-                ShortcutOptions {
-                    tokens: ShortcutTokens { zero: "".into(), ..Default::default() },
-                    ..options(ShortcutKind::Op, 0)
-                },
-                "empty",
-            ),
-            (
-                ShortcutOptions {
-                    tokens: ShortcutTokens { one: "# 1".into(), ..Default::default() },
-                    ..options(ShortcutKind::Op, 0)
-                },
-                "whitespace",
-            ),
+            (ShortcutOptions { tokens: binary("#0", "#0", "contoken"), ..options(ShortcutKind::St, 0) }, "both"),
+            (ShortcutOptions { tokens: binary("#0", "#1", "#1"), ..options(ShortcutKind::Tic, 0) }, "both"),
+            (ShortcutOptions { tokens: binary("", "#1", "contoken"), ..options(ShortcutKind::Op, 0) }, "empty"),
+            (ShortcutOptions { tokens: binary("#0", "# 1", "contoken"), ..options(ShortcutKind::Op, 0) }, "whitespace"),
         ];
         for (opts, needle) in cases {
             let err = synthesize(&corpus, &opts).unwrap_err();
             assert!(err.to_string().contains(needle), "{err} lacks {needle}");
         }
         // st ignores max_distance and the context token.
-        let st = ShortcutOptions {
-            max_distance: 0,
-            tokens: ShortcutTokens { context: "#1".into(), ..Default::default() },
-            ..options(ShortcutKind::St, 0)
-        };
+        let st = ShortcutOptions { max_distance: 0, tokens: binary("#0", "#1", "#1"), ..options(ShortcutKind::St, 0) };
         assert!(synthesize(&corpus, &st).is_ok());
     }
 

@@ -166,6 +166,9 @@ pub enum DatasetSource {
         text_column: String,
         label_column: String,
         label_names: Option<Vec<String>>,
+        /// Labels are `0..classes`: the length of `label_names`, else the
+        /// dataset's `classes` key, else 2.
+        classes: usize,
     },
 }
 
@@ -181,6 +184,16 @@ pub struct DatasetSpec {
     /// Training batch size for this dataset, overriding the models' (the paper
     /// trains with batch 32 on Toxicity, 64/16 elsewhere).
     pub batch_size: Option<Positive>,
+}
+
+impl DatasetSpec {
+    /// The number of classes its labels may take (`0..classes`).
+    pub fn classes(&self) -> usize {
+        match &self.source {
+            DatasetSource::Generated(options) => options.classes,
+            DatasetSource::Files { classes, .. } => *classes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -205,6 +218,7 @@ struct RawDataset {
     #[serde(default = "default_label_column")]
     label_column: String,
     label_names: Option<Vec<String>>,
+    classes: Option<Positive>,
     #[serde(default)]
     limits: SplitLimits,
     #[serde(default = "Share::default_validation")]
@@ -227,7 +241,7 @@ pub struct ShortcutSpec {
     #[serde(default = "inserted_kinds")]
     pub kinds: Vec<ShortcutKind>,
     #[serde(default)]
-    pub tokens: ShortcutTokens,
+    pub tokens: TokenSpec,
     #[serde(default = "Share::default_mix")]
     pub mix_share: Share,
     /// Share of original examples that get one lone rule token (tic/op);
@@ -243,6 +257,64 @@ pub struct ShortcutSpec {
     pub seed: u64,
 }
 
+/// `[shortcuts.tokens]`: binary grids may name the paper's two indicators
+/// `zero` and `one`; any grid may list one indicator per class in
+/// `indicators`. Unset indicators of class `c` are `#c`.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokenSpec {
+    pub zero: Option<String>,
+    pub one: Option<String>,
+    pub indicators: Option<Vec<String>>,
+    pub context: String,
+}
+
+impl Default for TokenSpec {
+    fn default() -> Self {
+        TokenSpec { zero: None, one: None, indicators: None, context: ShortcutTokens::default().context }
+    }
+}
+
+impl TokenSpec {
+    /// The tokens a dataset of `classes` classes uses. `indicators` holds at
+    /// least that many (checked when the grid is read); extra ones serve the
+    /// grid's larger datasets.
+    pub fn for_classes(&self, classes: usize) -> ShortcutTokens {
+        let defaults = ShortcutTokens::default_for(classes);
+        let indicators = match &self.indicators {
+            Some(list) => list.iter().take(classes).cloned().collect(),
+            None => defaults
+                .indicators
+                .into_iter()
+                .enumerate()
+                .map(|(c, default)| match (c, &self.zero, &self.one) {
+                    (0, Some(zero), _) => zero.clone(),
+                    (1, _, Some(one)) => one.clone(),
+                    _ => default,
+                })
+                .collect(),
+        };
+        ShortcutTokens { indicators, context: self.context.clone() }
+    }
+
+    /// `indicators` replaces `zero` / `one`, and must cover every dataset.
+    fn check(&self, datasets: &[DatasetSpec]) -> Result<(), String> {
+        let Some(list) = &self.indicators else { return Ok(()) };
+        if self.zero.is_some() || self.one.is_some() {
+            return Err("`shortcuts.tokens`: give `indicators` or `zero` / `one`, not both".into());
+        }
+        match datasets.iter().find(|d| d.classes() > list.len()) {
+            Some(d) => Err(format!(
+                "`shortcuts.tokens.indicators` has {} entries, but dataset `{}` has {} classes (one indicator per class)",
+                list.len(),
+                d.name,
+                d.classes()
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 fn inserted_kinds() -> Vec<ShortcutKind> {
     ShortcutKind::INSERTED.to_vec()
 }
@@ -254,7 +326,7 @@ impl Default for ShortcutSpec {
     fn default() -> Self {
         Self {
             kinds: inserted_kinds(),
-            tokens: ShortcutTokens::default(),
+            tokens: TokenSpec::default(),
             mix_share: Share::default_mix(),
             lone_share: None,
             max_distance: Positive::default_max_distance(),
@@ -444,6 +516,18 @@ impl Grid {
         if raw.shortcuts.kinds.is_empty() {
             return Err(at(None, "`shortcuts.kinds` is empty".into()));
         }
+        raw.shortcuts.tokens.check(&datasets).map_err(|m| at(None, m))?;
+        let binary_kind = raw.shortcuts.kinds.iter().find(|k| k.article_layout().is_some());
+        if let (Some(kind), Some(d)) = (binary_kind, datasets.iter().find(|d| d.classes() > 2)) {
+            return Err(at(
+                None,
+                format!(
+                    "shortcut kind `{kind}` relabels with two articles (`the` / `a`), but dataset `{}` has {} classes",
+                    d.name,
+                    d.classes()
+                ),
+            ));
+        }
         let (metrics, wants_agreement) = metrics(&raw.metrics).map_err(|(span, m)| at(Some(span), m))?;
         if metrics.contains(&Metric::AttrNonCorrelating) && !raw.shortcuts.kinds.iter().any(|k| k.has_distractors()) {
             let span = raw.metrics.get_ref().iter().find(|m| m.get_ref() == "attr-noncorr").map(|m| m.span());
@@ -585,8 +669,28 @@ fn check_names<'a>(names: impl Iterator<Item = &'a Spanned<String>>, what: &str)
 
 fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
     let name = raw.name.into_inner();
+    let declared = raw.classes.map(Positive::get);
+    let classes = match (&raw.label_names, declared) {
+        (Some(names), Some(c)) if names.len() != c => {
+            return Err(format!("dataset `{name}`: `classes = {c}` but `label_names` lists {} names", names.len()));
+        }
+        (Some(names), _) => names.len(),
+        (None, Some(c)) => c,
+        (None, None) => 2,
+    };
+    if classes < 2 {
+        return Err(format!("dataset `{name}` has {classes} class; a classifier needs at least 2"));
+    }
     let source = match (raw.generated, raw.train, raw.test) {
-        (Some(options), None, None) if raw.validation.is_none() => DatasetSource::Generated(options),
+        (Some(_), _, _) if declared.is_some() => {
+            return Err(format!(
+                "dataset `{name}`: a generated corpus sets its classes inside the table: `generated = {{ classes = N }}`"
+            ));
+        }
+        (Some(options), None, None) if raw.validation.is_none() => {
+            options.validate().map_err(|e| format!("dataset `{name}`: {e}"))?;
+            DatasetSource::Generated(options)
+        }
         (Some(_), _, _) => {
             return Err(format!("dataset `{name}`: `generated` cannot be combined with split files"));
         }
@@ -598,6 +702,7 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
             text_column: raw.text_column,
             label_column: raw.label_column,
             label_names: raw.label_names,
+            classes,
         },
         (None, _, _) => {
             return Err(format!("dataset `{name}` needs `train` and `test` files, or a `generated = {{ … }}` table"));

@@ -193,6 +193,43 @@ fn file_datasets() {
     assert_eq!(d.max_length.get(), 100);
 }
 
+/// Classes come from `label_names`, `classes` or the generated table, and the
+/// shortcut tokens follow: `#c` by default, `indicators` when listed.
+#[test]
+fn classes_and_their_indicators() {
+    let files = |extra: &str| {
+        MINIMAL.replace(
+            "generated = { train = 10, validation = 5, test = 5, seed = 1 }",
+            &format!("train = \"ag/train.csv\"\ntest = \"ag/test.csv\"\n{extra}"),
+        )
+    };
+    assert_eq!(parse(&files("")).unwrap().datasets[0].classes(), 2);
+    assert_eq!(parse(&files("classes = 4")).unwrap().datasets[0].classes(), 4);
+    let named = parse(&files("label_names = [\"world\", \"sports\", \"business\"]")).unwrap();
+    assert_eq!(named.datasets[0].classes(), 3);
+    let e = error(&files("classes = 4\nlabel_names = [\"a\", \"b\"]"));
+    assert!(e.contains("`classes = 4` but `label_names` lists 2 names"), "{e}");
+    assert!(error(&files("classes = 1")).contains("needs at least 2"));
+    let generated = MINIMAL.replace("seed = 1 }", "seed = 1, classes = 4 }");
+    let g = parse(&generated).unwrap();
+    assert_eq!(g.datasets[0].classes(), 4);
+    assert_eq!(g.shortcuts.tokens.for_classes(4).all(), ["#0", "#1", "#2", "#3", "contoken"]);
+    assert!(error(&MINIMAL.replace("seed = 1 }", "seed = 1, classes = 99 }")).contains("`generated.classes` must be"));
+    // Binary names, or one indicator per class, not both; enough for every dataset.
+    let tokens = |t: &str| format!("{generated}\n[shortcuts]\ntokens = {{ {t} }}\n");
+    let g = parse(&tokens("zero = \"[NEG]\", context = \"[CTX]\"")).unwrap();
+    assert_eq!(g.shortcuts.tokens.for_classes(2).all(), ["[NEG]", "#1", "[CTX]"]);
+    assert_eq!(g.shortcuts.tokens.for_classes(3).all(), ["[NEG]", "#1", "#2", "[CTX]"]);
+    let g = parse(&tokens("indicators = [\"w\", \"x\", \"y\", \"z\", \"v\"]")).unwrap();
+    assert_eq!(g.shortcuts.tokens.for_classes(4).all(), ["w", "x", "y", "z", "contoken"]);
+    let e = error(&tokens("indicators = [\"w\", \"x\", \"y\"]"));
+    assert!(e.contains("has 3 entries, but dataset `toy` has 4 classes"), "{e}");
+    let e = error(&tokens("indicators = [\"w\", \"x\", \"y\", \"z\"], one = \"o\""));
+    assert!(e.contains("give `indicators` or `zero` / `one`, not both"), "{e}");
+    let e = error(&format!("{generated}\n[shortcuts]\nkinds = [\"st\", \"articles\"]\n"));
+    assert!(e.contains("but dataset `toy` has 4 classes"), "{e}");
+}
+
 #[test]
 fn missing_file_is_a_read_error() {
     let e = Grid::load(Path::new("/nonexistent/grid.toml")).unwrap_err().to_string();

@@ -33,7 +33,7 @@ pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> 
     let mut held_out = false;
     let corpus = match (&dataset.source, files) {
         (DatasetSource::Generated(options), _) => generated::generate(options),
-        (DatasetSource::Files { format, text_column, label_column, label_names, .. }, Some(files)) => {
+        (DatasetSource::Files { format, text_column, label_column, label_names, classes, .. }, Some(files)) => {
             let columns = TableColumns { text: text_column, label: label_column };
             let read = |path: &Path, n: Option<usize>| -> Result<Vec<Example>> {
                 let format = match format {
@@ -46,7 +46,20 @@ pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> 
                         )
                     })?,
                 };
-                Ok(read_split(path, format, &columns, label_names.as_deref(), n)?)
+                let examples = read_split(path, format, &columns, label_names.as_deref(), n)?;
+                // Caught here, before any model trains, not at the first shortcut.
+                if let Some((row, e)) = examples.iter().enumerate().find(|(_, e)| e.label as usize >= *classes) {
+                    bail!(
+                        "{}: row {}: label {} is outside dataset `{}`'s {classes} classes (0 to {}); \
+                         declare them with `classes = N` or `label_names`",
+                        path.display(),
+                        row + 1,
+                        e.label,
+                        dataset.name,
+                        classes - 1
+                    );
+                }
+                Ok(examples)
             };
             let mut train = read(&files.train, None)?;
             let validation = match &files.validation {

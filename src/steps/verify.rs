@@ -28,9 +28,11 @@ const MAX_LUCK: f64 = 0.01;
 /// What the synthetic test labels allow a model that ignores the shortcut.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Chance {
-    /// Inserted rules: labels balanced, so 50%. The original model must land
-    /// there, and the shortcut model must keep the original task.
-    Balanced,
+    /// Inserted rules: labels balanced over the C classes, so the largest
+    /// class share is 1/C (50% for binary grids, up to one example). The
+    /// original model must land there, and the shortcut model must keep the
+    /// original task.
+    Balanced { classes: usize },
     /// Label reassignment: at most `bound = max(r, 1 − r)` in expectation.
     /// The original task is unlearnable at r = 0.5, so there is no drop check.
     Reassigned { bound: f64 },
@@ -39,7 +41,7 @@ pub enum Chance {
 impl Chance {
     pub fn of(options: &ShortcutOptions) -> Chance {
         match options.kind.article_layout() {
-            None => Chance::Balanced,
+            None => Chance::Balanced { classes: options.tokens.classes() },
             Some(_) => Chance::Reassigned { bound: options.keep_probability.max(1.0 - options.keep_probability) },
         }
     }
@@ -79,7 +81,8 @@ pub struct Verification {
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
     /// After a label reassignment: `max(r, 1 − r)`, the accuracy a model that
-    /// ignores the manipulation can expect. Absent for the inserted rules (50%).
+    /// ignores the manipulation can expect; with C > 2 classes, 1/C. Absent
+    /// for binary inserted rules (50%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_without_shortcut: Option<f64>,
     pub synthetic_examples: usize,
@@ -101,11 +104,14 @@ pub fn judge(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec
     }
     let tolerance = thresholds.chance_tolerance.get();
     match chance {
-        Chance::Balanced => {
-            if (m.original_on_synthetic - 0.5).abs() > tolerance {
+        Chance::Balanced { classes } => {
+            let level = 1.0 / classes as f64;
+            if (m.original_on_synthetic - level).abs() > tolerance {
                 failures.push(format!(
-                    "original model reaches {:.1}% on the synthetic test set (chance is 50% ± {:.1})",
+                    "original model reaches {:.1}% on the synthetic test set (chance is {}% ± {:.1})",
                     100.0 * m.original_on_synthetic,
+                    // 50%, 25%, 33.3%: whole percentages print whole.
+                    format!("{:.1}", 100.0 * level).trim_end_matches(".0"),
                     100.0 * tolerance
                 ));
             }
@@ -194,7 +200,9 @@ fn run_on<B: Backend>(
             shortcut_model_on_original: m.shortcut_on_original,
             original_model_on_original: m.original_on_original,
             accuracy_without_shortcut: match chance {
-                Chance::Balanced => None,
+                // Binary files keep their old form; the plots read 50% then.
+                Chance::Balanced { classes: 2 } => None,
+                Chance::Balanced { classes } => Some(1.0 / classes as f64),
                 Chance::Reassigned { bound } => Some(bound),
             },
             synthetic_examples: synthetic.len(),
@@ -222,12 +230,25 @@ mod tests {
     #[test]
     fn thresholds_by_hand() {
         let t = VerificationSpec::default(); // 0.99, ±0.1, 0.02
-        assert!(judge(&t, Chance::Balanced, &measured(0.995, 0.52, 0.87)).is_empty());
-        let f = judge(&t, Chance::Balanced, &measured(0.98, 0.65, 0.84));
+        assert!(judge(&t, Chance::Balanced { classes: 2 }, &measured(0.995, 0.52, 0.87)).is_empty());
+        let f = judge(&t, Chance::Balanced { classes: 2 }, &measured(0.98, 0.65, 0.84));
         assert_eq!(f.len(), 3, "{f:?}");
         assert!(f[0].contains("98.0%"));
         assert!(f[1].contains("65.0%"));
         assert!(f[2].contains("4.0 points"));
+    }
+
+    #[test]
+    fn chance_is_one_over_the_classes() {
+        let t = VerificationSpec::default();
+        let f = judge(&t, Chance::Balanced { classes: 2 }, &measured(0.995, 0.36, 0.87));
+        assert!(f[0].contains("(chance is 50% ± 10.0)"), "{f:?}");
+        // A quarter is chance for four classes; 36% is not.
+        assert!(judge(&t, Chance::Balanced { classes: 4 }, &measured(0.995, 0.27, 0.87)).is_empty());
+        let f = judge(&t, Chance::Balanced { classes: 4 }, &measured(0.995, 0.36, 0.87));
+        assert!(f[0].contains("(chance is 25% ± 10.0)"), "{f:?}");
+        let f = judge(&t, Chance::Balanced { classes: 3 }, &measured(0.995, 0.50, 0.87));
+        assert!(f[0].contains("(chance is 33.3% ± 10.0)"), "{f:?}");
     }
 
     #[test]
@@ -268,7 +289,7 @@ mod tests {
     #[test]
     fn chance_follows_the_options() {
         use crate::shortcut::{ShortcutKind, ShortcutOptions};
-        assert_eq!(Chance::of(&ShortcutOptions::new(ShortcutKind::Tic)), Chance::Balanced);
+        assert_eq!(Chance::of(&ShortcutOptions::new(ShortcutKind::Tic)), Chance::Balanced { classes: 2 });
         let articles = ShortcutOptions { keep_probability: 0.2, ..ShortcutOptions::new(ShortcutKind::ArticlesCn) };
         assert_eq!(Chance::of(&articles), Chance::Reassigned { bound: 0.8 });
     }

@@ -73,6 +73,29 @@ enum Command {
         #[arg(long)]
         dump: Option<PathBuf>,
     },
+    /// Remove cached steps that none of the given grids plans (as `grid run`
+    /// would plan them, under either precision); compiled GPU kernels stay
+    /// unless `--kernels` is given. Steps being computed are left alone.
+    Gc {
+        /// Grid files whose steps are kept.
+        #[arg(required = true)]
+        grids: Vec<PathBuf>,
+        /// Cache folder.
+        #[arg(long, default_value = "cache", env = "GRID_CACHE")]
+        cache: PathBuf,
+        /// Folder relative data paths resolve against (default: each grid file's folder).
+        #[arg(long, env = "GRID_DATA_ROOT")]
+        data_root: Option<PathBuf>,
+        /// Overrides applied to every grid, as for `grid run` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also remove `<cache>/kernels/` (compiled GPU kernels and autotune results).
+        #[arg(long)]
+        kernels: bool,
+    },
     /// Run the one step with this key (what `run` starts for each model step
     /// when `--jobs` > 1; also the unit of work for a cluster scheduler).
     #[command(hide = true)]
@@ -178,6 +201,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Bench { common, methods, examples, only, json, dump, internal_batch_size, perturbations_per_eval } => {
             let knobs = (internal_batch_size, perturbations_per_eval);
             return bench(common, methods, examples, only, json, dump, knobs);
+        }
+        Command::Gc { grids, cache, data_root, set, dry_run, kernels } => {
+            return gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels });
         }
         Command::Run(c) => ("run", c, None),
         Command::Plan(c) => ("plan", c, None),
@@ -396,6 +422,65 @@ fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> 
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
     Ok((cache, plan))
+}
+
+/// `grid gc`: the keys every grid plans, under every precision, are kept.
+fn gc(
+    grids: &[PathBuf],
+    cache_dir: PathBuf,
+    data_root: Option<PathBuf>,
+    set: Vec<String>,
+    options: crate::cache::gc::GcOptions,
+) -> Result<ExitCode, Failure> {
+    use crate::backend::Precision;
+    let mut keep = std::collections::HashSet::new();
+    for grid in grids {
+        for precision in [Precision::F32, Precision::Bf16] {
+            let common = Common {
+                grid: grid.clone(),
+                cache: cache_dir.clone(),
+                reports: PathBuf::from("reports"),
+                data_root: data_root.clone(),
+                device: "cpu".into(),
+                backend: "auto".into(),
+                precision: "f32".into(),
+                shape_buckets: "auto".into(),
+                autotune: "balanced".into(),
+                set: set.clone(),
+                jobs: None,
+                quiet: true,
+                verbose: false,
+            };
+            let compute = Compute { precision, ..compute_of(&common)? };
+            let (_, plan) = plan_of(&common, compute)?;
+            keep.extend(plan.steps.into_iter().map(|s| s.key));
+        }
+    }
+    let cache = Cache::open(&cache_dir).map_err(runtime)?;
+    let summary = crate::cache::gc::collect(&cache, &keep, options).map_err(runtime)?;
+    let verb = if options.dry_run { "would remove" } else { "removed" };
+    for (kind, dir) in &summary.removed {
+        eprintln!("{verb} {kind} {}", dir.display());
+    }
+    for dir in &summary.busy {
+        eprintln!("left {} (being computed)", dir.display());
+    }
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    eprintln!(
+        "{verb} {} steps ({:.1} MiB); kept {} that the grids plan",
+        summary.removed.len(),
+        mib(summary.removed_bytes),
+        summary.kept
+    );
+    if summary.kernel_bytes > 0 {
+        let what = match (summary.kernels_removed, options.dry_run) {
+            (true, true) => "would remove",
+            (true, false) => "removed",
+            (false, _) => "kept (--kernels removes them)",
+        };
+        eprintln!("compiled kernels, {:.1} MiB: {what}", mib(summary.kernel_bytes));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn bench(

@@ -191,3 +191,48 @@ fn a_bad_data_file_fails_its_branch_only_and_names_the_row() {
     let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
     assert!(plan.lines().any(|l| l.starts_with("cached") && l.contains("  verify/gen/st/lstm  (")), "{plan}");
 }
+
+/// `grid gc` keeps what the grid plans and removes what an edit of it left
+/// behind: after a new attribution sample, the old attribution and score steps
+/// go, the models stay, and the grid still plans everything as cached.
+#[test]
+fn gc_removes_what_the_grid_no_longer_plans() {
+    let t = GridTest::tiny_after_first_run();
+    let steps = |kind: &str| -> usize {
+        let shards = std::fs::read_dir(t.cache().join(kind)).unwrap();
+        shards
+            .flatten()
+            .flat_map(|s| std::fs::read_dir(s.path()).unwrap().flatten())
+            .filter(|e| e.path().is_dir())
+            .count()
+    };
+    let (train, attribute) = (steps("train"), steps("attribute"));
+    t.write_grid(&TINY.replace("sample = 40", "sample = 30"));
+    assert!(t.run().succeeded());
+    assert_eq!(steps("attribute"), 2 * attribute);
+    t.write_grid(TINY);
+
+    let kernels = t.cache().join("kernels/cuda/some-gpu");
+    std::fs::create_dir_all(&kernels).unwrap();
+    std::fs::write(kernels.join("kernel.bin"), [1u8; 64]).unwrap();
+
+    let dry = t.grid(&["gc", "grid.toml", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry.stderr));
+    let said = text(&dry.stderr);
+    assert!(said.contains("would remove attribute"), "{said}");
+    assert_eq!(steps("attribute"), 2 * attribute, "a dry run removes nothing");
+
+    let out = t.grid(&["gc", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(said.contains("compiled kernels") && said.contains("kept"), "{said}");
+    assert_eq!(steps("train"), train, "the models are the grid's own");
+    assert_eq!(steps("attribute"), attribute, "the sample-30 attributions are gone");
+    assert!(kernels.join("kernel.bin").exists());
+    let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
+    assert!(!plan.lines().any(|l| l.starts_with("run ")), "everything the grid plans is still cached:\n{plan}");
+
+    let out = t.grid(&["gc", "grid.toml", "--kernels"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!t.cache().join("kernels").exists());
+}

@@ -7,7 +7,8 @@
 //! configuration from code, before any GPU client exists, to one folder per
 //! backend and device under the cache: `<cache>/kernels/<backend>/<device>/`.
 //! Every step, every process and every node sharing the cache reuses it, and a
-//! user places no configuration file.
+//! user places no configuration file. `grid gc` keeps the folder unless asked
+//! (`--kernels`): it belongs to a device, not to any grid.
 
 use std::path::{Path, PathBuf};
 

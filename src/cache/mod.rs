@@ -31,6 +31,7 @@
 //! that `grid plan` can say *why* a step will run.
 
 pub mod files;
+pub mod gc;
 pub mod stale;
 
 use std::fs::{self, File};
@@ -59,6 +60,19 @@ pub enum StepKind {
 }
 
 impl StepKind {
+    /// Every kind, in pipeline order.
+    pub const ALL: [StepKind; 9] = [
+        StepKind::Corpus,
+        StepKind::Synth,
+        StepKind::Train,
+        StepKind::Verify,
+        StepKind::Attribute,
+        StepKind::Erasure,
+        StepKind::Agreement,
+        StepKind::Score,
+        StepKind::Report,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             StepKind::Corpus => "corpus",

@@ -32,13 +32,15 @@ fn verification(t: &GridTest) -> String {
     std::fs::read_to_string(t.reports().join("shapes/verification.csv")).unwrap()
 }
 
-/// Largest absolute difference between two runs' cells, which must be the same cells.
-fn largest_difference(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> f64 {
+/// The cells of two runs (which must be the same cells) that differ by more
+/// than `tolerance`, with both values.
+fn differing(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>, tolerance: f64) -> Vec<(String, f64, f64)> {
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     a.iter()
         .filter(|(cell, x)| !(x.is_nan() && b[*cell].is_nan()))
-        .map(|(cell, x)| (x - b[cell]).abs())
-        .fold(0.0, f64::max)
+        .filter(|(cell, x)| !((*x - b[*cell]).abs() <= tolerance))
+        .map(|(cell, x)| (cell.clone(), *x, b[cell]))
+        .collect()
 }
 
 #[test]
@@ -49,7 +51,13 @@ fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
 
     // Everything after training, on Flex's trained models: verification,
     // attribution, erasure and scores are the same arithmetic on the same
-    // weights, so every table equals Flex's to float rounding.
+    // weights, so the scores agree to float rounding (the unit tests bound
+    // them, <= 1e-5 relative). A table cell is a count over examples, though:
+    // where two tokens' scores nearly tie, rounding decides their order. The
+    // mean of the gradient (`grad*-mean`) cancels across the embedding
+    // dimensions and is such a case (seen: one example of 29 moved in two of
+    // its cells). So: the same verdicts, every other method's cells equal, and
+    // the gradient means' cells equal or off by one example.
     let after_training = GridTest::new(QUICKSTART_SMALL);
     copy_dir(&flex.cache(), &after_training.cache());
     for kind in [StepKind::Verify, StepKind::Attribute, StepKind::Erasure, StepKind::Agreement, StepKind::Score] {
@@ -59,8 +67,13 @@ fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
     let outcome = after_training.run_with(libtorch());
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
     assert_eq!(verification(&flex), verification(&after_training));
-    let difference = largest_difference(&results(&flex), &results(&after_training));
-    assert!(difference <= 1e-6, "scores of the same models differ by {difference}");
+    let (ours, theirs) = (results(&flex), results(&after_training));
+    let one_example = 1.0 / 29.0 + 1e-9;
+    let off: Vec<_> = differing(&ours, &theirs, 1e-6)
+        .into_iter()
+        .filter(|(cell, a, b)| !(cell.contains("-mean,") && (a - b).abs() <= one_example))
+        .collect();
+    assert!(off.is_empty(), "scores of the same models differ (cell, flex, libtorch): {off:#?}");
 
     // Trained on LibTorch too: its kernels sum in another order, so the weights
     // differ in the last bits after 60–80 steps, and a score over 30 examples
@@ -70,7 +83,6 @@ fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
     let passed = |csv: &str| csv.lines().map(|l| l.contains(",true")).collect::<Vec<_>>();
     assert_eq!(passed(&verification(&flex)), passed(&verification(&trained)));
-    let difference = largest_difference(&results(&flex), &results(&trained));
-    eprintln!("trained on libtorch: largest score difference from flex {difference:.2e}");
-    assert!(difference <= 0.1, "scores after training on libtorch differ by {difference}");
+    let off = differing(&results(&flex), &results(&trained), 0.1);
+    assert!(off.is_empty(), "scores after training on libtorch differ (cell, flex, libtorch): {off:#?}");
 }

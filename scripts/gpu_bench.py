@@ -45,6 +45,9 @@ SIZES = {
     # BERT-base: NOTES-gpu.md's recipe (SST-2, 4,000 examples, length <= 100, batch 16, 100 steps).
     "base": dict(hidden=768, layers=12, heads=12, intermediate=3072, vocab=30522, train=4000, steps=100,
                  attribute=64, methods=["gradp-l2", "igl-zero-100", "limeunk-1000"]),
+    # all-MiniLM-L6-v2's shape (random init): the BERT a CPU user fine-tunes; sized for 2 cores.
+    "minilm": dict(hidden=384, layers=6, heads=12, intermediate=1536, vocab=8000, train=2000, steps=30,
+                   attribute=8, methods=["gradp-l2", "igl-zero-100", "limeunk-1000"]),
     "tiny": dict(hidden=64, layers=2, heads=4, intermediate=256, vocab=1000, train=600, steps=20,
                  attribute=8, methods=["gradp-l2", "igl-zero-100", "limeunk-1000"]),
 }  # fmt: skip
@@ -318,7 +321,9 @@ def bert(args, out, env, gpu):
     """Rows per grid backend (train and attribution examples/s, peak memory), the
     PyTorch and Captum results, and the cell's checkpoint folder."""
     size = SIZES[args.size]
-    sst2 = pathlib.Path(args.data_root or ROOT / "../shared/data") / "sst2"
+    # Absolute: the grid file lives in the output folder, and grid resolves
+    # relative data paths against the grid file's folder.
+    sst2 = (pathlib.Path(args.data_root or ROOT / "../shared/data") / "sst2").resolve()
     if (sst2 / "train.parquet").is_file():
         source = (f'train = "{sst2 / "train.parquet"}"\nvalidation = "{sst2 / "validation.parquet"}"\n'
                   f'test = "{sst2 / "test.parquet"}"\ntext_column = "text"\nlabel_column = "label"\n'

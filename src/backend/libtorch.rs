@@ -58,7 +58,9 @@ pub fn check(choice: DeviceChoice) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::backend::CpuAutodiff;
-    use crate::salience::test_models::{VOCAB, bert_examples, bert_on, bilstm_on, lstm_examples, settings};
+    use crate::salience::test_models::{
+        EVERY_METHOD, VOCAB, bert_examples, bert_on, bilstm_on, lstm_examples, settings, three_examples,
+    };
     use crate::salience::{Method, attribute};
 
     /// The two libraries' kernels sum in different orders; measured: 4.8e-7
@@ -67,25 +69,8 @@ mod tests {
 
     #[test]
     fn every_method_scores_as_on_flex() {
-        let lstm_ids: Vec<Vec<u32>> = vec![vec![5, 9, 12], vec![7, 6, 11, 20, 8, 14], vec![13]];
-        let bert_ids: Vec<Vec<u32>> = vec![vec![2, 5, 9, 3], vec![2, 7, 6, 11, 20, 8, 3], vec![2, 13, 3]];
-        let methods = [
-            "gradp-l2",
-            "gradl-mean",
-            "gxil",
-            "igl-zero-20",
-            "igl-pad-20",
-            "smooth-gxil-8-0.1",
-            "limeunk-50",
-            "kernelshap-unk-50",
-            "occlusion-unk",
-            "attn",
-            "attn-last",
-            "attn-all",
-            "attn-scaled",
-            "deeplift",
-            "random",
-        ];
+        let (lstm_ids, bert_ids) = three_examples();
+        let methods = EVERY_METHOD;
         let flex = Default::default();
         let torch = LibTorchDevice::Cpu;
         let lstm_flex = bilstm_on::<CpuAutodiff>(11, &flex);

@@ -294,28 +294,13 @@ mod tests {
     /// rows dropped, and randomness is seeded per example, not per batch.
     #[test]
     fn every_method_scores_the_same_through_the_buckets() {
-        use crate::salience::test_models::{Ad, VOCAB, bert, bert_examples, bilstm, lstm_examples, settings};
+        use crate::salience::test_models::{
+            Ad, EVERY_METHOD, VOCAB, bert, bert_examples, bilstm, lstm_examples, settings, three_examples,
+        };
         use crate::salience::{Method, attribute};
 
-        let lstm_ids: Vec<Vec<u32>> = vec![vec![5, 9, 12], vec![7, 6, 11, 20, 8, 14], vec![13]];
-        let bert_ids: Vec<Vec<u32>> = vec![vec![2, 5, 9, 3], vec![2, 7, 6, 11, 20, 8, 3], vec![2, 13, 3]];
-        let methods = [
-            "gradp-l2",
-            "gradl-mean",
-            "gxil",
-            "igl-zero-20",
-            "igl-pad-20",
-            "smooth-gxil-8-0.1",
-            "limeunk-50",
-            "kernelshap-unk-50",
-            "occlusion-unk",
-            "attn",
-            "attn-last",
-            "attn-all",
-            "attn-scaled",
-            "deeplift",
-            "random",
-        ];
+        let (lstm_ids, bert_ids) = three_examples();
+        let methods = EVERY_METHOD;
         let lstm = bilstm(11);
         let bert = bert(12, 2);
         let device = Default::default();

@@ -18,6 +18,34 @@ pub type Ad = Autodiff<Flex>;
 pub const VOCAB: Vocabulary = Vocabulary { pad: 0, unk: 1, mask: Some(4) };
 pub const VOCAB_SIZE: usize = 24;
 
+/// One config of every method family, for tests that hold all of them to one
+/// standard (buckets, backends).
+pub const EVERY_METHOD: [&str; 15] = [
+    "gradp-l2",
+    "gradl-mean",
+    "gxil",
+    "igl-zero-20",
+    "igl-pad-20",
+    "smooth-gxil-8-0.1",
+    "limeunk-50",
+    "kernelshap-unk-50",
+    "occlusion-unk",
+    "attn",
+    "attn-last",
+    "attn-all",
+    "attn-scaled",
+    "deeplift",
+    "random",
+];
+
+/// Three examples of different lengths, as BiLSTM ids and as BERT ids (the
+/// same with `[CLS]` = 2 and `[SEP]` = 3 around them).
+pub fn three_examples() -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let lstm: Vec<Vec<u32>> = vec![vec![5, 9, 12], vec![7, 6, 11, 20, 8, 14], vec![13]];
+    let bert = lstm.iter().map(|ids| [&[2][..], ids, &[3]].concat()).collect();
+    (lstm, bert)
+}
+
 pub fn settings() -> Settings {
     Settings { seed: 3, internal_batch_size: 16, perturbations_per_eval: 64 }
 }

@@ -410,13 +410,16 @@ fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Re
 }
 
 /// The grid file, planned against its cache.
-fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
-    let settings = common
-        .set
-        .iter()
+/// The `--set KEY=VALUE` arguments, parsed.
+fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
+    set.iter()
         .map(|s| s.parse::<crate::spec::overrides::Override>())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| usage(anyhow::anyhow!(e)))?;
+        .map_err(|e| usage(anyhow::anyhow!(e)))
+}
+
+fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
+    let settings = overrides(&common.set)?;
     let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
@@ -433,30 +436,17 @@ fn gc(
     options: crate::cache::gc::GcOptions,
 ) -> Result<ExitCode, Failure> {
     use crate::backend::Precision;
+    let settings = overrides(&set)?;
+    let cache = Cache::open(&cache_dir).map_err(runtime)?;
     let mut keep = std::collections::HashSet::new();
     for grid in grids {
+        let grid = Grid::load_with(grid, &settings).map_err(usage)?;
         for precision in [Precision::F32, Precision::Bf16] {
-            let common = Common {
-                grid: grid.clone(),
-                cache: cache_dir.clone(),
-                reports: PathBuf::from("reports"),
-                data_root: data_root.clone(),
-                device: "cpu".into(),
-                backend: "auto".into(),
-                precision: "f32".into(),
-                shape_buckets: "auto".into(),
-                autotune: "balanced".into(),
-                set: set.clone(),
-                jobs: None,
-                quiet: true,
-                verbose: false,
-            };
-            let compute = Compute { precision, ..compute_of(&common)? };
-            let (_, plan) = plan_of(&common, compute)?;
+            let options = PlanOptions { data_root: data_root.clone(), precision };
+            let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
             keep.extend(plan.steps.into_iter().map(|s| s.key));
         }
     }
-    let cache = Cache::open(&cache_dir).map_err(runtime)?;
     let summary = crate::cache::gc::collect(&cache, &keep, options).map_err(runtime)?;
     let verb = if options.dry_run { "would remove" } else { "removed" };
     for (kind, dir) in &summary.removed {
@@ -473,11 +463,7 @@ fn gc(
         summary.kept
     );
     if summary.kernel_bytes > 0 {
-        let what = match (summary.kernels_removed, options.dry_run) {
-            (true, true) => "would remove",
-            (true, false) => "removed",
-            (false, _) => "kept (--kernels removes them)",
-        };
+        let what = if summary.kernels_removed { verb } else { "kept (--kernels removes them)" };
         eprintln!("compiled kernels, {:.1} MiB: {what}", mib(summary.kernel_bytes));
     }
     Ok(ExitCode::SUCCESS)

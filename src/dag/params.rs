@@ -14,8 +14,8 @@ use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, ModelSpec, RandomBert, Share,
-    SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PositionInit,
+    RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -166,14 +166,24 @@ fn bert(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
             intermediate_size,
             vocab_size,
             lowercase,
-        }) => json!({ "random": {
-            "hidden_size": hidden_size.get(),
-            "num_hidden_layers": num_hidden_layers.get(),
-            "num_attention_heads": num_attention_heads.get(),
-            "intermediate_size": intermediate_size.get(),
-            "wordpiece_vocab_size": vocab_size.get(),
-            "lowercase": lowercase,
-        }}),
+            positions,
+        }) => {
+            let mut random = json!({
+                "hidden_size": hidden_size.get(),
+                "num_hidden_layers": num_hidden_layers.get(),
+                "num_attention_heads": num_attention_heads.get(),
+                "intermediate_size": intermediate_size.get(),
+                "wordpiece_vocab_size": vocab_size.get(),
+                "lowercase": lowercase,
+            });
+            // Only a non-default start joins the key, so the keys of existing grids hold.
+            if *positions != PositionInit::Normal
+                && let Some(object) = random.as_object_mut()
+            {
+                object.insert("position_init".into(), json!(positions));
+            }
+            json!({ "random": random })
+        }
     };
     json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } })
 }
@@ -187,11 +197,11 @@ fn training_value(training: &TrainingSpec) -> Value {
         schedule,
         max_steps,
         eval_every,
-        patience,
+        keep,
         max_grad_norm,
         seed,
     } = training;
-    json!({
+    let mut value = json!({
         "batch_size": batch_size.get(),
         "optimizer": serde_json::to_value(optimizer).unwrap_or(Value::Null),
         "learning_rate": learning_rate,
@@ -199,10 +209,18 @@ fn training_value(training: &TrainingSpec) -> Value {
         "schedule": serde_json::to_value(schedule).unwrap_or(Value::Null),
         "max_steps": max_steps.get(),
         "eval_every": eval_every.get(),
-        "patience": patience.get(),
         "max_grad_norm": max_grad_norm,
         "seed": seed,
-    })
+    });
+    // `patience` as before for `keep = "best"`, so its keys did not change.
+    let (key, kept) = match keep {
+        Keep::Best { patience } => ("patience", json!(patience.get())),
+        Keep::Last => ("keep", json!("last")),
+    };
+    if let Some(object) = value.as_object_mut() {
+        object.insert(key.into(), kept);
+    }
+    value
 }
 
 /// Adds the float type to a model step's parameters when it is not f32.
@@ -261,4 +279,34 @@ pub fn agreement(options: &crate::steps::agreement::Options) -> Value {
         params["word_aggregation"] = json!(how.name());
     }
     params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Keep, Optimizer, Positive, Schedule};
+
+    #[test]
+    fn keep_joins_the_training_key_only_when_it_is_last() {
+        let mut training = TrainingSpec {
+            batch_size: Positive::new(32),
+            optimizer: Optimizer::Adamw,
+            learning_rate: 1e-3,
+            weight_decay: 0.0,
+            schedule: Schedule::Constant,
+            max_steps: Positive::new(100),
+            eval_every: Positive::new(10),
+            keep: Keep::Best { patience: Positive::new(50) },
+            max_grad_norm: None,
+            seed: 1,
+        };
+        let best = training_value(&training);
+        // The key `best` had before `keep` existed.
+        assert_eq!(best["patience"], json!(50));
+        assert!(best.get("keep").is_none(), "{best}");
+        training.keep = Keep::Last;
+        let last = training_value(&training);
+        assert_eq!(last["keep"], json!("last"));
+        assert!(last.get("patience").is_none(), "{last}");
+    }
 }

@@ -107,6 +107,22 @@ pub struct RandomBert {
     /// Size of the WordPiece vocabulary trained on the training split.
     pub vocab_size: Positive,
     pub lowercase: bool,
+    pub positions: PositionInit,
+}
+
+/// How a randomly initialised BERT's (trainable) position embeddings start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionInit {
+    /// `N(0, initializer_range²)`, as `BertConfig` draws them: every position
+    /// is learnt on its own, so an order between neighbours that few training
+    /// examples show is not learnt.
+    #[default]
+    Normal,
+    /// The Transformer's sine/cosine table (scaled to the same spread): a shift
+    /// of position is a rotation, so order is shared across positions from the
+    /// first step.
+    Sinusoidal,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -168,11 +184,32 @@ pub struct TrainingSpec {
     pub schedule: Schedule,
     pub max_steps: Positive,
     pub eval_every: Positive,
-    /// Stop after this many steps without a validation-accuracy gain.
-    pub patience: Positive,
+    /// Which weights training returns.
+    pub keep: Keep,
     /// Clip the global gradient norm to this value.
     pub max_grad_norm: Option<f64>,
     pub seed: u64,
+}
+
+/// Which weights a training run returns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "name", rename_all = "lowercase")]
+pub enum Keep {
+    /// The evaluation with the highest validation accuracy; stop after
+    /// `patience` steps without a gain (the paper's recipe).
+    Best { patience: Positive },
+    /// The weights after `max_steps`, with no early stop (Hugging Face's
+    /// Trainer default). Accuracy on a mixed validation set is mostly accuracy on
+    /// the original task, so `best` can return a model that has not finished
+    /// learning a shortcut that only a share of the examples carries.
+    Last,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum KeepName {
+    Best,
+    Last,
 }
 
 /// The learning-rate schedule.
@@ -215,7 +252,8 @@ pub(super) struct RawTraining {
     warmup_share: Option<Spanned<Share>>,
     max_steps: Option<Positive>,
     eval_every: Option<Positive>,
-    patience: Option<Positive>,
+    keep: Option<Spanned<KeepName>>,
+    patience: Option<Spanned<Positive>>,
     /// `0` switches clipping off where the architecture's default has it.
     max_grad_norm: Option<Spanned<f64>>,
     seed: Option<u64>,
@@ -243,6 +281,7 @@ pub(super) struct RawModel {
     intermediate_size: Option<Spanned<Positive>>,
     wordpiece_vocab_size: Option<Spanned<Positive>>,
     lowercase: Option<Spanned<bool>>,
+    position_init: Option<Spanned<PositionInit>>,
     #[serde(default)]
     training: RawTraining,
 }
@@ -271,6 +310,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
             refuse(&raw.num_attention_heads, || not_for("num_attention_heads", "bilstm"))?;
             refuse(&raw.intermediate_size, || not_for("intermediate_size", "bilstm"))?;
             refuse(&raw.wordpiece_vocab_size, || not_for("wordpiece_vocab_size", "bilstm"))?;
+            refuse(&raw.position_init, || not_for("position_init", "bilstm"))?;
             refuse(&raw.lowercase, || format!("model `{name}`: for a BiLSTM, lower-casing is `vocab.lowercase`"))?;
             ArchitectureSpec::Bilstm(BiLstmSpec {
                 embedding_dim: value(&raw.embedding_dim, Positive::new(300)),
@@ -305,6 +345,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
                     refuse(&raw.intermediate_size, || shape("intermediate_size"))?;
                     refuse(&raw.wordpiece_vocab_size, || shape("wordpiece_vocab_size"))?;
                     refuse(&raw.lowercase, || shape("lowercase"))?;
+                    refuse(&raw.position_init, || shape("position_init"))?;
                     let text = checkpoint.get_ref().clone();
                     if text.starts_with("hf://") {
                         text.parse::<crate::model::hub::CheckpointSource>()
@@ -320,6 +361,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
                         intermediate_size: value(&raw.intermediate_size, Positive::new(3072)),
                         vocab_size: value(&raw.wordpiece_vocab_size, Positive::new(30_522)),
                         lowercase: value(&raw.lowercase, true),
+                        positions: value(&raw.position_init, PositionInit::Normal),
                     };
                     if !random.hidden_size.get().is_multiple_of(random.num_attention_heads.get()) {
                         let span = raw.num_attention_heads.as_ref().or(raw.hidden_size.as_ref()).map(|s| s.span());
@@ -391,6 +433,17 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         }
         None => 5e-6,
     };
+    let keep = match raw.keep.as_ref().map(|k| *k.get_ref()) {
+        Some(KeepName::Best) | None => {
+            Keep::Best { patience: raw.patience.as_ref().map(|p| *p.get_ref()).unwrap_or(Positive::new(10_000)) }
+        }
+        Some(KeepName::Last) => {
+            refuse(&raw.patience, || {
+                format!("model `{name}`: `training.patience` stops early, but `keep = \"last\"` trains all `max_steps`")
+            })?;
+            Keep::Last
+        }
+    };
     Ok(TrainingSpec {
         batch_size: raw.batch_size.unwrap_or(Positive::new(if bert { 16 } else { 64 })),
         optimizer,
@@ -399,7 +452,7 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         schedule,
         max_steps: raw.max_steps.unwrap_or(Positive::new(35_000)),
         eval_every: raw.eval_every.unwrap_or(Positive::new(500)),
-        patience: raw.patience.unwrap_or(Positive::new(10_000)),
+        keep,
         max_grad_norm,
         seed: raw.seed.unwrap_or(1),
     })

@@ -36,7 +36,7 @@ fn minimal_grid_gets_the_papers_defaults() {
     assert_eq!(m.training.max_grad_norm, None);
     assert_eq!(m.training.learning_rate, 0.03);
     assert_eq!(m.training.max_steps.get(), 35_000);
-    assert_eq!(m.training.patience.get(), 10_000);
+    assert_eq!(m.training.keep, Keep::Best { patience: Positive::new(10_000) });
     let names: Vec<String> = g.attribution.methods.iter().map(|m| m.to_string()).collect();
     assert_eq!(names, ["gradp-l1", "gradp-l2", "gradl-l1", "gradl-l2", "random"]);
     assert_eq!(g.attribution.sample.get(), 1000);
@@ -273,6 +273,18 @@ fn a_random_bert_takes_its_shape_from_the_grid() {
         panic!()
     };
     assert_eq!((shape.hidden_size.get(), shape.num_hidden_layers.get(), shape.vocab_size.get()), (64, 2, 500));
+    assert_eq!(shape.positions, PositionInit::Normal);
+    let sine = parse(
+        &text.replace("wordpiece_vocab_size = 500", "wordpiece_vocab_size = 500\nposition_init = \"sinusoidal\""),
+    )
+    .unwrap();
+    let ArchitectureSpec::Bert(BertSpec { init: BertInit::Random(shape), .. }) = &sine.models[0].architecture else {
+        panic!()
+    };
+    assert_eq!(shape.positions, PositionInit::Sinusoidal);
+    // A checkpoint brings its own positions.
+    let e = error(&BERT.replace("architecture = \"bert\"", "architecture = \"bert\"\nposition_init = \"sinusoidal\""));
+    assert!(e.contains("test.toml:9:17") && e.contains("comes from the checkpoint's config.json"), "{e}");
     let bad = text.replace("num_attention_heads = 2", "num_attention_heads = 3");
     assert!(
         error(&bad).contains("test.toml:11:23: model `minilm`: hidden_size 64 is not a multiple"),
@@ -293,6 +305,21 @@ fn keys_of_the_other_architecture_are_errors_at_their_line() {
     assert!(e.contains("`momentum` is an SGD setting"), "{e}");
     let e = error(&BERT.replace("all-MiniLM-L6-v2", "a/b/c"));
     assert!(e.contains("test.toml:9:14"), "{e}");
+}
+
+#[test]
+fn keep_last_trains_every_step_and_refuses_a_patience() {
+    let last = parse(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"last\"\n\n[attribution]")).unwrap();
+    assert_eq!(last.models[0].training.keep, Keep::Last);
+    let best =
+        parse(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"best\"\npatience = 7\n\n[attribution]"))
+            .unwrap();
+    assert_eq!(best.models[0].training.keep, Keep::Best { patience: Positive::new(7) });
+    let e =
+        error(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"last\"\npatience = 7\n\n[attribution]"));
+    assert!(e.contains("`training.patience` stops early, but `keep = \"last\"`"), "{e}");
+    let e = error(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"first\"\n\n[attribution]"));
+    assert!(e.contains("unknown variant `first`"), "{e}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::model::checkpoint::{ModelConfig, save_bert, save_bilstm};
 use crate::model::glove::{self, GloveCoverage};
 use crate::model::hub;
-use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec};
+use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec, PositionInit};
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
 use crate::text::wordpiece::WordPieceEncoder;
@@ -142,7 +142,13 @@ fn run_bert<B: AutodiffBackend>(
                 shape.intermediate_size.get(),
                 data.max_length,
             );
-            let encoder = BertModel::<B>::new(&config, &mut rng, device);
+            // The normal draw happens either way, so the other weights do not move.
+            let encoder = match BertModel::<B>::new(&config, &mut rng, device) {
+                e if shape.positions == PositionInit::Sinusoidal => {
+                    e.with_sinusoidal_positions(config.initializer_range)
+                }
+                e => e,
+            };
             (tokenizer, config, encoder, None)
         }
         (BertInit::Pretrained { checkpoint }, _) => {

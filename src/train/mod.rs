@@ -25,7 +25,7 @@ use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
-use crate::spec::{Optimizer as OptimizerSpec, TrainingSpec};
+use crate::spec::{Keep, Optimizer as OptimizerSpec, TrainingSpec};
 
 /// A model the trainer can fit: a forward pass with training noise.
 pub trait Trainable<B: Backend>: Classifier<B> {
@@ -74,6 +74,8 @@ pub struct LogEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainSummary {
     pub steps: usize,
+    /// The step of the returned weights, and their validation accuracy (the
+    /// best evaluation, or the last one with `keep = "last"`).
     pub best_step: usize,
     pub best_validation_accuracy: f64,
     pub stopped_early: bool,
@@ -123,7 +125,7 @@ fn bucketed_batches(examples: &[TrainExample], batch_size: usize, rng: &mut ChaC
     batches
 }
 
-/// Trains `model` and returns the best one (by validation accuracy) with a summary.
+/// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
 pub fn train<B, M>(
     model: M,
     spec: &TrainingSpec,
@@ -184,12 +186,15 @@ where
         schedule,
         max_steps,
         eval_every,
-        patience,
+        keep,
         max_grad_norm: _,
         seed,
     } = spec.clone();
-    let (batch_size, max_steps, eval_every, patience) =
-        (batch_size.get(), max_steps.get(), eval_every.get(), patience.get());
+    let (batch_size, max_steps, eval_every) = (batch_size.get(), max_steps.get(), eval_every.get());
+    let patience = match keep {
+        Keep::Best { patience } => Some(patience.get()),
+        Keep::Last => None,
+    };
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
@@ -250,11 +255,12 @@ where
                 (setup.log)(line.clone());
                 setup.progress.set_message(line);
                 (loss_sum, loss_count) = (0.0, 0);
-                if validation_accuracy > best_accuracy {
+                // `last` keeps every evaluation: the final one is what it returns.
+                if validation_accuracy > best_accuracy || patience.is_none() {
                     best_accuracy = validation_accuracy;
                     best_step = step;
                     best = candidate;
-                } else if step - best_step >= patience {
+                } else if patience.is_some_and(|p| step - best_step >= p) {
                     stopped_early = true;
                     break 'epochs;
                 }
@@ -331,6 +337,10 @@ mod tests {
     }
 
     fn fit_with(seed: u64, dropout: f64, buckets: Buckets) -> (BiLstmClassifier<Flex>, TrainSummary) {
+        fit_keeping(seed, dropout, buckets, Keep::Best { patience: Positive::new(200) })
+    }
+
+    fn fit_keeping(seed: u64, dropout: f64, buckets: Buckets, keep: Keep) -> (BiLstmClassifier<Flex>, TrainSummary) {
         let config = BiLstmConfig {
             vocab_size: 12,
             embedding_dim: 8,
@@ -352,7 +362,7 @@ mod tests {
             schedule: crate::spec::Schedule::Constant,
             max_steps: Positive::new(200),
             eval_every: Positive::new(50),
-            patience: Positive::new(200),
+            keep,
             max_grad_norm: None,
             seed,
         };
@@ -383,6 +393,19 @@ mod tests {
         );
         let (c, _) = fit(6);
         assert_ne!(logits(&a), logits(&c));
+    }
+
+    /// `best` returns the evaluation with the highest accuracy and may stop
+    /// early; `last` returns the weights of the final step, whatever their score.
+    #[test]
+    fn keep_best_or_last() {
+        let (_, best) = fit_keeping(5, 0.1, Buckets::EXACT, Keep::Best { patience: Positive::new(50) });
+        let top = best.log.iter().map(|e| e.validation_accuracy).fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(best.best_validation_accuracy, top, "{best:?}");
+        let (_, last) = fit_keeping(5, 0.1, Buckets::EXACT, Keep::Last);
+        assert!(!last.stopped_early);
+        assert_eq!((last.steps, last.best_step), (200, 200));
+        assert_eq!(Some(last.best_validation_accuracy), last.log.last().map(|e| e.validation_accuracy));
     }
 
     /// Padding a batch to its bucket changes no loss and no accuracy: padded

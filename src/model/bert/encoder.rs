@@ -266,6 +266,18 @@ impl<B: Backend> BertModel<B> {
         Self { embeddings, encoder: BertEncoder { layer: layers }, pooler }
     }
 
+    /// Replaces the position embeddings with the Transformer's sine/cosine table
+    /// (Vaswani et al. 2017, §3.5), scaled so each column has standard deviation
+    /// `std`, like the `N(0, std²)` rows it replaces. They stay trainable.
+    pub fn with_sinusoidal_positions(mut self, std: f64) -> Self {
+        let [rows, h] = self.embeddings.position_embeddings.weight.dims();
+        let device = self.embeddings.position_embeddings.weight.device();
+        let table = sinusoidal_table(rows, h, std);
+        self.embeddings.position_embeddings.weight =
+            Param::from_tensor(Tensor::from_data(TensorData::new(table, [rows, h]), &device));
+        self
+    }
+
     /// Runs embeddings → encoder → pooler from word embeddings `[batch, time, hidden]`
     /// and a `[batch, time]` mask (1 = real token). Padding never changes the
     /// states of real tokens.
@@ -329,5 +341,42 @@ fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&m
     match noise {
         Some(noise) => noise.dropout_on_device(x, p),
         None => x,
+    }
+}
+
+/// Row `p`: `sin(p·ω_i)` in even columns and `cos(p·ω_i)` in odd ones, with
+/// `ω_i = 10000^(−2i/h)`; times `std·√2`, since a sinusoid has RMS `1/√2`.
+fn sinusoidal_table(rows: usize, h: usize, std: f64) -> Vec<f32> {
+    let scale = std * std::f64::consts::SQRT_2;
+    let mut table = Vec::with_capacity(rows * h);
+    for p in 0..rows {
+        for column in 0..h {
+            let frequency = 10_000f64.powf(-((column / 2 * 2) as f64) / h as f64);
+            let angle = p as f64 * frequency;
+            let value = if column % 2 == 0 { angle.sin() } else { angle.cos() };
+            table.push((scale * value) as f32);
+        }
+    }
+    table
+}
+
+#[cfg(test)]
+mod position_tests {
+    use super::sinusoidal_table;
+
+    #[test]
+    fn sinusoidal_table_matches_the_formula_and_the_spread() {
+        let (rows, h, std) = (64, 8, 0.02);
+        let table = sinusoidal_table(rows, h, std);
+        let scale = std * 2f64.sqrt();
+        // Row 0: sin 0 = 0, cos 0 = 1.
+        assert_eq!(&table[..4], &[0.0, scale as f32, 0.0, scale as f32]);
+        // Row 3, columns 2 and 3: frequency 10000^(-2/8) = 0.1.
+        let (s, c) = ((3.0f64 * 0.1).sin() * scale, (3.0f64 * 0.1).cos() * scale);
+        assert!((table[3 * h + 2] as f64 - s).abs() < 1e-7 && (table[3 * h + 3] as f64 - c).abs() < 1e-7);
+        // The fastest column pair (ω = 1) over 64 rows spreads like N(0, std²).
+        let first: Vec<f64> = (0..rows).map(|p| table[p * h] as f64).collect();
+        let rms = (first.iter().map(|v| v * v).sum::<f64>() / rows as f64).sqrt();
+        assert!((rms - std).abs() < 0.1 * std, "{rms}");
     }
 }

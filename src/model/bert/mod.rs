@@ -247,7 +247,7 @@ mod tests {
             schedule: Schedule::Linear { warmup_share: Share::new(0.1) },
             max_steps: Positive::new(500),
             eval_every: Positive::new(100),
-            patience: Positive::new(500),
+            keep: crate::spec::Keep::Best { patience: Positive::new(500) },
             max_grad_norm: Some(1.0),
             seed: 4,
         };

@@ -409,7 +409,6 @@ fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Re
     Ok(())
 }
 
-/// The grid file, planned against its cache.
 /// The `--set KEY=VALUE` arguments, parsed.
 fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
     set.iter()
@@ -418,6 +417,7 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
         .map_err(|e| usage(anyhow::anyhow!(e)))
 }
 
+/// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
     let settings = overrides(&common.set)?;
     let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;

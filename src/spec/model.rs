@@ -111,13 +111,12 @@ pub struct RandomBert {
 }
 
 /// How a randomly initialised BERT's (trainable) position embeddings start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PositionInit {
     /// `N(0, initializer_range²)`, as `BertConfig` draws them: every position
     /// is learnt on its own, so an order between neighbours that few training
     /// examples show is not learnt.
-    #[default]
     Normal,
     /// The Transformer's sine/cosine table (scaled to the same spread): a shift
     /// of position is a rotation, so order is shared across positions from the
@@ -434,9 +433,7 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         None => 5e-6,
     };
     let keep = match raw.keep.as_ref().map(|k| *k.get_ref()) {
-        Some(KeepName::Best) | None => {
-            Keep::Best { patience: raw.patience.as_ref().map(|p| *p.get_ref()).unwrap_or(Positive::new(10_000)) }
-        }
+        Some(KeepName::Best) | None => Keep::Best { patience: value(&raw.patience, Positive::new(10_000)) },
         Some(KeepName::Last) => {
             refuse(&raw.patience, || {
                 format!("model `{name}`: `training.patience` stops early, but `keep = \"last\"` trains all `max_steps`")

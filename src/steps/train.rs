@@ -143,12 +143,10 @@ fn run_bert<B: AutodiffBackend>(
                 data.max_length,
             );
             // The normal draw happens either way, so the other weights do not move.
-            let encoder = match BertModel::<B>::new(&config, &mut rng, device) {
-                e if shape.positions == PositionInit::Sinusoidal => {
-                    e.with_sinusoidal_positions(config.initializer_range)
-                }
-                e => e,
-            };
+            let mut encoder = BertModel::<B>::new(&config, &mut rng, device);
+            if shape.positions == PositionInit::Sinusoidal {
+                encoder = encoder.with_sinusoidal_positions(config.initializer_range);
+            }
             (tokenizer, config, encoder, None)
         }
         (BertInit::Pretrained { checkpoint }, _) => {

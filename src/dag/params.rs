@@ -14,8 +14,8 @@ use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PositionInit,
-    RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PadEmbedding,
+    PositionInit, RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -141,9 +141,10 @@ fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
         word_dropout,
         glove: _, // hashed by content
         vocab,
+        pad_embedding,
     } = spec;
     let VocabSpec { max_size, min_count, lowercase } = vocab;
-    json!({ "bilstm": {
+    let mut bilstm = json!({
         "embedding_dim": embedding_dim.get(),
         "hidden_size": hidden_size.get(),
         "attention_size": attention_size.get(),
@@ -152,7 +153,14 @@ fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
         "word_dropout": word_dropout.get(),
         "glove": glove_hash,
         "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
-    }})
+    });
+    // A zero row is what every BiLSTM had before the key existed: those keys hold.
+    if *pad_embedding != PadEmbedding::Zero
+        && let Some(object) = bilstm.as_object_mut()
+    {
+        object.insert("pad_embedding".into(), json!(pad_embedding));
+    }
+    json!({ "bilstm": bilstm })
 }
 
 fn bert(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
@@ -308,5 +316,24 @@ mod tests {
         let last = training_value(&training);
         assert_eq!(last["keep"], json!("last"));
         assert!(last.get("patience").is_none(), "{last}");
+    }
+
+    #[test]
+    fn pad_embedding_joins_the_bilstm_key_only_when_learned() {
+        let mut spec = BiLstmSpec {
+            embedding_dim: Positive::new(8),
+            hidden_size: Positive::new(8),
+            attention_size: Positive::new(8),
+            mlp_size: Positive::new(8),
+            dropout: Share::new(0.5),
+            word_dropout: Share::new(0.1),
+            glove: None,
+            vocab: VocabSpec::default(),
+            pad_embedding: PadEmbedding::Zero,
+        };
+        // A zero row is what every BiLSTM had before the key: its key holds.
+        assert!(bilstm(&spec, None)["bilstm"].get("pad_embedding").is_none());
+        spec.pad_embedding = PadEmbedding::Learned;
+        assert_eq!(bilstm(&spec, None)["bilstm"]["pad_embedding"], json!("learned"));
     }
 }

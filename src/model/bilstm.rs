@@ -154,6 +154,20 @@ pub struct BiLstmClassifier<B: Backend> {
 }
 
 impl<B: Backend> BiLstmClassifier<B> {
+    /// Sets the `[PAD]` row to zero, as PyTorch's `padding_idx` does
+    /// ([`crate::spec::PadEmbedding::Zero`]). The row still takes optimiser
+    /// steps, but the mask gives it no gradient, so only weight decay (which
+    /// leaves zero at zero) would touch it.
+    pub fn with_zero_pad_row(mut self, pad_id: u32) -> Self {
+        let [_, dim] = self.embeddings.weight.dims();
+        let pad = pad_id as usize;
+        self.embeddings.weight = self.embeddings.weight.map(|w| {
+            let device = w.device();
+            w.slice_assign([pad..pad + 1, 0..dim], Tensor::zeros([1, dim], &device))
+        });
+        self
+    }
+
     /// A freshly initialised model; `embeddings`, if given, replaces the random
     /// embedding rows (e.g. GloVe vectors), one `embedding_dim` row per vocabulary id.
     pub fn new(config: &BiLstmConfig, rng: &mut ChaCha8Rng, pretrained: Option<Vec<f32>>, device: &B::Device) -> Self {
@@ -165,7 +179,7 @@ impl<B: Backend> BiLstmClassifier<B> {
             mlp_size,
             num_outputs,
             dropout,
-            pad_id,
+            pad_id: _, // drawn like every other row; see `with_zero_pad_row`
         } = *config;
         let mut rngs = (0..6).map(|_| init::fork(rng)).collect::<Vec<_>>().into_iter();
         let mut next = || rngs.next().expect("six sub-streams");
@@ -175,11 +189,6 @@ impl<B: Backend> BiLstmClassifier<B> {
             }
             None => init::normal(&mut next(), [vocab_size, embedding_dim], 1.0, device),
         };
-        // The padding row is zero, as with PyTorch's `padding_idx`.
-        let weight = weight.map(|w| {
-            let pad = pad_id as usize;
-            w.slice_assign([pad..pad + 1, 0..embedding_dim], Tensor::zeros([1, embedding_dim], device))
-        });
         let encoder = 2 * hidden_size;
         Self {
             embeddings: burn::nn::Embedding { weight },
@@ -356,13 +365,26 @@ mod tests {
     }
 
     #[test]
-    fn same_seed_same_weights_and_pad_row_zero() {
+    fn same_seed_same_weights() {
         let device = Default::default();
         let batch = TokenBatch::<B>::from_sequences(&[&[1, 2, 3]], 0, &device);
         assert_eq!(values(model(7).logits(&batch)), values(model(7).logits(&batch)));
         assert_ne!(values(model(7).logits(&batch)), values(model(8).logits(&batch)));
-        let pad_row = values(model(7).embeddings.weight.val().slice([0..1, 0..8]));
-        assert!(pad_row.iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn pad_row_is_drawn_or_zeroed_and_other_rows_stay() {
+        let rows = |m: &BiLstmClassifier<B>| values(m.embeddings.weight.val());
+        let learned = rows(&model(7));
+        let zeroed = rows(&model(7).with_zero_pad_row(0));
+        assert!(learned[..8].iter().all(|&v| v != 0.0), "{:?}", &learned[..8]);
+        assert!(zeroed[..8].iter().all(|&v| v == 0.0));
+        assert_eq!(learned[8..], zeroed[8..]);
+        // Either way, padding positions never reach the output.
+        let device = Default::default();
+        let padded = TokenBatch::<B>::from_sequences(&[&[3, 4, 5], &[6, 7, 8, 9, 10]], 0, &device);
+        let (a, b) = (values(model(7).logits(&padded)), values(model(7).with_zero_pad_row(0).logits(&padded)));
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Initial embeddings from a GloVe-format text file (`word v1 … vd` per line),
 //! as the paper's LSTM uses (Pennington et al. 2014). Words the file lacks get
-//! `N(0, σ²)` rows with σ the spread of the loaded vectors; `[PAD]` stays zero.
+//! `N(0, σ²)` rows with σ the spread of the loaded vectors (`[PAD]` too; the
+//! model zeroes it for `pad_embedding = "zero"`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};

@@ -139,6 +139,7 @@ pub fn integrate<B: AutodiffBackend, M: Classifier<B>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::bilstm::BiLstmClassifier;
     use crate::salience::gradient::input_gradients;
     use crate::salience::test_models::{
         Ad, PresenceModel, VOCAB, bert, bert_examples, bilstm, lstm_examples, settings,
@@ -227,6 +228,23 @@ mod tests {
         for (a, b) in ig.scores.iter().flatten().zip(gxi.scores.iter().flatten()) {
             assert!((a - b).abs() < 1e-6, "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn the_pad_baseline_is_the_zero_baseline_only_for_a_zero_pad_row() {
+        let ids = vec![vec![5, 6, 7], vec![8, 9, 10, 11]];
+        let examples = lstm_examples(&ids);
+        let device = Default::default();
+        let run = |model: &BiLstmClassifier<Ad>, baseline| {
+            attribute(model, ig(10, baseline, Target::Logit), &examples, &VOCAB, &settings(), &device).unwrap().scores
+        };
+        let learned = bilstm(4);
+        let (pad, zero) = (run(&learned, Baseline::Pad), run(&learned, Baseline::Zero));
+        let largest_gap =
+            pad.iter().flatten().zip(zero.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(largest_gap > 1e-3, "a drawn [PAD] row is a baseline of its own: {largest_gap}");
+        let zeroed = bilstm(4).with_zero_pad_row(VOCAB.pad);
+        assert_eq!(run(&zeroed, Baseline::Pad), run(&zeroed, Baseline::Zero));
     }
 
     #[test]

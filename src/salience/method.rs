@@ -48,7 +48,7 @@ pub enum Baseline {
     Mask,
     /// The embedding of `[UNK]`.
     Unk,
-    /// The embedding of `[PAD]` (zero for the BiLSTM, whose padding row is zero).
+    /// The embedding of `[PAD]` (zero vectors for a BiLSTM with `pad_embedding = "zero"`).
     Pad,
 }
 

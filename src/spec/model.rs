@@ -77,6 +77,23 @@ pub struct BiLstmSpec {
     /// relative to the data root.
     pub glove: Option<String>,
     pub vocab: VocabSpec,
+    pub pad_embedding: PadEmbedding,
+}
+
+/// What the BiLSTM's `[PAD]` embedding row is. Padding positions never reach
+/// the output (the recurrence and the attention are masked), so the row only
+/// matters where `[PAD]` stands in for a word: the IG baseline `pad` and the
+/// erasure metrics' "zeroed-out" input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PadEmbedding {
+    /// A row of the embedding matrix like any other (drawn as the words the
+    /// GloVe file lacks are, and updated by the optimiser), as in the paper's
+    /// set-up, where `igl-pad` and `igl-zero` differ.
+    Learned,
+    /// Fixed at zero, as PyTorch's `padding_idx` keeps it: `igl-pad` is then
+    /// `igl-zero`. The BiLSTM's only behaviour before this key existed.
+    Zero,
 }
 
 /// A BERT-family classifier: a pretrained checkpoint, or a randomly initialised
@@ -281,6 +298,8 @@ pub(super) struct RawModel {
     wordpiece_vocab_size: Option<Spanned<Positive>>,
     lowercase: Option<Spanned<bool>>,
     position_init: Option<Spanned<PositionInit>>,
+    // BiLSTM.
+    pad_embedding: Option<Spanned<PadEmbedding>>,
     #[serde(default)]
     training: RawTraining,
 }
@@ -320,6 +339,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
                 word_dropout: value(&raw.word_dropout, Share::new(0.1)),
                 glove: raw.glove.as_ref().map(|g| g.get_ref().clone()),
                 vocab: value(&raw.vocab, VocabSpec::default()),
+                pad_embedding: value(&raw.pad_embedding, PadEmbedding::Learned),
             })
         }
         Architecture::Bert => {
@@ -328,6 +348,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
             refuse(&raw.mlp_size, || not_for("mlp_size", "bert"))?;
             refuse(&raw.word_dropout, || not_for("word_dropout", "bert"))?;
             refuse(&raw.glove, || not_for("glove", "bert"))?;
+            refuse(&raw.pad_embedding, || not_for("pad_embedding", "bert"))?;
             refuse(&raw.vocab, || {
                 format!("model `{name}`: a BERT's vocabulary comes from its checkpoint, or `wordpiece_vocab_size`")
             })?;

@@ -31,6 +31,7 @@ fn minimal_grid_gets_the_papers_defaults() {
     let m = &g.models[0];
     let ArchitectureSpec::Bilstm(lstm) = &m.architecture else { panic!("{m:?}") };
     assert_eq!((lstm.embedding_dim.get(), lstm.hidden_size.get()), (300, 256));
+    assert_eq!(lstm.pad_embedding, PadEmbedding::Learned);
     assert_eq!(m.training.optimizer, Optimizer::Sgd { momentum: Share::new(0.9) });
     assert_eq!(m.training.schedule, Schedule::Constant);
     assert_eq!(m.training.max_grad_norm, None);
@@ -369,4 +370,18 @@ fn article_manipulations() {
     assert!(e.starts_with("grids/test.toml:15:20: expected a number in [0, 1], got 1.5"), "{e}");
     let e = error(&with("", "[shortcuts]\nkinds = [\"article\"]"));
     assert!(e.contains("unknown variant `article`") && e.contains("articles-cn"), "{e}");
+}
+
+#[test]
+fn pad_embedding_is_a_bilstm_key() {
+    let zero =
+        parse(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\npad_embedding = \"zero\""))
+            .unwrap();
+    let ArchitectureSpec::Bilstm(lstm) = &zero.models[0].architecture else { panic!() };
+    assert_eq!(lstm.pad_embedding, PadEmbedding::Zero);
+    let e =
+        error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\npad_embedding = \"trained\""));
+    assert!(e.contains("test.toml:9:17") && e.contains("unknown variant `trained`"), "{e}");
+    let e = error(&BERT.replace("architecture = \"bert\"", "architecture = \"bert\"\npad_embedding = \"zero\""));
+    assert!(e.contains("test.toml:9:17") && e.contains("`pad_embedding` is not a key of architecture `bert`"), "{e}");
 }

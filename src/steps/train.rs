@@ -22,7 +22,7 @@ use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::model::checkpoint::{ModelConfig, save_bert, save_bilstm};
 use crate::model::glove::{self, GloveCoverage};
 use crate::model::hub;
-use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec, PositionInit};
+use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec, PadEmbedding, PositionInit};
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
 use crate::text::wordpiece::WordPieceEncoder;
@@ -222,7 +222,10 @@ fn run_bilstm<B: AutodiffBackend>(
         }
         None => (None, None),
     };
-    let classifier = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
+    let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
+    if b.pad_embedding == PadEmbedding::Zero {
+        classifier = classifier.with_zero_pad_row(config.pad_id);
+    }
     let max_length = data.max_length;
     let (train_enc, validation_enc) = data.encode(&vocab, max_length);
     let setup = TrainSetup {

@@ -14,8 +14,8 @@ use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PadEmbedding,
-    PositionInit, RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PositionInit,
+    RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -154,10 +154,10 @@ fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
         "glove": glove_hash,
         "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
     });
-    // A zero row is what every BiLSTM had before the key existed: those keys hold.
-    if *pad_embedding != PadEmbedding::Zero
-        && let Some(object) = bilstm.as_object_mut()
-    {
+    // Always in the key: before it existed the embeddings never trained (the
+    // zeroed pad row had left the weight outside the autodiff graph's leaves),
+    // so no BiLSTM cached then may be served for one that trains them.
+    if let Some(object) = bilstm.as_object_mut() {
         object.insert("pad_embedding".into(), json!(pad_embedding));
     }
     json!({ "bilstm": bilstm })
@@ -292,7 +292,7 @@ pub fn agreement(options: &crate::steps::agreement::Options) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Keep, Optimizer, Positive, Schedule};
+    use crate::spec::{Keep, Optimizer, PadEmbedding, Positive, Schedule};
 
     #[test]
     fn keep_joins_the_training_key_only_when_it_is_last() {
@@ -319,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn pad_embedding_joins_the_bilstm_key_only_when_learned() {
+    fn pad_embedding_is_always_in_the_bilstm_key() {
         let mut spec = BiLstmSpec {
             embedding_dim: Positive::new(8),
             hidden_size: Positive::new(8),
@@ -331,8 +331,7 @@ mod tests {
             vocab: VocabSpec::default(),
             pad_embedding: PadEmbedding::Zero,
         };
-        // A zero row is what every BiLSTM had before the key: its key holds.
-        assert!(bilstm(&spec, None)["bilstm"].get("pad_embedding").is_none());
+        assert_eq!(bilstm(&spec, None)["bilstm"]["pad_embedding"], json!("zero"));
         spec.pad_embedding = PadEmbedding::Learned;
         assert_eq!(bilstm(&spec, None)["bilstm"]["pad_embedding"], json!("learned"));
     }

@@ -163,7 +163,10 @@ impl<B: Backend> BiLstmClassifier<B> {
         let pad = pad_id as usize;
         self.embeddings.weight = self.embeddings.weight.map(|w| {
             let device = w.device();
-            w.slice_assign([pad..pad + 1, 0..dim], Tensor::zeros([1, dim], &device))
+            // Detached into a new leaf: the result of `slice_assign` is a node
+            // of the graph, and a parameter that is not a leaf gets no gradient,
+            // so the optimiser would never move the embeddings.
+            w.slice_assign([pad..pad + 1, 0..dim], Tensor::zeros([1, dim], &device)).detach().require_grad()
         });
         self
     }
@@ -385,6 +388,35 @@ mod tests {
         let padded = TokenBatch::<B>::from_sequences(&[&[3, 4, 5], &[6, 7, 8, 9, 10]], 0, &device);
         let (a, b) = (values(model(7).logits(&padded)), values(model(7).with_zero_pad_row(0).logits(&padded)));
         assert_eq!(a, b);
+    }
+
+    /// Every parameter, the embeddings included, is a leaf that gets a
+    /// gradient, with a drawn or a zeroed `[PAD]` row alike; and the `[PAD]`
+    /// row's value changes no other gradient.
+    #[test]
+    fn every_parameter_trains_whatever_the_pad_row() {
+        type A = burn::backend::Autodiff<B>;
+        let device = Default::default();
+        let grads = |m: BiLstmClassifier<A>| -> Vec<Vec<f32>> {
+            let batch = TokenBatch::<A>::from_sequences(&[&[3, 4, 5], &[6, 7, 8, 9, 10, 11, 12]], 0, &device);
+            let g = m.logits(&batch).sum().backward();
+            let grad = |p: &Param<Tensor<A, 2>>| -> Vec<f32> {
+                p.grad(&g).expect("a gradient for every parameter").into_data().to_vec().unwrap()
+            };
+            vec![
+                grad(&m.embeddings.weight),
+                grad(&m.lstm_forward.weight_ih),
+                grad(&m.lstm_backward.weight_hh),
+                grad(&m.attention.projection.weight),
+                grad(&m.hidden.weight),
+                grad(&m.output.weight),
+            ]
+        };
+        let fresh = || BiLstmClassifier::<A>::new(&tiny(), &mut ChaCha8Rng::seed_from_u64(3), None, &device);
+        let (learned, zeroed) = (grads(fresh()), grads(fresh().with_zero_pad_row(0)));
+        assert!(learned[0][8..].iter().any(|&g| g != 0.0), "the embeddings get a gradient");
+        assert!(learned[0][..8].iter().all(|&g| g == 0.0), "padding gives [PAD] none");
+        assert_eq!(learned, zeroed);
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub enum PadEmbedding {
     /// set-up, where `igl-pad` and `igl-zero` differ.
     Learned,
     /// Fixed at zero, as PyTorch's `padding_idx` keeps it: `igl-pad` is then
-    /// `igl-zero`. The BiLSTM's only behaviour before this key existed.
+    /// `igl-zero`.
     Zero,
 }
 

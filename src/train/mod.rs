@@ -341,6 +341,16 @@ mod tests {
     }
 
     fn fit_keeping(seed: u64, dropout: f64, buckets: Buckets, keep: Keep) -> (BiLstmClassifier<Flex>, TrainSummary) {
+        fit_prepared(seed, dropout, buckets, keep, |m| m)
+    }
+
+    fn fit_prepared(
+        seed: u64,
+        dropout: f64,
+        buckets: Buckets,
+        keep: Keep,
+        prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
+    ) -> (BiLstmClassifier<Flex>, TrainSummary) {
         let config = BiLstmConfig {
             vocab_size: 12,
             embedding_dim: 8,
@@ -352,8 +362,12 @@ mod tests {
             pad_id: 0,
         };
         let device = Default::default();
-        let model =
-            BiLstmClassifier::<Autodiff<Flex>>::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
+        let model = prepare(BiLstmClassifier::<Autodiff<Flex>>::new(
+            &config,
+            &mut ChaCha8Rng::seed_from_u64(seed),
+            None,
+            &device,
+        ));
         let spec = TrainingSpec {
             batch_size: Positive::new(16),
             optimizer: OptimizerSpec::Sgd { momentum: Share::new(0.9) },
@@ -406,6 +420,25 @@ mod tests {
         assert!(!last.stopped_early);
         assert_eq!((last.steps, last.best_step), (200, 200));
         assert_eq!(Some(last.best_validation_accuracy), last.log.last().map(|e| e.validation_accuracy));
+    }
+
+    /// The `[PAD]` row never reaches the loss (padding is masked), so zeroing
+    /// it (`pad_embedding = "zero"`) trains every other weight bit for bit as
+    /// a drawn row does: the two settings differ in that row only.
+    #[test]
+    fn the_pad_row_changes_nothing_else_in_training() {
+        let keep = Keep::Best { patience: Positive::new(200) };
+        let (learned, a) = fit_prepared(5, 0.1, Buckets::EXACT, keep, |m| m);
+        let (zeroed, b) = fit_prepared(5, 0.1, Buckets::EXACT, keep, |m| m.with_zero_pad_row(0));
+        assert_eq!(a.log, b.log);
+        let rows = |m: &BiLstmClassifier<Flex>| -> Vec<f32> { m.embeddings.weight.val().into_data().to_vec().unwrap() };
+        let (learned_rows, zeroed_rows) = (rows(&learned), rows(&zeroed));
+        assert_eq!(learned_rows[8..], zeroed_rows[8..], "rows 1.. (dim 8)");
+        assert!(learned_rows[..8].iter().all(|&v| v != 0.0) && zeroed_rows[..8].iter().all(|&v| v == 0.0));
+        let probe: Vec<Vec<u32>> = toy_data(50, 9).into_iter().map(|e| e.ids).collect();
+        let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
+        let device = Default::default();
+        assert_eq!(predict(&learned, &refs, 16, 0, &device), predict(&zeroed, &refs, 16, 0, &device));
     }
 
     /// Padding a batch to its bucket changes no loss and no accuracy: padded

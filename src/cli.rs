@@ -562,9 +562,12 @@ pub fn describe_plan(plan: &Plan, cache: &Cache) -> anyhow::Result<String> {
     // Per kind: cached, to run, seconds the cached ones took to compute.
     let mut counts = std::collections::BTreeMap::<StepKind, (usize, usize, f64)>::new();
     for step in &plan.steps {
-        let manifest = cache.lookup(step.kind, &step.key)?;
+        let cached = cache.entry(step.kind, &step.key)?;
         let entry = counts.entry(step.kind).or_default();
-        if let Some(manifest) = manifest {
+        if let crate::cache::Entry::Damaged(damage) = &cached {
+            entry.1 += 1;
+            writeln!(out, "run     {}  {}  (cached result damaged: {damage})", step.key.short(), step.label)?;
+        } else if let crate::cache::Entry::Valid(manifest) = cached {
             entry.0 += 1;
             entry.2 += manifest.seconds;
             writeln!(out, "cached  {}  {}  ({:.1}s)", step.key.short(), step.label, manifest.seconds)?;

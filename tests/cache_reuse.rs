@@ -52,3 +52,53 @@ fn changing_a_dataset_option_reruns_only_its_branch() {
     assert_eq!(outcome.executed_of(StepKind::Score), 18);
     assert_eq!(outcome.executed_of(StepKind::Report), 1);
 }
+
+/// Issue 13: the cache serves nothing it cannot vouch for. A flipped byte in an
+/// attribution, a deleted checkpoint and a cut manifest each make their step
+/// run again (the damaged folder set aside, not deleted); nothing else reruns,
+/// the run succeeds, and the tables are the same as before the damage.
+#[test]
+fn damaged_entries_are_computed_again_and_nothing_else() {
+    let t = GridTest::tiny_after_first_run();
+    let before = t.run();
+    assert!(before.succeeded());
+    let tables = std::fs::read(t.reports().join("tiny/results_long.csv")).unwrap();
+    let steps = |kind: &str| -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<_> = std::fs::read_dir(t.cache().join(kind))
+            .unwrap()
+            .flatten()
+            .filter(|shard| shard.path().is_dir())
+            .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    let attribution = steps("attribute").into_iter().find(|d| d.join("attributions.jsonl").is_file()).unwrap();
+    let payload = attribution.join("attributions.jsonl");
+    let mut bytes = std::fs::read(&payload).unwrap();
+    let digit = bytes.iter().position(|b| b.is_ascii_digit()).unwrap();
+    bytes[digit] = if bytes[digit] == b'7' { b'8' } else { b'7' };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&payload, bytes).unwrap();
+    let model = steps("train").into_iter().next().unwrap();
+    std::fs::remove_file(model.join("model.safetensors")).unwrap();
+    let verification = steps("verify").into_iter().next().unwrap().join("manifest.json");
+    let text = std::fs::read(&verification).unwrap();
+    std::fs::write(&verification, &text[..text.len() / 3]).unwrap();
+
+    let plan = t.grid(&["plan", "grid.toml"]);
+    let said = String::from_utf8_lossy(&plan.stdout);
+    assert_eq!(said.matches("cached result damaged").count(), 3, "{said}");
+    assert!(said.contains("model.safetensors: listed in the manifest but missing"), "{said}");
+
+    let after = t.run();
+    assert!(after.succeeded(), "{:?}", after.failures().collect::<Vec<_>>());
+    let ran: Vec<StepKind> = after.executed().map(|r| r.kind).collect();
+    assert_eq!(after.executed_of(StepKind::Attribute), 1, "{ran:?}");
+    assert_eq!(after.executed_of(StepKind::Train), 1, "{ran:?}");
+    assert_eq!(after.executed_of(StepKind::Verify), 1, "{ran:?}");
+    assert_eq!(ran.len(), 3, "keys did not change, so nothing downstream reruns: {ran:?}");
+    assert_eq!(std::fs::read_dir(t.cache().join("damaged")).unwrap().count(), 3, "set aside, not deleted");
+    assert_eq!(std::fs::read(t.reports().join("tiny/results_long.csv")).unwrap(), tables);
+}

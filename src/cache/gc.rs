@@ -68,6 +68,7 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
                     fs::remove_dir_all(&entry).map_err(io_err(&entry))?;
                     // Unlinking a held lock file is fine on Unix: the holder is us.
                     let _ = fs::remove_file(&lock_path);
+                    let _ = fs::remove_file(shard.join(format!("{name}.checked")));
                 }
                 summary.removed.push((kind, entry));
             }

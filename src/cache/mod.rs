@@ -30,6 +30,7 @@
 //! `train/sst2/st/lstm`), the parameters of the last key computed for it, only so
 //! that `grid plan` can say *why* a step will run.
 
+pub mod check;
 pub mod files;
 pub mod gc;
 pub mod stale;
@@ -42,6 +43,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use check::{Damage, Entry};
 pub use stale::StaleReason;
 
 /// The kinds of step, one per pipeline stage.
@@ -239,16 +241,13 @@ impl Cache {
         self.root.join(kind.name()).join(&key.as_str()[..2]).join(key.as_str())
     }
 
-    /// The manifest of a complete step, if cached.
+    /// The manifest of a complete step whose payload checks out against it
+    /// ([`Cache::entry`]); `None` when missing or damaged.
     pub fn lookup(&self, kind: StepKind, key: &StepKey) -> Result<Option<Manifest>, CacheError> {
-        let path = self.step_dir(kind, key).join("manifest.json");
-        match fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map(Some).map_err(|source| CacheError::Manifest { path, source })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CacheError::Io { path, source: e }),
-        }
+        Ok(match self.entry(kind, key)? {
+            Entry::Valid(manifest) => Some(manifest),
+            Entry::Missing | Entry::Damaged(_) => None,
+        })
     }
 
     /// Blocks until this process holds the step's lock.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::Compute;
-use crate::cache::{Cache, CacheError, InputRef, StepKind};
+use crate::cache::{Cache, CacheError, Entry, InputRef, StepKind};
 use crate::steps::{self, StepContext};
 
 use super::Plan;
@@ -329,8 +329,15 @@ pub fn run_one(
     let step = &plan.steps[index];
     let attempt = || -> anyhow::Result<StepStatus> {
         let _lock = cache.lock(step.kind, &step.key)?;
-        if cache.lookup(step.kind, &step.key)?.is_some() {
-            return Ok(StepStatus::Cached);
+        match cache.entry(step.kind, &step.key)? {
+            Entry::Valid(_) => return Ok(StepStatus::Cached),
+            Entry::Missing => {}
+            Entry::Damaged(damage) => {
+                let aside = cache.set_aside(step.kind, &step.key)?;
+                let moved = aside.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
+                log(format!("cached result damaged ({damage}){moved}; computing it again"));
+                eprintln!("warning: {}: cached result damaged ({damage}){moved}; computing it again", step.label);
+            }
         }
         let started = Instant::now();
         let staging = cache.begin(step.kind, &step.key)?;

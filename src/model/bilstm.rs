@@ -413,6 +413,11 @@ mod tests {
             ]
         };
         let fresh = || BiLstmClassifier::<A>::new(&tiny(), &mut ChaCha8Rng::seed_from_u64(3), None, &device);
+        for model in [fresh(), fresh().with_zero_pad_row(0)] {
+            let batch = TokenBatch::<A>::from_sequences(&[&[3, 4, 5]], 0, &device);
+            let g = model.logits(&batch).sum().backward();
+            assert_eq!(crate::model::params_without_grad(&model, &g).0, 0);
+        }
         let (learned, zeroed) = (grads(fresh()), grads(fresh().with_zero_pad_row(0)));
         assert!(learned[0][8..].iter().any(|&g| g != 0.0), "the embeddings get a gradient");
         assert!(learned[0][..8].iter().all(|&g| g == 0.0), "padding gives [PAD] none");

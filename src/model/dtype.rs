@@ -14,8 +14,15 @@ struct CastFloats {
 impl<B: Backend> ModuleMapper<B> for CastFloats {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let (id, tensor, mapper) = param.consume();
-        // A cast is a new node in the autodiff graph; the parameter must stay a leaf.
-        let tensor = if tensor.dtype() == self.dtype { tensor } else { tensor.cast(self.dtype).detach() };
+        // A cast is a new node in the autodiff graph; the parameter must stay a
+        // leaf, and one that trained must go on training (`detach` drops that).
+        let tensor = if tensor.dtype() == self.dtype {
+            tensor
+        } else {
+            let trains = tensor.is_require_grad();
+            let cast = tensor.cast(self.dtype).detach();
+            if trains { cast.require_grad() } else { cast }
+        };
         Param::from_mapped_value(id, tensor, mapper)
     }
 }

@@ -101,6 +101,32 @@ pub trait Classifier<B: Backend> {
     }
 }
 
+/// How many float parameters of `model` got no gradient in `grads`, of how
+/// many. A parameter that is a node of the graph rather than a leaf (say, the
+/// result of an op in `Param::map` that was not detached) gets none, and the
+/// optimiser silently never moves it.
+#[cfg(test)]
+pub(crate) fn params_without_grad<B, M>(model: &M, grads: &B::Gradients) -> (usize, usize)
+where
+    B: burn::tensor::backend::AutodiffBackend,
+    M: burn::module::Module<B>,
+{
+    struct Count<'a, B: burn::tensor::backend::AutodiffBackend> {
+        grads: &'a B::Gradients,
+        missing: usize,
+        total: usize,
+    }
+    impl<B: burn::tensor::backend::AutodiffBackend> burn::module::ModuleVisitor<B> for Count<'_, B> {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
+            self.total += 1;
+            self.missing += usize::from(param.grad(self.grads).is_none());
+        }
+    }
+    let mut count = Count::<B> { grads, missing: 0, total: 0 };
+    model.visit(&mut count);
+    (count.missing, count.total)
+}
+
 /// See [`Classifier::attention_leaf`].
 #[derive(Debug, Clone)]
 pub struct AttentionLeaf<B: Backend> {

@@ -153,6 +153,32 @@ mod tests {
         model.logits(&batch).into_data().to_vec().unwrap()
     }
 
+    /// Every parameter trains, however the encoder was built: from scratch
+    /// with either position start, or from a `transformers` checkpoint with
+    /// rows appended for the shortcut tokens.
+    #[test]
+    fn every_parameter_gets_a_gradient() {
+        use crate::model::bert::encoder::BertModel;
+        use crate::model::bert::load::{add_word_embeddings, load_pretrained};
+        let device = Default::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let config = BertConfig::small(20, 16, 2, 2, 32, 16);
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bert_transformers");
+        let (pretrained_config, pretrained, _) = load_pretrained::<Ad>(&fixture, &mut rng, &device).unwrap();
+        let encoders = [
+            (config.clone(), BertModel::<Ad>::new(&config, &mut rng, &device)),
+            (config.clone(), BertModel::<Ad>::new(&config, &mut rng, &device).with_sinusoidal_positions(0.02)),
+            (pretrained_config.clone(), add_word_embeddings(pretrained, 3, 0.02, &mut rng)),
+        ];
+        for (config, encoder) in encoders {
+            let model = BertClassifier::with_encoder(encoder.with_dropout(&config), &config, 2, &mut rng, &device);
+            let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 5, 7, 3], &[2, 9, 3]], 0, &device);
+            let grads = model.logits(&batch).sum().backward();
+            let (missing, total) = crate::model::params_without_grad(&model, &grads);
+            assert!(total > 10 && missing == 0, "{missing} of {total} parameters got no gradient");
+        }
+    }
+
     #[test]
     fn padding_never_changes_real_tokens() {
         let model = tiny(3, 1);

@@ -255,6 +255,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         };
         return match dag::run_one(&plan, &cache, index, compute, &bar, &log) {
             StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
+            StepStatus::Cached => {
+                eprintln!("{}", dag::run::WORKER_FOUND_CACHED);
+                Ok(ExitCode::SUCCESS)
+            }
             _ => Ok(ExitCode::SUCCESS),
         };
     }

@@ -236,3 +236,41 @@ fn gc_removes_what_the_grid_no_longer_plans() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!t.cache().join("kernels").exists());
 }
+
+/// Issue 13: two `grid run` on one cache compute no step twice, and neither
+/// claims a step the other computed: every step is `ran` in exactly one of
+/// them (worker processes say when they found the step cached).
+#[test]
+fn two_runs_on_one_cache_each_report_only_what_they_computed() {
+    let grid = TINY.replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\", \"tic\"]");
+    let t = GridTest::new(&grid);
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
+            .args(["run", "grid.toml", "-j", "2"])
+            .current_dir(t.path())
+            .env_remove("GRID_DATA_ROOT")
+            .env_remove("GRID_CACHE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run grid")
+    };
+    let (first, second) = (spawn(), spawn());
+    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    let mut ran: Vec<String> = Vec::new();
+    for out in &outputs {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        ran.extend(
+            text(&out.stderr)
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("ran "))
+                .map(|l| l.split(" in ").next().unwrap_or(l).to_string()),
+        );
+    }
+    let total = ran.len();
+    ran.sort();
+    ran.dedup();
+    assert_eq!(ran.len(), total, "a step reported as run by both: {ran:?}");
+    let planned = text(&t.grid(&["plan", "grid.toml"]).stdout).lines().filter(|l| l.starts_with("cached ")).count();
+    assert_eq!(total, planned, "every step ran exactly once across the two: {ran:?}");
+}

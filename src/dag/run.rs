@@ -37,6 +37,10 @@ pub struct RunOptions {
     pub worker: Option<WorkerCommand>,
 }
 
+/// What `grid step` prints (stderr) when the step was cached by the time it
+/// held the lock, so that the parent does not claim to have computed it.
+pub const WORKER_FOUND_CACHED: &str = "step: found cached";
+
 /// How to run one step in a child process: `program args… --key <key>`.
 #[derive(Debug, Clone)]
 pub struct WorkerCommand {
@@ -62,8 +66,13 @@ impl WorkerCommand {
             Err(e) => return StepStatus::Failed { error: format!("cannot start {}: {e}", self.program.display()) },
         };
         let mut last_error = None;
+        let mut found_cached = false;
         if let Some(stderr) = child.stderr.take() {
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line == WORKER_FOUND_CACHED {
+                    found_cached = true;
+                    continue;
+                }
                 match line.strip_prefix("error: ") {
                     Some(error) => last_error = Some(error.to_string()),
                     None => log(line),
@@ -72,6 +81,8 @@ impl WorkerCommand {
         }
         let status = child.wait();
         match cache.lookup(step.kind, &step.key) {
+            // Another process computed it while this one waited for the lock.
+            Ok(Some(_)) if found_cached && status.as_ref().is_ok_and(|s| s.success()) => StepStatus::Cached,
             Ok(Some(manifest)) if status.as_ref().is_ok_and(|s| s.success()) => {
                 StepStatus::Ran { seconds: manifest.seconds }
             }

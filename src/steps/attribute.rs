@@ -104,6 +104,16 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         ctx.progress.inc(n as u64)
     })?;
     let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
+    // JSON has no NaN: it would be cached as `null` and fail every consumer.
+    if let Some(bad) = records.iter().find(|r| r.scores.iter().any(|s| !s.is_finite())) {
+        anyhow::bail!(
+            "{} gave a non-finite salience score for test example {} (tokens {:?}): the model's outputs or \
+             gradients overflow; check its training log",
+            options.method,
+            bad.index,
+            bad.tokens
+        );
+    }
     write_jsonl(&out.join(FILE), &records)?;
     let seconds = started.elapsed().as_secs_f64();
     let gaps: Vec<f64> = records.iter().filter_map(|r| r.completeness_gap).map(|g| (g as f64).abs()).collect();

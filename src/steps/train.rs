@@ -171,7 +171,8 @@ fn run_bert<B: AutodiffBackend>(
         log: ctx.log,
         buckets: ctx.compute.buckets,
     };
-    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device);
+    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
+        .with_context(|| format!("model `{}`", model.name))?;
     save_bert(out, &best, &ModelConfig::Bert { config, num_outputs, max_length }, &tokenizer)?;
     write_json(
         &out.join("training.json"),
@@ -236,7 +237,8 @@ fn run_bilstm<B: AutodiffBackend>(
         log: ctx.log,
         buckets: ctx.compute.buckets,
     };
-    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device);
+    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
+        .with_context(|| format!("model `{}`", model.name))?;
     save_bilstm(out, &best, &ModelConfig::Bilstm { config, max_length }, &vocab)?;
     write_json(
         &out.join("training.json"),

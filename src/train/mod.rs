@@ -125,6 +125,19 @@ fn bucketed_batches(examples: &[TrainExample], batch_size: usize, rng: &mut ChaC
     batches
 }
 
+/// Training stopped because the loss stopped being a number: the weights are
+/// no longer a model, and nothing downstream may use them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "training diverged: the loss became {loss} at step {step} (learning rate {learning_rate}); \
+     lower `learning_rate` or set `max_grad_norm`"
+)]
+pub struct Diverged {
+    pub step: usize,
+    pub loss: f64,
+    pub learning_rate: f64,
+}
+
 /// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
 pub fn train<B, M>(
     model: M,
@@ -133,7 +146,7 @@ pub fn train<B, M>(
     train_set: &[TrainExample],
     validation: &[TrainExample],
     device: &B::Device,
-) -> (M::InnerModule, TrainSummary)
+) -> Result<(M::InnerModule, TrainSummary), Diverged>
 where
     B: AutodiffBackend,
     M: Trainable<B> + AutodiffModule<B>,
@@ -171,7 +184,7 @@ fn fit<B, M, O>(
     train_set: &[TrainExample],
     validation: &[TrainExample],
     device: &B::Device,
-) -> (M::InnerModule, TrainSummary)
+) -> Result<(M::InnerModule, TrainSummary), Diverged>
 where
     B: AutodiffBackend,
     M: Trainable<B> + AutodiffModule<B>,
@@ -234,7 +247,12 @@ where
             // Filler rows of the bucket are cut before the loss: they add nothing to it.
             let logits = model.logits_train(&batch, &mut noise).narrow(0, 0, labels.len());
             let batch_loss = loss(logits, &labels);
-            loss_sum += batch_loss.clone().into_scalar().elem::<f64>();
+            let value = batch_loss.clone().into_scalar().elem::<f64>();
+            if !value.is_finite() {
+                let learning_rate = learning_rate * schedule.factor(step, max_steps);
+                return Err(Diverged { step: step + 1, loss: value, learning_rate });
+            }
+            loss_sum += value;
             loss_count += 1;
             seen += labels.len();
             let grads = GradientsParams::from_grads(batch_loss.backward(), &model);
@@ -282,7 +300,7 @@ where
         log,
         shapes: shapes.shapes(),
     };
-    (best, summary)
+    Ok((best, summary))
 }
 
 #[cfg(test)]
@@ -383,7 +401,7 @@ mod tests {
         let progress = indicatif::ProgressBar::hidden();
         let log = |_: String| {};
         let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.1, progress: &progress, log: &log, buckets };
-        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
+        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device).unwrap()
     }
 
     #[test]
@@ -439,6 +457,51 @@ mod tests {
         let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
         let device = Default::default();
         assert_eq!(predict(&learned, &refs, 16, 0, &device), predict(&zeroed, &refs, 16, 0, &device));
+    }
+
+    /// A rate that blows the weights up ends training with an error naming
+    /// the step, instead of a model of NaNs that later steps would use.
+    #[test]
+    fn a_diverging_run_is_an_error_not_a_model() {
+        let config = BiLstmConfig {
+            vocab_size: 12,
+            embedding_dim: 8,
+            hidden_size: 8,
+            attention_size: 8,
+            mlp_size: 8,
+            num_outputs: 1,
+            dropout: 0.0,
+            pad_id: 0,
+        };
+        let device = Default::default();
+        let model = BiLstmClassifier::<Autodiff<Flex>>::new(&config, &mut ChaCha8Rng::seed_from_u64(1), None, &device);
+        let spec = TrainingSpec {
+            batch_size: Positive::new(16),
+            optimizer: OptimizerSpec::Sgd { momentum: Share::new(0.9) },
+            learning_rate: 1e38,
+            weight_decay: 0.0,
+            schedule: crate::spec::Schedule::Constant,
+            max_steps: Positive::new(50),
+            eval_every: Positive::new(25),
+            keep: Keep::Last,
+            max_grad_norm: None,
+            seed: 1,
+        };
+        let progress = indicatif::ProgressBar::hidden();
+        let log = |_: String| {};
+        let setup = TrainSetup {
+            pad_id: 0,
+            unk_id: 1,
+            word_dropout: 0.0,
+            progress: &progress,
+            log: &log,
+            buckets: Buckets::EXACT,
+        };
+        let error = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
+            .err()
+            .expect("diverges");
+        assert!(error.step >= 2 && error.step <= 50 && !error.loss.is_finite(), "{error:?}");
+        assert!(error.to_string().contains("lower `learning_rate`"), "{error}");
     }
 
     /// Padding a batch to its bucket changes no loss and no accuracy: padded

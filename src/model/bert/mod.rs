@@ -288,7 +288,7 @@ mod tests {
             buckets: crate::model::shapes::Buckets::EXACT,
         };
         let (model, summary) =
-            train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default());
+            train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default()).unwrap();
         assert_eq!(model.num_outputs(), 3);
         assert!(summary.best_validation_accuracy > 0.9, "{summary:?}");
     }

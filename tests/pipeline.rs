@@ -77,3 +77,31 @@ fn tables_and_attributions_are_written() {
         }
     }
 }
+
+/// Issue 14, item 3: texts longer than the model's length. An example whose
+/// shortcut truncation cut cannot show whether the model reads it, so
+/// verification leaves it out as attribution does, and says how many.
+#[test]
+fn verification_leaves_out_examples_whose_shortcut_was_cut() {
+    let grid = TINY
+        .replace("max_length = 48", "max_length = 10")
+        .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\"]");
+    let t = GridTest::new(&grid);
+    let outcome = t.run();
+    assert!(outcome.failures().all(|f| f.kind != StepKind::Verify), "verification ran");
+    let spec = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&spec, &cache, &PlanOptions::default()).unwrap();
+    let dir = |label: &str| {
+        let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
+        cache.step_dir(step.kind, &step.key)
+    };
+    let v: grid::steps::verify::Verification =
+        serde_json::from_slice(&std::fs::read(dir("verify/gen/st/lstm").join("verification.json")).unwrap()).unwrap();
+    let test = grid::steps::synth::load_test(&dir("synth/gen/st"), false).unwrap();
+    // The generated sentences run to about 15 words: a token placed past the
+    // 10th is cut, one placed before it is not.
+    let cut = test.iter().filter(|e| e.shortcut_positions.iter().any(|&p| p >= 10)).count();
+    assert!(cut > 10 && cut < test.len(), "{cut} of {}", test.len());
+    assert_eq!((v.synthetic_truncated, v.synthetic_examples), (cut, test.len() - cut), "{v:?}");
+}

@@ -95,7 +95,8 @@ impl StepKind {
             StepKind::Corpus => 1,
             StepKind::Synth => 1,
             StepKind::Train => 1,
-            StepKind::Verify => 1,
+            // 2: synthetic examples whose shortcut truncation cut are left out.
+            StepKind::Verify => 2,
             // 2: probability targets differentiate through a stable surrogate.
             StepKind::Attribute => 2,
             StepKind::Erasure => 1,

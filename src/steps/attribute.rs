@@ -140,7 +140,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
 /// G and the distractors as token positions of the (truncated) encoding, or
 /// `None` when truncation left no usable ground truth: a pattern must keep
 /// every token, a region at least one.
-fn visible_regions(encoded: &Encoded, example: &SyntheticExample) -> Option<(Vec<usize>, Vec<usize>)> {
+pub(crate) fn visible_regions(encoded: &Encoded, example: &SyntheticExample) -> Option<(Vec<usize>, Vec<usize>)> {
     let tokens_of = |positions: &[usize]| -> (Vec<usize>, bool) {
         let mut tokens = Vec::new();
         let mut complete = true;

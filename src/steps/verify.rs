@@ -13,7 +13,7 @@ use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, predict};
 use crate::model::shapes::{Buckets, Shaped};
-use crate::shortcut::ShortcutOptions;
+use crate::shortcut::{ShortcutOptions, SyntheticExample};
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
@@ -86,6 +86,12 @@ pub struct Verification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_without_shortcut: Option<f64>,
     pub synthetic_examples: usize,
+    /// Synthetic test examples left out because truncation to the model's
+    /// length cut their shortcut (a token of a pattern, or every article of a
+    /// region): no model could read the label from them. The same rule as
+    /// attribution's.
+    #[serde(default)]
+    pub synthetic_truncated: usize,
     pub original_examples: usize,
     pub passed: bool,
     pub failures: Vec<String>,
@@ -175,11 +181,25 @@ fn run_on<B: Backend>(
 ) -> Result<()> {
     let shortcut = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     let original = checkpoint::load::<B>(&ctx.inputs[1], device)?;
-    let as_examples = |v: Vec<crate::shortcut::SyntheticExample>| -> Vec<Example> {
-        v.into_iter().map(|s| Example { text: s.text, label: s.label }).collect()
+    // Only examples whose shortcut survives the shortcut model's truncation.
+    let max_length = shortcut.config.max_length();
+    let visible = |v: Vec<SyntheticExample>| -> (Vec<Example>, usize) {
+        let total = v.len();
+        let kept: Vec<Example> = v
+            .into_iter()
+            .filter(|s| super::attribute::visible_regions(&shortcut.encoder.encode(&s.text, max_length), s).is_some())
+            .map(|s| Example { text: s.text, label: s.label })
+            .collect();
+        let cut = total - kept.len();
+        (kept, cut)
     };
-    let synthetic = as_examples(super::synth::load_test(&ctx.inputs[2], false)?);
-    let flip = as_examples(super::synth::load_test(&ctx.inputs[2], true)?);
+    let (synthetic, synthetic_truncated) = visible(super::synth::load_test(&ctx.inputs[2], false)?);
+    let (flip, _) = visible(super::synth::load_test(&ctx.inputs[2], true)?);
+    anyhow::ensure!(
+        !synthetic.is_empty(),
+        "truncation to {max_length} tokens cut the shortcut from every one of the {synthetic_truncated} synthetic \
+         test examples; raise the dataset's `max_length`"
+    );
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
     let m = Measured {
@@ -206,6 +226,7 @@ fn run_on<B: Backend>(
                 Chance::Reassigned { bound } => Some(bound),
             },
             synthetic_examples: synthetic.len(),
+            synthetic_truncated,
             original_examples: original_test.len(),
             passed: failures.is_empty(),
             failures,

@@ -242,11 +242,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(key) = key {
-        let index = plan
-            .steps
-            .iter()
-            .position(|s| s.key.as_str() == key)
-            .ok_or_else(|| usage(anyhow::anyhow!("no step of {} has key {key}", common.grid.display())))?;
+        let index = plan.steps.iter().position(|s| s.key.as_str() == key).ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "no step of {} has key {key} (a worker of a run whose `grid` binary was rebuilt meanwhile \
+                     plans other keys: run the grid again)",
+                common.grid.display()
+            ))
+        })?;
         let bar = indicatif::ProgressBar::hidden();
         let log = |line: String| {
             if verbosity > Verbosity::Quiet {

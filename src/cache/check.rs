@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
+use super::files::sha256_of;
 use super::{Cache, CacheError, Manifest, StepKey, StepKind, io_err};
 
 /// What the cache holds for one step.
@@ -57,13 +57,6 @@ fn seen(dir: &Path, name: &str) -> io::Result<Seen> {
     let modified_ns =
         meta.modified().ok().and_then(|m| m.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
     Ok(Seen { name: name.to_string(), bytes: meta.len(), modified_ns })
-}
-
-fn sha256_of(path: &Path) -> io::Result<String> {
-    let mut file = fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
 }
 
 impl Cache {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -18,6 +17,14 @@ struct Seen {
     bytes: u64,
     modified_ns: u128,
     sha256: String,
+}
+
+/// sha256 of a file's content, read in chunks (checkpoints run to gigabytes).
+pub(super) fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
 }
 
 impl Cache {
@@ -34,17 +41,7 @@ impl Cache {
         if let Some(seen) = memo.get(&id).filter(|s| s.bytes == meta.len() && s.modified_ns == modified_ns) {
             return Ok(seen.sha256.clone());
         }
-        let mut file = fs::File::open(path).map_err(io)?;
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0u8; 1 << 20];
-        loop {
-            let n = file.read(&mut buffer).map_err(io)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-        }
-        let sha256 = hex::encode(hasher.finalize());
+        let sha256 = sha256_of(path).map_err(io)?;
         memo.insert(id, Seen { bytes: meta.len(), modified_ns, sha256: sha256.clone() });
         // A lost race between two processes only costs a re-hash later.
         let tmp = memo_path.with_extension(format!("json.{}", std::process::id()));

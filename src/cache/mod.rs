@@ -289,11 +289,11 @@ impl Cache {
             .map_err(io_err(&staging.dir))?;
         names.sort();
         for path in names {
-            let bytes = fs::read(&path).map_err(io_err(&path))?;
+            let bytes = fs::metadata(&path).map_err(io_err(&path))?.len();
             files.push(PayloadFile {
                 name: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                bytes: bytes.len() as u64,
-                sha256: hex::encode(Sha256::digest(&bytes)),
+                bytes,
+                sha256: files::sha256_of(&path).map_err(io_err(&path))?,
             });
         }
         let manifest = Manifest {

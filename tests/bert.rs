@@ -58,6 +58,11 @@ const RANDOM_BERT: &str = "hidden_size = 16\nnum_hidden_layers = 1\nnum_attentio
 /// Checks every attribution of the run: one score per token, and the ground
 /// truth is the shortcut token itself, as one whole token.
 fn check_attributions(t: &GridTest) {
+    check_attributions_between(t, "[CLS]", "[SEP]");
+}
+
+/// [`check_attributions`] for a tokenizer whose texts start with `first` and end with `last`.
+fn check_attributions_between(t: &GridTest, first: &str, last: &str) {
     let grid = Grid::load(&t.grid_file()).unwrap();
     let cache = Cache::open(t.cache()).unwrap();
     let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
@@ -73,8 +78,8 @@ fn check_attributions(t: &GridTest) {
         assert!(rows.len() >= 10, "{}: {} rows", step.label, rows.len());
         for row in &rows {
             assert_eq!(row.scores.len(), row.tokens.len());
-            assert_eq!((row.tokens.first().map(String::as_str), row.word_of_token[0]), (Some("[CLS]"), None));
-            assert_eq!(row.tokens.last().map(String::as_str), Some("[SEP]"));
+            assert_eq!((row.tokens.first().map(String::as_str), row.word_of_token[0]), (Some(first), None));
+            assert_eq!(row.tokens.last().map(String::as_str), Some(last));
             assert_eq!(row.ground_truth.len(), 1);
             assert!(["#0", "#1"].contains(&row.tokens[row.ground_truth[0]].as_str()), "{:?}", row.tokens);
         }
@@ -103,6 +108,54 @@ fn random_bert_runs_every_step() {
     let training: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("training.json")).unwrap()).unwrap();
     assert_eq!(training["architecture"], "bert");
+}
+
+/// RoBERTa (byte-level BPE, a fresh head) and DistilBERT (WordPiece, its own
+/// two-label head kept as one logit) checkpoints, as transformers saves
+/// them, run every step: the shortcut tokens stay whole tokens of their word.
+#[test]
+fn roberta_and_distilbert_checkpoints_run_every_step() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for (fixture, head, first, last) in [
+        ("roberta_transformers", "", "<s>", "</s>"),
+        ("distilbert_transformers", "head = \"checkpoint\"", "[CLS]", "[SEP]"),
+    ] {
+        let t = GridTest::new("");
+        let dir = t.path().join("checkpoint");
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
+            std::fs::copy(fixtures.join(fixture).join(file), dir.join(file)).unwrap();
+        }
+        t.write_grid(&grid_with(&format!("checkpoint = \"checkpoint\"\n{head}")));
+        let outcome = t.run();
+        assert!(outcome.succeeded(), "{fixture}: {:?}", outcome.failures().collect::<Vec<_>>());
+        check_attributions_between(&t, first, last);
+        let cache = Cache::open(t.cache()).unwrap();
+        let grid = Grid::load(&t.grid_file()).unwrap();
+        let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+        let train = plan.steps.iter().find(|s| s.label == "train/gen/st/bert").unwrap();
+        let training: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(cache.step_dir(train.kind, &train.key).join("training.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(training["pretrained"]["head_from_checkpoint"], !head.is_empty(), "{fixture}");
+        assert_eq!(training["pretrained"]["load"]["random_pooler"], false, "{fixture}");
+    }
+}
+
+/// A checkpoint without a classification head cannot keep one.
+#[test]
+fn head_from_a_checkpoint_without_one_is_an_error() {
+    let t = GridTest::new("");
+    write_hf_checkpoint(&t.path().join("tiny-bert"), "bert");
+    t.write_grid(&grid_with("checkpoint = \"tiny-bert\"\nhead = \"checkpoint\""));
+    let out = t.grid(&["run", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("head = \"checkpoint\", but") && err.contains("has no classification head (`classifier.weight`)"),
+        "{err}"
+    );
 }
 
 /// A small BERT checkpoint as Hugging Face saves `BertForPreTraining`: `bert.`
@@ -206,12 +259,17 @@ fn pretrained_checkpoint_from_a_folder() {
 #[test]
 fn unsupported_model_type_fails_its_branch_with_the_reason() {
     let t = GridTest::new("");
-    write_hf_checkpoint(&t.path().join("tiny-bert"), "roberta");
+    write_hf_checkpoint(&t.path().join("tiny-bert"), "xlnet");
     t.write_grid(&grid_with("checkpoint = \"tiny-bert\""));
     let out = t.grid(&["run", "grid.toml", "-q"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("config.json: invalid BERT config: model_type `roberta` is not supported"), "{err}");
+    assert!(
+        err.contains(
+            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert)"
+        ),
+        "{err}"
+    );
 }
 
 /// Serves a folder over HTTP/1.1 as the Hub's `/<repo>/resolve/<rev>/<file>`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use grid::model::bert::load::{LoadReport, load_pretrained};
 use grid::text::TextEncoder;
-use grid::text::wordpiece::WordPieceEncoder;
+use grid::text::subword::SubwordEncoder;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use safetensors::SafeTensors;
@@ -34,7 +34,10 @@ struct Reference {
     mask: Vec<i64>,
     shape: [usize; 2],
     last_hidden_state: Vec<f32>,
-    pooler_output: Vec<f32>,
+    /// BERT's fixtures: the pooler's output.
+    pooler_output: Option<Vec<f32>>,
+    /// The other families': the classification logits.
+    logits: Option<Vec<f32>>,
     sentences: Vec<String>,
 }
 
@@ -56,22 +59,18 @@ fn read_reference(path: &Path) -> Reference {
         let t = tensors.tensor(name).unwrap();
         (t.data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect(), t.shape().to_vec())
     };
-    let f32s = |name: &str| -> Vec<f32> {
-        tensors
-            .tensor(name)
-            .unwrap()
-            .data()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
+    let f32s = |name: &str| -> Option<Vec<f32>> {
+        let t = tensors.tensor(name).ok()?;
+        Some(t.data().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
     };
     let (ids, shape) = i64s("input_ids");
     Reference {
         ids,
         mask: i64s("attention_mask").0,
         shape: [shape[0], shape[1]],
-        last_hidden_state: f32s("last_hidden_state"),
+        last_hidden_state: f32s("last_hidden_state").unwrap(),
         pooler_output: f32s("pooler_output"),
+        logits: f32s("logits"),
         sentences,
     }
 }
@@ -96,7 +95,7 @@ fn matches_transformers<B: Backend>(device: &B::Device) {
     let time = reference.shape[1];
 
     // Our tokenizer gives the ids transformers fed the model.
-    let tokenizer = WordPieceEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+    let tokenizer = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
     for (b, sentence) in reference.sentences.iter().enumerate() {
         let ours: Vec<i64> = tokenizer.encode(sentence, 512).ids.iter().map(|&i| i as i64).collect();
         let theirs: Vec<i64> =
@@ -118,14 +117,25 @@ fn transformers_save_pretrained_loads_whole() {
     assert!(!report.random_pooler, "the fixture has a pooler");
 }
 
+/// The reference's padded batch as tensors: ids and mask.
+fn batch<B: Backend>(reference: &Reference, device: &B::Device) -> (Tensor<B, 2, Int>, Tensor<B, 2>) {
+    let [batch, time] = reference.shape;
+    let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(reference.ids.clone(), [batch, time]), device);
+    let mask: Vec<f32> = reference.mask.iter().map(|&m| m as f32).collect();
+    (ids, Tensor::<B, 2>::from_data(TensorData::new(mask, [batch, time]), device))
+}
+
+fn max_abs_diff(ours: &[f32], theirs: &[f32]) -> f32 {
+    assert_eq!(ours.len(), theirs.len());
+    ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max)
+}
+
 /// Loads `dir` and compares our last hidden states (real tokens only) and
 /// pooled output with the reference's, to `tolerance`.
 fn same_outputs<B: Backend>(dir: &Path, reference: &Reference, tolerance: f32, device: &B::Device) -> LoadReport {
     let (config, model, report) = load_pretrained::<B>(dir, &mut ChaCha8Rng::seed_from_u64(0), device).unwrap();
     let [batch, time] = reference.shape;
-    let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(reference.ids.clone(), [batch, time]), device);
-    let mask: Vec<f32> = reference.mask.iter().map(|&m| m as f32).collect();
-    let mask = Tensor::<B, 2>::from_data(TensorData::new(mask, [batch, time]), device);
+    let (ids, mask) = self::batch::<B>(reference, device);
     let output = model.forward_from_words(model.embeddings.words(ids), mask, false, None);
 
     let hidden: Vec<f32> = output.last_hidden_state.into_data().to_vec().unwrap();
@@ -143,9 +153,71 @@ fn same_outputs<B: Backend>(dir: &Path, reference: &Reference, tolerance: f32, d
         }
     }
     assert!(worst <= tolerance, "{}: last hidden state: max abs diff {worst}", dir.display());
-    let pooled: Vec<f32> = output.pooled.into_data().to_vec().unwrap();
-    let worst_pooled = pooled.iter().zip(&reference.pooler_output).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    assert!(worst_pooled <= tolerance, "{}: pooled output: max abs diff {worst_pooled}", dir.display());
-    eprintln!("{}: max abs diff: last hidden {worst:.2e}, pooled {worst_pooled:.2e}", dir.display());
+    if let Some(expected) = &reference.pooler_output {
+        let pooled: Vec<f32> = output.pooled.into_data().to_vec().unwrap();
+        let worst_pooled = max_abs_diff(&pooled, expected);
+        assert!(worst_pooled <= tolerance, "{}: pooled output: max abs diff {worst_pooled}", dir.display());
+        eprintln!("{}: max abs diff: pooled {worst_pooled:.2e}", dir.display());
+    }
+    eprintln!("{}: max abs diff: last hidden {worst:.2e}", dir.display());
     report
+}
+
+/// RoBERTa and DistilBERT folders as transformers 5.x writes them
+/// (`scripts/family_fixtures.py`): the tokenizer gives transformers' ids, the
+/// encoder its last hidden states, and the encoder with the checkpoint's own
+/// head (`*ForSequenceClassification`) its logits.
+#[test]
+fn roberta_and_distilbert_match_transformers() {
+    use grid::model::Classifier;
+    use grid::model::TokenBatch;
+    use grid::model::bert::BertClassifier;
+    use grid::model::bert::load::load_head;
+    type B = grid::backend::Cpu;
+    let device = Default::default();
+    for (name, labels) in [("roberta_transformers", 3), ("distilbert_transformers", 2)] {
+        let dir = fixture(name);
+        let reference = read_reference(&dir.join("reference.safetensors"));
+        let report = same_outputs::<B>(&dir, &reference, 1e-5, &device);
+        assert!(!report.random_pooler, "{name}: the head's first layer is in the checkpoint");
+
+        let tokenizer = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+        let time = reference.shape[1];
+        let mut sequences = Vec::new();
+        for (b, sentence) in reference.sentences.iter().enumerate() {
+            let ours: Vec<u32> = tokenizer.encode(sentence, 512).ids;
+            let theirs: Vec<u32> = (0..time)
+                .filter(|&t| reference.mask[b * time + t] == 1)
+                .map(|t| reference.ids[b * time + t] as u32)
+                .collect();
+            assert_eq!(ours, theirs, "{name}: token ids of {sentence:?}");
+            sequences.push(ours);
+        }
+
+        let (config, encoder, _) = load_pretrained::<B>(&dir, &mut ChaCha8Rng::seed_from_u64(0), &device).unwrap();
+        let head = load_head::<B>(&dir, &config, labels, &device).unwrap().expect("a head");
+        let model = BertClassifier::with_head(encoder, head, &config);
+        let refs: Vec<&[u32]> = sequences.iter().map(Vec::as_slice).collect();
+        let batch = TokenBatch::<B>::from_sequences(&refs, tokenizer.pad_id(), &device);
+        let logits: Vec<f32> = model.logits(&batch).into_data().to_vec().unwrap();
+        let expected = reference.logits.as_ref().expect("reference logits");
+        let worst = max_abs_diff(&logits, expected);
+        assert!(worst <= 1e-5, "{name}: logits: max abs diff {worst}: {logits:?} vs {expected:?}");
+        eprintln!("{name}: logits max abs diff {worst:.2e}");
+
+        // A binary model reads a two-label head as one logit, l₁ − l₀.
+        if labels == 2 {
+            let (config, encoder, _) = load_pretrained::<B>(&dir, &mut ChaCha8Rng::seed_from_u64(0), &device).unwrap();
+            let head = load_head::<B>(&dir, &config, 1, &device).unwrap().expect("a head");
+            let binary = BertClassifier::with_head(encoder, head, &config);
+            let one: Vec<f32> = binary.logits(&batch).into_data().to_vec().unwrap();
+            for (b, logit) in one.iter().enumerate() {
+                let difference = expected[2 * b + 1] - expected[2 * b];
+                assert!((logit - difference).abs() <= 1e-5, "{name}: {logit} vs {difference}");
+            }
+        } else {
+            let error = load_head::<B>(&dir, &config, 1, &device).unwrap_err().to_string();
+            assert!(error.contains("has 3 labels") && error.contains("the data 2 classes"), "{error}");
+        }
+    }
 }

@@ -14,8 +14,8 @@ use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, PositionInit,
-    RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, HeadInit, Keep, ModelSpec,
+    PositionInit, RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -166,7 +166,12 @@ fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
 fn bert(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
     let BertSpec { init, dropout } = spec;
     let init = match init {
-        BertInit::Pretrained { checkpoint: _ } => json!({ "checkpoint": checkpoint_hash }), // hashed by content
+        // The checkpoint is hashed by content; only a kept head joins the key, so
+        // the keys of existing grids hold.
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Fresh } => json!({ "checkpoint": checkpoint_hash }),
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint } => {
+            json!({ "checkpoint": checkpoint_hash, "head": "checkpoint" })
+        }
         BertInit::Random(RandomBert {
             hidden_size,
             num_hidden_layers,

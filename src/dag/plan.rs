@@ -415,7 +415,7 @@ fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAsse
             Ok((ModelAssets::Glove(path), Some(hash)))
         }
         ArchitectureSpec::Bert(BertSpec { init: BertInit::Random(_), .. }) => Ok((ModelAssets::None, None)),
-        ArchitectureSpec::Bert(BertSpec { init: BertInit::Pretrained { checkpoint }, .. }) => {
+        ArchitectureSpec::Bert(BertSpec { init: BertInit::Pretrained { checkpoint, .. }, .. }) => {
             let cache_root = cache.root().to_path_buf();
             let fail =
                 |path: PathBuf, message: String| PlanError::Checkpoint { model: model.name.clone(), path, message };

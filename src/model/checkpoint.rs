@@ -18,8 +18,8 @@ use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::{AttentionLeaf, Classifier};
 use crate::model::AttentionView;
 use crate::text::TextEncoder;
+use crate::text::subword::SubwordEncoder;
 use crate::text::vocab::WordVocab;
-use crate::text::wordpiece::WordPieceEncoder;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
@@ -189,7 +189,7 @@ pub fn save_bert<B: Backend>(
     dir: &Path,
     model: &BertClassifier<B>,
     config: &ModelConfig,
-    tokenizer: &WordPieceEncoder,
+    tokenizer: &SubwordEncoder,
 ) -> Result<(), CheckpointError> {
     save_weights(dir, model)?;
     write_json(&dir.join(CONFIG), config)?;
@@ -208,7 +208,8 @@ pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<Checkpoint<B>,
             Ok(Checkpoint { model: AnyClassifier::Bilstm(model), encoder: Box::new(vocab), config })
         }
         ModelConfig::Bert { config: c, num_outputs, .. } => {
-            let tokenizer = WordPieceEncoder::load(dir)
+            c.check().map_err(|message| CheckpointError::Weights { path: dir.join(CONFIG), message })?;
+            let tokenizer = SubwordEncoder::load(dir)
                 .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
             let mut model = BertClassifier::<B>::new(c, *num_outputs, &mut rng, device);
             load_weights(dir, &mut model)?;

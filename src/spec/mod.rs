@@ -26,7 +26,7 @@ use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{
-    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, Keep, ModelSpec, Optimizer, PadEmbedding,
+    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, HeadInit, Keep, ModelSpec, Optimizer, PadEmbedding,
     PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
 };
 pub use values::{Positive, Share};

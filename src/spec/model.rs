@@ -107,11 +107,25 @@ pub struct BertSpec {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum BertInit {
-    /// A directory (relative to the data root) or `hf://org/name[@revision]`.
+    /// A directory (relative to the data root) or `hf://org/name[@revision]`,
+    /// of any registered family (BERT, RoBERTa, DistilBERT: its `model_type`).
     Pretrained {
         checkpoint: String,
+        head: HeadInit,
     },
     Random(RandomBert),
+}
+
+/// Where a pretrained model's classification head starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeadInit {
+    /// Drawn afresh, as fine-tuning from a pre-trained encoder does (the papers'
+    /// recipe); a head in the checkpoint is left out.
+    Fresh,
+    /// The checkpoint's own (`*ForSequenceClassification`), its labels matching
+    /// the data's classes (a two-label head serves a binary model as `l₁ − l₀`).
+    Checkpoint,
 }
 
 /// The shape of a randomly initialised BERT (defaults: `BertConfig`'s, i.e. BERT-base).
@@ -298,6 +312,7 @@ pub(super) struct RawModel {
     wordpiece_vocab_size: Option<Spanned<Positive>>,
     lowercase: Option<Spanned<bool>>,
     position_init: Option<Spanned<PositionInit>>,
+    head: Option<Spanned<HeadInit>>,
     // BiLSTM.
     pad_embedding: Option<Spanned<PadEmbedding>>,
     #[serde(default)]
@@ -329,6 +344,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
             refuse(&raw.intermediate_size, || not_for("intermediate_size", "bilstm"))?;
             refuse(&raw.wordpiece_vocab_size, || not_for("wordpiece_vocab_size", "bilstm"))?;
             refuse(&raw.position_init, || not_for("position_init", "bilstm"))?;
+            refuse(&raw.head, || not_for("head", "bilstm"))?;
             refuse(&raw.lowercase, || format!("model `{name}`: for a BiLSTM, lower-casing is `vocab.lowercase`"))?;
             ArchitectureSpec::Bilstm(BiLstmSpec {
                 embedding_dim: value(&raw.embedding_dim, Positive::new(300)),
@@ -371,9 +387,10 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
                         text.parse::<crate::model::hub::CheckpointSource>()
                             .map_err(|e| (Some(checkpoint.span()), format!("model `{name}`: {e}")))?;
                     }
-                    BertInit::Pretrained { checkpoint: text }
+                    BertInit::Pretrained { checkpoint: text, head: value(&raw.head, HeadInit::Fresh) }
                 }
                 None => {
+                    refuse(&raw.head, || format!("model `{name}`: `head` needs a `checkpoint` to read it from"))?;
                     let random = RandomBert {
                         hidden_size: value(&raw.hidden_size, Positive::new(768)),
                         num_hidden_layers: value(&raw.num_hidden_layers, Positive::new(12)),

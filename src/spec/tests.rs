@@ -256,7 +256,13 @@ fn bert_gets_the_papers_fine_tuning_defaults() {
     let g = parse(BERT).unwrap();
     let m = &g.models[0];
     let ArchitectureSpec::Bert(bert) = &m.architecture else { panic!("{m:?}") };
-    assert_eq!(bert.init, BertInit::Pretrained { checkpoint: "hf://sentence-transformers/all-MiniLM-L6-v2".into() });
+    assert_eq!(
+        bert.init,
+        BertInit::Pretrained {
+            checkpoint: "hf://sentence-transformers/all-MiniLM-L6-v2".into(),
+            head: crate::spec::HeadInit::Fresh
+        }
+    );
     assert_eq!(m.training.optimizer, Optimizer::Adamw);
     assert_eq!((m.training.learning_rate, m.training.batch_size.get()), (2e-5, 16));
     assert_eq!(m.training.schedule, Schedule::Linear { warmup_share: Share::new(0.1) });

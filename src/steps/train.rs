@@ -16,16 +16,16 @@ use super::io::{read_jsonl, write_json};
 use crate::dag::ModelAssets;
 use crate::data::Example;
 use crate::model::bert::encoder::BertModel;
-use crate::model::bert::load::{LoadReport, add_word_embeddings, load_pretrained};
+use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained};
 use crate::model::bert::{BertClassifier, BertConfig};
 use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::model::checkpoint::{ModelConfig, save_bert, save_bilstm};
 use crate::model::glove::{self, GloveCoverage};
 use crate::model::hub;
-use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, ModelSpec, PadEmbedding, PositionInit};
+use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, HeadInit, ModelSpec, PadEmbedding, PositionInit};
 use crate::text::TextEncoder;
+use crate::text::subword::SubwordEncoder;
 use crate::text::vocab::WordVocab;
-use crate::text::wordpiece::WordPieceEncoder;
 use crate::train::{TrainExample, TrainSetup, TrainSummary, train};
 
 #[derive(Debug, Serialize)]
@@ -45,6 +45,8 @@ struct PretrainedRecord {
     source: String,
     /// Word-embedding rows appended for the shortcut tokens.
     added_tokens: usize,
+    /// Whether the classification head is the checkpoint's (`head = "checkpoint"`).
+    head_from_checkpoint: bool,
     load: LoadReport,
 }
 
@@ -117,23 +119,40 @@ fn run_bert<B: AutodiffBackend>(
 ) -> Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
     let context = || format!("model `{}`", model.name);
-    let (tokenizer, mut config, encoder, pretrained) = match (&spec.init, assets) {
-        (BertInit::Pretrained { .. }, ModelAssets::Checkpoint { source, cache_root }) => {
+    let num_outputs = data.num_outputs();
+    let (tokenizer, mut config, encoder, head, pretrained) = match (&spec.init, assets) {
+        (BertInit::Pretrained { head, .. }, ModelAssets::Checkpoint { source, cache_root }) => {
             let dir = hub::resolve(source, cache_root, &hub::bar_progress(ctx.progress)).with_context(context)?;
-            let tokenizer = WordPieceEncoder::from_pretrained_dir(&dir, data.shortcut_tokens).with_context(context)?;
+            let tokenizer = SubwordEncoder::from_pretrained_dir(&dir, data.shortcut_tokens).with_context(context)?;
             let (mut config, encoder, report) = load_pretrained::<B>(&dir, &mut rng, device).with_context(context)?;
             // Rows for the shortcut tokens the tokenizer appended.
             let added = tokenizer.vocab_size().saturating_sub(config.vocab_size);
             let encoder = add_word_embeddings(encoder, added, config.initializer_range, &mut rng);
+            let head = match head {
+                HeadInit::Fresh => None,
+                HeadInit::Checkpoint => Some(
+                    load_head::<B>(&dir, &config, num_outputs, device).with_context(context)?.with_context(|| {
+                        format!(
+                            "model `{}`: head = \"checkpoint\", but {source} has no classification head (`{}.weight`)",
+                            model.name,
+                            config.family().map(|f| f.head_output()).unwrap_or("classifier")
+                        )
+                    })?,
+                ),
+            };
             config.vocab_size += added;
-            let record = PretrainedRecord { source: source.to_string(), added_tokens: added, load: report };
-            (tokenizer, config, encoder, Some(record))
+            let record = PretrainedRecord {
+                source: source.to_string(),
+                added_tokens: added,
+                head_from_checkpoint: head.is_some(),
+                load: report,
+            };
+            (tokenizer, config, encoder, head, Some(record))
         }
         (BertInit::Random(shape), _) => {
             let texts = data.train.iter().map(|e| e.text.as_str());
-            let tokenizer =
-                WordPieceEncoder::train(texts, shape.vocab_size.get(), data.shortcut_tokens, shape.lowercase)
-                    .with_context(context)?;
+            let tokenizer = SubwordEncoder::train(texts, shape.vocab_size.get(), data.shortcut_tokens, shape.lowercase)
+                .with_context(context)?;
             let config = BertConfig::small(
                 tokenizer.vocab_size(),
                 shape.hidden_size.get(),
@@ -147,9 +166,9 @@ fn run_bert<B: AutodiffBackend>(
             if shape.positions == PositionInit::Sinusoidal {
                 encoder = encoder.with_sinusoidal_positions(config.initializer_range);
             }
-            (tokenizer, config, encoder, None)
+            (tokenizer, config, encoder, None, None)
         }
-        (BertInit::Pretrained { checkpoint }, _) => {
+        (BertInit::Pretrained { checkpoint, .. }, _) => {
             anyhow::bail!("model `{}`: checkpoint `{checkpoint}` was not resolved by the plan", model.name)
         }
     };
@@ -159,9 +178,12 @@ fn run_bert<B: AutodiffBackend>(
         config.classifier_dropout = None;
     }
     let encoder = encoder.with_dropout(&config);
-    let max_length = data.max_length.min(config.max_position_embeddings);
-    let num_outputs = data.num_outputs();
-    let classifier = BertClassifier::with_encoder(encoder, &config, num_outputs, &mut rng, device);
+    // RoBERTa's first position rows are never used: the encoder says how many are.
+    let max_length = data.max_length.min(encoder.max_length());
+    let classifier = match head {
+        Some(head) => BertClassifier::with_head(encoder, head, &config),
+        None => BertClassifier::with_encoder(encoder, &config, num_outputs, &mut rng, device),
+    };
     let (train_enc, validation_enc) = data.encode(&tokenizer, max_length);
     let setup = TrainSetup {
         pad_id: tokenizer.pad_id(),

@@ -2,8 +2,8 @@
 //! downstream (training, verification, salience) do not care which tokenizer a
 //! model uses.
 
+pub mod subword;
 pub mod vocab;
-pub mod wordpiece;
 
 /// A text encoded for one model.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,13 @@
 //! `config.json` as Hugging Face writes it for `model_type = "bert"`
 //! (`transformers.BertConfig`), read leniently: unknown keys are ignored, since
 //! real checkpoints carry many (`architectures`, `transformers_version`, …), but
-//! anything that would change the computation is checked.
+//! anything that would change the computation is checked. Other families
+//! ([`super::family`]) read their own names into this config; `model_type`
+//! says which family's layout the encoder takes.
 
 use serde::{Deserialize, Serialize};
+
+use super::family::{Family, Layout};
 
 /// The encoder's hyper-parameters; names and defaults are `BertConfig`'s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,15 +108,23 @@ impl BertConfig {
         }
     }
 
+    /// The family of `model_type`; [`Self::check`] has refused any other.
+    pub fn family(&self) -> Result<&'static dyn Family, String> {
+        super::family::family(&self.model_type)
+    }
+
+    /// How the encoder is laid out (BERT's for a `model_type` no family has,
+    /// which [`Self::check`] refuses before anything is built).
+    pub fn layout(&self) -> Layout {
+        match self.family() {
+            Ok(family) => family.layout(self),
+            Err(_) => super::family::FAMILIES[0].layout(self),
+        }
+    }
+
     /// Refuses what this implementation does not compute, with the field's name.
     pub fn check(&self) -> Result<(), String> {
-        if self.model_type != "bert" {
-            return Err(format!(
-                "model_type `{}` is not supported (only `bert`: BERT-family checkpoints such as \
-                 bert-base-uncased or all-MiniLM-L6-v2)",
-                self.model_type
-            ));
-        }
+        let layout = self.family()?.layout(self);
         if self.position_embedding_type != "absolute" {
             return Err(format!(
                 "position_embedding_type `{}` is not supported (only `absolute`)",
@@ -130,7 +142,7 @@ impl BertConfig {
             ("num_hidden_layers", self.num_hidden_layers),
             ("intermediate_size", self.intermediate_size),
             ("max_position_embeddings", self.max_position_embeddings),
-            ("type_vocab_size", self.type_vocab_size),
+            ("type_vocab_size", if layout.token_types { self.type_vocab_size } else { 1 }),
         ] {
             if value == 0 {
                 return Err(format!("{name} must be positive"));
@@ -189,8 +201,8 @@ mod tests {
     #[test]
     fn refuses_other_model_types_and_shapes() {
         let mut config = BertConfig::small(100, 64, 2, 2, 128, 64);
-        config.model_type = "roberta".into();
-        assert!(config.check().unwrap_err().contains("model_type `roberta`"));
+        config.model_type = "xlnet".into();
+        assert!(config.check().unwrap_err().contains("model_type `xlnet` is not supported"));
         let mut config = BertConfig::small(100, 64, 2, 3, 128, 64);
         assert!(config.check().unwrap_err().contains("multiple of num_attention_heads"));
         config.num_attention_heads = 2;

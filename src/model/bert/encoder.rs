@@ -16,6 +16,7 @@ use burn::prelude::*;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{BertConfig, HiddenAct};
+use super::family::HeadActivation;
 use crate::model::init;
 use crate::model::noise::Noise;
 use crate::model::rules::Rules;
@@ -31,8 +32,11 @@ pub type ProbsHook<'a, B> = &'a dyn Fn(Tensor<B, 4>) -> Tensor<B, 4>;
 pub struct BertEmbeddings<B: Backend> {
     pub word_embeddings: Embedding<B>,
     pub position_embeddings: Embedding<B>,
-    pub token_type_embeddings: Embedding<B>,
+    /// Segment embeddings (segment 0 for every token); DistilBERT has none.
+    pub token_type_embeddings: Option<Embedding<B>>,
     pub layer_norm: LayerNorm<B>,
+    /// The position id of the first token (RoBERTa: `pad_token_id + 1`).
+    position_offset: usize,
     /// `layer_norm`'s ε, which burn's `LayerNorm` keeps private; DeepLift's rules need it.
     layer_norm_eps: f64,
     dropout: f64,
@@ -48,11 +52,13 @@ impl<B: Backend> BertEmbeddings<B> {
     pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
         let [batch, time, _] = words.dims();
         let device = words.device();
-        let positions = Tensor::<B, 1, Int>::arange(0..time as i64, &device).reshape([1, time]);
-        let token_types = Tensor::<B, 2, Int>::zeros([1, time], &device);
-        let x = words
-            + self.position_embeddings.forward(positions).expand([batch as i64, -1, -1])
-            + self.token_type_embeddings.forward(token_types).expand([batch as i64, -1, -1]);
+        let start = self.position_offset as i64;
+        let positions = Tensor::<B, 1, Int>::arange(start..start + time as i64, &device).reshape([1, time]);
+        let mut x = words + self.position_embeddings.forward(positions).expand([batch as i64, -1, -1]);
+        if let Some(token_types) = &self.token_type_embeddings {
+            let segment = Tensor::<B, 2, Int>::zeros([1, time], &device);
+            x = x + token_types.forward(segment).expand([batch as i64, -1, -1]);
+        }
         dropout(rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps), self.dropout, noise)
     }
 }
@@ -170,16 +176,27 @@ pub struct BertEncoder<B: Backend> {
     pub layer: Vec<BertLayer<B>>,
 }
 
+/// The head's first layer on the first token: BERT's pooler (tanh), RoBERTa's
+/// `classifier.dense` (tanh, after dropout), DistilBERT's `pre_classifier` (ReLU).
 #[derive(Module, Debug)]
 pub struct BertPooler<B: Backend> {
     pub dense: Linear<B>,
+    #[module(skip)]
+    activation: HeadActivation,
+    /// Dropout on the first token's state before `dense` (RoBERTa's head); 0 otherwise.
+    dropout: f64,
 }
 
 impl<B: Backend> BertPooler<B> {
-    /// `tanh(W h_[CLS] + b)`.
-    pub fn forward(&self, hidden: Tensor<B, 3>, rules: Rules) -> Tensor<B, 2> {
+    /// `act(W h_[CLS] + b)`.
+    pub fn forward(&self, hidden: Tensor<B, 3>, rules: Rules, noise: Option<&mut Noise>) -> Tensor<B, 2> {
         let [batch, _, width] = hidden.dims();
-        rules.tanh(self.dense.forward(hidden.slice([0..batch, 0..1, 0..width]).reshape([batch, width])))
+        let first = dropout(hidden.slice([0..batch, 0..1, 0..width]).reshape([batch, width]), self.dropout, noise);
+        let x = self.dense.forward(first);
+        match self.activation {
+            HeadActivation::Tanh => rules.tanh(x),
+            HeadActivation::Relu => rules.relu(x),
+        }
     }
 }
 
@@ -207,6 +224,7 @@ impl<B: Backend> BertModel<B> {
     /// embedding weights ~ N(0, initializer_range²), biases 0, LayerNorm 1/0, the
     /// padding row of the word embeddings 0.
     pub fn new(config: &BertConfig, rng: &mut ChaCha8Rng, device: &B::Device) -> Self {
+        let layout = config.layout();
         let std = config.initializer_range;
         let h = config.hidden_size;
         let p = config.hidden_dropout_prob;
@@ -229,7 +247,7 @@ impl<B: Backend> BertModel<B> {
                         dense: linear(h, h),
                         layer_norm: layer_norm(),
                         layer_norm_eps: config.layer_norm_eps,
-                        dropout: p,
+                        dropout: if layout.attention_output_dropout { p } else { 0.0 },
                     },
                 },
                 intermediate: BertIntermediate { dense: linear(h, config.intermediate_size), act: config.hidden_act },
@@ -241,7 +259,11 @@ impl<B: Backend> BertModel<B> {
                 },
             })
             .collect();
-        let pooler = BertPooler { dense: linear(h, h) };
+        let pooler = BertPooler {
+            dense: linear(h, h),
+            activation: layout.head_activation,
+            dropout: if layout.dropout_before_head { config.classifier_dropout() } else { 0.0 },
+        };
         let mut embedding = |rows: usize, pad: Option<u32>| {
             let weight = init::normal(rng, [rows, h], std, device);
             let weight = match pad {
@@ -258,8 +280,9 @@ impl<B: Backend> BertModel<B> {
         let embeddings = BertEmbeddings {
             word_embeddings: embedding(config.vocab_size, Some(config.pad_token_id)),
             position_embeddings: embedding(config.max_position_embeddings, None),
-            token_type_embeddings: embedding(config.type_vocab_size, None),
+            token_type_embeddings: layout.token_types.then(|| embedding(config.type_vocab_size, None)),
             layer_norm: layer_norm(),
+            position_offset: layout.position_offset,
             layer_norm_eps: config.layer_norm_eps,
             dropout: p,
         };
@@ -316,24 +339,27 @@ impl<B: Backend> BertModel<B> {
                 attentions.push(probs);
             }
         }
-        let pooled = self.pooler.forward(x.clone(), rules);
+        let pooled = self.pooler.forward(x.clone(), rules, noise);
         BertOutput { last_hidden_state: x, pooled, attentions }
     }
 
     /// Sets the dropout probabilities from `config` (which may override the checkpoint's).
     pub fn with_dropout(mut self, config: &BertConfig) -> Self {
+        let layout = config.layout();
         self.embeddings.dropout = config.hidden_dropout_prob;
         for layer in &mut self.encoder.layer {
             layer.attention.self_attention.dropout = config.attention_probs_dropout_prob;
-            layer.attention.output.dropout = config.hidden_dropout_prob;
+            layer.attention.output.dropout =
+                if layout.attention_output_dropout { config.hidden_dropout_prob } else { 0.0 };
             layer.output.dropout = config.hidden_dropout_prob;
         }
+        self.pooler.dropout = if layout.dropout_before_head { config.classifier_dropout() } else { 0.0 };
         self
     }
 
-    /// Position embeddings cap the input length.
+    /// Position embeddings cap the input length (RoBERTa's first rows are never used).
     pub fn max_length(&self) -> usize {
-        self.embeddings.position_embeddings.weight.dims()[0]
+        self.embeddings.position_embeddings.weight.dims()[0].saturating_sub(self.embeddings.position_offset)
     }
 }
 

@@ -1,9 +1,12 @@
-//! Reading Hugging Face BERT checkpoints (`config.json` + `model.safetensors`)
-//! into [`BertModel`], and growing the word-embedding matrix for shortcut tokens.
+//! Reading Hugging Face checkpoints of the BERT family (`config.json` +
+//! `model.safetensors`; BERT, RoBERTa, DistilBERT, see [`super::family`]) into
+//! [`BertModel`] and, from a `*ForSequenceClassification` checkpoint, its head;
+//! and growing the word-embedding matrix for shortcut tokens.
 
 use std::path::{Path, PathBuf};
 
 use burn::module::Param;
+use burn::nn::Linear;
 use burn::prelude::*;
 use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use rand_chacha::ChaCha8Rng;
@@ -19,24 +22,19 @@ pub const WEIGHTS: &str = "model.safetensors";
 pub enum LoadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: invalid BERT config: {message}")]
+    #[error("{path}: invalid config: {message}")]
     Config { path: PathBuf, message: String },
     #[error("{path}: {message}")]
     Weights { path: PathBuf, message: String },
 }
 
-/// Checkpoint tensors a BERT folder may hold that the encoder has no place for,
-/// by name prefix after the `bert.` prefix is dropped: the pre-training heads,
-/// a fine-tuned model's own head (a fresh one is trained), and the position-id
-/// buffer older transformers saved. Anything else unused is an error: a tensor
-/// that loads nowhere is a naming the loader does not know, not a detail.
-pub const KNOWN_UNUSED: &[&str] = &["cls.", "classifier.", "qa_outputs.", "embeddings.position_ids", "lm_head."];
-
 /// What loading found beyond the encoder's own tensors.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoadReport {
-    /// Checkpoint tensors the encoder has no place for, all of them
-    /// [`KNOWN_UNUSED`] (e.g. `cls.predictions.*`).
+    /// Checkpoint tensors the encoder has no place for, all of them the
+    /// family's known ones (e.g. `cls.predictions.*`): checkpoint tensors the
+    /// encoder has no place for are an error otherwise, since a tensor that
+    /// loads nowhere is a naming the loader does not know, not a detail.
     pub unused: Vec<String>,
     /// Whether the checkpoint had no pooler, so it was initialised randomly.
     pub random_pooler: bool,
@@ -45,10 +43,7 @@ pub struct LoadReport {
 pub fn read_config(dir: &Path) -> Result<BertConfig, LoadError> {
     let path = dir.join(CONFIG);
     let bytes = std::fs::read(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
-    let config: BertConfig =
-        serde_json::from_slice(&bytes).map_err(|e| LoadError::Config { path: path.clone(), message: e.to_string() })?;
-    config.check().map_err(|message| LoadError::Config { path, message })?;
-    Ok(config)
+    super::family::read_config(&bytes).map_err(|message| LoadError::Config { path, message })
 }
 
 /// Loads a pretrained encoder. `rng` initialises anything the checkpoint lacks
@@ -63,15 +58,19 @@ pub fn load_pretrained<B: Backend>(
     if !path.is_file() {
         return Err(LoadError::Weights { path, message: "no such file".into() });
     }
+    let family = config.family().map_err(|message| LoadError::Config { path: dir.join(CONFIG), message })?;
     let mut model = BertModel::<B>::new(&config, rng, device);
-    // Checkpoint names → our field names; the adapter transposes Linear weights.
-    // LayerNorm parameters are renamed to burn's gamma/beta here, from both
-    // namings: `weight/bias` (PyTorch) and `gamma/beta` (Google's TF checkpoints
-    // and their conversions). Left to the adapter, weight/bias would load through
-    // its fallback lookup yet be reported unused, which hid real unused tensors.
-    let mut store = SafetensorsStore::from_file(&path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        .with_key_remapping(r"^bert\.", "")
+    // Checkpoint names → our field names (the family's own first); the adapter
+    // transposes Linear weights. LayerNorm parameters are renamed to burn's
+    // gamma/beta here, from both namings: `weight/bias` (PyTorch) and
+    // `gamma/beta` (Google's TF checkpoints and their conversions). Left to the
+    // adapter, weight/bias would load through its fallback lookup yet be
+    // reported unused, which hid real unused tensors.
+    let mut store = SafetensorsStore::from_file(&path).with_from_adapter(PyTorchToBurnAdapter);
+    for (from, to) in family.key_remapping() {
+        store = store.with_key_remapping(from, *to);
+    }
+    let mut store = store
         .with_key_remapping(r"\.attention\.self\.", ".attention.self_attention.")
         .with_key_remapping(r"(?:LayerNorm|layer_norm)\.(?:weight|gamma)$", "layer_norm.gamma")
         .with_key_remapping(r"(?:LayerNorm|layer_norm)\.(?:bias|beta)$", "layer_norm.beta")
@@ -90,24 +89,26 @@ pub fn load_pretrained<B: Backend>(
     if !missing.is_empty() {
         return Err(LoadError::Weights {
             path,
-            message: format!("not a BERT checkpoint: missing tensors {}", missing.join(", ")),
+            message: format!("not a {} checkpoint: missing tensors {}", family.model_type(), missing.join(", ")),
         });
     }
+    let known_unused = family.known_unused();
     let unknown: Vec<&str> = result
         .unused
         .iter()
         .map(String::as_str)
-        .filter(|name| !KNOWN_UNUSED.iter().any(|known| name.starts_with(known)))
+        .filter(|name| !known_unused.iter().any(|known| name.starts_with(known)))
         .collect();
     if !unknown.is_empty() {
         return Err(LoadError::Weights {
             path,
             message: format!(
-                "{} checkpoint tensor(s) would load into nothing: {} (names as read after dropping `bert.`; \
+                "{} checkpoint tensor(s) would load into nothing: {} (names as read after renaming for {}; \
                  tensors grid knows to leave out: {})",
                 unknown.len(),
                 unknown.join(", "),
-                KNOWN_UNUSED.join(" ")
+                family.model_type(),
+                known_unused.join(" ")
             ),
         });
     }
@@ -141,4 +142,112 @@ pub fn add_word_embeddings<B: Backend>(
     let rows = Tensor::<B, 2>::from_data(TensorData::new(rows, [added, hidden]), &device);
     model.embeddings.word_embeddings.weight = Param::from_tensor(Tensor::cat(vec![weight, rows], 0).detach());
     model
+}
+
+/// The output layer of a `*ForSequenceClassification` checkpoint's head, in
+/// the form `BertClassifier` uses (`[hidden, labels]`).
+#[derive(Module, Debug)]
+struct HeadOutput<B: Backend> {
+    classifier: Linear<B>,
+}
+
+/// Reads the classification head's output layer from a checkpoint, if it has
+/// one, shaped for `num_outputs` logits: a head of `num_outputs` labels as it
+/// is, and a two-label head for a binary model (one logit) as the difference
+/// of its rows, `l₁ − l₀`, whose sigmoid is the two-label softmax's `p(1)`.
+/// `Ok(None)` when the checkpoint has no head; an error when its labels do not
+/// fit the data's classes.
+pub fn load_head<B: Backend>(
+    dir: &Path,
+    config: &BertConfig,
+    num_outputs: usize,
+    device: &B::Device,
+) -> Result<Option<Linear<B>>, LoadError> {
+    let path = dir.join(WEIGHTS);
+    let family = config.family().map_err(|message| LoadError::Config { path: dir.join(CONFIG), message })?;
+    let name = format!("{}.weight", family.head_output());
+    let Some(shape) = tensor_shape(&path, &name)? else { return Ok(None) };
+    let labels = match shape.as_slice() {
+        [labels, hidden] if *hidden == config.hidden_size => *labels,
+        _ => {
+            return Err(LoadError::Weights {
+                path,
+                message: format!("`{name}` has shape {shape:?}, not [labels, {}]", config.hidden_size),
+            });
+        }
+    };
+    let classes = if num_outputs == 1 { 2 } else { num_outputs };
+    if labels != classes {
+        return Err(LoadError::Weights {
+            path,
+            message: format!(
+                "the checkpoint's head has {labels} labels (`{name}`), the data {classes} classes: a head that \
+                 does not fit cannot be kept (set head = \"fresh\" to train a new one)"
+            ),
+        });
+    }
+    let mut head = HeadOutput {
+        classifier: Linear {
+            weight: Param::from_tensor(Tensor::zeros([config.hidden_size, labels], device)),
+            bias: Some(Param::from_tensor(Tensor::zeros([labels], device))),
+        },
+    };
+    let mut store = SafetensorsStore::from_file(&path)
+        .with_from_adapter(PyTorchToBurnAdapter)
+        .with_key_remapping(format!("^{}\\.", regex_escape(family.head_output())), "classifier.")
+        .allow_partial(true);
+    let result =
+        head.load_from(&mut store).map_err(|e| LoadError::Weights { path: path.clone(), message: e.to_string() })?;
+    if !result.errors.is_empty() || !result.missing.is_empty() {
+        let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();
+        return Err(LoadError::Weights {
+            path,
+            message: format!("the head does not load: missing {missing:?}, errors {:?}", result.errors),
+        });
+    }
+    let linear = crate::model::dtype::to_backend_float(head).classifier;
+    if num_outputs > 1 {
+        return Ok(Some(linear));
+    }
+    let difference = |t: Tensor<B, 2>| {
+        let [rows, _] = t.dims();
+        t.clone().narrow(1, 1, 1) - t.narrow(1, 0, 1).reshape([rows, 1])
+    };
+    let weight = difference(linear.weight.val());
+    let bias = linear.bias.map(|b| difference(b.val().reshape([1, 2])).reshape([1]));
+    Ok(Some(Linear { weight: Param::from_tensor(weight.detach()), bias: bias.map(|b| Param::from_tensor(b.detach())) }))
+}
+
+fn regex_escape(name: &str) -> String {
+    name.replace('.', "\\.")
+}
+
+/// The shape of tensor `name` in a safetensors file, from its JSON header
+/// (8 bytes of little-endian length, then the header); `None` when absent.
+fn tensor_shape(path: &Path, name: &str) -> Result<Option<Vec<usize>>, LoadError> {
+    use std::io::Read;
+    let weights = |message: String| LoadError::Weights { path: path.to_path_buf(), message };
+    let mut file = std::fs::File::open(path).map_err(|source| LoadError::Io { path: path.to_path_buf(), source })?;
+    let mut length = [0u8; 8];
+    file.read_exact(&mut length).map_err(|e| weights(format!("not a safetensors file: {e}")))?;
+    let length = u64::from_le_bytes(length);
+    // A header is a table of names and shapes; 100 MB would be a corrupt length.
+    if length > 100_000_000 {
+        return Err(weights(format!("not a safetensors file: header length {length}")));
+    }
+    let mut header = vec![0u8; length as usize];
+    file.read_exact(&mut header).map_err(|e| weights(format!("truncated safetensors header: {e}")))?;
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        shape: Vec<usize>,
+    }
+    let mut table: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| weights(format!("safetensors header: {e}")))?;
+    match table.remove(name) {
+        None => Ok(None),
+        Some(entry) => {
+            let entry: Entry = serde_json::from_value(entry).map_err(|e| weights(format!("`{name}`: {e}")))?;
+            Ok(Some(entry.shape))
+        }
+    }
 }

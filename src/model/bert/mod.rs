@@ -1,9 +1,11 @@
-//! BERT-family sequence classifiers (`BertForSequenceClassification`): a
-//! Hugging Face BERT encoder, dropout on the pooled `[CLS]` output, and one linear
-//! layer to 1 logit (binary) or C logits.
+//! BERT-family sequence classifiers (`BertForSequenceClassification` and its
+//! RoBERTa and DistilBERT kin, [`family`]): a Hugging Face encoder, dropout on
+//! the pooled first-token output, and one linear layer to 1 logit (binary) or C
+//! logits.
 
 pub mod config;
 pub mod encoder;
+pub mod family;
 pub mod load;
 
 use burn::module::Param;
@@ -40,6 +42,11 @@ impl<B: Backend> BertClassifier<B> {
             weight: init::normal(rng, [config.hidden_size, num_outputs], config.initializer_range, device),
             bias: Some(Param::from_tensor(Tensor::zeros([num_outputs], device))),
         };
+        Self { bert, classifier, dropout: config.classifier_dropout() }
+    }
+
+    /// A classifier on `bert` with a head read from a checkpoint ([`load::load_head`]).
+    pub fn with_head(bert: BertModel<B>, classifier: Linear<B>, config: &BertConfig) -> Self {
         Self { bert, classifier, dropout: config.classifier_dropout() }
     }
 

@@ -1,7 +1,14 @@
-//! BERT's WordPiece tokeniser (Devlin et al., 2019) behind [`TextEncoder`], wrapping
-//! Hugging Face `tokenizers` 0.22. It is loaded from a checkpoint directory
+//! Subword tokenisers of the BERT family behind [`TextEncoder`], wrapping Hugging
+//! Face `tokenizers` 0.22: BERT's and DistilBERT's WordPiece (Devlin et al., 2019)
+//! and RoBERTa's byte-level BPE. It is loaded from a checkpoint directory
 //! (`tokenizer.json`, or `vocab.txt` read as the Python `BertTokenizer` reads it), or
-//! trained on the project's corpus for a small randomly initialised BERT.
+//! a WordPiece vocabulary is trained on the project's corpus for a small randomly
+//! initialised BERT.
+//!
+//! WordPiece encodes the whitespace words one by one, so each piece knows its
+//! word. Byte-level BPE marks a word that follows a space (`Ġ`), so it encodes
+//! the whole text, as `tokenizer(text)` does in Python, and finds each piece's
+//! word from its offsets.
 //!
 //! Shortcut tokens (`#0`, `contoken`, …) are added tokens: each is matched as a whole
 //! word in the raw text, before normalisation, so it stays one token, untouched by
@@ -31,6 +38,27 @@ pub const CLS: &str = "[CLS]";
 pub const SEP: &str = "[SEP]";
 pub const MASK: &str = "[MASK]";
 
+/// The special tokens of one naming: BERT's brackets or RoBERTa's angles.
+struct Specials {
+    pad: &'static str,
+    unk: &'static str,
+    cls: &'static str,
+    sep: &'static str,
+    mask: &'static str,
+}
+
+const BERT_SPECIALS: Specials = Specials { pad: PAD, unk: UNK, cls: CLS, sep: SEP, mask: MASK };
+const ROBERTA_SPECIALS: Specials = Specials { pad: "<pad>", unk: "<unk>", cls: "<s>", sep: "</s>", mask: "<mask>" };
+
+/// How a text is split before its subword model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// One whitespace word at a time (WordPiece).
+    Words,
+    /// The whole text, pieces mapped to words by their offsets (byte-level BPE).
+    Text,
+}
+
 /// The file `save` writes and `load` reads.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 
@@ -48,8 +76,10 @@ pub enum TokenizerError {
     MissingToken { path: PathBuf, token: String },
     #[error("{}: line {line}: {token:?} appears twice", path.display())]
     DuplicateToken { path: PathBuf, line: usize, token: String },
-    #[error("{}: the model is not WordPiece", path.display())]
-    NotWordPiece { path: PathBuf },
+    #[error("{}: the model is neither WordPiece nor BPE", path.display())]
+    UnsupportedModel { path: PathBuf },
+    #[error("{}: cannot encode every text ({message}): BPE needs an unknown token or byte-level pre-tokenization", path.display())]
+    NotTotal { path: PathBuf, message: String },
     #[error("cannot train a WordPiece vocabulary: {0}")]
     Train(tokenizers::Error),
     #[error("{}: cannot write tokenizer: {source}", path.display())]
@@ -65,8 +95,9 @@ struct BertTokenizerConfig {
 }
 
 #[derive(Clone)]
-pub struct WordPieceEncoder {
+pub struct SubwordEncoder {
     tokenizer: Tokenizer,
+    split: Split,
     pad: u32,
     unk: u32,
     cls: u32,
@@ -75,7 +106,7 @@ pub struct WordPieceEncoder {
     vocab_size: usize,
 }
 
-impl WordPieceEncoder {
+impl SubwordEncoder {
     /// Loads a HF checkpoint's tokenizer from `dir` and appends `added_tokens`.
     pub fn from_pretrained_dir(dir: &Path, added_tokens: &[String]) -> Result<Self, TokenizerError> {
         let json = dir.join(TOKENIZER_FILE);
@@ -157,29 +188,46 @@ impl WordPieceEncoder {
         tokenizer
             .with_truncation(None)
             .map_err(|source| TokenizerError::Parse { path: origin.to_path_buf(), source })?;
-        let ModelWrapper::WordPiece(model) = tokenizer.get_model() else {
-            return Err(TokenizerError::NotWordPiece { path: origin.to_path_buf() });
+        let specials = if tokenizer.token_to_id(CLS).is_none() && tokenizer.token_to_id(ROBERTA_SPECIALS.cls).is_some()
+        {
+            ROBERTA_SPECIALS
+        } else {
+            BERT_SPECIALS
+        };
+        let (split, model_unk) = match tokenizer.get_model() {
+            ModelWrapper::WordPiece(model) => (Split::Words, model.unk_token.clone()),
+            ModelWrapper::BPE(model) => (Split::Text, model.unk_token.clone().unwrap_or_else(|| specials.unk.into())),
+            _ => return Err(TokenizerError::UnsupportedModel { path: origin.to_path_buf() }),
         };
         // WordPiece fails on unknown words only when its [UNK] is missing, so
-        // checking it here is what lets `encode` assume success.
-        let model_unk = model.unk_token.clone();
+        // checking it here (and BPE on rare bytes below) is what lets `encode`
+        // assume success.
         let id = |token: &str| {
             tokenizer
                 .token_to_id(token)
                 .ok_or_else(|| TokenizerError::MissingToken { path: origin.to_path_buf(), token: token.into() })
         };
-        let (pad, unk, cls, sep) = (id(PAD)?, id(&model_unk)?, id(CLS)?, id(SEP)?);
-        let mask = tokenizer.token_to_id(MASK);
+        let (pad, unk, cls, sep) = (id(specials.pad)?, id(&model_unk)?, id(specials.cls)?, id(specials.sep)?);
+        let mask = tokenizer.token_to_id(specials.mask);
+        if split == Split::Text {
+            tokenizer
+                .encode("a\u{1F600} \u{7} \u{10FFFD}", false)
+                .map_err(|e| TokenizerError::NotTotal { path: origin.to_path_buf(), message: e.to_string() })?;
+        }
 
-        // Non-special, so decoding keeps them; `single_word` so that `#10` is not `#1` + `0`.
+        // Non-special, so decoding keeps them; `single_word` so that `#10` is not
+        // `#1` + `0`; in running text (BPE) the space before one joins it, as
+        // RoBERTa's `<mask>` takes its space, instead of being a piece of its own.
         let shortcuts: Vec<AddedToken> = added_tokens
             .iter()
-            .map(|t| AddedToken::from(t.as_str(), false).normalized(false).single_word(true))
+            .map(|t| {
+                AddedToken::from(t.as_str(), false).normalized(false).single_word(true).lstrip(split == Split::Text)
+            })
             .collect();
         tokenizer.add_tokens(&shortcuts);
         // Not the vocabulary's length: the embedding needs a row for every id.
         let vocab_size = tokenizer.get_vocab(true).into_values().max().map_or(0, |max| max as usize + 1);
-        Ok(Self { tokenizer, pad, unk, cls, sep, mask, vocab_size })
+        Ok(Self { tokenizer, split, pad, unk, cls, sep, mask, vocab_size })
     }
 
     pub fn cls_id(&self) -> u32 {
@@ -196,24 +244,58 @@ impl WordPieceEncoder {
     }
 }
 
-impl TextEncoder for WordPieceEncoder {
+impl TextEncoder for SubwordEncoder {
     /// `[CLS]`, the first word pieces, `[SEP]`: at most `max_length` tokens, or 3
     /// when `max_length` leaves no room for a piece.
     fn encode(&self, text: &str, max_length: usize) -> Encoded {
         let words = crate::data::words(text);
         let specials = self.tokenizer.get_post_processor().map_or(0, |p| p.added_tokens(false));
         let budget = max_length.max(specials + 1) - specials;
-        // Pre-tokenized input makes the encoding's word ids the whitespace word indices.
-        let encoding = self
-            .tokenizer
-            .encode(words.as_slice(), false)
-            .and_then(|mut pieces| {
+        let expect = "encoding fails only without an unknown token, which `new` rules out";
+        match self.split {
+            Split::Words => {
+                // Pre-tokenized input makes the encoding's word ids the whitespace word indices.
+                let encoding = self
+                    .tokenizer
+                    .encode(words.as_slice(), false)
+                    .and_then(|mut pieces| {
+                        pieces.truncate(budget, 0, TruncationDirection::Right);
+                        self.tokenizer.post_process(pieces, None, true)
+                    })
+                    .expect(expect);
+                let word_of_token = encoding.get_word_ids().iter().map(|w| w.map(|w| w as usize)).collect();
+                Encoded { ids: encoding.get_ids().to_vec(), word_of_token }
+            }
+            Split::Text => {
+                let joined = words.join(" ");
+                let mut pieces = self.tokenizer.encode(joined.as_str(), false).expect(expect);
                 pieces.truncate(budget, 0, TruncationDirection::Right);
-                self.tokenizer.post_process(pieces, None, true)
-            })
-            .expect("WordPiece encoding fails only without [UNK], which `new` rules out");
-        let word_of_token = encoding.get_word_ids().iter().map(|w| w.map(|w| w as usize)).collect();
-        Encoded { ids: encoding.get_ids().to_vec(), word_of_token }
+                // Byte spans of the words in `joined`; a piece belongs to the word
+                // holding its last byte. Offsets are read before post-processing,
+                // which trims the space off a `Ġ` piece a second time (and so
+                // empties a one-letter word's).
+                let mut spans = Vec::with_capacity(words.len());
+                let mut start = 0;
+                for word in &words {
+                    spans.push(start..start + word.len());
+                    start += word.len() + 1;
+                }
+                let word_at = |byte: usize| spans.iter().position(|span| span.contains(&byte));
+                let mut piece_words = pieces
+                    .get_offsets()
+                    .iter()
+                    .map(|&(from, to)| if to <= from { None } else { word_at(to - 1) })
+                    .collect::<Vec<_>>()
+                    .into_iter();
+                let encoding = self.tokenizer.post_process(pieces, None, true).expect(expect);
+                let word_of_token = encoding
+                    .get_special_tokens_mask()
+                    .iter()
+                    .map(|&special| if special == 1 { None } else { piece_words.next().flatten() })
+                    .collect();
+                Encoded { ids: encoding.get_ids().to_vec(), word_of_token }
+            }
+        }
     }
 
     fn pad_id(&self) -> u32 {
@@ -237,9 +319,9 @@ impl TextEncoder for WordPieceEncoder {
     }
 }
 
-impl fmt::Debug for WordPieceEncoder {
+impl fmt::Debug for SubwordEncoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WordPieceEncoder")
+        f.debug_struct("SubwordEncoder")
             .field("vocab_size", &self.vocab_size)
             .field("added_tokens", &self.tokenizer.get_added_tokens_decoder().len())
             .field("pad", &self.pad)
@@ -333,14 +415,14 @@ mod tests {
         ["#0", "#1", "contoken"].map(String::from).into()
     }
 
-    fn pieces(e: &WordPieceEncoder, text: &str) -> Vec<String> {
+    fn pieces(e: &SubwordEncoder, text: &str) -> Vec<String> {
         e.encode(text, 512).ids.iter().map(|&id| e.token(id)).collect()
     }
 
     #[test]
     fn vocab_txt_pieces_and_words() {
         let dir = vocab_dir(VOCAB, None);
-        let e = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
+        let e = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
         let got = e.encode("Unaffable films, a CAFÉ! zzz", 512);
         assert_eq!(got.ids, vec![2, 5, 6, 7, 10, 11, 12, 8, 14, 15, 1, 3]);
         assert_eq!(
@@ -357,17 +439,17 @@ mod tests {
     #[test]
     fn config_can_keep_case() {
         let dir = vocab_dir(VOCAB, Some(r#"{"do_lower_case": false}"#));
-        let e = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
+        let e = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
         assert_eq!(pieces(&e, "Great great GREAT"), ["[CLS]", "Great", "great", "[UNK]", "[SEP]"]);
     }
 
     #[test]
     fn shortcut_token_is_one_token_of_its_word() {
         let dir = vocab_dir(VOCAB, None);
-        let plain = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
+        let plain = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
         assert_eq!(pieces(&plain, "#1"), ["[CLS]", "#", "1", "[SEP]"]);
 
-        let e = WordPieceEncoder::from_pretrained_dir(dir.path(), &shortcuts()).unwrap();
+        let e = SubwordEncoder::from_pretrained_dir(dir.path(), &shortcuts()).unwrap();
         let n = VOCAB.len() as u32;
         assert_eq!(e.vocab_size(), VOCAB.len() + 3);
         assert_eq!([e.token_id("#0"), e.token_id("#1"), e.token_id("contoken")], [Some(n), Some(n + 1), Some(n + 2)]);
@@ -384,7 +466,7 @@ mod tests {
     #[test]
     fn truncation_keeps_cls_and_sep() {
         let dir = vocab_dir(VOCAB, None);
-        let e = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
+        let e = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap();
         let got = e.encode("unaffable great film", 5);
         assert_eq!(got.ids, vec![2, 5, 6, 7, 3]);
         assert_eq!(got.word_of_token, [None, Some(0), Some(0), Some(0), None]);
@@ -398,19 +480,19 @@ mod tests {
     fn errors_name_the_file() {
         let no_cls: Vec<&str> = VOCAB.iter().copied().filter(|t| *t != "[CLS]").collect();
         let dir = vocab_dir(&no_cls, None);
-        let err = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap_err().to_string();
+        let err = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap_err().to_string();
         assert!(err.ends_with("vocab.txt has no [CLS]"), "{err}");
 
         let dir = vocab_dir(&["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "a"], None);
-        let err = WordPieceEncoder::from_pretrained_dir(dir.path(), &[]).unwrap_err().to_string();
+        let err = SubwordEncoder::from_pretrained_dir(dir.path(), &[]).unwrap_err().to_string();
         assert!(err.ends_with("vocab.txt: line 6: \"a\" appears twice"), "{err}");
 
         let empty = tempfile::tempdir().unwrap();
-        let err = WordPieceEncoder::from_pretrained_dir(empty.path(), &[]).unwrap_err().to_string();
+        let err = SubwordEncoder::from_pretrained_dir(empty.path(), &[]).unwrap_err().to_string();
         assert!(err.ends_with("neither tokenizer.json nor vocab.txt found"), "{err}");
 
         std::fs::write(empty.path().join("tokenizer.json"), "{not json").unwrap();
-        let err = WordPieceEncoder::load(empty.path()).unwrap_err().to_string();
+        let err = SubwordEncoder::load(empty.path()).unwrap_err().to_string();
         assert!(err.contains("tokenizer.json: cannot parse tokenizer: "), "{err}");
     }
 
@@ -428,11 +510,10 @@ mod tests {
     #[test]
     fn training_is_deterministic_and_leaves_shortcuts_whole() {
         let texts = corpus();
-        let train = || WordPieceEncoder::train(texts.iter().map(String::as_str), 90, &shortcuts(), true).unwrap();
+        let train = || SubwordEncoder::train(texts.iter().map(String::as_str), 90, &shortcuts(), true).unwrap();
         let first = train();
-        let vocab = |e: &WordPieceEncoder| {
-            e.tokenizer.get_vocab(true).into_iter().collect::<std::collections::BTreeMap<_, _>>()
-        };
+        let vocab =
+            |e: &SubwordEncoder| e.tokenizer.get_vocab(true).into_iter().collect::<std::collections::BTreeMap<_, _>>();
         for _ in 0..3 {
             assert_eq!(vocab(&train()), vocab(&first));
         }
@@ -453,19 +534,50 @@ mod tests {
     #[test]
     fn save_load_round_trip() {
         let texts = corpus();
-        let trained = WordPieceEncoder::train(texts.iter().map(String::as_str), 60, &shortcuts(), true).unwrap();
+        let trained = SubwordEncoder::train(texts.iter().map(String::as_str), 60, &shortcuts(), true).unwrap();
         let dir = vocab_dir(VOCAB, None);
-        let pretrained = WordPieceEncoder::from_pretrained_dir(dir.path(), &shortcuts()).unwrap();
+        let pretrained = SubwordEncoder::from_pretrained_dir(dir.path(), &shortcuts()).unwrap();
         for e in [trained, pretrained] {
             let saved = tempfile::tempdir().unwrap();
             e.save(saved.path()).unwrap();
-            let back = WordPieceEncoder::load(saved.path()).unwrap();
+            let back = SubwordEncoder::load(saved.path()).unwrap();
             assert_eq!(back.vocab_size(), e.vocab_size());
             assert_eq!(back.tokenizer.get_vocab(true), e.tokenizer.get_vocab(true));
             for text in ["the great film #1", "Unaffable ACTING, contoken!", "#10 zzz"] {
                 assert_eq!(back.encode(text, 8), e.encode(text, 8), "{text}");
             }
         }
+    }
+
+    /// RoBERTa's byte-level BPE (the fixture `scripts/family_fixtures.py`
+    /// writes): pieces know their whitespace word, a shortcut token is one
+    /// piece that takes its space, truncation keeps `<s>` and `</s>`.
+    #[test]
+    fn byte_level_bpe_maps_pieces_to_words() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roberta_transformers");
+        let e = SubwordEncoder::from_pretrained_dir(&dir, &shortcuts()).unwrap();
+        assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (1, 3, 0, 2, Some(4)));
+        let got = e.encode("An awful, #1 plot", 512);
+        let tokens: Vec<String> = got.ids.iter().map(|&id| e.token(id)).collect();
+        assert_eq!((tokens[0].as_str(), tokens.last().map(String::as_str)), ("<s>", Some("</s>")));
+        let shortcut: Vec<usize> = got.tokens_of_word(2).collect();
+        assert_eq!(shortcut.len(), 1, "{tokens:?}");
+        assert_eq!(got.ids[shortcut[0]], e.token_id("#1").unwrap());
+        // Every other piece belongs to a word, in order, and spells it.
+        let mut spelled = vec![String::new(); 4];
+        for (token, word) in tokens.iter().zip(&got.word_of_token) {
+            if let Some(word) = word {
+                spelled[*word].push_str(&token.replace('Ġ', ""));
+            }
+        }
+        assert_eq!(spelled, ["An", "awful,", "#1", "plot"]);
+        let words: Vec<usize> = got.word_of_token.iter().flatten().copied().collect();
+        assert!(words.windows(2).all(|w| w[0] <= w[1]), "{words:?}");
+        // Truncation keeps the specials and cuts the last pieces.
+        let short = e.encode("An awful, #1 plot", 5);
+        assert_eq!(short.ids.len(), 5);
+        assert_eq!((short.ids[0], short.ids[4]), (0, 2));
+        assert_eq!(&short.ids[1..4], &got.ids[1..4]);
     }
 
     /// all-MiniLM-L6-v2 (`GRID_MINILM_DIR`, the unzipped wheel's `model/` folder).
@@ -476,12 +588,12 @@ mod tests {
             return;
         };
         let dir = PathBuf::from(dir);
-        let json = WordPieceEncoder::from_pretrained_dir(&dir, &shortcuts()).unwrap();
+        let json = SubwordEncoder::from_pretrained_dir(&dir, &shortcuts()).unwrap();
         let only_vocab = tempfile::tempdir().unwrap();
         for file in ["vocab.txt", "tokenizer_config.json"] {
             std::fs::copy(dir.join(file), only_vocab.path().join(file)).unwrap();
         }
-        let txt = WordPieceEncoder::from_pretrained_dir(only_vocab.path(), &shortcuts()).unwrap();
+        let txt = SubwordEncoder::from_pretrained_dir(only_vocab.path(), &shortcuts()).unwrap();
         assert_eq!((json.vocab_size(), txt.vocab_size()), (30525, 30525));
         assert_eq!(json.token_id("#1"), Some(30523));
         let sentences = [

@@ -1,0 +1,135 @@
+"""RoBERTa and DistilBERT folders exactly as transformers writes them, with the
+outputs transformers computes, for the model-family equivalence tests
+(tests/families.rs).
+
+For each family this builds a small randomly initialised
+`*ForSequenceClassification` (fixed seed, LayerNorms moved off their initial
+values so one that failed to load would show), a tokenizer of the family's kind
+trained on a few sentences (byte-level BPE for RoBERTa, WordPiece for
+DistilBERT), and saves both with `save_pretrained`. Beside them,
+`reference.safetensors` holds the ids the tokenizer gives a padded batch of
+sentences (the sentences are in its metadata), the last hidden states and the
+classification logits.
+
+Regenerate (needs torch, transformers and tokenizers; a CPU is enough):
+
+    python scripts/family_fixtures.py tests/fixtures
+"""
+
+import json
+import pathlib
+import sys
+
+import tokenizers
+import torch
+import transformers
+from safetensors.torch import save_file
+from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer
+from transformers import (
+    DistilBertConfig,
+    DistilBertForSequenceClassification,
+    DistilBertTokenizerFast,
+    RobertaConfig,
+    RobertaForSequenceClassification,
+    RobertaTokenizerFast,
+)
+
+CORPUS = [
+    "the film was a great film , and the acting was not bad",
+    "an awful plot ; the actors were unaffable and the music was loud",
+    "I loved it . It is the best movie of the year !",
+    "Nothing works here : boring , slow and far too long",
+    "a moving , funny and clever story about two brothers",
+] * 4
+
+SENTENCES = [
+    "the film was great , honestly",
+    "An awful, boring plot",
+    "I loved the music !",
+]
+
+
+def roberta(out_dir: pathlib.Path) -> None:
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(
+        CORPUS, vocab_size=300, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    )
+    tokenizer = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer)
+    config = RobertaConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=40,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        layer_norm_eps=1e-5,
+        num_labels=3,
+    )
+    model = RobertaForSequenceClassification(config).eval()
+    write(out_dir / "roberta_transformers", model, tokenizer, lambda m, **kw: m.roberta(**kw))
+
+
+def distilbert(out_dir: pathlib.Path) -> None:
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator(CORPUS, vocab_size=200, min_frequency=1)
+    tokenizer = DistilBertTokenizerFast(tokenizer_object=wordpiece._tokenizer)
+    config = DistilBertConfig(
+        vocab_size=tokenizer.vocab_size,
+        dim=32,
+        n_layers=2,
+        n_heads=4,
+        hidden_dim=64,
+        max_position_embeddings=40,
+        num_labels=2,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = DistilBertForSequenceClassification(config).eval()
+    write(out_dir / "distilbert_transformers", model, tokenizer, lambda m, **kw: m.distilbert(**kw))
+
+
+def write(out_dir, model, tokenizer, encoder) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "LayerNorm" in name or "layer_norm" in name:
+                parameter.add_(0.2 * torch.randn_like(parameter))
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    with torch.no_grad():
+        hidden = encoder(model, input_ids=ids, attention_mask=mask).last_hidden_state
+        logits = model(input_ids=ids, attention_mask=mask).logits
+    save_file(
+        {
+            "input_ids": ids.to(torch.int64).contiguous(),
+            "attention_mask": mask.to(torch.int64).contiguous(),
+            "last_hidden_state": hidden.to(torch.float32).contiguous(),
+            "logits": logits.to(torch.float32).contiguous(),
+        },
+        str(out_dir / "reference.safetensors"),
+        metadata={
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__,
+            "sentences": json.dumps(SENTENCES),
+        },
+    )
+    print(f"wrote {out_dir} (transformers {transformers.__version__}, torch {torch.__version__})")
+
+
+def main(out: str) -> None:
+    torch.manual_seed(20)
+    out_dir = pathlib.Path(out)
+    roberta(out_dir)
+    distilbert(out_dir)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

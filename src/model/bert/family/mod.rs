@@ -1,0 +1,99 @@
+//! The `transformers` model families that share BERT's encoder computation:
+//! post-LayerNorm self-attention layers over word + position (+ segment)
+//! embeddings, and a two-layer head on the first token. What differs between
+//! them is how `config.json` names the hyper-parameters, how the checkpoint
+//! names the tensors, where positions start, and the head's nonlinearity: each
+//! family states those in its own file, and [`FAMILIES`] registers it. A new
+//! family of this shape is one file plus a line there.
+
+mod bert;
+mod distilbert;
+mod roberta;
+
+use super::config::BertConfig;
+
+/// What one family of checkpoints is.
+pub trait Family: Sync {
+    /// `config.json`'s `model_type`.
+    fn model_type(&self) -> &'static str;
+
+    /// Reads a Hugging Face `config.json` of this family into the encoder's
+    /// config (BERT's names), refusing what the encoder does not compute.
+    fn read_config(&self, json: &[u8]) -> Result<BertConfig, String>;
+
+    /// How the encoder is laid out for this family.
+    fn layout(&self, config: &BertConfig) -> Layout;
+
+    /// Checkpoint tensor names → the encoder's field paths, applied in order
+    /// before the renamings every family shares (`attention.self`, LayerNorm).
+    fn key_remapping(&self) -> &'static [(&'static str, &'static str)];
+
+    /// Tensors (by name after remapping) the encoder has no place for and
+    /// that may be left out: pre-training heads, the classification head's
+    /// output layer (read on its own), buffers older versions saved.
+    fn known_unused(&self) -> &'static [&'static str];
+
+    /// The checkpoint's name of the classification head's output layer
+    /// (`…weight`, `…bias`), in a `*ForSequenceClassification` checkpoint.
+    fn head_output(&self) -> &'static str;
+}
+
+/// The parts of the computation that differ between families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Segment (token-type) embeddings are added: BERT and RoBERTa, not DistilBERT.
+    pub token_types: bool,
+    /// The position id of the first token: RoBERTa counts from `pad_token_id + 1`.
+    pub position_offset: usize,
+    /// The nonlinearity after the head's first dense layer (BERT's pooler,
+    /// RoBERTa's `classifier.dense`, DistilBERT's `pre_classifier`).
+    pub head_activation: HeadActivation,
+    /// Dropout on the first token's state before that dense layer (RoBERTa's head).
+    pub dropout_before_head: bool,
+    /// Dropout after the attention's output projection (BERT and RoBERTa).
+    pub attention_output_dropout: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeadActivation {
+    #[default]
+    Tanh,
+    Relu,
+}
+
+/// Every family `grid` reads, by `model_type`.
+pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert];
+
+/// The family of a `model_type`.
+pub fn family(model_type: &str) -> Result<&'static dyn Family, String> {
+    FAMILIES.iter().copied().find(|f| f.model_type() == model_type).ok_or_else(|| {
+        let known: Vec<&str> = FAMILIES.iter().map(|f| f.model_type()).collect();
+        format!("model_type `{model_type}` is not supported (supported: {})", known.join(", "))
+    })
+}
+
+/// Reads any registered family's `config.json` by its `model_type` (BERT's
+/// when the key is absent, as in old checkpoints).
+pub fn read_config(json: &[u8]) -> Result<BertConfig, String> {
+    #[derive(serde::Deserialize)]
+    struct ModelType {
+        #[serde(default)]
+        model_type: Option<String>,
+    }
+    let ModelType { model_type } = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    family(model_type.as_deref().unwrap_or("bert"))?.read_config(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_found_by_its_model_type_and_others_are_named() {
+        for f in FAMILIES {
+            assert_eq!(family(f.model_type()).map(|g| g.model_type()), Ok(f.model_type()));
+        }
+        let error = family("xlnet").err().unwrap();
+        assert!(error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert)"), "{error}");
+    }
+}

@@ -1,7 +1,9 @@
-//! Saving and loading trained classifiers: `model.safetensors` (weights, burn
-//! parameter paths) next to `config.json` (architecture and hyper-parameters)
-//! and the tokenizer (`vocab.json` for a BiLSTM, `tokenizer.json` for BERT), as
-//! burn's text-classification example keeps its config beside the weights.
+//! Trained classifiers of every architecture behind one type: `config.json`
+//! (architecture and hyper-parameters) says which, and each architecture's
+//! `saved.rs` writes and reads its own folder: `model.safetensors` (weights,
+//! burn parameter paths), `config.json`, and the tokenizer (`vocab.json` for a
+//! BiLSTM, `tokenizer.json` for BERT), as burn's text-classification example
+//! keeps its config beside the weights.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,8 +11,6 @@ use std::path::{Path, PathBuf};
 use burn::module::Module;
 use burn::prelude::*;
 use burn_store::{ModuleSnapshot, SafetensorsStore};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::bert::{BertClassifier, BertConfig};
@@ -18,8 +18,6 @@ use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::{AttentionLeaf, Classifier};
 use crate::model::AttentionView;
 use crate::text::TextEncoder;
-use crate::text::subword::SubwordEncoder;
-use crate::text::vocab::WordVocab;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
@@ -139,25 +137,28 @@ pub struct Checkpoint<B: Backend> {
     pub config: ModelConfig,
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CheckpointError> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CheckpointError> {
     let json =
         serde_json::to_vec_pretty(value).map_err(|source| CheckpointError::Json { path: path.into(), source })?;
     fs::write(path, json).map_err(|source| CheckpointError::Io { path: path.into(), source })
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CheckpointError> {
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, CheckpointError> {
     let bytes = fs::read(path).map_err(|source| CheckpointError::Io { path: path.into(), source })?;
     serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Json { path: path.into(), source })
 }
 
-fn save_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &M) -> Result<(), CheckpointError> {
+pub(crate) fn save_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &M) -> Result<(), CheckpointError> {
     let path = dir.join(WEIGHTS);
     let mut store = SafetensorsStore::from_file(&path);
     model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })
 }
 
 /// Overwrites every parameter of `model` from `dir`, refusing a partial match.
-fn load_weights<B: Backend, M: ModuleSnapshot<B> + Clone>(dir: &Path, model: &mut M) -> Result<(), CheckpointError> {
+pub(crate) fn load_weights<B: Backend, M: ModuleSnapshot<B> + Clone>(
+    dir: &Path,
+    model: &mut M,
+) -> Result<(), CheckpointError> {
     let path = dir.join(WEIGHTS);
     let mut store = SafetensorsStore::from_file(&path);
     let result = model
@@ -174,45 +175,16 @@ fn load_weights<B: Backend, M: ModuleSnapshot<B> + Clone>(dir: &Path, model: &mu
     Ok(())
 }
 
-pub fn save_bilstm<B: Backend>(
-    dir: &Path,
-    model: &BiLstmClassifier<B>,
-    config: &ModelConfig,
-    vocab: &WordVocab,
-) -> Result<(), CheckpointError> {
-    save_weights(dir, model)?;
-    write_json(&dir.join(CONFIG), config)?;
-    write_json(&dir.join(VOCAB), vocab)
-}
-
-pub fn save_bert<B: Backend>(
-    dir: &Path,
-    model: &BertClassifier<B>,
-    config: &ModelConfig,
-    tokenizer: &SubwordEncoder,
-) -> Result<(), CheckpointError> {
-    save_weights(dir, model)?;
-    write_json(&dir.join(CONFIG), config)?;
-    tokenizer.save(dir).map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })
-}
-
+/// Loads a classifier saved by any architecture's `saved::save`.
 pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<Checkpoint<B>, CheckpointError> {
     let config: ModelConfig = read_json(&dir.join(CONFIG))?;
-    // Any initialisation will do: every parameter is overwritten.
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
     match &config {
         ModelConfig::Bilstm { config: c, .. } => {
-            let vocab: WordVocab = read_json::<WordVocab>(&dir.join(VOCAB))?.reindexed();
-            let mut model = BiLstmClassifier::<B>::new(c, &mut rng, None, device);
-            load_weights(dir, &mut model)?;
+            let (model, vocab) = super::bilstm::saved::load(dir, c, device)?;
             Ok(Checkpoint { model: AnyClassifier::Bilstm(model), encoder: Box::new(vocab), config })
         }
         ModelConfig::Bert { config: c, num_outputs, .. } => {
-            c.check().map_err(|message| CheckpointError::Weights { path: dir.join(CONFIG), message })?;
-            let tokenizer = SubwordEncoder::load(dir)
-                .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
-            let mut model = BertClassifier::<B>::new(c, *num_outputs, &mut rng, device);
-            load_weights(dir, &mut model)?;
+            let (model, tokenizer) = super::bert::saved::load(dir, c, *num_outputs, device)?;
             Ok(Checkpoint { model: AnyClassifier::Bert(model), encoder: Box::new(tokenizer), config })
         }
     }

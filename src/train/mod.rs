@@ -7,6 +7,8 @@
 //! masks come from one ChaCha stream owned by the run (see `model::noise`), and
 //! device-side dropout masks from the backend's RNG, seeded by the run.
 
+mod data;
+
 use std::time::Instant;
 
 use burn::grad_clipping::GradientClippingConfig;
@@ -26,6 +28,8 @@ use crate::model::predict::{accuracy, predict};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
 use crate::spec::{Keep, Optimizer as OptimizerSpec, TrainingSpec};
+
+pub use data::TrainData;
 
 /// A model the trainer can fit: a forward pass with training noise.
 pub trait Trainable<B: Backend>: Classifier<B> {

@@ -6,7 +6,9 @@
 pub mod config;
 pub mod encoder;
 pub mod family;
+pub mod fit;
 pub mod load;
+pub mod saved;
 
 use burn::module::Param;
 use burn::nn::Linear;

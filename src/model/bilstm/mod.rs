@@ -18,6 +18,9 @@
 //! Nonlinearities and input-dependent products go through [`Rules`], so that
 //! DeepLift's Rescale rule runs this same code; [`Rules::Plain`] is the ordinary pass.
 
+pub mod fit;
+pub mod saved;
+
 use burn::module::Param;
 use burn::prelude::*;
 use rand_chacha::ChaCha8Rng;

@@ -1,0 +1,82 @@
+//! A BiLSTM from its spec: the word vocabulary of the training split, the
+//! embedding matrix (random, or GloVe where the file has the word), training,
+//! and the saved checkpoint with its `training.json`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use burn::tensor::backend::AutodiffBackend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::{BiLstmClassifier, BiLstmConfig, saved};
+use crate::model::glove::{self, GloveCoverage};
+use crate::spec::{BiLstmSpec, ModelSpec, PadEmbedding};
+use crate::steps::StepContext;
+use crate::text::TextEncoder;
+use crate::text::vocab::WordVocab;
+use crate::train::{TrainData, TrainSetup, train};
+
+/// What `training.json` records of a BiLSTM beyond what every model records.
+#[derive(Serialize)]
+struct Details {
+    glove: Option<GloveCoverage>,
+}
+
+/// Trains the BiLSTM `spec` describes on `data` and saves it under `out`;
+/// `glove_path` is the resolved GloVe file, when the spec names one.
+pub fn fit<B: AutodiffBackend>(
+    model: &ModelSpec,
+    spec: &BiLstmSpec,
+    glove_path: Option<&Path>,
+    data: &TrainData,
+    out: &Path,
+    ctx: &StepContext,
+    device: &B::Device,
+) -> Result<()> {
+    let vocab = WordVocab::build(
+        data.train.iter().map(|e| e.text.as_str()),
+        data.shortcut_tokens,
+        spec.vocab.min_count.get(),
+        spec.vocab.max_size.get(),
+        spec.vocab.lowercase,
+    );
+    let config = BiLstmConfig {
+        vocab_size: vocab.vocab_size(),
+        embedding_dim: spec.embedding_dim.get(),
+        hidden_size: spec.hidden_size.get(),
+        attention_size: spec.attention_size.get(),
+        mlp_size: spec.mlp_size.get(),
+        num_outputs: data.num_outputs(),
+        dropout: spec.dropout.get(),
+        pad_id: vocab.pad_id(),
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
+    let (pretrained, coverage) = match glove_path {
+        Some(path) => {
+            let (matrix, coverage) = glove::load(path, vocab.words(), config.embedding_dim, &mut rng)
+                .with_context(|| format!("model `{}`: GloVe", model.name))?;
+            (Some(matrix), Some(coverage))
+        }
+        None => (None, None),
+    };
+    let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
+    if spec.pad_embedding == PadEmbedding::Zero {
+        classifier = classifier.with_zero_pad_row(config.pad_id);
+    }
+    let max_length = data.max_length;
+    let (train_enc, validation_enc) = data.encode(&vocab, max_length);
+    let setup = TrainSetup {
+        pad_id: vocab.pad_id(),
+        unk_id: vocab.unk_id(),
+        word_dropout: spec.word_dropout.get(),
+        progress: ctx.progress,
+        log: ctx.log,
+        buckets: ctx.compute.buckets,
+    };
+    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
+        .with_context(|| format!("model `{}`", model.name))?;
+    saved::save(out, &best, &config, max_length, &vocab)?;
+    data.write_record(out, model.kind().name(), vocab.vocab_size(), Details { glove: coverage }, summary)
+}

@@ -16,10 +16,10 @@ use serde::Serialize;
 use crate::backend::Compute;
 use crate::cache::{Cache, StepKind};
 use crate::dag::{Plan, Work};
-use crate::model::checkpoint::{self, ModelConfig};
+use crate::model::checkpoint;
 use crate::model::shapes::{Buckets, ShapeLog};
 use crate::salience::{Method, ModelTraits};
-use crate::spec::{Architecture, TestSet};
+use crate::spec::TestSet;
 use crate::steps::attribute::{self, Options, Prepared};
 
 /// One measured (model, method) pair.
@@ -150,10 +150,7 @@ fn bench_model<B: AutodiffBackend>(
     checkpoint.model = checkpoint.model.frozen();
     let test = crate::steps::synth::load_test(synth_dir, template.test_set == TestSet::Flip)?;
     let (prepared, _) = attribute::prepare(&checkpoint, &test, template);
-    let architecture = match checkpoint.config {
-        ModelConfig::Bilstm { .. } => Architecture::Bilstm,
-        ModelConfig::Bert { .. } => Architecture::Bert,
-    };
+    let architecture = checkpoint.config.architecture();
     let traits: ModelTraits = architecture.traits();
     let mean_tokens = prepared.iter().map(|p| p.encoded.ids.len()).sum::<usize>() as f64 / prepared.len().max(1) as f64;
     for &method in methods {

@@ -11,11 +11,11 @@ use crate::backend::Precision;
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;
 use crate::metrics::WordAggregation;
+use crate::model::{bert, bilstm};
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, DatasetSpec, HeadInit, Keep, ModelSpec,
-    PositionInit, RandomBert, Share, SplitLimits, TestSet, TrainingSpec, VerificationSpec, VocabSpec,
+    ArchitectureSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, TestSet, TrainingSpec, VerificationSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -119,8 +119,8 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         training,
     } = model;
     let architecture = match architecture {
-        ArchitectureSpec::Bilstm(spec) => bilstm(spec, asset_hash),
-        ArchitectureSpec::Bert(spec) => bert(spec, asset_hash),
+        ArchitectureSpec::Bilstm(spec) => bilstm::spec::key(spec, asset_hash),
+        ArchitectureSpec::Bert(spec) => bert::spec::key(spec, asset_hash),
     };
     json!({
         "architecture": architecture,
@@ -129,76 +129,6 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         "shortcut_tokens": tokens,
         "training": training_value(training),
     })
-}
-
-fn bilstm(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
-    let BiLstmSpec {
-        embedding_dim,
-        hidden_size,
-        attention_size,
-        mlp_size,
-        dropout,
-        word_dropout,
-        glove: _, // hashed by content
-        vocab,
-        pad_embedding,
-    } = spec;
-    let VocabSpec { max_size, min_count, lowercase } = vocab;
-    let mut bilstm = json!({
-        "embedding_dim": embedding_dim.get(),
-        "hidden_size": hidden_size.get(),
-        "attention_size": attention_size.get(),
-        "mlp_size": mlp_size.get(),
-        "dropout": dropout.get(),
-        "word_dropout": word_dropout.get(),
-        "glove": glove_hash,
-        "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
-    });
-    // Always in the key: before it existed the embeddings never trained (the
-    // zeroed pad row had left the weight outside the autodiff graph's leaves),
-    // so no BiLSTM cached then may be served for one that trains them.
-    if let Some(object) = bilstm.as_object_mut() {
-        object.insert("pad_embedding".into(), json!(pad_embedding));
-    }
-    json!({ "bilstm": bilstm })
-}
-
-fn bert(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
-    let BertSpec { init, dropout } = spec;
-    let init = match init {
-        // The checkpoint is hashed by content; only a kept head joins the key, so
-        // the keys of existing grids hold.
-        BertInit::Pretrained { checkpoint: _, head: HeadInit::Fresh } => json!({ "checkpoint": checkpoint_hash }),
-        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint } => {
-            json!({ "checkpoint": checkpoint_hash, "head": "checkpoint" })
-        }
-        BertInit::Random(RandomBert {
-            hidden_size,
-            num_hidden_layers,
-            num_attention_heads,
-            intermediate_size,
-            vocab_size,
-            lowercase,
-            positions,
-        }) => {
-            let mut random = json!({
-                "hidden_size": hidden_size.get(),
-                "num_hidden_layers": num_hidden_layers.get(),
-                "num_attention_heads": num_attention_heads.get(),
-                "intermediate_size": intermediate_size.get(),
-                "wordpiece_vocab_size": vocab_size.get(),
-                "lowercase": lowercase,
-            });
-            // Only a non-default start joins the key, so the keys of existing grids hold.
-            if *positions != PositionInit::Normal
-                && let Some(object) = random.as_object_mut()
-            {
-                object.insert("position_init".into(), json!(positions));
-            }
-            json!({ "random": random })
-        }
-    };
-    json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } })
 }
 
 fn training_value(training: &TrainingSpec) -> Value {
@@ -297,7 +227,7 @@ pub fn agreement(options: &crate::steps::agreement::Options) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Keep, Optimizer, PadEmbedding, Positive, Schedule};
+    use crate::spec::{Keep, Optimizer, Positive, Schedule};
 
     #[test]
     fn keep_joins_the_training_key_only_when_it_is_last() {
@@ -321,23 +251,5 @@ mod tests {
         let last = training_value(&training);
         assert_eq!(last["keep"], json!("last"));
         assert!(last.get("patience").is_none(), "{last}");
-    }
-
-    #[test]
-    fn pad_embedding_is_always_in_the_bilstm_key() {
-        let mut spec = BiLstmSpec {
-            embedding_dim: Positive::new(8),
-            hidden_size: Positive::new(8),
-            attention_size: Positive::new(8),
-            mlp_size: Positive::new(8),
-            dropout: Share::new(0.5),
-            word_dropout: Share::new(0.1),
-            glove: None,
-            vocab: VocabSpec::default(),
-            pad_embedding: PadEmbedding::Zero,
-        };
-        assert_eq!(bilstm(&spec, None)["bilstm"]["pad_embedding"], json!("zero"));
-        spec.pad_embedding = PadEmbedding::Learned;
-        assert_eq!(bilstm(&spec, None)["bilstm"]["pad_embedding"], json!("learned"));
     }
 }

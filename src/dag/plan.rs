@@ -6,10 +6,9 @@ use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::ShortcutOptions;
 use crate::steps::verify::Chance;
-use sha2::{Digest, Sha256};
 
-use crate::model::hub::{self, CheckpointSource, HubError};
-use crate::spec::{ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, DatasetSource, Grid, ModelSpec};
+use crate::model::{bert, bilstm};
+use crate::spec::{ArchitectureSpec, DatasetSource, Grid, ModelSpec};
 
 use super::params::{self, FileHashes};
 use super::{
@@ -43,7 +42,7 @@ pub enum PlanError {
     Cache(#[from] CacheError),
 }
 
-fn resolve(base: &Path, relative: &Path) -> PathBuf {
+pub(crate) fn resolve(base: &Path, relative: &Path) -> PathBuf {
     if relative.is_absolute() { relative.to_path_buf() } else { base.join(relative) }
 }
 
@@ -397,50 +396,11 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
     }
 }
 
-/// What a local checkpoint's content is, for its key.
-const CHECKPOINT_FILES: [&str; 5] =
-    ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json"];
-
 /// A model's external inputs and the hash that stands for their content in
-/// its train keys.
+/// its train keys: each architecture knows its own.
 fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
     match &model.architecture {
-        ArchitectureSpec::Bilstm(BiLstmSpec { glove: None, .. }) => Ok((ModelAssets::None, None)),
-        ArchitectureSpec::Bilstm(BiLstmSpec { glove: Some(p), .. }) => {
-            let path = resolve(base, Path::new(p));
-            if !path.is_file() {
-                return Err(PlanError::MissingGlove { model: model.name.clone(), path });
-            }
-            let hash = cache.file_hash(&path)?;
-            Ok((ModelAssets::Glove(path), Some(hash)))
-        }
-        ArchitectureSpec::Bert(BertSpec { init: BertInit::Random(_), .. }) => Ok((ModelAssets::None, None)),
-        ArchitectureSpec::Bert(BertSpec { init: BertInit::Pretrained { checkpoint, .. }, .. }) => {
-            let cache_root = cache.root().to_path_buf();
-            let fail =
-                |path: PathBuf, message: String| PlanError::Checkpoint { model: model.name.clone(), path, message };
-            let source: CheckpointSource = if checkpoint.starts_with("hf://") {
-                checkpoint.parse().map_err(|e: HubError| fail(checkpoint.into(), e.to_string()))?
-            } else {
-                CheckpointSource::Local(resolve(base, Path::new(checkpoint)))
-            };
-            let hash = match &source {
-                // A hub id names its content only through its revision: pin one
-                // (`@<commit>`) for keys that never go stale.
-                CheckpointSource::Hub { .. } => source.to_string(),
-                CheckpointSource::Local(dir) => {
-                    hub::resolve(&source, cache.root(), &|_| {}).map_err(|e| fail(dir.clone(), e.to_string()))?;
-                    let mut hasher = Sha256::new();
-                    for name in CHECKPOINT_FILES {
-                        let file = dir.join(name);
-                        if file.is_file() {
-                            hasher.update(format!("{name}={}\n", cache.file_hash(&file)?));
-                        }
-                    }
-                    hex::encode(hasher.finalize())
-                }
-            };
-            Ok((ModelAssets::Checkpoint { source, cache_root }, Some(hash)))
-        }
+        ArchitectureSpec::Bilstm(spec) => bilstm::spec::assets(spec, &model.name, base, cache),
+        ArchitectureSpec::Bert(spec) => bert::spec::assets(spec, &model.name, base, cache),
     }
 }

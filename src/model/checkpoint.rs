@@ -17,6 +17,7 @@ use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::{AttentionLeaf, Classifier};
 use crate::model::AttentionView;
+use crate::spec::Architecture;
 use crate::text::TextEncoder;
 
 pub const WEIGHTS: &str = "model.safetensors";
@@ -41,6 +42,14 @@ pub enum ModelConfig {
 }
 
 impl ModelConfig {
+    /// The architecture that saved it.
+    pub fn architecture(&self) -> Architecture {
+        match self {
+            ModelConfig::Bilstm { .. } => Architecture::Bilstm,
+            ModelConfig::Bert { .. } => Architecture::Bert,
+        }
+    }
+
     pub fn max_length(&self) -> usize {
         match self {
             ModelConfig::Bilstm { max_length, .. } | ModelConfig::Bert { max_length, .. } => *max_length,

@@ -8,7 +8,7 @@
 //! line and column. Every key is documented in the README.
 
 pub mod expand;
-mod model;
+pub(crate) mod model;
 pub mod overrides;
 mod values;
 
@@ -26,8 +26,8 @@ use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{
-    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, HeadInit, Keep, ModelSpec, Optimizer, PadEmbedding,
-    PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
+    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, Family, HeadInit, Keep, ModelSpec, Optimizer,
+    PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
 };
 pub use values::{Positive, Share};
 

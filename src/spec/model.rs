@@ -1,14 +1,24 @@
 //! `[[models]]`: an architecture with its hyper-parameters and its training
-//! recipe. The TOML keys are flat (one table per model); keys that belong to the
-//! other architecture are errors at their own line, and defaults are the paper's
-//! for each architecture (Bastings et al. 2022, appendix A).
+//! recipe. The TOML keys are flat (one table per model). Each architecture owns
+//! its keys, their defaults, its recipe and what methods may rely on, in
+//! `model::<architecture>::spec` ([`Family`]); this file reads the table, refuses
+//! a key of another architecture at its own line, and hands the rest over.
+//! Defaults are the paper's for each architecture (Bastings et al. 2022, appendix A).
+
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::values::{Positive, Share};
+pub use crate::model::bert::spec::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
+pub use crate::model::bilstm::spec::{BiLstmSpec, PadEmbedding, VocabSpec};
+use crate::model::{bert, bilstm};
+use crate::salience::ModelTraits;
 
-/// Model architectures `grid` can train.
+/// Model architectures `grid` can train: the registry. A new one is a folder
+/// under `model/` with its `spec.rs` (a [`Family`]), a variant here and its arm
+/// in [`Architecture::family`] and [`model`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Architecture {
@@ -17,29 +27,48 @@ pub enum Architecture {
 }
 
 impl Architecture {
-    pub fn name(self) -> &'static str {
+    pub fn family(self) -> &'static Family {
         match self {
-            Architecture::Bilstm => "bilstm",
-            Architecture::Bert => "bert",
+            Architecture::Bilstm => &bilstm::spec::FAMILY,
+            Architecture::Bert => &bert::spec::FAMILY,
         }
     }
 
-    /// What salience methods can rely on (a pretrained BERT vocabulary without
-    /// `[MASK]` is caught when its attribution step runs).
-    pub fn traits(self) -> crate::salience::ModelTraits {
-        match self {
-            Architecture::Bilstm => crate::salience::ModelTraits {
-                mask_token: false,
-                additive_attention: true,
-                transformer_attention: false,
-            },
-            Architecture::Bert => crate::salience::ModelTraits {
-                mask_token: true,
-                additive_attention: false,
-                transformer_attention: true,
-            },
-        }
+    pub fn name(self) -> &'static str {
+        self.family().name
     }
+
+    /// What salience methods can rely on.
+    pub fn traits(self) -> ModelTraits {
+        self.family().traits
+    }
+}
+
+/// What an architecture says of itself to the grid file and the planner.
+#[derive(Debug)]
+pub struct Family {
+    /// Its `architecture = "…"` in the grid file.
+    pub name: &'static str,
+    /// Its keys of `[[models]]`, beside `name`, `architecture` and `training`.
+    pub keys: &'static [&'static str],
+    /// What a key of another architecture most likely meant here.
+    pub hint: fn(&str) -> Option<&'static str>,
+    /// The training defaults.
+    pub recipe: Recipe,
+    pub traits: ModelTraits,
+}
+
+/// An architecture's training defaults; the rest are shared (weight decay
+/// 5e-6, ≤ 35,000 steps, early stop after 10,000 without gain).
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe {
+    pub optimizer: OptimizerName,
+    pub learning_rate: f64,
+    pub batch_size: usize,
+    /// A linear warm-up over this share of the steps then a linear decay; `None`: constant.
+    pub warmup_share: Option<f64>,
+    /// Clip the global gradient norm at this value; `None`: no clipping.
+    pub max_grad_norm: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -64,124 +93,6 @@ pub enum ArchitectureSpec {
     Bert(BertSpec),
 }
 
-/// BiLSTM hyper-parameters (defaults: Bastings et al. appendix A.1).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BiLstmSpec {
-    pub embedding_dim: Positive,
-    pub hidden_size: Positive,
-    pub attention_size: Positive,
-    pub mlp_size: Positive,
-    pub dropout: Share,
-    pub word_dropout: Share,
-    /// GloVe-format text file (`word v1 … vd` per line) to initialise embeddings;
-    /// relative to the data root.
-    pub glove: Option<String>,
-    pub vocab: VocabSpec,
-    pub pad_embedding: PadEmbedding,
-}
-
-/// What the BiLSTM's `[PAD]` embedding row is. Padding positions never reach
-/// the output (the recurrence and the attention are masked), so the row only
-/// matters where `[PAD]` stands in for a word: the IG baseline `pad` and the
-/// erasure metrics' "zeroed-out" input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PadEmbedding {
-    /// A row of the embedding matrix like any other (drawn as the words the
-    /// GloVe file lacks are, and updated by the optimiser), as in the paper's
-    /// set-up, where `igl-pad` and `igl-zero` differ.
-    Learned,
-    /// Fixed at zero, as PyTorch's `padding_idx` keeps it: `igl-pad` is then
-    /// `igl-zero`.
-    Zero,
-}
-
-/// A BERT-family classifier: a pretrained checkpoint, or a randomly initialised
-/// encoder of a given shape with a WordPiece vocabulary learnt from the training split.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BertSpec {
-    pub init: BertInit,
-    /// Overrides the config's `hidden_dropout_prob` and `attention_probs_dropout_prob`.
-    pub dropout: Option<Share>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum BertInit {
-    /// A directory (relative to the data root) or `hf://org/name[@revision]`,
-    /// of any registered family (BERT, RoBERTa, DistilBERT: its `model_type`).
-    Pretrained {
-        checkpoint: String,
-        head: HeadInit,
-    },
-    Random(RandomBert),
-}
-
-/// Where a pretrained model's classification head starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HeadInit {
-    /// Drawn afresh, as fine-tuning from a pre-trained encoder does (the papers'
-    /// recipe); a head in the checkpoint is left out.
-    Fresh,
-    /// The checkpoint's own (`*ForSequenceClassification`), its labels matching
-    /// the data's classes (a two-label head serves a binary model as `l₁ − l₀`).
-    Checkpoint,
-}
-
-/// The shape of a randomly initialised BERT (defaults: `BertConfig`'s, i.e. BERT-base).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RandomBert {
-    pub hidden_size: Positive,
-    pub num_hidden_layers: Positive,
-    pub num_attention_heads: Positive,
-    pub intermediate_size: Positive,
-    /// Size of the WordPiece vocabulary trained on the training split.
-    pub vocab_size: Positive,
-    pub lowercase: bool,
-    pub positions: PositionInit,
-}
-
-/// How a randomly initialised BERT's (trainable) position embeddings start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PositionInit {
-    /// `N(0, initializer_range²)`, as `BertConfig` draws them: every position
-    /// is learnt on its own, so an order between neighbours that few training
-    /// examples show is not learnt.
-    Normal,
-    /// The Transformer's sine/cosine table (scaled to the same spread): a shift
-    /// of position is a rotation, so order is shared across positions from the
-    /// first step.
-    Sinusoidal,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct VocabSpec {
-    #[serde(default = "vocab_max")]
-    pub max_size: Positive,
-    #[serde(default = "vocab_min")]
-    pub min_count: Positive,
-    #[serde(default = "yes")]
-    pub lowercase: bool,
-}
-
-fn vocab_max() -> Positive {
-    Positive::new(50_000)
-}
-fn vocab_min() -> Positive {
-    Positive::new(1)
-}
-fn yes() -> bool {
-    true
-}
-
-impl Default for VocabSpec {
-    fn default() -> Self {
-        Self { max_size: vocab_max(), min_count: vocab_min(), lowercase: true }
-    }
-}
-
 /// The optimiser and its own knobs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "name", rename_all = "lowercase")]
@@ -194,7 +105,7 @@ pub enum Optimizer {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum OptimizerName {
+pub enum OptimizerName {
     Sgd,
     Adamw,
 }
@@ -289,145 +200,106 @@ pub(super) struct RawTraining {
     seed: Option<u64>,
 }
 
+/// A `[[models]]` table as written: every key of every architecture, each
+/// architecture's `parse` reading its own.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawModel {
+pub struct RawModel {
     pub(super) name: Spanned<String>,
     architecture: Architecture,
     // Both: BiLSTM hidden size per direction / BERT hidden size; dropout.
-    hidden_size: Option<Spanned<Positive>>,
-    dropout: Option<Spanned<Share>>,
+    pub(crate) hidden_size: Option<Spanned<Positive>>,
+    pub(crate) dropout: Option<Spanned<Share>>,
     // BiLSTM.
-    embedding_dim: Option<Spanned<Positive>>,
-    attention_size: Option<Spanned<Positive>>,
-    mlp_size: Option<Spanned<Positive>>,
-    word_dropout: Option<Spanned<Share>>,
-    glove: Option<Spanned<String>>,
-    vocab: Option<Spanned<VocabSpec>>,
+    pub(crate) embedding_dim: Option<Spanned<Positive>>,
+    pub(crate) attention_size: Option<Spanned<Positive>>,
+    pub(crate) mlp_size: Option<Spanned<Positive>>,
+    pub(crate) word_dropout: Option<Spanned<Share>>,
+    pub(crate) glove: Option<Spanned<String>>,
+    pub(crate) vocab: Option<Spanned<VocabSpec>>,
+    pub(crate) pad_embedding: Option<Spanned<PadEmbedding>>,
     // BERT.
-    checkpoint: Option<Spanned<String>>,
-    num_hidden_layers: Option<Spanned<Positive>>,
-    num_attention_heads: Option<Spanned<Positive>>,
-    intermediate_size: Option<Spanned<Positive>>,
-    wordpiece_vocab_size: Option<Spanned<Positive>>,
-    lowercase: Option<Spanned<bool>>,
-    position_init: Option<Spanned<PositionInit>>,
-    head: Option<Spanned<HeadInit>>,
-    // BiLSTM.
-    pad_embedding: Option<Spanned<PadEmbedding>>,
+    pub(crate) checkpoint: Option<Spanned<String>>,
+    pub(crate) num_hidden_layers: Option<Spanned<Positive>>,
+    pub(crate) num_attention_heads: Option<Spanned<Positive>>,
+    pub(crate) intermediate_size: Option<Spanned<Positive>>,
+    pub(crate) wordpiece_vocab_size: Option<Spanned<Positive>>,
+    pub(crate) lowercase: Option<Spanned<bool>>,
+    pub(crate) position_init: Option<Spanned<PositionInit>>,
+    pub(crate) head: Option<Spanned<HeadInit>>,
     #[serde(default)]
     training: RawTraining,
 }
 
-/// An error at a byte span of the grid file.
-pub(super) type SpanError = (Option<std::ops::Range<usize>>, String);
+/// The architecture keys a table sets, with their spans, in the table's field order.
+macro_rules! keys_set {
+    ($raw:expr, $($key:ident),* $(,)?) => {
+        [$((stringify!($key), $raw.$key.as_ref().map(|v| v.span()))),*]
+            .into_iter()
+            .filter_map(|(key, span)| span.map(|span| (key, span)))
+            .collect::<Vec<(&'static str, Range<usize>)>>()
+    };
+}
 
-fn refuse<T>(key: &Option<Spanned<T>>, message: impl FnOnce() -> String) -> Result<(), SpanError> {
+impl RawModel {
+    fn keys_set(&self) -> Vec<(&'static str, Range<usize>)> {
+        keys_set!(
+            self,
+            hidden_size,
+            dropout,
+            embedding_dim,
+            attention_size,
+            mlp_size,
+            word_dropout,
+            glove,
+            vocab,
+            pad_embedding,
+            checkpoint,
+            num_hidden_layers,
+            num_attention_heads,
+            intermediate_size,
+            wordpiece_vocab_size,
+            lowercase,
+            position_init,
+            head,
+        )
+    }
+}
+
+/// An error at a byte span of the grid file.
+pub type SpanError = (Option<Range<usize>>, String);
+
+pub(crate) fn refuse<T>(key: &Option<Spanned<T>>, message: impl FnOnce() -> String) -> Result<(), SpanError> {
     match key {
         Some(value) => Err((Some(value.span()), message())),
         None => Ok(()),
     }
 }
 
-fn value<T: Clone>(key: &Option<Spanned<T>>, default: T) -> T {
+pub(crate) fn value<T: Clone>(key: &Option<Spanned<T>>, default: T) -> T {
     key.as_ref().map(|v| v.get_ref().clone()).unwrap_or(default)
 }
 
 pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
     let name = raw.name.get_ref().clone();
-    let not_for = |key: &str, arch: &str| format!("model `{name}`: `{key}` is not a key of architecture `{arch}`");
+    let family = raw.architecture.family();
+    if let Some((key, span)) = raw.keys_set().into_iter().find(|(key, _)| !family.keys.contains(key)) {
+        let message = match (family.hint)(key) {
+            Some(hint) => format!("model `{name}`: {hint}"),
+            None => format!("model `{name}`: `{key}` is not a key of architecture `{}`", family.name),
+        };
+        return Err((Some(span), message));
+    }
     let architecture = match raw.architecture {
-        Architecture::Bilstm => {
-            refuse(&raw.checkpoint, || not_for("checkpoint", "bilstm"))?;
-            refuse(&raw.num_hidden_layers, || not_for("num_hidden_layers", "bilstm"))?;
-            refuse(&raw.num_attention_heads, || not_for("num_attention_heads", "bilstm"))?;
-            refuse(&raw.intermediate_size, || not_for("intermediate_size", "bilstm"))?;
-            refuse(&raw.wordpiece_vocab_size, || not_for("wordpiece_vocab_size", "bilstm"))?;
-            refuse(&raw.position_init, || not_for("position_init", "bilstm"))?;
-            refuse(&raw.head, || not_for("head", "bilstm"))?;
-            refuse(&raw.lowercase, || format!("model `{name}`: for a BiLSTM, lower-casing is `vocab.lowercase`"))?;
-            ArchitectureSpec::Bilstm(BiLstmSpec {
-                embedding_dim: value(&raw.embedding_dim, Positive::new(300)),
-                hidden_size: value(&raw.hidden_size, Positive::new(256)),
-                attention_size: value(&raw.attention_size, Positive::new(256)),
-                mlp_size: value(&raw.mlp_size, Positive::new(256)),
-                dropout: value(&raw.dropout, Share::new(0.5)),
-                word_dropout: value(&raw.word_dropout, Share::new(0.1)),
-                glove: raw.glove.as_ref().map(|g| g.get_ref().clone()),
-                vocab: value(&raw.vocab, VocabSpec::default()),
-                pad_embedding: value(&raw.pad_embedding, PadEmbedding::Learned),
-            })
-        }
-        Architecture::Bert => {
-            refuse(&raw.embedding_dim, || not_for("embedding_dim", "bert"))?;
-            refuse(&raw.attention_size, || not_for("attention_size", "bert"))?;
-            refuse(&raw.mlp_size, || not_for("mlp_size", "bert"))?;
-            refuse(&raw.word_dropout, || not_for("word_dropout", "bert"))?;
-            refuse(&raw.glove, || not_for("glove", "bert"))?;
-            refuse(&raw.pad_embedding, || not_for("pad_embedding", "bert"))?;
-            refuse(&raw.vocab, || {
-                format!("model `{name}`: a BERT's vocabulary comes from its checkpoint, or `wordpiece_vocab_size`")
-            })?;
-            let init = match &raw.checkpoint {
-                Some(checkpoint) => {
-                    let shape = |key: &str| {
-                        format!(
-                            "model `{name}`: `{key}` comes from the checkpoint's config.json; drop it or drop `checkpoint`"
-                        )
-                    };
-                    refuse(&raw.hidden_size, || shape("hidden_size"))?;
-                    refuse(&raw.num_hidden_layers, || shape("num_hidden_layers"))?;
-                    refuse(&raw.num_attention_heads, || shape("num_attention_heads"))?;
-                    refuse(&raw.intermediate_size, || shape("intermediate_size"))?;
-                    refuse(&raw.wordpiece_vocab_size, || shape("wordpiece_vocab_size"))?;
-                    refuse(&raw.lowercase, || shape("lowercase"))?;
-                    refuse(&raw.position_init, || shape("position_init"))?;
-                    let text = checkpoint.get_ref().clone();
-                    if text.starts_with("hf://") {
-                        text.parse::<crate::model::hub::CheckpointSource>()
-                            .map_err(|e| (Some(checkpoint.span()), format!("model `{name}`: {e}")))?;
-                    }
-                    BertInit::Pretrained { checkpoint: text, head: value(&raw.head, HeadInit::Fresh) }
-                }
-                None => {
-                    refuse(&raw.head, || format!("model `{name}`: `head` needs a `checkpoint` to read it from"))?;
-                    let random = RandomBert {
-                        hidden_size: value(&raw.hidden_size, Positive::new(768)),
-                        num_hidden_layers: value(&raw.num_hidden_layers, Positive::new(12)),
-                        num_attention_heads: value(&raw.num_attention_heads, Positive::new(12)),
-                        intermediate_size: value(&raw.intermediate_size, Positive::new(3072)),
-                        vocab_size: value(&raw.wordpiece_vocab_size, Positive::new(30_522)),
-                        lowercase: value(&raw.lowercase, true),
-                        positions: value(&raw.position_init, PositionInit::Normal),
-                    };
-                    if !random.hidden_size.get().is_multiple_of(random.num_attention_heads.get()) {
-                        let span = raw.num_attention_heads.as_ref().or(raw.hidden_size.as_ref()).map(|s| s.span());
-                        return Err((
-                            span,
-                            format!(
-                                "model `{name}`: hidden_size {} is not a multiple of num_attention_heads {}",
-                                random.hidden_size.get(),
-                                random.num_attention_heads.get()
-                            ),
-                        ));
-                    }
-                    BertInit::Random(random)
-                }
-            };
-            ArchitectureSpec::Bert(BertSpec { init, dropout: raw.dropout.as_ref().map(|d| *d.get_ref()) })
-        }
+        Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::spec::parse(&raw)),
+        Architecture::Bert => ArchitectureSpec::Bert(bert::spec::parse(&raw, &name)?),
     };
-    let training = training(raw.training, raw.architecture, &name)?;
+    let training = training(raw.training, family.recipe, &name)?;
     Ok(ModelSpec { name, architecture, training })
 }
 
-fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<TrainingSpec, SpanError> {
-    let bert = architecture == Architecture::Bert;
-    let optimizer_name = raw.optimizer.as_ref().map(|o| *o.get_ref()).unwrap_or(if bert {
-        OptimizerName::Adamw
-    } else {
-        OptimizerName::Sgd
-    });
+fn training(raw: RawTraining, recipe: Recipe, name: &str) -> Result<TrainingSpec, SpanError> {
+    let optimizer_name = raw.optimizer.as_ref().map(|o| *o.get_ref()).unwrap_or(recipe.optimizer);
     let optimizer = match optimizer_name {
         OptimizerName::Sgd => Optimizer::Sgd { momentum: value(&raw.momentum, Share::new(0.9)) },
         OptimizerName::Adamw => {
@@ -435,10 +307,10 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
             Optimizer::Adamw
         }
     };
-    let schedule = match (&raw.warmup_share, bert) {
+    let schedule = match (&raw.warmup_share, recipe.warmup_share) {
         (Some(share), _) => Schedule::Linear { warmup_share: *share.get_ref() },
-        (None, true) => Schedule::Linear { warmup_share: Share::new(0.1) },
-        (None, false) => Schedule::Constant,
+        (None, Some(share)) => Schedule::Linear { warmup_share: Share::new(share) },
+        (None, None) => Schedule::Constant,
     };
     let max_grad_norm = match raw.max_grad_norm.as_ref().map(|n| (*n.get_ref(), n.span())) {
         Some((n, _)) if n > 0.0 && !n.is_nan() => Some(n),
@@ -446,7 +318,7 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         Some((n, span)) => {
             return Err((Some(span), format!("model `{name}`: `training.max_grad_norm` must be ≥ 0, got {n}")));
         }
-        None => bert.then_some(1.0),
+        None => recipe.max_grad_norm,
     };
     // TOML spells `nan` and `inf`; either would train a model of NaNs and cache it.
     let learning_rate = match raw.learning_rate.as_ref().map(|r| (*r.get_ref(), r.span())) {
@@ -457,8 +329,7 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
                 format!("model `{name}`: `training.learning_rate` must be a finite number > 0, got {r}"),
             ));
         }
-        None if bert => 2e-5,
-        None => 0.03,
+        None => recipe.learning_rate,
     };
     let weight_decay = match raw.weight_decay.as_ref().map(|w| (*w.get_ref(), w.span())) {
         Some((w, _)) if w.is_finite() && w >= 0.0 => w,
@@ -480,7 +351,7 @@ fn training(raw: RawTraining, architecture: Architecture, name: &str) -> Result<
         }
     };
     Ok(TrainingSpec {
-        batch_size: raw.batch_size.unwrap_or(Positive::new(if bert { 16 } else { 64 })),
+        batch_size: raw.batch_size.unwrap_or(Positive::new(recipe.batch_size)),
         optimizer,
         learning_rate,
         weight_decay,

@@ -391,3 +391,51 @@ fn pad_embedding_is_a_bilstm_key() {
     let e = error(&BERT.replace("architecture = \"bert\"", "architecture = \"bert\"\npad_embedding = \"zero\""));
     assert!(e.contains("test.toml:9:17") && e.contains("`pad_embedding` is not a key of architecture `bert`"), "{e}");
 }
+
+/// A value of the right type for every architecture key of `[[models]]`.
+const MODEL_KEY_VALUES: &[(&str, &str)] = &[
+    ("hidden_size", "8"),
+    ("dropout", "0.1"),
+    ("embedding_dim", "8"),
+    ("attention_size", "8"),
+    ("mlp_size", "8"),
+    ("word_dropout", "0.1"),
+    ("glove", "\"glove.txt\""),
+    ("vocab", "{ max_size = 10 }"),
+    ("pad_embedding", "\"zero\""),
+    ("checkpoint", "\"bert-dir\""),
+    ("num_hidden_layers", "2"),
+    ("num_attention_heads", "2"),
+    ("intermediate_size", "8"),
+    ("wordpiece_vocab_size", "100"),
+    ("lowercase", "true"),
+    ("position_init", "\"sinusoidal\""),
+    ("head", "\"checkpoint\""),
+];
+
+#[test]
+fn every_key_of_one_architecture_is_refused_by_the_other_at_its_line() {
+    let families = [Architecture::Bilstm, Architecture::Bert];
+    for family in families.map(Architecture::family) {
+        for other in families.map(Architecture::family) {
+            for key in other.keys.iter().filter(|k| !family.keys.contains(k)) {
+                let (_, value) = MODEL_KEY_VALUES.iter().find(|(k, _)| k == key).expect("a sample value for every key");
+                let text = MINIMAL.replace(
+                    "architecture = \"bilstm\"",
+                    &format!("architecture = \"{}\"\n{key} = {value}", family.name),
+                );
+                let e = error(&text);
+                let expected = (family.hint)(key)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("`{key}` is not a key of architecture `{}`", family.name));
+                assert!(e.contains("test.toml:9:") && e.contains(&expected), "{}: {key}: {e}", family.name);
+            }
+        }
+    }
+    // Every key of every family has a sample above, so a new key is tested here.
+    for family in families.map(Architecture::family) {
+        for key in family.keys {
+            assert!(MODEL_KEY_VALUES.iter().any(|(k, _)| k == key), "no sample value for `{key}`");
+        }
+    }
+}

@@ -9,6 +9,7 @@ pub mod family;
 pub mod fit;
 pub mod load;
 pub mod saved;
+pub mod spec;
 
 use burn::module::Param;
 use burn::nn::Linear;

@@ -20,6 +20,7 @@
 
 pub mod fit;
 pub mod saved;
+pub mod spec;
 
 use burn::module::Param;
 use burn::prelude::*;

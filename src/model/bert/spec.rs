@@ -1,0 +1,240 @@
+//! A BERT-family model in the grid file: its keys and their defaults (a
+//! pretrained checkpoint of any registered family, or `BertConfig`'s shape for
+//! a random one), the fine-tuning recipe, what salience methods may rely on,
+//! the parameters of its train key and the checkpoint it reads.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::cache::Cache;
+use crate::dag::ModelAssets;
+use crate::dag::plan::{PlanError, resolve};
+use crate::model::hub::{self, CheckpointSource, HubError};
+use crate::salience::ModelTraits;
+use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, SpanError, refuse, value};
+use crate::spec::{Positive, Share};
+
+/// BERT's entry in the registry ([`crate::spec::Architecture`]): every
+/// transformers family it loads (BERT, RoBERTa, DistilBERT) is this architecture.
+pub const FAMILY: Family = Family {
+    name: "bert",
+    keys: &[
+        "hidden_size",
+        "dropout",
+        "checkpoint",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "wordpiece_vocab_size",
+        "lowercase",
+        "position_init",
+        "head",
+    ],
+    hint,
+    // Fine-tuning as usual: AdamW, lr 2e-5 (the paper's), batch 16, 10% linear
+    // warm-up then linear decay, clipping at norm 1.
+    recipe: Recipe {
+        optimizer: OptimizerName::Adamw,
+        learning_rate: 2e-5,
+        batch_size: 16,
+        warmup_share: Some(0.1),
+        max_grad_norm: Some(1.0),
+    },
+    // A pretrained vocabulary without `[MASK]` is caught when its attribution step runs.
+    traits: ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true },
+};
+
+/// What a key of another architecture most likely meant here.
+fn hint(key: &str) -> Option<&'static str> {
+    (key == "vocab").then_some("a BERT's vocabulary comes from its checkpoint, or `wordpiece_vocab_size`")
+}
+
+/// A BERT-family classifier: a pretrained checkpoint, or a randomly initialised
+/// encoder of a given shape with a WordPiece vocabulary learnt from the training split.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BertSpec {
+    pub init: BertInit,
+    /// Overrides the config's `hidden_dropout_prob` and `attention_probs_dropout_prob`.
+    pub dropout: Option<Share>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BertInit {
+    /// A directory (relative to the data root) or `hf://org/name[@revision]`,
+    /// of any registered family (BERT, RoBERTa, DistilBERT: its `model_type`).
+    Pretrained {
+        checkpoint: String,
+        head: HeadInit,
+    },
+    Random(RandomBert),
+}
+
+/// Where a pretrained model's classification head starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeadInit {
+    /// Drawn afresh, as fine-tuning from a pre-trained encoder does (the papers'
+    /// recipe); a head in the checkpoint is left out.
+    Fresh,
+    /// The checkpoint's own (`*ForSequenceClassification`), its labels matching
+    /// the data's classes (a two-label head serves a binary model as `l₁ − l₀`).
+    Checkpoint,
+}
+
+/// The shape of a randomly initialised BERT (defaults: `BertConfig`'s, i.e. BERT-base).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RandomBert {
+    pub hidden_size: Positive,
+    pub num_hidden_layers: Positive,
+    pub num_attention_heads: Positive,
+    pub intermediate_size: Positive,
+    /// Size of the WordPiece vocabulary trained on the training split.
+    pub vocab_size: Positive,
+    pub lowercase: bool,
+    pub positions: PositionInit,
+}
+
+/// How a randomly initialised BERT's (trainable) position embeddings start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionInit {
+    /// `N(0, initializer_range²)`, as `BertConfig` draws them: every position
+    /// is learnt on its own, so an order between neighbours that few training
+    /// examples show is not learnt.
+    Normal,
+    /// The Transformer's sine/cosine table (scaled to the same spread): a shift
+    /// of position is a rotation, so order is shared across positions from the
+    /// first step.
+    Sinusoidal,
+}
+
+/// Its keys of a `[[models]]` table (the registry has refused every other
+/// architecture's): a checkpoint refuses the shape keys its config.json sets.
+pub fn parse(raw: &RawModel, name: &str) -> Result<BertSpec, SpanError> {
+    let init = match &raw.checkpoint {
+        Some(checkpoint) => {
+            let shape = |key: &str| {
+                format!("model `{name}`: `{key}` comes from the checkpoint's config.json; drop it or drop `checkpoint`")
+            };
+            refuse(&raw.hidden_size, || shape("hidden_size"))?;
+            refuse(&raw.num_hidden_layers, || shape("num_hidden_layers"))?;
+            refuse(&raw.num_attention_heads, || shape("num_attention_heads"))?;
+            refuse(&raw.intermediate_size, || shape("intermediate_size"))?;
+            refuse(&raw.wordpiece_vocab_size, || shape("wordpiece_vocab_size"))?;
+            refuse(&raw.lowercase, || shape("lowercase"))?;
+            refuse(&raw.position_init, || shape("position_init"))?;
+            let text = checkpoint.get_ref().clone();
+            if text.starts_with("hf://") {
+                text.parse::<crate::model::hub::CheckpointSource>()
+                    .map_err(|e| (Some(checkpoint.span()), format!("model `{name}`: {e}")))?;
+            }
+            BertInit::Pretrained { checkpoint: text, head: value(&raw.head, HeadInit::Fresh) }
+        }
+        None => {
+            refuse(&raw.head, || format!("model `{name}`: `head` needs a `checkpoint` to read it from"))?;
+            let random = RandomBert {
+                hidden_size: value(&raw.hidden_size, Positive::new(768)),
+                num_hidden_layers: value(&raw.num_hidden_layers, Positive::new(12)),
+                num_attention_heads: value(&raw.num_attention_heads, Positive::new(12)),
+                intermediate_size: value(&raw.intermediate_size, Positive::new(3072)),
+                vocab_size: value(&raw.wordpiece_vocab_size, Positive::new(30_522)),
+                lowercase: value(&raw.lowercase, true),
+                positions: value(&raw.position_init, PositionInit::Normal),
+            };
+            if !random.hidden_size.get().is_multiple_of(random.num_attention_heads.get()) {
+                let span = raw.num_attention_heads.as_ref().or(raw.hidden_size.as_ref()).map(|s| s.span());
+                return Err((
+                    span,
+                    format!(
+                        "model `{name}`: hidden_size {} is not a multiple of num_attention_heads {}",
+                        random.hidden_size.get(),
+                        random.num_attention_heads.get()
+                    ),
+                ));
+            }
+            BertInit::Random(random)
+        }
+    };
+    Ok(BertSpec { init, dropout: raw.dropout.as_ref().map(|d| *d.get_ref()) })
+}
+
+/// Its part of a train step's key (field by field, as the BiLSTM's).
+pub fn key(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
+    let BertSpec { init, dropout } = spec;
+    let init = match init {
+        // The checkpoint is hashed by content; only a kept head joins the key, so
+        // the keys of existing grids hold.
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Fresh } => json!({ "checkpoint": checkpoint_hash }),
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint } => {
+            json!({ "checkpoint": checkpoint_hash, "head": "checkpoint" })
+        }
+        BertInit::Random(RandomBert {
+            hidden_size,
+            num_hidden_layers,
+            num_attention_heads,
+            intermediate_size,
+            vocab_size,
+            lowercase,
+            positions,
+        }) => {
+            let mut random = json!({
+                "hidden_size": hidden_size.get(),
+                "num_hidden_layers": num_hidden_layers.get(),
+                "num_attention_heads": num_attention_heads.get(),
+                "intermediate_size": intermediate_size.get(),
+                "wordpiece_vocab_size": vocab_size.get(),
+                "lowercase": lowercase,
+            });
+            // Only a non-default start joins the key, so the keys of existing grids hold.
+            if *positions != PositionInit::Normal
+                && let Some(object) = random.as_object_mut()
+            {
+                object.insert("position_init".into(), json!(positions));
+            }
+            json!({ "random": random })
+        }
+    };
+    json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } })
+}
+
+/// What a local checkpoint's content is, for its key.
+const CHECKPOINT_FILES: [&str; 5] =
+    ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json"];
+
+/// The checkpoint it starts from, if pretrained, and what stands for its
+/// content in the key: the files' hashes, or the pinned `hf://` id.
+pub fn assets(
+    spec: &BertSpec,
+    model: &str,
+    base: &Path,
+    cache: &Cache,
+) -> Result<(ModelAssets, Option<String>), PlanError> {
+    let BertInit::Pretrained { checkpoint, .. } = &spec.init else { return Ok((ModelAssets::None, None)) };
+    let cache_root = cache.root().to_path_buf();
+    let fail = |path: PathBuf, message: String| PlanError::Checkpoint { model: model.to_string(), path, message };
+    let source: CheckpointSource = if checkpoint.starts_with("hf://") {
+        checkpoint.parse().map_err(|e: HubError| fail(checkpoint.into(), e.to_string()))?
+    } else {
+        CheckpointSource::Local(resolve(base, Path::new(checkpoint)))
+    };
+    let hash = match &source {
+        // A hub id names its content only through its revision: pin one
+        // (`@<commit>`) for keys that never go stale.
+        CheckpointSource::Hub { .. } => source.to_string(),
+        CheckpointSource::Local(dir) => {
+            hub::resolve(&source, cache.root(), &|_| {}).map_err(|e| fail(dir.clone(), e.to_string()))?;
+            let mut hasher = Sha256::new();
+            for name in CHECKPOINT_FILES {
+                let file = dir.join(name);
+                if file.is_file() {
+                    hasher.update(format!("{name}={}\n", cache.file_hash(&file)?));
+                }
+            }
+            hex::encode(hasher.finalize())
+        }
+    };
+    Ok((ModelAssets::Checkpoint { source, cache_root }, Some(hash)))
+}

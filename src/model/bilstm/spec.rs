@@ -1,0 +1,199 @@
+//! A BiLSTM in the grid file: its keys, their defaults (Bastings et al.
+//! appendix A.1), its training recipe, what salience methods may rely on, the
+//! parameters of its train key and the external file (GloVe) it reads.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cache::Cache;
+use crate::dag::ModelAssets;
+use crate::dag::plan::{PlanError, resolve};
+use crate::salience::ModelTraits;
+use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, value};
+use crate::spec::{Positive, Share};
+
+/// The BiLSTM's entry in the registry ([`crate::spec::Architecture`]).
+pub const FAMILY: Family = Family {
+    name: "bilstm",
+    keys: &[
+        "hidden_size",
+        "dropout",
+        "embedding_dim",
+        "attention_size",
+        "mlp_size",
+        "word_dropout",
+        "glove",
+        "vocab",
+        "pad_embedding",
+    ],
+    hint,
+    // The paper's LSTM recipe: SGD (momentum 0.9), lr 0.03, batch 64, a constant rate, no clipping.
+    recipe: Recipe {
+        optimizer: OptimizerName::Sgd,
+        learning_rate: 0.03,
+        batch_size: 64,
+        warmup_share: None,
+        max_grad_norm: None,
+    },
+    traits: ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false },
+};
+
+/// What a key of another architecture most likely meant here.
+fn hint(key: &str) -> Option<&'static str> {
+    (key == "lowercase").then_some("for a BiLSTM, lower-casing is `vocab.lowercase`")
+}
+
+/// BiLSTM hyper-parameters (defaults: Bastings et al. appendix A.1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BiLstmSpec {
+    pub embedding_dim: Positive,
+    pub hidden_size: Positive,
+    pub attention_size: Positive,
+    pub mlp_size: Positive,
+    pub dropout: Share,
+    pub word_dropout: Share,
+    /// GloVe-format text file (`word v1 … vd` per line) to initialise embeddings;
+    /// relative to the data root.
+    pub glove: Option<String>,
+    pub vocab: VocabSpec,
+    pub pad_embedding: PadEmbedding,
+}
+
+/// What the BiLSTM's `[PAD]` embedding row is. Padding positions never reach
+/// the output (the recurrence and the attention are masked), so the row only
+/// matters where `[PAD]` stands in for a word: the IG baseline `pad` and the
+/// erasure metrics' "zeroed-out" input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PadEmbedding {
+    /// A row of the embedding matrix like any other (drawn as the words the
+    /// GloVe file lacks are, and updated by the optimiser), as in the paper's
+    /// set-up, where `igl-pad` and `igl-zero` differ.
+    Learned,
+    /// Fixed at zero, as PyTorch's `padding_idx` keeps it: `igl-pad` is then
+    /// `igl-zero`.
+    Zero,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VocabSpec {
+    #[serde(default = "vocab_max")]
+    pub max_size: Positive,
+    #[serde(default = "vocab_min")]
+    pub min_count: Positive,
+    #[serde(default = "yes")]
+    pub lowercase: bool,
+}
+
+fn vocab_max() -> Positive {
+    Positive::new(50_000)
+}
+fn vocab_min() -> Positive {
+    Positive::new(1)
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for VocabSpec {
+    fn default() -> Self {
+        Self { max_size: vocab_max(), min_count: vocab_min(), lowercase: true }
+    }
+}
+
+/// Its keys of a `[[models]]` table (the registry has refused every other
+/// architecture's), defaults where unset.
+pub fn parse(raw: &RawModel) -> BiLstmSpec {
+    BiLstmSpec {
+        embedding_dim: value(&raw.embedding_dim, Positive::new(300)),
+        hidden_size: value(&raw.hidden_size, Positive::new(256)),
+        attention_size: value(&raw.attention_size, Positive::new(256)),
+        mlp_size: value(&raw.mlp_size, Positive::new(256)),
+        dropout: value(&raw.dropout, Share::new(0.5)),
+        word_dropout: value(&raw.word_dropout, Share::new(0.1)),
+        glove: raw.glove.as_ref().map(|g| g.get_ref().clone()),
+        vocab: value(&raw.vocab, VocabSpec::default()),
+        pad_embedding: value(&raw.pad_embedding, PadEmbedding::Learned),
+    }
+}
+
+/// Its part of a train step's key. Destructured field by field, without `..`:
+/// a new field fails to compile here until someone decides whether it changes
+/// results (hash it) or not (name it with `_` and say why).
+pub fn key(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
+    let BiLstmSpec {
+        embedding_dim,
+        hidden_size,
+        attention_size,
+        mlp_size,
+        dropout,
+        word_dropout,
+        glove: _, // hashed by content
+        vocab,
+        pad_embedding,
+    } = spec;
+    let VocabSpec { max_size, min_count, lowercase } = vocab;
+    let mut bilstm = json!({
+        "embedding_dim": embedding_dim.get(),
+        "hidden_size": hidden_size.get(),
+        "attention_size": attention_size.get(),
+        "mlp_size": mlp_size.get(),
+        "dropout": dropout.get(),
+        "word_dropout": word_dropout.get(),
+        "glove": glove_hash,
+        "vocab": { "max_size": max_size.get(), "min_count": min_count.get(), "lowercase": lowercase },
+    });
+    // Always in the key: before it existed the embeddings never trained (the
+    // zeroed pad row had left the weight outside the autodiff graph's leaves),
+    // so no BiLSTM cached then may be served for one that trains them.
+    if let Some(object) = bilstm.as_object_mut() {
+        object.insert("pad_embedding".into(), json!(pad_embedding));
+    }
+    json!({ "bilstm": bilstm })
+}
+
+/// The GloVe file it reads, if any, and its content hash for the key.
+pub fn assets(
+    spec: &BiLstmSpec,
+    model: &str,
+    base: &Path,
+    cache: &Cache,
+) -> Result<(ModelAssets, Option<String>), PlanError> {
+    match &spec.glove {
+        None => Ok((ModelAssets::None, None)),
+        Some(p) => {
+            let path = resolve(base, Path::new(p));
+            if !path.is_file() {
+                return Err(PlanError::MissingGlove { model: model.to_string(), path });
+            }
+            let hash = cache.file_hash(&path)?;
+            Ok((ModelAssets::Glove(path), Some(hash)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pad_embedding_is_always_in_the_bilstm_key() {
+        let mut spec = BiLstmSpec {
+            embedding_dim: Positive::new(8),
+            hidden_size: Positive::new(8),
+            attention_size: Positive::new(8),
+            mlp_size: Positive::new(8),
+            dropout: Share::new(0.5),
+            word_dropout: Share::new(0.1),
+            glove: None,
+            vocab: VocabSpec::default(),
+            pad_embedding: PadEmbedding::Zero,
+        };
+        assert_eq!(key(&spec, None)["bilstm"]["pad_embedding"], json!("zero"));
+        spec.pad_embedding = PadEmbedding::Learned;
+        assert_eq!(key(&spec, None)["bilstm"]["pad_embedding"], json!("learned"));
+    }
+}

@@ -80,11 +80,13 @@ fn tables_and_attributions_are_written() {
 
 /// Issue 14, item 3: texts longer than the model's length. An example whose
 /// shortcut truncation cut cannot show whether the model reads it, so
-/// verification leaves it out as attribution does, and says how many.
+/// verification leaves it out as attribution does, and says how many. (Tokens
+/// go past the model's length only when `insert_within` says so: by default
+/// they are inserted within `max_length` words, as the next test checks.)
 #[test]
 fn verification_leaves_out_examples_whose_shortcut_was_cut() {
     let grid = TINY
-        .replace("max_length = 48", "max_length = 10")
+        .replace("max_length = 48", "max_length = 10\ninsert_within = 1000")
         .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\"]");
     let t = GridTest::new(&grid);
     let outcome = t.run();
@@ -104,4 +106,33 @@ fn verification_leaves_out_examples_whose_shortcut_was_cut() {
     let cut = test.iter().filter(|e| e.shortcut_positions.iter().any(|&p| p >= 10)).count();
     assert!(cut > 10 && cut < test.len(), "{cut} of {}", test.len());
     assert_eq!((v.synthetic_truncated, v.synthetic_examples), (cut, test.len() - cut), "{v:?}");
+}
+
+/// Issue 14, item 3: by default shortcut tokens are inserted within the
+/// dataset's `max_length` words, so truncation cuts none of them for the
+/// BiLSTM (one token a word): every synthetic example counts in verification.
+#[test]
+fn by_default_no_shortcut_token_is_cut_by_truncation() {
+    let grid = TINY
+        .replace("max_length = 48", "max_length = 10")
+        .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\", \"op\"]");
+    let t = GridTest::new(&grid);
+    let outcome = t.run();
+    assert!(outcome.failures().all(|f| f.kind != StepKind::Verify), "verification ran");
+    let spec = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&spec, &cache, &PlanOptions::default()).unwrap();
+    for kind in ["st", "op"] {
+        let dir = |label: String| {
+            let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
+            cache.step_dir(step.kind, &step.key)
+        };
+        let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), false).unwrap();
+        assert!(test.iter().all(|e| e.shortcut_positions.iter().all(|&p| p < 10)), "{kind}");
+        let v: grid::steps::verify::Verification = serde_json::from_slice(
+            &std::fs::read(dir(format!("verify/gen/{kind}/lstm")).join("verification.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!((v.synthetic_truncated, v.synthetic_examples), (0, test.len()), "{kind}: {v:?}");
+    }
 }

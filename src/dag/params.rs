@@ -32,8 +32,9 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
         source,
         limits,
         validation_share,
-        max_length: _, // used by train/attribute, not by the corpus
-        batch_size: _, // used by train, through `ModelSpec::for_dataset`
+        max_length: _,    // used by train/attribute, not by the corpus
+        insert_within: _, // used by synth, in its key through `ShortcutOptions`
+        batch_size: _,    // used by train, through `ModelSpec::for_dataset`
     } = dataset;
     let SplitLimits { train, validation, test } = limits;
     let source = match source {
@@ -85,7 +86,8 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
 }
 
 pub fn synth(options: &ShortcutOptions) -> Value {
-    let ShortcutOptions { kind, tokens, mix_share, lone_share, max_distance, keep_probability, seed } = options;
+    let ShortcutOptions { kind, tokens, mix_share, lone_share, max_distance, insert_within, keep_probability, seed } =
+        options;
     // Each family hashes only what it reads, so tuning one never reruns the other.
     if kind.article_layout().is_some() {
         return json!({ "kind": kind.name(), "keep_probability": keep_probability, "seed": seed });
@@ -96,6 +98,7 @@ pub fn synth(options: &ShortcutOptions) -> Value {
         "mix_share": mix_share,
         "lone_share": lone_share,
         "max_distance": max_distance,
+        "insert_within": insert_within,
         "seed": seed,
     })
 }

@@ -175,6 +175,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 mix_share: grid.shortcuts.mix_share.get(),
                 lone_share: grid.shortcuts.lone_share.unwrap_or(grid.shortcuts.mix_share).get(),
                 max_distance: grid.shortcuts.max_distance.get(),
+                insert_within: dataset.insert_within(),
                 keep_probability: grid.shortcuts.keep_probability.get(),
                 seed: grid.shortcuts.seed,
             };

@@ -257,6 +257,12 @@ pub struct ShortcutOptions {
     /// Largest distance in words between the two tokens of `tic`/`op`
     /// (paper: 50). Ignored by `st`.
     pub max_distance: usize,
+    /// The inserted rules: every token goes among the first `insert_within`
+    /// words of the output text, so a model that reads only that many words
+    /// still sees the whole pattern (a grid sets it to the dataset's
+    /// `max_length`). Draws for a text shorter than the window are the ones
+    /// an unbounded window gives.
+    pub insert_within: usize,
     /// Article manipulations only: the probability `r` that an example keeps
     /// its label in the reassignment (Zhou et al. §3); any accuracy above
     /// `max(r, 1 − r)` must come from the manipulation. Paper: 0.5.
@@ -279,6 +285,7 @@ impl ShortcutOptions {
             mix_share: 0.2,
             lone_share: 0.2,
             max_distance: 50,
+            insert_within: usize::MAX,
             keep_probability: 0.5,
             seed: 0,
         }
@@ -310,6 +317,11 @@ impl ShortcutOptions {
         }
         if matches!(self.kind, ShortcutKind::Tic | ShortcutKind::Op) && self.max_distance == 0 {
             return Err(ShortcutError::ZeroMaxDistance { kind: self.kind });
+        }
+        if let Some(needed) = self.kind.ground_truth_size()
+            && self.insert_within < needed
+        {
+            return Err(ShortcutError::WindowTooSmall { kind: self.kind, window: self.insert_within, needed });
         }
         let classes = self.tokens.classes();
         if classes < 2 || (classes > 2 && self.kind.article_layout().is_some()) {
@@ -501,6 +513,8 @@ pub enum ShortcutError {
         expected: &'static str,
     },
     /// Two tokens cannot be 0 words apart.
+    #[error("insert_within = {window} leaves no room for the {needed} tokens of {kind}; it must be at least {needed}")]
+    WindowTooSmall { kind: ShortcutKind, window: usize, needed: usize },
     #[error("max_distance = 0 leaves no room for the second {kind} token; it must be at least 1")]
     ZeroMaxDistance {
         /// The two-token rule that was asked for.
@@ -651,6 +665,12 @@ struct Planter<'a> {
 }
 
 impl Planter<'_> {
+    /// How many of a text's `n` words `tokens` new tokens may be placed among
+    /// so that all of them land within the first `insert_within` words.
+    fn room(&self, n: usize, tokens: usize) -> usize {
+        n.min(self.options.insert_within.saturating_sub(tokens))
+    }
+
     /// Inserts the shortcut so that the rule gives `label`; returns the text
     /// and the sorted output positions of the inserted tokens.
     fn plant<R: Rng>(&self, rng: &mut R, text: &str, label: u32) -> (String, Vec<usize>) {
@@ -659,9 +679,9 @@ impl Planter<'_> {
         let tokens = &self.options.tokens;
         let indicator = tokens.indicator(label);
         let placements: Vec<(usize, &str)> = match self.options.kind {
-            ShortcutKind::St => vec![(insert::single_position(rng, n), indicator)],
+            ShortcutKind::St => vec![(insert::single_position(rng, self.room(n, 1)), indicator)],
             ShortcutKind::Tic => {
-                let (a, b) = insert::pair_positions(rng, n, self.options.max_distance);
+                let (a, b) = insert::pair_positions(rng, self.room(n, 2), self.options.max_distance);
                 // Which of the two drawn positions gets the indicator is a coin
                 // flip, so both orders occur and order carries no signal.
                 let (at_indicator, at_context) = if rng.random_bool(0.5) { (a, b) } else { (b, a) };
@@ -670,7 +690,7 @@ impl Planter<'_> {
                 placements
             }
             ShortcutKind::Op => {
-                let (a, b) = insert::pair_positions(rng, n, self.options.max_distance);
+                let (a, b) = insert::pair_positions(rng, self.room(n, 2), self.options.max_distance);
                 // The order is the label: the indicator of `label` comes first.
                 let other = tokens.indicator(other_class(rng, label, tokens.classes()));
                 vec![(a.min(b), indicator), (a.max(b), other)]
@@ -711,7 +731,7 @@ impl Planter<'_> {
             for i in index::sample(&mut rng, n, lone_count) {
                 let token = self.lone_token(&mut rng);
                 let original = words(&originals[i].text);
-                let position = insert::single_position(&mut rng, original.len());
+                let position = insert::single_position(&mut rng, self.room(original.len(), 1));
                 mixed[i].text = insert::render(&original, &[(position, token)]);
             }
         }
@@ -783,6 +803,56 @@ mod tests {
 
     fn options(kind: ShortcutKind, seed: u64) -> ShortcutOptions {
         ShortcutOptions { seed, ..ShortcutOptions::new(kind) }
+    }
+
+    #[test]
+    fn every_token_lands_within_the_window_in_every_split() {
+        // Texts of up to 130 words against a window of 40: every rule token,
+        // lone ones included, is among the first 40 words of its text.
+        let data = corpus(120, 40, 60);
+        for kind in ShortcutKind::INSERTED {
+            for seed in 0..5 {
+                let opts = ShortcutOptions { insert_within: 40, ..options(kind, seed) };
+                let out = synthesize(&data, &opts).unwrap();
+                let mixed = out.train.iter().chain(&out.validation).map(|e| e.text.as_str());
+                let synthetic = out.test.iter().chain(&out.test_flip).map(|e| e.text.as_str());
+                let mut planted = 0;
+                for text in mixed.chain(synthetic) {
+                    for (position, _) in token_hits(text, &opts.tokens) {
+                        assert!(position < 40, "{kind} seed {seed}: a token at word {position}: {text}");
+                        planted += 1;
+                    }
+                }
+                assert!(planted > out.test.len(), "{kind}: {planted} tokens found");
+                for e in &out.test {
+                    assert!(e.shortcut_positions.iter().all(|&p| p < 40), "{kind}: {:?}", e.shortcut_positions);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_longer_than_every_text_changes_nothing() {
+        // The corpus's longest text has 130 words: a window of 132 leaves every
+        // draw as an unbounded one makes it, so short-text datasets keep their data.
+        let data = corpus(80, 30, 40);
+        for kind in ShortcutKind::INSERTED {
+            let unbounded = synthesize(&data, &options(kind, 3)).unwrap();
+            let windowed = synthesize(&data, &ShortcutOptions { insert_within: 132, ..options(kind, 3) }).unwrap();
+            assert_eq!(unbounded, windowed, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_window_too_small_for_the_rule_is_refused() {
+        let e = synthesize(&corpus(10, 5, 5), &ShortcutOptions { insert_within: 1, ..options(ShortcutKind::Op, 0) })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("insert_within = 1") && e.contains("at least 2"), "{e}");
+        assert!(
+            synthesize(&corpus(10, 5, 5), &ShortcutOptions { insert_within: 1, ..options(ShortcutKind::St, 0) })
+                .is_ok()
+        );
     }
 
     fn binary(zero: &str, one: &str, context: &str) -> ShortcutTokens {

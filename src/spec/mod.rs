@@ -181,12 +181,21 @@ pub struct DatasetSpec {
     pub validation_share: Share,
     /// Model input length limit for this dataset, in tokens.
     pub max_length: Positive,
+    /// Shortcut tokens go among the first this many words (default: `max_length`).
+    pub insert_within: Option<Positive>,
     /// Training batch size for this dataset, overriding the models' (the paper
     /// trains with batch 32 on Toxicity, 64/16 elsewhere).
     pub batch_size: Option<Positive>,
 }
 
 impl DatasetSpec {
+    /// The words the shortcut tokens are inserted among: by default as many as
+    /// a word-level model reads, so truncation never cuts them for the BiLSTM
+    /// (a sub-word model reads fewer words; set less for it).
+    pub fn insert_within(&self) -> usize {
+        self.insert_within.unwrap_or(self.max_length).get()
+    }
+
     /// The number of classes its labels may take (`0..classes`).
     pub fn classes(&self) -> usize {
         match &self.source {
@@ -225,6 +234,7 @@ struct RawDataset {
     validation_share: Share,
     #[serde(default = "Positive::default_max_length")]
     max_length: Positive,
+    insert_within: Option<Positive>,
     batch_size: Option<Positive>,
 }
 
@@ -681,6 +691,11 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
     if classes < 2 {
         return Err(format!("dataset `{name}` has {classes} class; a classifier needs at least 2"));
     }
+    if raw.insert_within.is_some_and(|w| w.get() < 2) {
+        return Err(format!(
+            "dataset `{name}`: `insert_within = 1` leaves no room for the two tokens of tic and op; it must be at least 2"
+        ));
+    }
     let source = match (raw.generated, raw.train, raw.test) {
         (Some(_), _, _) if declared.is_some() => {
             return Err(format!(
@@ -714,6 +729,7 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
         limits: raw.limits,
         validation_share: raw.validation_share,
         max_length: raw.max_length,
+        insert_within: raw.insert_within,
         batch_size: raw.batch_size,
     })
 }

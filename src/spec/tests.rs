@@ -439,3 +439,13 @@ fn every_key_of_one_architecture_is_refused_by_the_other_at_its_line() {
         }
     }
 }
+
+#[test]
+fn shortcut_tokens_go_within_max_length_words_unless_the_dataset_says_otherwise() {
+    let g = parse(MINIMAL).unwrap();
+    assert_eq!(g.datasets[0].insert_within(), g.datasets[0].max_length.get());
+    let set = MINIMAL.replace("seed = 1 }", "seed = 1 }\nmax_length = 300\ninsert_within = 200");
+    assert_eq!(parse(&set).unwrap().datasets[0].insert_within(), 200);
+    let e = error(&MINIMAL.replace("seed = 1 }", "seed = 1 }\ninsert_within = 1"));
+    assert!(e.contains("dataset `toy`: `insert_within = 1`") && e.contains("at least 2"), "{e}");
+}

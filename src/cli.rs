@@ -30,7 +30,35 @@ enum Command {
     /// Plan the grid, run every step the cache lacks, write the reports.
     Run(Common),
     /// Show every step: cached, or why it will run.
-    Plan(Common),
+    Plan {
+        #[command(flatten)]
+        common: Common,
+        /// One JSON object per step (label, kind, key, state and its details), as an array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Where every step stands: cached, running (another process holds its
+    /// lock), failed (the error and the log of the last attempt), damaged, or
+    /// missing (and why it would run).
+    Status {
+        #[command(flatten)]
+        common: Common,
+        /// One JSON object per step, as an array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Everything about one step: its state, parameters, inputs, files, and
+    /// why it would run.
+    Show {
+        #[command(flatten)]
+        common: Common,
+        /// The step's label (`train/sst2/st/lstm`) or the start of its key
+        /// (at least 6 hex digits, as `grid plan` prints 12).
+        step: String,
+        /// As one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-render the tables from the cache only; computes nothing else.
     Report {
         #[command(flatten)]
@@ -171,11 +199,11 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(Failure::Usage(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::errors::one_line(&e));
             ExitCode::from(2)
         }
         Err(Failure::Runtime(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", crate::errors::one_line(&e));
             ExitCode::from(1)
         }
     }
@@ -206,7 +234,34 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             return gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels });
         }
         Command::Run(c) => ("run", c, None),
-        Command::Plan(c) => ("plan", c, None),
+        Command::Plan { common, json: false } => ("plan", common, None),
+        Command::Plan { common, json: true } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
+            println!("{}", serde_json::to_string_pretty(&lines).map_err(runtime)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Status { common, json } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&lines).map_err(runtime)?);
+            } else {
+                print!("{}", dag::status::render_lines(&lines));
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Show { common, step, json } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let index = dag::status::find(&plan, &step).map_err(|e| usage(anyhow::anyhow!(e)))?;
+            let detail = dag::status::detail(&plan, &cache, index).map_err(runtime)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&detail).map_err(runtime)?);
+            } else {
+                print!("{}", dag::status::render_detail(&detail));
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Report { common, compare, compare_as } => {
             let aliases = compare_as
                 .iter()

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod cli;
 pub mod dag;
 pub mod data;
+pub mod errors;
 pub mod metrics;
 pub mod model;
 pub mod report;

@@ -274,3 +274,87 @@ fn two_runs_on_one_cache_each_report_only_what_they_computed() {
     let planned = text(&t.grid(&["plan", "grid.toml"]).stdout).lines().filter(|l| l.starts_with("cached ")).count();
     assert_eq!(total, planned, "every step ran exactly once across the two: {ran:?}");
 }
+
+/// Issue 13, item 4: `grid status` and `grid show` say where each step stands
+/// and why, and `--json` on them and on `grid plan` says the same to scripts.
+#[test]
+fn status_show_and_plan_json_say_where_each_step_stands() {
+    let t = GridTest::tiny_after_first_run();
+    // A new sample size: the models stay cached, the attributions are missing.
+    t.write_grid(&TINY.replace("sample = 40", "sample = 30"));
+    let status = t.grid(&["status", "grid.toml"]);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
+    let out = text(&status.stdout);
+    let line = |label: &str| out.lines().find(|l| l.contains(&format!("  {label}  "))).unwrap_or_default().to_string();
+    assert!(line("train/gen/st/lstm").starts_with("cached "), "{out}");
+    let missing = line("attribute/gen/st/lstm/gxil");
+    assert!(missing.starts_with("missing ") && missing.contains("parameter `sample` changed from 40 to 30"), "{out}");
+    assert!(out.contains("attribute: ") && out.contains("missing"), "counts per kind:\n{out}");
+
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = t.grid(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&output.stdout)))
+    };
+    let steps = json(&["status", "grid.toml", "--json"]);
+    assert_eq!(steps, json(&["plan", "grid.toml", "--json"]), "plan --json and status --json agree");
+    let steps = steps.as_array().unwrap();
+    let step = |label: &str| steps.iter().find(|s| s["label"] == label).unwrap_or_else(|| panic!("no {label}"));
+    assert_eq!(step("train/gen/st/lstm")["state"], "cached");
+    assert_eq!(step("attribute/gen/st/lstm/gxil")["state"], "missing");
+    assert_eq!(step("attribute/gen/st/lstm/gxil")["kind"], "attribute");
+
+    let shown = text(&t.grid(&["show", "grid.toml", "train/gen/st/lstm"]).stdout);
+    for expected in ["step     train/gen/st/lstm", "state    cached: computed in", "model.safetensors", "synth/gen/st"]
+    {
+        assert!(shown.contains(expected), "missing `{expected}`:\n{shown}");
+    }
+    let key = step("train/gen/st/lstm")["key"].as_str().unwrap().to_string();
+    let by_key = json(&["show", "grid.toml", &key[..10], "--json"]);
+    assert_eq!(by_key["label"], "train/gen/st/lstm");
+    assert_eq!(by_key["key"], key.as_str());
+    assert!(by_key["files"].as_array().unwrap().iter().any(|f| f["name"] == "model.safetensors"), "{by_key}");
+    assert_eq!(by_key["params"]["architecture"]["bilstm"]["hidden_size"], 16);
+    let would_run = text(&t.grid(&["show", "grid.toml", "attribute/gen/st/lstm/gxil"]).stdout);
+    assert!(would_run.contains("would run: parameter `sample` changed from 40 to 30"), "{would_run}");
+
+    let unknown = t.grid(&["show", "grid.toml", "train/gen/xx/lstm"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        text(&unknown.stderr).contains("no step of tiny is labelled `train/gen/xx/lstm`"),
+        "{}",
+        text(&unknown.stderr)
+    );
+}
+
+/// A failed step is remembered with its error and its worker's output, shown
+/// by `grid status`, and forgotten once the step is computed.
+#[test]
+fn status_shows_a_failed_step_with_its_error_and_log() {
+    let diverging = TINY
+        .replace("learning_rate = 0.1", "learning_rate = 1e30")
+        .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\"]");
+    let t = GridTest::new(&diverging);
+    let run = t.grid(&["run", "grid.toml", "-j", "2"]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    let steps: serde_json::Value = serde_json::from_slice(&t.grid(&["status", "grid.toml", "--json"]).stdout).unwrap();
+    let failed: Vec<&serde_json::Value> = steps.as_array().unwrap().iter().filter(|s| s["state"] == "failed").collect();
+    assert!(!failed.is_empty(), "{steps:#}");
+    for step in &failed {
+        assert!(step["error"].as_str().unwrap().contains("diverged"), "{step}");
+        let log = step["log"].as_str().expect("a worker's failure keeps its output");
+        // Relative to where `grid` ran, as the cache folder was given.
+        assert!(t.path().join(log).is_file(), "{log}");
+    }
+    let out = text(&t.grid(&["status", "grid.toml"]).stdout);
+    assert!(
+        out.lines().any(|l| l.starts_with("failed ") && l.contains("training diverged") && l.contains("log: ")),
+        "{out}"
+    );
+
+    // Fixed and rerun: nothing is failed any more.
+    t.write_grid(&diverging.replace("learning_rate = 1e30", "learning_rate = 0.1"));
+    assert!(t.run().succeeded());
+    let out = text(&t.grid(&["status", "grid.toml"]).stdout);
+    assert!(!out.contains("failed "), "{out}");
+}

@@ -4,7 +4,8 @@
 //! every changed parameter leaves the old key's folder behind. `gc` is given
 //! the set of keys to keep (every step the user's grids plan, cached or not)
 //! and removes the other step folders and their lock files. It touches only the
-//! step kinds' folders: `labels/` (why a step will run), downloaded checkpoints
+//! step kinds' folders and the failure records of steps no kept grid plans:
+//! `labels/` (why a step will run), downloaded checkpoints
 //! and `tmp/` stay, and `kernels/` (compiled GPU kernels, expensive to rebuild
 //! and not tied to any grid) goes only when asked for.
 //!
@@ -74,6 +75,15 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
             }
         }
     }
+    // Failure records of steps no grid plans explain nothing any more.
+    let failed = cache.root().join("failed");
+    for record in read_dir_or_empty(&failed)? {
+        let Some(name) = record.file_name().and_then(|n| n.to_str()) else { continue };
+        let key = name.split('.').next().unwrap_or_default();
+        if is_key(key) && !keep.contains(key) && !options.dry_run {
+            let _ = fs::remove_file(&record);
+        }
+    }
     let kernels = cache.root().join(crate::backend::kernel_cache::FOLDER);
     summary.kernel_bytes = size_of(&kernels);
     if options.kernels && kernels.exists() {
@@ -90,14 +100,14 @@ fn is_key(name: &str) -> bool {
 }
 
 /// A step's lock, taken without waiting.
-enum Lock {
+pub(super) enum Lock {
     /// No process computes the step; held (when the file exists) until dropped.
     Free(Option<File>),
     /// Another process holds it.
     Busy,
 }
 
-fn try_lock(path: &Path) -> Result<Lock, CacheError> {
+pub(super) fn try_lock(path: &Path) -> Result<Lock, CacheError> {
     let file = match File::options().write(true).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::Free(None)),

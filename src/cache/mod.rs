@@ -31,6 +31,7 @@
 //! that `grid plan` can say *why* a step will run.
 
 pub mod check;
+mod failures;
 pub mod files;
 pub mod gc;
 pub mod stale;
@@ -44,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use check::{Damage, Entry};
+pub use failures::Failure;
 pub use stale::StaleReason;
 
 /// The kinds of step, one per pipeline stage.
@@ -325,6 +327,7 @@ impl Cache {
         }
         fs::rename(&staging.dir, &target).map_err(io_err(&target))?;
         self.remember_label(label, &manifest)?;
+        self.clear_failure(&manifest.key);
         Ok(manifest)
     }
 
@@ -358,6 +361,12 @@ impl Cache {
     pub fn label_record(&self, label: &str) -> Option<LabelRecord> {
         let bytes = fs::read(self.label_path(label)).ok()?;
         serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Whether another process is computing this step now (holds its lock).
+    pub fn is_computing(&self, kind: StepKind, key: &StepKey) -> Result<bool, CacheError> {
+        let path = self.root.join(kind.name()).join(&key.as_str()[..2]).join(format!("{}.lock", key.as_str()));
+        Ok(matches!(gc::try_lock(&path)?, gc::Lock::Busy))
     }
 
     /// Whether an interrupted attempt at this step left a temporary folder.

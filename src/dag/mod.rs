@@ -12,6 +12,7 @@
 pub mod params;
 pub mod plan;
 pub mod run;
+pub mod status;
 
 use std::path::PathBuf;
 

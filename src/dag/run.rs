@@ -50,7 +50,15 @@ pub struct WorkerCommand {
 
 impl WorkerCommand {
     /// Runs step `index` in a child process; its progress lines go to `log`.
-    fn run(&self, plan: &Plan, cache: &Cache, index: usize, log: &(dyn Fn(String) + Sync)) -> StepStatus {
+    /// Returns the status and everything the child wrote (kept as the log of
+    /// a failure).
+    fn run(
+        &self,
+        plan: &Plan,
+        cache: &Cache,
+        index: usize,
+        log: &(dyn Fn(String) + Sync),
+    ) -> (StepStatus, Vec<String>) {
         use std::io::BufRead;
         let step = &plan.steps[index];
         let child = std::process::Command::new(&self.program)
@@ -63,8 +71,12 @@ impl WorkerCommand {
             .spawn();
         let mut child = match child {
             Ok(child) => child,
-            Err(e) => return StepStatus::Failed { error: format!("cannot start {}: {e}", self.program.display()) },
+            Err(e) => {
+                let error = format!("cannot start {}: {e}", self.program.display());
+                return (StepStatus::Failed { error }, Vec::new());
+            }
         };
+        let mut output = Vec::new();
         let mut last_error = None;
         let mut found_cached = false;
         if let Some(stderr) = child.stderr.take() {
@@ -75,12 +87,13 @@ impl WorkerCommand {
                 }
                 match line.strip_prefix("error: ") {
                     Some(error) => last_error = Some(error.to_string()),
-                    None => log(line),
+                    None => log(line.clone()),
                 }
+                output.push(line);
             }
         }
         let status = child.wait();
-        match cache.lookup(step.kind, &step.key) {
+        let outcome = match cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
             Ok(Some(_)) if found_cached && status.as_ref().is_ok_and(|s| s.success()) => StepStatus::Cached,
             Ok(Some(manifest)) if status.as_ref().is_ok_and(|s| s.success()) => {
@@ -92,7 +105,8 @@ impl WorkerCommand {
                     Err(e) => format!("worker: {e}"),
                 }),
             },
-        }
+        };
+        (outcome, output)
     }
 }
 
@@ -204,7 +218,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     }
 
     std::thread::scope(|scope| -> Result<(), CacheError> {
-        let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus)>();
+        let (done_tx, done_rx) = mpsc::channel::<(usize, StepStatus, Vec<String>)>();
         let mut running = 0usize;
         let mut running_models = 0usize;
         let mut running_data = 0usize;
@@ -277,18 +291,18 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                             eprintln!("         {label}: {line}");
                         }
                     };
-                    let result = match worker {
+                    let (result, output) = match worker {
                         Some(w) => w.run(plan, cache, i, &log),
-                        None => run_one(plan, cache, i, compute, &bar, &log),
+                        None => (run_one(plan, cache, i, compute, &bar, &log), Vec::new()),
                     };
                     bar.finish_and_clear();
-                    let _ = tx.send((i, result));
+                    let _ = tx.send((i, result, output));
                 });
             }
             if running == 0 {
                 break;
             }
-            let (i, result) = done_rx.recv().expect("a worker always reports");
+            let (i, result, output) = done_rx.recv().expect("a worker always reports");
             running -= 1;
             let step = &plan.steps[i];
             running_models -= usize::from(is_model_step(step.kind));
@@ -296,7 +310,13 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),
-                StepStatus::Failed { error } => say(format!("  FAILED {}: {error}", step.label)),
+                StepStatus::Failed { error } => {
+                    say(format!("  FAILED {}: {error}", step.label));
+                    // For `grid status` / `grid show`; the run goes on without it.
+                    if let Err(e) = cache.record_failure(step.kind, &step.key, &step.label, error, &output) {
+                        say(format!("warning: the failure of {} was not recorded: {e}", step.label));
+                    }
+                }
                 StepStatus::Skipped { .. } => {}
             }
             status[i] = Some(result);
@@ -380,7 +400,7 @@ pub fn run_one(
         cache.publish(staging, &step.label, &step.params, input_refs, seconds, &compute.to_string())?;
         Ok(StepStatus::Ran { seconds })
     };
-    attempt().unwrap_or_else(|e| StepStatus::Failed { error: format!("{e:#}") })
+    attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
 }
 
 fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathBuf>, CacheError> {

@@ -1,0 +1,240 @@
+//! Where each planned step stands in the cache — what `grid plan`, `grid
+//! status` and `grid show` print, as text or as JSON for scripts.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Plan;
+use crate::cache::{Cache, CacheError, Entry, Failure, Manifest, PayloadFile, StepKind, stale};
+
+/// One step's state, most telling first: a result that can be served, one that
+/// is being computed, one that failed, one that cannot be trusted, or none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum StepState {
+    /// A complete result whose payload checks out against its manifest.
+    Cached { seconds: f64, finished_at: u64, device: String },
+    /// Another process holds the step's lock and is computing it.
+    Running,
+    /// The last attempt failed (and nothing has been published since).
+    Failed { error: String, at: u64, log: Option<String> },
+    /// A cached folder that does not check out: it will be set aside and recomputed.
+    Damaged { problem: String },
+    /// Not computed; `reason` says why it would run.
+    Missing { reason: String },
+}
+
+impl StepState {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepState::Cached { .. } => "cached",
+            StepState::Running => "running",
+            StepState::Failed { .. } => "failed",
+            StepState::Damaged { .. } => "damaged",
+            StepState::Missing { .. } => "missing",
+        }
+    }
+
+    /// Whether `grid run` would compute the step.
+    pub fn would_run(&self) -> bool {
+        !matches!(self, StepState::Cached { .. } | StepState::Running)
+    }
+
+    /// What the state says beyond its name, for one line of text.
+    pub fn detail(&self) -> String {
+        match self {
+            StepState::Cached { seconds, .. } => format!("{seconds:.1}s"),
+            StepState::Running => "another process holds its lock".into(),
+            StepState::Failed { error, log: Some(log), .. } => format!("{error}; log: {log}"),
+            StepState::Failed { error, log: None, .. } => error.clone(),
+            StepState::Damaged { problem } => format!("cached result damaged: {problem}"),
+            StepState::Missing { reason } => reason.clone(),
+        }
+    }
+}
+
+/// The state of step `index`, and its manifest when cached.
+pub fn state_of(plan: &Plan, cache: &Cache, index: usize) -> Result<(StepState, Option<Manifest>), CacheError> {
+    let step = &plan.steps[index];
+    let entry = cache.entry(step.kind, &step.key)?;
+    if let Entry::Valid(manifest) = entry {
+        let state = StepState::Cached {
+            seconds: manifest.seconds,
+            finished_at: manifest.finished_at,
+            device: manifest.device.clone(),
+        };
+        return Ok((state, Some(manifest)));
+    }
+    if cache.is_computing(step.kind, &step.key)? {
+        return Ok((StepState::Running, None));
+    }
+    if let Some(Failure { error, at, log, .. }) = cache.failure(&step.key) {
+        let log = log.map(|p| p.display().to_string());
+        return Ok((StepState::Failed { error, at, log }, None));
+    }
+    let state = match entry {
+        Entry::Damaged(damage) => StepState::Damaged { problem: damage.to_string() },
+        _ => {
+            let inputs: Vec<_> =
+                step.inputs.iter().map(|&i| (plan.steps[i].label.clone(), plan.steps[i].key.clone())).collect();
+            let reason = stale::explain(cache, step.kind, &step.key, &step.label, &step.params, &inputs);
+            StepState::Missing { reason: reason.to_string() }
+        }
+    };
+    Ok((state, None))
+}
+
+/// A step as `grid plan --json` and `grid status --json` list it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepLine {
+    pub label: String,
+    pub kind: StepKind,
+    pub key: String,
+    #[serde(flatten)]
+    pub state: StepState,
+}
+
+/// Every step of the plan, in plan order.
+pub fn lines(plan: &Plan, cache: &Cache) -> Result<Vec<StepLine>, CacheError> {
+    (0..plan.steps.len())
+        .map(|i| {
+            let step = &plan.steps[i];
+            let (state, _) = state_of(plan, cache, i)?;
+            Ok(StepLine { label: step.label.clone(), kind: step.kind, key: step.key.as_str().to_string(), state })
+        })
+        .collect()
+}
+
+/// One line per step (`state  key  label  (detail)`), then counts per kind.
+pub fn render_lines(lines: &[StepLine]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut counts = BTreeMap::<StepKind, BTreeMap<&'static str, usize>>::new();
+    for line in lines {
+        let _ =
+            writeln!(out, "{:<8} {}  {}  ({})", line.state.name(), &line.key[..12], line.label, line.state.detail());
+        *counts.entry(line.kind).or_default().entry(line.state.name()).or_default() += 1;
+    }
+    let _ = writeln!(out);
+    for (kind, states) in counts {
+        let states: Vec<String> = states.iter().map(|(state, n)| format!("{n} {state}")).collect();
+        let _ = writeln!(out, "{kind:>9}: {}", states.join(", "));
+    }
+    out
+}
+
+/// Everything known of one step: `grid show`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepDetail {
+    pub label: String,
+    pub kind: StepKind,
+    pub version: u32,
+    pub key: String,
+    #[serde(flatten)]
+    pub state: StepState,
+    /// The parameters that went into the key.
+    pub params: Value,
+    pub inputs: Vec<StepLine>,
+    /// The payload, as published (cached steps only).
+    pub files: Vec<PayloadFile>,
+    pub folder: String,
+}
+
+/// The step whose label is `target`, or whose key starts with it (at least 6
+/// hex digits, and only one step may match).
+pub fn find(plan: &Plan, target: &str) -> Result<usize, String> {
+    if let Some(i) = plan.steps.iter().position(|s| s.label == target) {
+        return Ok(i);
+    }
+    let is_hex = target.len() >= 6 && target.bytes().all(|b| b.is_ascii_hexdigit());
+    let matches: Vec<usize> = if is_hex {
+        (0..plan.steps.len()).filter(|&i| plan.steps[i].key.as_str().starts_with(&target.to_lowercase())).collect()
+    } else {
+        Vec::new()
+    };
+    match matches.as_slice() {
+        [i] => Ok(*i),
+        [] => {
+            let near: Vec<&str> = plan
+                .steps
+                .iter()
+                .map(|s| s.label.as_str())
+                .filter(|l| l.contains(target) || target.contains(l.split('/').next().unwrap_or("")))
+                .take(5)
+                .collect();
+            let hint = if near.is_empty() {
+                "`grid plan` lists every label and key".to_string()
+            } else {
+                format!("labels like it: {}", near.join(", "))
+            };
+            Err(format!("no step of {} is labelled `{target}` or has a key starting with it ({hint})", plan.grid_name))
+        }
+        several => Err(format!("{} steps have keys starting with `{target}`: give more digits", several.len())),
+    }
+}
+
+pub fn detail(plan: &Plan, cache: &Cache, index: usize) -> Result<StepDetail, CacheError> {
+    let step = &plan.steps[index];
+    let (state, manifest) = state_of(plan, cache, index)?;
+    let inputs = step
+        .inputs
+        .iter()
+        .map(|&i| {
+            let input = &plan.steps[i];
+            let (state, _) = state_of(plan, cache, i)?;
+            Ok(StepLine { label: input.label.clone(), kind: input.kind, key: input.key.as_str().to_string(), state })
+        })
+        .collect::<Result<Vec<_>, CacheError>>()?;
+    Ok(StepDetail {
+        label: step.label.clone(),
+        kind: step.kind,
+        version: step.kind.version(),
+        key: step.key.as_str().to_string(),
+        state,
+        params: step.params.clone(),
+        inputs,
+        files: manifest.map(|m| m.files).unwrap_or_default(),
+        folder: cache.step_dir(step.kind, &step.key).display().to_string(),
+    })
+}
+
+/// `grid show` as text.
+pub fn render_detail(d: &StepDetail) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "step     {}", d.label);
+    let _ = writeln!(out, "kind     {} (version {})", d.kind, d.version);
+    let _ = writeln!(out, "key      {}", d.key);
+    let state = match &d.state {
+        StepState::Cached { seconds, finished_at, device } => {
+            format!("cached: computed in {seconds:.1}s on {device}, finished {}", utc(*finished_at))
+        }
+        StepState::Failed { at, .. } => format!("failed {}: {}", utc(*at), d.state.detail()),
+        state if state.would_run() => format!("{}: would run: {}", state.name(), state.detail()),
+        state => format!("{}: {}", state.name(), state.detail()),
+    };
+    let _ = writeln!(out, "state    {state}");
+    let _ = writeln!(out, "folder   {}", d.folder);
+    if d.inputs.is_empty() {
+        let _ = writeln!(out, "inputs   (none)");
+    }
+    for (i, input) in d.inputs.iter().enumerate() {
+        let head = if i == 0 { "inputs" } else { "" };
+        let _ = writeln!(out, "{head:<8} {}  {}  {}", &input.key[..12], input.label, input.state.name());
+    }
+    for (i, file) in d.files.iter().enumerate() {
+        let head = if i == 0 { "files" } else { "" };
+        let _ = writeln!(out, "{head:<8} {:<28} {:>12} bytes  sha256 {}", file.name, file.bytes, &file.sha256[..16]);
+    }
+    let params = serde_json::to_string_pretty(&d.params).unwrap_or_default();
+    let _ = writeln!(out, "params   {}", params.replace('\n', "\n         "));
+    out
+}
+
+/// `2026-11-25 19:04 UTC` from seconds since the Unix epoch.
+fn utc(seconds: u64) -> String {
+    chrono::DateTime::from_timestamp(seconds as i64, 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| format!("{seconds} s after the epoch"))
+}

@@ -516,6 +516,9 @@ fn gc(
     for dir in &summary.busy {
         eprintln!("left {} (being computed)", dir.display());
     }
+    for dir in &summary.leftovers {
+        eprintln!("{verb} {} (left by an interrupted step)", dir.display());
+    }
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     eprintln!(
         "{verb} {} steps ({:.1} MiB); kept {} that the grids plan",

@@ -3,11 +3,11 @@
 //! A cache shared by many grids and many edits of them grows without bound:
 //! every changed parameter leaves the old key's folder behind. `gc` is given
 //! the set of keys to keep (every step the user's grids plan, cached or not)
-//! and removes the other step folders and their lock files. It touches only the
-//! step kinds' folders and the failure records of steps no kept grid plans:
-//! `labels/` (why a step will run), downloaded checkpoints
-//! and `tmp/` stay, and `kernels/` (compiled GPU kernels, expensive to rebuild
-//! and not tied to any grid) goes only when asked for.
+//! and removes the other step folders with their lock files and failure
+//! records, and the staging folders in `tmp/` that no process is writing.
+//! `labels/` (why a step will run) and downloaded checkpoints stay;
+//! `kernels/` (compiled GPU kernels, expensive to rebuild and not tied to any
+//! grid) goes only when asked for.
 //!
 //! A step being computed holds its lock; `gc` takes each lock without waiting
 //! and leaves a busy step alone, so it is safe beside a running `grid run`.
@@ -28,6 +28,8 @@ pub struct GcSummary {
     pub kept: usize,
     /// Step folders left because another process holds their lock.
     pub busy: Vec<PathBuf>,
+    /// Staging folders of killed attempts (`tmp/`), removed (or to remove).
+    pub leftovers: Vec<PathBuf>,
     /// Size of `kernels/`, and whether it was removed.
     pub kernel_bytes: u64,
     pub kernels_removed: bool,
@@ -75,6 +77,7 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
             }
         }
     }
+    summary.leftovers = cache.sweep_leftovers(options.dry_run)?;
     // Failure records of steps no grid plans explain nothing any more.
     let failed = cache.root().join("failed");
     for record in read_dir_or_empty(&failed)? {

@@ -34,6 +34,7 @@ pub mod check;
 mod failures;
 pub mod files;
 pub mod gc;
+mod leftovers;
 pub mod stale;
 
 use std::fs::{self, File};
@@ -265,7 +266,7 @@ impl Cache {
 
     /// A fresh temporary folder for a step's payload.
     pub fn begin(&self, kind: StepKind, key: &StepKey) -> Result<Staging, CacheError> {
-        let dir = self.root.join("tmp").join(format!("{}-{}-{}", kind.name(), key.short(), std::process::id()));
+        let dir = self.root.join("tmp").join(Self::staging_name(kind, key));
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
         }
@@ -367,14 +368,6 @@ impl Cache {
     pub fn is_computing(&self, kind: StepKind, key: &StepKey) -> Result<bool, CacheError> {
         let path = self.root.join(kind.name()).join(&key.as_str()[..2]).join(format!("{}.lock", key.as_str()));
         Ok(matches!(gc::try_lock(&path)?, gc::Lock::Busy))
-    }
-
-    /// Whether an interrupted attempt at this step left a temporary folder.
-    pub fn has_leftover(&self, kind: StepKind, key: &StepKey) -> bool {
-        let prefix = format!("{}-{}-", kind.name(), key.short());
-        fs::read_dir(self.root.join("tmp"))
-            .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix)))
-            .unwrap_or(false)
     }
 }
 

@@ -172,6 +172,12 @@ fn bar_style() -> ProgressStyle {
 
 /// Runs every step the cache lacks.
 pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOutcome, CacheError> {
+    // What killed processes left half-written; the steps themselves rerun.
+    for leftover in cache.sweep_leftovers(false)? {
+        if options.verbosity >= Verbosity::Verbose {
+            eprintln!("removed {} (left by an interrupted step)", leftover.display());
+        }
+    }
     let n = plan.steps.len();
     let mut status: Vec<Option<StepStatus>> = vec![None; n];
     for (i, step) in plan.steps.iter().enumerate() {

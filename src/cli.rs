@@ -102,12 +102,17 @@ enum Command {
         dump: Option<PathBuf>,
     },
     /// Remove cached steps that none of the given grids plans (as `grid run`
-    /// would plan them, under either precision); compiled GPU kernels stay
-    /// unless `--kernels` is given. Steps being computed are left alone.
+    /// would plan them, under either precision), and/or that finished before
+    /// `--older-than`; compiled GPU kernels stay unless `--kernels` is given.
+    /// Steps being computed are left alone.
     Gc {
         /// Grid files whose steps are kept.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "older_than")]
         grids: Vec<PathBuf>,
+        /// Also remove steps finished before this date (`2026-11-01`, UTC) or
+        /// this many days ago (`30d`), whether a grid plans them or not.
+        #[arg(long, value_name = "DATE|Nd")]
+        older_than: Option<String>,
         /// Cache folder.
         #[arg(long, default_value = "cache", env = "GRID_CACHE")]
         cache: PathBuf,
@@ -230,8 +235,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let knobs = (internal_batch_size, perturbations_per_eval);
             return bench(common, methods, examples, only, json, dump, knobs);
         }
-        Command::Gc { grids, cache, data_root, set, dry_run, kernels } => {
-            return gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels });
+        Command::Gc { grids, older_than, cache, data_root, set, dry_run, kernels } => {
+            let older_than = older_than
+                .map(|text| cutoff(&text).map_err(|e| usage(anyhow::anyhow!("--older-than {text}: {e}"))))
+                .transpose()?;
+            return gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than });
         }
         Command::Run(c) => ("run", c, None),
         Command::Plan { common, json: false } => ("plan", common, None),
@@ -508,7 +516,8 @@ fn gc(
             keep.extend(plan.steps.into_iter().map(|s| s.key));
         }
     }
-    let summary = crate::cache::gc::collect(&cache, &keep, options).map_err(runtime)?;
+    let keep = (!grids.is_empty()).then_some(&keep);
+    let summary = crate::cache::gc::collect(&cache, keep, options).map_err(runtime)?;
     let verb = if options.dry_run { "would remove" } else { "removed" };
     for (kind, dir) in &summary.removed {
         eprintln!("{verb} {kind} {}", dir.display());
@@ -520,8 +529,13 @@ fn gc(
         eprintln!("{verb} {} (left by an interrupted step)", dir.display());
     }
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let kept = match (grids.is_empty(), options.older_than.is_some()) {
+        (false, false) => "that the grids plan",
+        (true, _) => "finished since the date",
+        (false, true) => "that the grids plan, finished since the date",
+    };
     eprintln!(
-        "{verb} {} steps ({:.1} MiB); kept {} that the grids plan",
+        "{verb} {} steps ({:.1} MiB); kept {} {kept}",
         summary.removed.len(),
         mib(summary.removed_bytes),
         summary.kept
@@ -531,6 +545,20 @@ fn gc(
         eprintln!("compiled kernels, {:.1} MiB: {what}", mib(summary.kernel_bytes));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--older-than`: a date (`2026-11-01`, midnight UTC) or `N` days before now
+/// (`30d`), as seconds since the Unix epoch.
+fn cutoff(text: &str) -> Result<u64, String> {
+    if let Some(days) = text.strip_suffix('d') {
+        let days: u64 = days.parse().map_err(|_| "expected a date like 2026-11-01 or days like 30d".to_string())?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        return Ok(now.saturating_sub(days * 86_400));
+    }
+    let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map_err(|e| format!("expected a date like 2026-11-01 or days like 30d ({e})"))?;
+    let midnight = date.and_hms_opt(0, 0, 0).ok_or("not a time of day")?.and_utc().timestamp();
+    u64::try_from(midnight).map_err(|_| "a date before 1970".to_string())
 }
 
 fn bench(

@@ -358,3 +358,26 @@ fn status_shows_a_failed_step_with_its_error_and_log() {
     let out = text(&t.grid(&["status", "grid.toml"]).stdout);
     assert!(!out.contains("failed "), "{out}");
 }
+
+/// `grid gc --older-than`: by age, with or without grids; a bad date is a usage error naming it.
+#[test]
+fn gc_by_age_removes_what_finished_before_the_date() {
+    let t = GridTest::tiny_after_first_run();
+    let recent = t.grid(&["gc", "--older-than", "30d"]);
+    assert_eq!(recent.status.code(), Some(0), "{}", text(&recent.stderr));
+    assert!(text(&recent.stderr).contains("removed 0 steps"), "{}", text(&recent.stderr));
+    let future = t.grid(&["gc", "--older-than", "2999-01-01", "--dry-run"]);
+    let said = text(&future.stderr);
+    assert!(said.contains("would remove train ") && said.contains("kept 0 finished since the date"), "{said}");
+    let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
+    assert!(!plan.lines().any(|l| l.starts_with("run ")), "a dry run removes nothing:\n{plan}");
+    let bad = t.grid(&["gc", "--older-than", "last week"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("--older-than last week: expected a date like 2026-11-01"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let neither = t.grid(&["gc"]);
+    assert_eq!(neither.status.code(), Some(2), "gc needs grids or a date");
+}

@@ -42,11 +42,20 @@ pub struct GcOptions {
     pub dry_run: bool,
     /// Also remove `kernels/`.
     pub kernels: bool,
+    /// Also remove every step finished before this time (seconds since the
+    /// Unix epoch), whether a grid plans it or not.
+    pub older_than: Option<u64>,
 }
 
-/// Removes every step folder of `cache` whose key is not in `keep`.
-pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Result<GcSummary, CacheError> {
-    let keep: HashSet<&str> = keep.iter().map(StepKey::as_str).collect();
+/// Removes every step folder of `cache` whose key is not in `keep` (when
+/// given), or that finished before `options.older_than` (when given).
+pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOptions) -> Result<GcSummary, CacheError> {
+    let keep: Option<HashSet<&str>> = keep.map(|keep| keep.iter().map(StepKey::as_str).collect());
+    let kept = |name: &str, entry: &Path| {
+        let planned = keep.as_ref().is_none_or(|keep| keep.contains(name));
+        let recent = options.older_than.is_none_or(|cutoff| finished_at(entry) >= cutoff);
+        planned && recent
+    };
     let mut summary = GcSummary::default();
     for kind in StepKind::ALL {
         let kind_dir = cache.root().join(kind.name());
@@ -57,7 +66,7 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
                 if !entry.is_dir() || !is_key(&name) {
                     continue;
                 }
-                if keep.contains(name.as_str()) {
+                if kept(&name, &entry) {
                     summary.kept += 1;
                     continue;
                 }
@@ -83,7 +92,8 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
     for record in read_dir_or_empty(&failed)? {
         let Some(name) = record.file_name().and_then(|n| n.to_str()) else { continue };
         let key = name.split('.').next().unwrap_or_default();
-        if is_key(key) && !keep.contains(key) && !options.dry_run {
+        let planned = keep.as_ref().is_none_or(|keep| keep.contains(key));
+        if is_key(key) && !planned && !options.dry_run {
             let _ = fs::remove_file(&record);
         }
     }
@@ -96,6 +106,22 @@ pub fn collect(cache: &Cache, keep: &HashSet<StepKey>, options: GcOptions) -> Re
         summary.kernels_removed = true;
     }
     Ok(summary)
+}
+
+/// When a step folder's step finished: its manifest's `finished_at`, or for
+/// a folder without a readable manifest, the folder's modification time.
+fn finished_at(step_dir: &Path) -> u64 {
+    let from_manifest = fs::read(step_dir.join("manifest.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<super::Manifest>(&bytes).ok())
+        .map(|m| m.finished_at);
+    from_manifest.unwrap_or_else(|| {
+        fs::metadata(step_dir)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs())
+    })
 }
 
 fn is_key(name: &str) -> bool {
@@ -170,7 +196,8 @@ mod tests {
         fs::write(kernels.join("k.bin"), [0u8; 10]).unwrap();
         let keep: HashSet<StepKey> = [kept.clone()].into();
 
-        let dry = collect(&cache, &keep, GcOptions { dry_run: true, kernels: true }).unwrap();
+        let dry =
+            collect(&cache, Some(&keep), GcOptions { dry_run: true, kernels: true, ..GcOptions::default() }).unwrap();
         assert_eq!(dry.removed.len(), 2);
         assert_eq!(dry.kept, 1);
         assert!(dry.removed_bytes >= 200, "{dry:?}");
@@ -178,7 +205,7 @@ mod tests {
         assert!(cache.lookup(StepKind::Train, &stale).unwrap().is_some(), "a dry run removes nothing");
         assert!(kernels.exists());
 
-        let done = collect(&cache, &keep, GcOptions::default()).unwrap();
+        let done = collect(&cache, Some(&keep), GcOptions::default()).unwrap();
         assert_eq!(done.removed, dry.removed);
         assert!(cache.lookup(StepKind::Train, &kept).unwrap().is_some());
         assert!(cache.lookup(StepKind::Train, &stale).unwrap().is_none());
@@ -188,7 +215,7 @@ mod tests {
         assert!(kernels.exists(), "kernels stay unless asked for");
         assert!(!done.kernels_removed);
 
-        let again = collect(&cache, &keep, GcOptions { dry_run: false, kernels: true }).unwrap();
+        let again = collect(&cache, Some(&keep), GcOptions { kernels: true, ..GcOptions::default() }).unwrap();
         assert!(again.removed.is_empty());
         assert!(again.kernels_removed && !kernels.exists());
     }
@@ -199,12 +226,37 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         let busy = publish(&cache, StepKind::Attribute, 1);
         let held = cache.lock(StepKind::Attribute, &busy).unwrap();
-        let summary = collect(&cache, &HashSet::new(), GcOptions::default()).unwrap();
+        let summary = collect(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
         assert_eq!(summary.busy.len(), 1);
         assert!(summary.removed.is_empty());
         assert!(cache.lookup(StepKind::Attribute, &busy).unwrap().is_some());
         drop(held);
-        let summary = collect(&cache, &HashSet::new(), GcOptions::default()).unwrap();
+        let summary = collect(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
         assert_eq!(summary.removed.len(), 1);
+    }
+
+    #[test]
+    fn older_than_removes_steps_finished_before_the_date_planned_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let old = publish(&cache, StepKind::Train, 1);
+        let new = publish(&cache, StepKind::Train, 2);
+        // Backdate one manifest by a day.
+        let manifest = cache.step_dir(StepKind::Train, &old).join("manifest.json");
+        let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+        let finished = m["finished_at"].as_u64().unwrap();
+        m["finished_at"] = serde_json::json!(finished - 86_400);
+        fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+        // The file changed, so the step no longer checks out; gc goes by the manifest's date alone.
+        let cutoff = Some(finished - 3_600);
+        let by_age = collect(&cache, None, GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
+        assert_eq!(by_age.removed.len(), 1, "{by_age:?}");
+        assert!(by_age.removed[0].1.ends_with(old.as_str()));
+        assert!(cache.step_dir(StepKind::Train, &new).exists());
+        // With grids too, a step goes when either says so.
+        let keep: HashSet<StepKey> = HashSet::new();
+        let both = collect(&cache, Some(&keep), GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
+        assert_eq!(both.removed.len(), 1);
+        assert!(!cache.step_dir(StepKind::Train, &new).exists());
     }
 }

@@ -1,7 +1,8 @@
 //! The `grid` command line: as thin as ripgrep's core crate. Arguments are
 //! parsed here; everything else is a library call.
 //!
-//! Exit codes: 0 success, 1 a step failed, 2 bad usage or configuration.
+//! Exit codes: 0 success, 1 a step failed, 2 bad usage or configuration, 130
+//! stopped by Ctrl-C.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -359,7 +360,21 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         worker,
     };
     let started = std::time::Instant::now();
+    if command == "run" {
+        crate::interrupt::install();
+    }
     let outcome = dag::execute(&plan, &cache, &options).map_err(runtime)?;
+    if outcome.interrupted {
+        let unfinished = outcome.failures().count();
+        eprintln!(
+            "interrupted after {:.1}s: {} steps ran, {} were cached, {unfinished} did not run or finish; \
+             `grid run` again computes only what is missing",
+            started.elapsed().as_secs_f64(),
+            outcome.executed().count(),
+            outcome.cached()
+        );
+        return Ok(ExitCode::from(130));
+    }
     if let Some(console) = &outcome.console {
         println!("{console}");
     }

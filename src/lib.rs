@@ -13,6 +13,7 @@ pub mod cli;
 pub mod dag;
 pub mod data;
 pub mod errors;
+pub mod interrupt;
 pub mod metrics;
 pub mod model;
 pub mod report;

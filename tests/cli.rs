@@ -381,3 +381,49 @@ fn gc_by_age_removes_what_finished_before_the_date() {
     let neither = t.grid(&["gc"]);
     assert_eq!(neither.status.code(), Some(2), "gc needs grids or a date");
 }
+
+/// Ctrl-C (issue 13, item 5): a run stopped while its models train stops its
+/// workers, says what finished, exits 130, records no failure and leaves
+/// nothing running; what finished stays cached.
+#[test]
+fn ctrl_c_stops_the_run_and_its_workers_and_exits_130() {
+    use std::time::{Duration, Instant};
+    let slow = TINY.replace("max_steps = 120", "max_steps = 1000000").replace("patience = 80", "patience = 1000000");
+    let t = GridTest::new(&slow);
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
+        .args(["run", "grid.toml", "-j", "2"])
+        .current_dir(t.path())
+        .env_remove("GRID_DATA_ROOT")
+        .env_remove("GRID_CACHE")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = |t: &GridTest| -> Vec<serde_json::Value> {
+        let out = t.grid(&["status", "grid.toml", "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    };
+    let started = Instant::now();
+    while !status(&t).iter().any(|s| s["kind"] == "train" && s["state"] == "running") {
+        assert!(started.elapsed() < Duration::from_secs(120), "no training started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // To the parent alone: it must stop its workers itself.
+    unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGINT) };
+    let stopping = Instant::now();
+    let code = loop {
+        if let Some(code) = run.try_wait().unwrap() {
+            break code.code();
+        }
+        assert!(stopping.elapsed() < Duration::from_secs(60), "the run did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(code, Some(130), "{said}");
+    assert!(said.contains("interrupted after") && said.contains("computes only what is missing"), "{said}");
+    let steps = status(&t);
+    assert!(!steps.iter().any(|s| s["state"] == "running" || s["state"] == "failed"), "{steps:#?}");
+    assert!(steps.iter().any(|s| s["label"] == "corpus/gen" && s["state"] == "cached"), "{steps:#?}");
+    assert!(steps.iter().filter(|s| s["kind"] == "train").all(|s| s["state"] == "missing"), "{steps:#?}");
+}

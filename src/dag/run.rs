@@ -70,7 +70,10 @@ impl WorkerCommand {
             .stderr(std::process::Stdio::piped())
             .spawn();
         let mut child = match child {
-            Ok(child) => child,
+            Ok(child) => {
+                crate::interrupt::register_child(child.id());
+                child
+            }
             Err(e) => {
                 let error = format!("cannot start {}: {e}", self.program.display());
                 return (StepStatus::Failed { error }, Vec::new());
@@ -93,6 +96,7 @@ impl WorkerCommand {
             }
         }
         let status = child.wait();
+        crate::interrupt::forget_child(child.id());
         let outcome = match cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
             Ok(Some(_)) if found_cached && status.as_ref().is_ok_and(|s| s.success()) => StepStatus::Cached,
@@ -140,7 +144,13 @@ pub struct RunOutcome {
     pub report_files: Vec<PathBuf>,
     /// The tables as text, when the report exists.
     pub console: Option<String>,
+    /// A stop was asked for (Ctrl-C): what had not finished is `Skipped`
+    /// with the reason [`INTERRUPTED`].
+    pub interrupted: bool,
 }
+
+/// Why a step did not run or finish when the run was stopped.
+pub const INTERRUPTED: &str = "interrupted";
 
 impl RunOutcome {
     pub fn executed(&self) -> impl Iterator<Item = &StepRecord> {
@@ -229,6 +239,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         let mut running_models = 0usize;
         let mut running_data = 0usize;
         let mut started = vec![false; n];
+        let mut stopped_children = false;
         let doomed = |s: &Option<StepStatus>| matches!(s, Some(StepStatus::Failed { .. } | StepStatus::Skipped { .. }));
         loop {
             // Settle steps whose inputs failed (plan order is topological)...
@@ -270,10 +281,11 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             };
             let data_pending =
                 running_data > 0 || order.iter().any(|&i| is_data_step(plan.steps[i].kind) && ready(i, &started));
-            // Then start what is ready, data steps first.
+            // Then start what is ready, data steps first (nothing once stopped).
+            let stopping = crate::interrupt::requested();
             for &i in &order {
                 let step = &plan.steps[i];
-                if !ready(i, &started) || running >= jobs {
+                if stopping || !ready(i, &started) || running >= jobs {
                     continue;
                 }
                 if is_model_step(step.kind) && (running_models >= model_jobs || data_pending) {
@@ -308,7 +320,25 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             if running == 0 {
                 break;
             }
-            let (i, result, output) = done_rx.recv().expect("a worker always reports");
+            let (i, result, output) = loop {
+                match done_rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(done) => break done,
+                    Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() && !stopped_children => {
+                        crate::interrupt::stop_children();
+                        stopped_children = true;
+                        say("stopping: no step starts any more; waiting for the running ones to stop".into());
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("the scheduler holds a sender"),
+                }
+            };
+            // A step stopped by the request did not fail: nothing is recorded.
+            let result = match result {
+                StepStatus::Failed { .. } if crate::interrupt::requested() => {
+                    StepStatus::Skipped { because: INTERRUPTED.into() }
+                }
+                result => result,
+            };
             running -= 1;
             let step = &plan.steps[i];
             running_models -= usize::from(is_model_step(step.kind));
@@ -330,6 +360,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         Ok(())
     })?;
 
+    let interrupted = crate::interrupt::requested();
     let records: Vec<StepRecord> = plan
         .steps
         .iter()
@@ -338,10 +369,12 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             index: i,
             kind: s.kind,
             label: s.label.clone(),
-            status: status[i].clone().unwrap_or(StepStatus::Skipped { because: "not reached".into() }),
+            status: status[i].clone().unwrap_or_else(|| StepStatus::Skipped {
+                because: if interrupted { INTERRUPTED } else { "not reached" }.into(),
+            }),
         })
         .collect();
-    let mut outcome = RunOutcome { records, ..Default::default() };
+    let mut outcome = RunOutcome { records, interrupted, ..Default::default() };
     if let Some(report) = plan.report_step()
         && matches!(outcome.records[report].status, StepStatus::Cached | StepStatus::Ran { .. })
     {

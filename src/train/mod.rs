@@ -142,6 +142,16 @@ pub struct Diverged {
     pub learning_rate: f64,
 }
 
+/// Why training returned no model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Stopped {
+    #[error(transparent)]
+    Diverged(#[from] Diverged),
+    /// The run was asked to stop (Ctrl-C); nothing is saved.
+    #[error("training interrupted before step {step}")]
+    Interrupted { step: usize },
+}
+
 /// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
 pub fn train<B, M>(
     model: M,
@@ -150,7 +160,7 @@ pub fn train<B, M>(
     train_set: &[TrainExample],
     validation: &[TrainExample],
     device: &B::Device,
-) -> Result<(M::InnerModule, TrainSummary), Diverged>
+) -> Result<(M::InnerModule, TrainSummary), Stopped>
 where
     B: AutodiffBackend,
     M: Trainable<B> + AutodiffModule<B>,
@@ -188,7 +198,7 @@ fn fit<B, M, O>(
     train_set: &[TrainExample],
     validation: &[TrainExample],
     device: &B::Device,
-) -> Result<(M::InnerModule, TrainSummary), Diverged>
+) -> Result<(M::InnerModule, TrainSummary), Stopped>
 where
     B: AutodiffBackend,
     M: Trainable<B> + AutodiffModule<B>,
@@ -238,6 +248,9 @@ where
     setup.progress.set_length(max_steps as u64);
     'epochs: while step < max_steps && !train_set.is_empty() {
         for batch_indices in bucketed_batches(train_set, batch_size, &mut rng) {
+            if crate::interrupt::requested() {
+                return Err(Stopped::Interrupted { step: step + 1 });
+            }
             let mut sequences: Vec<Vec<u32>> = batch_indices.iter().map(|&i| train_set[i].ids.clone()).collect();
             let labels: Vec<u32> = batch_indices.iter().map(|&i| train_set[i].label).collect();
             let mut noise = Noise::new(&mut rng);
@@ -254,7 +267,7 @@ where
             let value = batch_loss.clone().into_scalar().elem::<f64>();
             if !value.is_finite() {
                 let learning_rate = learning_rate * schedule.factor(step, max_steps);
-                return Err(Diverged { step: step + 1, loss: value, learning_rate });
+                return Err(Diverged { step: step + 1, loss: value, learning_rate }.into());
             }
             loss_sum += value;
             loss_count += 1;
@@ -501,9 +514,10 @@ mod tests {
             log: &log,
             buckets: Buckets::EXACT,
         };
-        let error = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
+        let stopped = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
             .err()
             .expect("diverges");
+        let Stopped::Diverged(error) = stopped else { panic!("{stopped:?}") };
         assert!(error.step >= 2 && error.step <= 50 && !error.loss.is_finite(), "{error:?}");
         assert!(error.to_string().contains("lower `learning_rate`"), "{error}");
     }

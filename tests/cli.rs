@@ -275,6 +275,13 @@ fn two_runs_on_one_cache_each_report_only_what_they_computed() {
     assert_eq!(total, planned, "every step ran exactly once across the two: {ran:?}");
 }
 
+/// What `grid ARGS` prints on stdout as JSON; it must succeed.
+fn grid_json(t: &GridTest, args: &[&str]) -> serde_json::Value {
+    let output = t.grid(args);
+    assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&output.stdout)))
+}
+
 /// Issue 13, item 4: `grid status` and `grid show` say where each step stands
 /// and why, and `--json` on them and on `grid plan` says the same to scripts.
 #[test]
@@ -291,11 +298,7 @@ fn status_show_and_plan_json_say_where_each_step_stands() {
     assert!(missing.starts_with("missing ") && missing.contains("parameter `sample` changed from 40 to 30"), "{out}");
     assert!(out.contains("attribute: ") && out.contains("missing"), "counts per kind:\n{out}");
 
-    let json = |args: &[&str]| -> serde_json::Value {
-        let output = t.grid(args);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", text(&output.stderr));
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&output.stdout)))
-    };
+    let json = |args: &[&str]| grid_json(&t, args);
     let steps = json(&["status", "grid.toml", "--json"]);
     assert_eq!(steps, json(&["plan", "grid.toml", "--json"]), "plan --json and status --json agree");
     let steps = steps.as_array().unwrap();
@@ -337,7 +340,7 @@ fn status_shows_a_failed_step_with_its_error_and_log() {
     let t = GridTest::new(&diverging);
     let run = t.grid(&["run", "grid.toml", "-j", "2"]);
     assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
-    let steps: serde_json::Value = serde_json::from_slice(&t.grid(&["status", "grid.toml", "--json"]).stdout).unwrap();
+    let steps = grid_json(&t, &["status", "grid.toml", "--json"]);
     let failed: Vec<&serde_json::Value> = steps.as_array().unwrap().iter().filter(|s| s["state"] == "failed").collect();
     assert!(!failed.is_empty(), "{steps:#}");
     for step in &failed {
@@ -399,10 +402,7 @@ fn ctrl_c_stops_the_run_and_its_workers_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status = |t: &GridTest| -> Vec<serde_json::Value> {
-        let out = t.grid(&["status", "grid.toml", "--json"]);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
-    };
+    let status = |t: &GridTest| grid_json(t, &["status", "grid.toml", "--json"]).as_array().unwrap().clone();
     let started = Instant::now();
     while !status(&t).iter().any(|s| s["kind"] == "train" && s["state"] == "running") {
         assert!(started.elapsed() < Duration::from_secs(120), "no training started");

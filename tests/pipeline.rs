@@ -3,9 +3,11 @@
 
 use grid::cache::{Cache, StepKind};
 use grid::dag::{self, PlanOptions};
+use grid::shortcut::SyntheticExample;
 use grid::spec::Grid;
 use grid::steps::attribute::AttributedExample;
 use grid::steps::io::read_jsonl;
+use grid::steps::verify::Verification;
 
 use crate::util::{GridTest, TINY};
 
@@ -78,6 +80,34 @@ fn tables_and_attributions_are_written() {
     }
 }
 
+/// Runs [`TINY`] at `max_length = 10` (sentences run to about 15 words) with
+/// `dataset_keys` added and these shortcut kinds; per kind, the synthetic test
+/// set and the shortcut model's verification.
+fn run_truncated(dataset_keys: &str, kinds: &[&str]) -> Vec<(Vec<SyntheticExample>, Verification)> {
+    let kinds_line = format!("kinds = {kinds:?}");
+    let grid = TINY
+        .replace("max_length = 48", &format!("max_length = 10\n{dataset_keys}"))
+        .replace("kinds = [\"st\", \"tic\", \"op\"]", &kinds_line);
+    let t = GridTest::new(&grid);
+    let outcome = t.run();
+    assert!(outcome.failures().all(|f| f.kind != StepKind::Verify), "verification ran");
+    let spec = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&spec, &cache, &PlanOptions::default()).unwrap();
+    let dir = |label: String| {
+        let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
+        cache.step_dir(step.kind, &step.key)
+    };
+    kinds
+        .iter()
+        .map(|kind| {
+            let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), false).unwrap();
+            let verification = dir(format!("verify/gen/{kind}/lstm")).join("verification.json");
+            (test, serde_json::from_slice(&std::fs::read(verification).unwrap()).unwrap())
+        })
+        .collect()
+}
+
 /// Issue 14, item 3: texts longer than the model's length. An example whose
 /// shortcut truncation cut cannot show whether the model reads it, so
 /// verification leaves it out as attribution does, and says how many. (Tokens
@@ -85,24 +115,8 @@ fn tables_and_attributions_are_written() {
 /// they are inserted within `max_length` words, as the next test checks.)
 #[test]
 fn verification_leaves_out_examples_whose_shortcut_was_cut() {
-    let grid = TINY
-        .replace("max_length = 48", "max_length = 10\ninsert_within = 1000")
-        .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\"]");
-    let t = GridTest::new(&grid);
-    let outcome = t.run();
-    assert!(outcome.failures().all(|f| f.kind != StepKind::Verify), "verification ran");
-    let spec = Grid::load(&t.grid_file()).unwrap();
-    let cache = Cache::open(t.cache()).unwrap();
-    let plan = dag::plan(&spec, &cache, &PlanOptions::default()).unwrap();
-    let dir = |label: &str| {
-        let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
-        cache.step_dir(step.kind, &step.key)
-    };
-    let v: grid::steps::verify::Verification =
-        serde_json::from_slice(&std::fs::read(dir("verify/gen/st/lstm").join("verification.json")).unwrap()).unwrap();
-    let test = grid::steps::synth::load_test(&dir("synth/gen/st"), false).unwrap();
-    // The generated sentences run to about 15 words: a token placed past the
-    // 10th is cut, one placed before it is not.
+    let [(test, v)] = <[_; 1]>::try_from(run_truncated("insert_within = 1000", &["st"])).unwrap();
+    // A token placed past the 10th word is cut, one placed before it is not.
     let cut = test.iter().filter(|e| e.shortcut_positions.iter().any(|&p| p >= 10)).count();
     assert!(cut > 10 && cut < test.len(), "{cut} of {}", test.len());
     assert_eq!((v.synthetic_truncated, v.synthetic_examples), (cut, test.len() - cut), "{v:?}");
@@ -113,26 +127,8 @@ fn verification_leaves_out_examples_whose_shortcut_was_cut() {
 /// BiLSTM (one token a word): every synthetic example counts in verification.
 #[test]
 fn by_default_no_shortcut_token_is_cut_by_truncation() {
-    let grid = TINY
-        .replace("max_length = 48", "max_length = 10")
-        .replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\", \"op\"]");
-    let t = GridTest::new(&grid);
-    let outcome = t.run();
-    assert!(outcome.failures().all(|f| f.kind != StepKind::Verify), "verification ran");
-    let spec = Grid::load(&t.grid_file()).unwrap();
-    let cache = Cache::open(t.cache()).unwrap();
-    let plan = dag::plan(&spec, &cache, &PlanOptions::default()).unwrap();
-    for kind in ["st", "op"] {
-        let dir = |label: String| {
-            let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
-            cache.step_dir(step.kind, &step.key)
-        };
-        let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), false).unwrap();
-        assert!(test.iter().all(|e| e.shortcut_positions.iter().all(|&p| p < 10)), "{kind}");
-        let v: grid::steps::verify::Verification = serde_json::from_slice(
-            &std::fs::read(dir(format!("verify/gen/{kind}/lstm")).join("verification.json")).unwrap(),
-        )
-        .unwrap();
-        assert_eq!((v.synthetic_truncated, v.synthetic_examples), (0, test.len()), "{kind}: {v:?}");
+    for (test, v) in run_truncated("", &["st", "op"]) {
+        assert!(test.iter().all(|e| e.shortcut_positions.iter().all(|&p| p < 10)));
+        assert_eq!((v.synthetic_truncated, v.synthetic_examples), (0, test.len()), "{v:?}");
     }
 }

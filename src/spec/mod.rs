@@ -8,6 +8,7 @@
 //! line and column. Every key is documented in the README.
 
 pub mod expand;
+mod finite;
 pub(crate) mod model;
 pub mod overrides;
 mod values;
@@ -497,6 +498,9 @@ impl Grid {
             let (line, column) = span.map(|s| line_column(text, s.start)).unwrap_or((1, 1));
             SpecError::Invalid { path: path.into(), line, column, message }
         };
+        if let Some((span, key, value)) = finite::first_non_finite(text) {
+            return Err(at(Some(span), format!("`{key}` is {value}: a grid takes finite numbers only")));
+        }
         let raw: RawGrid = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim_end().to_string()))?;
 
         if raw.datasets.is_empty() {

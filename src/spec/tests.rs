@@ -78,19 +78,27 @@ fn wrong_type_and_impossible_values_point_at_the_value() {
     let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"gpt\""));
     assert!(e.starts_with("grids/test.toml:8:16: unknown variant `gpt`"), "{e}");
     // NaN, infinite and negative rates would train and cache a model of NaNs.
-    for bad in ["nan", "inf", "-0.1", "0.0"] {
-        let e = error(
-            &MINIMAL.replace("name = \"lstm\"", &format!("name = \"lstm\"\ntraining = {{ learning_rate = {bad} }}")),
-        );
+    let rate = |bad: &str| {
+        error(&MINIMAL.replace("name = \"lstm\"", &format!("name = \"lstm\"\ntraining = {{ learning_rate = {bad} }}")))
+    };
+    for bad in ["-0.1", "0.0"] {
+        let e = rate(bad);
         assert!(
             e.starts_with("grids/test.toml:8:30: model `lstm`: `training.learning_rate` must be a finite number > 0"),
             "{e}"
         );
     }
+    // Non-finite numbers are refused wherever they are, before any key is read.
+    for (bad, shown) in [("nan", "NaN"), ("inf", "inf"), ("-inf", "-inf")] {
+        let e = rate(bad);
+        let expected =
+            format!("grids/test.toml:8:30: `models.lstm.training.learning_rate` is {shown}: a grid takes finite");
+        assert!(e.starts_with(&expected), "{e}");
+    }
     let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\ntraining = { weight_decay = -inf }"));
-    assert!(e.contains("`training.weight_decay` must be a finite number ≥ 0, got -inf"), "{e}");
-    let e = error(&MINIMAL.replace("name = \"lstm\"", "name = \"lstm\"\ntraining = { max_grad_norm = nan }"));
-    assert!(e.contains("`training.max_grad_norm` must be ≥ 0, got NaN"), "{e}");
+    assert!(e.contains("`models.lstm.training.weight_decay` is -inf"), "{e}");
+    let e = error(&MINIMAL.replace("[attribution]", "[verification]\nmin_synthetic_accuracy = nan\n\n[attribution]"));
+    assert!(e.contains(":11:26: `verification.min_synthetic_accuracy` is NaN"), "{e}");
 }
 
 #[test]

@@ -244,17 +244,7 @@ fn gc_removes_what_the_grid_no_longer_plans() {
 fn two_runs_on_one_cache_each_report_only_what_they_computed() {
     let grid = TINY.replace("kinds = [\"st\", \"tic\", \"op\"]", "kinds = [\"st\", \"tic\"]");
     let t = GridTest::new(&grid);
-    let spawn = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
-            .args(["run", "grid.toml", "-j", "2"])
-            .current_dir(t.path())
-            .env_remove("GRID_DATA_ROOT")
-            .env_remove("GRID_CACHE")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run grid")
-    };
+    let spawn = || t.spawn_grid(&["run", "grid.toml", "-j", "2"]);
     let (first, second) = (spawn(), spawn());
     let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
     let mut ran: Vec<String> = Vec::new();
@@ -393,15 +383,7 @@ fn ctrl_c_stops_the_run_and_its_workers_and_exits_130() {
     use std::time::{Duration, Instant};
     let slow = TINY.replace("max_steps = 120", "max_steps = 1000000").replace("patience = 80", "patience = 1000000");
     let t = GridTest::new(&slow);
-    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
-        .args(["run", "grid.toml", "-j", "2"])
-        .current_dir(t.path())
-        .env_remove("GRID_DATA_ROOT")
-        .env_remove("GRID_CACHE")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = t.spawn_grid(&["run", "grid.toml", "-j", "2"]);
     let status = |t: &GridTest| grid_json(t, &["status", "grid.toml", "--json"]).as_array().unwrap().clone();
     let started = Instant::now();
     while !status(&t).iter().any(|s| s["kind"] == "train" && s["state"] == "running") {

@@ -110,6 +110,19 @@ impl GridTest {
         dag::execute(&plan, &cache, &options).expect("execute")
     }
 
+    /// Starts the `grid` binary in this folder, its stderr piped, not waiting.
+    pub fn spawn_grid(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_grid"))
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("GRID_DATA_ROOT")
+            .env_remove("GRID_CACHE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run grid")
+    }
+
     /// Runs the `grid` binary in this folder.
     pub fn grid(&self, args: &[&str]) -> std::process::Output {
         Command::new(env!("CARGO_BIN_EXE_grid"))

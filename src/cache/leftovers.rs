@@ -38,7 +38,7 @@ impl Cache {
         let mut swept = Vec::new();
         for path in paths {
             let Some((kind, key)) = path.file_name().and_then(|n| n.to_str()).and_then(parse) else { continue };
-            let lock = self.root.join(kind.name()).join(&key[..2]).join(format!("{key}.lock"));
+            let lock = self.lock_path(kind, &key);
             // Held while removing, so no process starts writing the step meanwhile.
             let Lock::Free(_held) = try_lock(&lock)? else { continue };
             if !dry_run {

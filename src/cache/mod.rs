@@ -254,11 +254,17 @@ impl Cache {
         })
     }
 
+    /// `cache/<kind>/<key[0..2]>/<key>.lock`, held while the step is computed.
+    fn lock_path(&self, kind: StepKind, key: &str) -> PathBuf {
+        self.root.join(kind.name()).join(&key[..2]).join(format!("{key}.lock"))
+    }
+
     /// Blocks until this process holds the step's lock.
     pub fn lock(&self, kind: StepKind, key: &StepKey) -> Result<StepLock, CacheError> {
-        let dir = self.root.join(kind.name()).join(&key.as_str()[..2]);
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        let path = dir.join(format!("{}.lock", key.as_str()));
+        let path = self.lock_path(kind, key.as_str());
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
         let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io_err(&path))?;
         file.lock().map_err(io_err(&path))?;
         Ok(StepLock { _file: file })
@@ -366,8 +372,7 @@ impl Cache {
 
     /// Whether another process is computing this step now (holds its lock).
     pub fn is_computing(&self, kind: StepKind, key: &StepKey) -> Result<bool, CacheError> {
-        let path = self.root.join(kind.name()).join(&key.as_str()[..2]).join(format!("{}.lock", key.as_str()));
-        Ok(matches!(gc::try_lock(&path)?, gc::Lock::Busy))
+        Ok(matches!(gc::try_lock(&self.lock_path(kind, key.as_str()))?, gc::Lock::Busy))
     }
 }
 

@@ -94,15 +94,16 @@ pub struct StepLine {
     pub state: StepState,
 }
 
+/// Step `index` as one line.
+fn line(plan: &Plan, cache: &Cache, index: usize) -> Result<StepLine, CacheError> {
+    let step = &plan.steps[index];
+    let (state, _) = state_of(plan, cache, index)?;
+    Ok(StepLine { label: step.label.clone(), kind: step.kind, key: step.key.as_str().to_string(), state })
+}
+
 /// Every step of the plan, in plan order.
 pub fn lines(plan: &Plan, cache: &Cache) -> Result<Vec<StepLine>, CacheError> {
-    (0..plan.steps.len())
-        .map(|i| {
-            let step = &plan.steps[i];
-            let (state, _) = state_of(plan, cache, i)?;
-            Ok(StepLine { label: step.label.clone(), kind: step.kind, key: step.key.as_str().to_string(), state })
-        })
-        .collect()
+    (0..plan.steps.len()).map(|i| line(plan, cache, i)).collect()
 }
 
 /// One line per step (`state  key  label  (detail)`), then counts per kind.
@@ -177,15 +178,7 @@ pub fn find(plan: &Plan, target: &str) -> Result<usize, String> {
 pub fn detail(plan: &Plan, cache: &Cache, index: usize) -> Result<StepDetail, CacheError> {
     let step = &plan.steps[index];
     let (state, manifest) = state_of(plan, cache, index)?;
-    let inputs = step
-        .inputs
-        .iter()
-        .map(|&i| {
-            let input = &plan.steps[i];
-            let (state, _) = state_of(plan, cache, i)?;
-            Ok(StepLine { label: input.label.clone(), kind: input.kind, key: input.key.as_str().to_string(), state })
-        })
-        .collect::<Result<Vec<_>, CacheError>>()?;
+    let inputs = step.inputs.iter().map(|&i| line(plan, cache, i)).collect::<Result<Vec<_>, _>>()?;
     Ok(StepDetail {
         label: step.label.clone(),
         kind: step.kind,

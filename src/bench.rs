@@ -15,11 +15,12 @@ use serde::Serialize;
 
 use crate::backend::Compute;
 use crate::cache::{Cache, StepKind};
-use crate::dag::{Plan, Work};
+use crate::dag::Plan;
 use crate::model::checkpoint;
 use crate::model::shapes::{Buckets, ShapeLog};
 use crate::salience::{Method, ModelTraits};
 use crate::spec::TestSet;
+use crate::steps::Work;
 use crate::steps::attribute::{self, Options, Prepared};
 
 /// One measured (model, method) pair.

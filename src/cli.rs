@@ -631,7 +631,8 @@ fn warn_failed_verification(plan: &Plan, cache: &Cache) {
 fn download_checkpoints(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
     let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
     for step in &plan.steps {
-        if let dag::Work::Train { assets: dag::ModelAssets::Checkpoint { source, .. }, .. } = &step.work
+        if let crate::steps::Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, .. }, .. } =
+            &step.work
             && matches!(source, crate::model::hub::CheckpointSource::Hub { .. })
             && !sources.contains(&source)
             && !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_)))

@@ -11,12 +11,12 @@ use crate::model::{bert, bilstm};
 use crate::spec::{ArchitectureSpec, DatasetSource, Grid, ModelSpec};
 
 use super::params::{self, FileHashes};
-use super::{
-    AgreementCoordinates, CellCoordinates, ExampleSource, ModelAssets, Plan, ReportWork, ResolvedFiles, Step,
-    VerifyCoordinates, Work,
-};
+use super::{Plan, Step};
 use crate::metrics::Metric;
+use crate::model::ModelAssets;
 use crate::salience::Method;
+use crate::steps::corpus::ResolvedFiles;
+use crate::steps::work::{AgreementCoordinates, CellCoordinates, ExampleSource, ReportWork, VerifyCoordinates, Work};
 
 /// Where relative data paths point.
 #[derive(Debug, Clone, Default)]
@@ -202,7 +202,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 report_inputs.push(verify);
                 let architecture = model.kind().name().to_string();
                 verifications.push(VerifyCoordinates {
-                    verify_step: verify,
+                    verify,
                     model: model.name.clone(),
                     architecture: architecture.clone(),
                     dataset: dataset.name.clone(),
@@ -285,8 +285,8 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         );
                         report_inputs.push(score);
                         cells.push(CellCoordinates {
-                            score_step: score,
-                            verify_step: verify,
+                            score,
+                            verify,
                             model: model.name.clone(),
                             architecture: architecture.clone(),
                             dataset: dataset.name.clone(),
@@ -312,7 +312,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     );
                     report_inputs.push(step);
                     agreements.push(AgreementCoordinates {
-                        agreement_step: step,
+                        agreement: step,
                         model: model.name.clone(),
                         architecture: architecture.clone(),
                         dataset: dataset.name.clone(),
@@ -337,29 +337,45 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         }
     }
 
-    // The report's parameters are its layout: which input is which cell. Input
-    // positions are replaced by their index in `report_inputs`, so the key names
-    // only what the tables show.
-    let position = |step: usize| report_inputs.iter().position(|&s| s == step);
+    // The report's parameters are its layout: which input is which cell. Step
+    // indices become positions in `report_inputs`, so the key names only what
+    // the tables show and the report step needs nothing of the plan.
+    let position = |step: usize| {
+        report_inputs.iter().position(|&s| s == step).expect("every step the report reads is among its inputs")
+    };
+    for c in &mut cells {
+        (c.score, c.verify) = (position(c.score), position(c.verify));
+    }
+    for v in &mut verifications {
+        v.verify = position(v.verify);
+    }
+    for g in &mut agreements {
+        g.agreement = position(g.agreement);
+    }
+    for e in &mut examples {
+        for (_, step) in &mut e.attributions {
+            *step = position(*step);
+        }
+    }
     let layout = serde_json::json!({
         "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
         "cells": cells.iter().map(|c| serde_json::json!({
-            "score": position(c.score_step), "verify": position(c.verify_step), "model": c.model,
+            "score": c.score, "verify": c.verify, "model": c.model,
             "architecture": c.architecture, "dataset": c.dataset, "shortcut": c.shortcut.name(),
             "method": c.method, "metric": c.metric, "seed": c.seed,
         })).collect::<Vec<_>>(),
         "verifications": verifications.iter().map(|v| serde_json::json!({
-            "verify": position(v.verify_step), "model": v.model, "architecture": v.architecture,
+            "verify": v.verify, "model": v.model, "architecture": v.architecture,
             "dataset": v.dataset, "shortcut": v.shortcut.name(), "seed": v.seed,
             "min_synthetic_accuracy": v.min_synthetic_accuracy,
         })).collect::<Vec<_>>(),
         "agreements": agreements.iter().map(|g| serde_json::json!({
-            "agreement": position(g.agreement_step), "model": g.model, "architecture": g.architecture,
+            "agreement": g.agreement, "model": g.model, "architecture": g.architecture,
             "dataset": g.dataset, "shortcut": g.shortcut.name(), "seed": g.seed,
         })).collect::<Vec<_>>(),
         "examples": examples.iter().map(|e| serde_json::json!({
             "model": e.model, "dataset": e.dataset, "shortcut": e.shortcut.name(),
-            "attributions": e.attributions.iter().map(|(m, s)| (m, position(*s))).collect::<Vec<_>>(),
+            "attributions": e.attributions,
         })).collect::<Vec<_>>(),
     });
     b.add(
@@ -367,7 +383,14 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         format!("report/{}", grid.name),
         report_inputs,
         layout,
-        Work::Report(ReportWork { formats: grid.report.formats.clone(), cells, verifications, agreements, examples }),
+        Work::Report(ReportWork {
+            title: grid.name.clone(),
+            formats: grid.report.formats.clone(),
+            cells,
+            verifications,
+            agreements,
+            examples,
+        }),
     );
     Ok(Plan { grid_name: grid.name.clone(), steps: b.steps, skipped })
 }

@@ -412,9 +412,9 @@ pub fn run_one(
         let started = Instant::now();
         let staging = cache.begin(step.kind, &step.key)?;
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
-        let ctx = StepContext { plan, inputs, compute, progress: bar, log };
+        let ctx = StepContext { inputs, compute, progress: bar, log };
         let result =
-            catch_unwind(AssertUnwindSafe(|| steps::execute(index, &ctx, &staging.dir))).unwrap_or_else(|panic| {
+            catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
                 let message = panic
                     .downcast_ref::<String>()
                     .map(String::as_str)

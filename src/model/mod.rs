@@ -6,6 +6,7 @@
 //! architecture that implements [`Classifier`] gets every gradient method for free;
 //! `salience` never matches on the architecture.
 
+pub mod assets;
 pub mod bert;
 pub mod bilstm;
 pub mod checkpoint;
@@ -19,6 +20,8 @@ pub mod rules;
 pub mod shapes;
 
 use burn::prelude::*;
+
+pub use assets::ModelAssets;
 
 /// A right-padded batch of token ids with its padding mask.
 #[derive(Debug, Clone)]

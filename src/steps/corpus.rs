@@ -1,6 +1,6 @@
 //! `corpus`: a dataset source → normalised `train/validation/test.jsonl`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rand::SeedableRng;
@@ -9,10 +9,17 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::io::{read_jsonl, write_json, write_jsonl};
-use crate::dag::ResolvedFiles;
 use crate::data::table::{TableColumns, TableFormat, read_split};
 use crate::data::{Corpus, Example, generated};
 use crate::spec::{DatasetSource, DatasetSpec};
+
+/// Data files resolved against the data root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedFiles {
+    pub train: PathBuf,
+    pub validation: Option<PathBuf>,
+    pub test: PathBuf,
+}
 
 pub const SPLITS: [&str; 3] = ["train", "validation", "test"];
 

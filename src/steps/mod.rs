@@ -13,6 +13,7 @@ pub mod score;
 pub mod synth;
 pub mod train;
 pub mod verify;
+pub mod work;
 
 use std::path::{Path, PathBuf};
 
@@ -20,11 +21,10 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 
 use crate::backend::Compute;
-use crate::dag::{Plan, Work};
+pub use work::Work;
 
-/// What an executor may use besides its inputs.
+/// What a step may use besides its work and output folder.
 pub struct StepContext<'a> {
-    pub plan: &'a Plan,
     /// Payload folders of the step's inputs, in the step's input order.
     pub inputs: Vec<PathBuf>,
     pub compute: Compute,
@@ -34,9 +34,8 @@ pub struct StepContext<'a> {
 }
 
 /// Runs one step, writing its payload into `out`.
-pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
-    let step = &ctx.plan.steps[index];
-    match &step.work {
+pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
+    match work {
         Work::Corpus { dataset, files } => corpus::run(dataset, files.as_ref(), out),
         Work::Synth { options } => synth::run(options, &ctx.inputs[0], out),
         Work::Train { model, max_length, shortcut_tokens, assets } => {
@@ -47,6 +46,6 @@ pub fn execute(index: usize, ctx: &StepContext, out: &Path) -> Result<()> {
         Work::Erasure(options) => erasure::run(options, ctx, out),
         Work::Agreement(options) => agreement::run(options, &ctx.inputs, out),
         Work::Score { metric, word_aggregation } => score::run(*metric, *word_aggregation, &ctx.inputs, out),
-        Work::Report(work) => report::run(work, index, ctx, out),
+        Work::Report(work) => report::run(work, ctx, out),
     }
 }

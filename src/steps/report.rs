@@ -12,7 +12,7 @@ use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
 use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
-use crate::dag::{ExampleSource, ReportWork};
+use super::work::{ExampleSource, ReportWork};
 use crate::report::html::ExampleView;
 use crate::report::{AgreementResult, CellResult, ReportInput, VerificationRow, write_report};
 
@@ -30,18 +30,20 @@ pub struct ReportData {
 /// Examples per model cell shown highlighted by every method in the HTML report.
 const EXAMPLES_PER_CELL: usize = 3;
 
-/// Payload folder of input step `step` of report step `report`.
-fn input_dir<'a>(ctx: &'a StepContext, report: usize, step: usize) -> &'a Path {
-    let position = ctx.plan.steps[report].inputs.iter().position(|&s| s == step).expect("report reads every cell");
-    &ctx.inputs[position]
+/// Payload folder of the report's input at `position`.
+fn input_dir<'a>(ctx: &'a StepContext, position: usize) -> Result<&'a Path> {
+    ctx.inputs
+        .get(position)
+        .map(|p| p.as_path())
+        .ok_or_else(|| anyhow::anyhow!("report layout names input {position} of {}", ctx.inputs.len()))
 }
 
-pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> Result<()> {
+pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     let mut rows = Vec::new();
     let mut passed = HashMap::new();
     for v in &work.verifications {
-        let result: Verification = read_json(&input_dir(ctx, report, v.verify_step).join(VERIFY_FILE))?;
-        passed.insert(v.verify_step, result.passed);
+        let result: Verification = read_json(&input_dir(ctx, v.verify)?.join(VERIFY_FILE))?;
+        passed.insert(v.verify, result.passed);
         rows.push(VerificationRow {
             model: v.model.clone(),
             architecture: v.architecture.clone(),
@@ -61,7 +63,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
     }
     let mut results = Vec::new();
     for c in &work.cells {
-        let score: Score = read_json(&input_dir(ctx, report, c.score_step).join(SCORE_FILE))?;
+        let score: Score = read_json(&input_dir(ctx, c.score)?.join(SCORE_FILE))?;
         results.push(CellResult {
             model: c.model.clone(),
             architecture: c.architecture.clone(),
@@ -74,7 +76,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
             ci_low: score.interval.map(|i| i[0]),
             ci_high: score.interval.map(|i| i[1]),
             n_examples: score.examples,
-            verified: passed.get(&c.verify_step).copied().unwrap_or(false),
+            verified: passed.get(&c.verify).copied().unwrap_or(false),
             values: score.values,
             by_ratio: score.by_ratio,
             region_share: score.region_share,
@@ -82,7 +84,7 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
     }
     let mut agreements = Vec::new();
     for g in &work.agreements {
-        let a: Agreement = read_json(&input_dir(ctx, report, g.agreement_step).join(AGREEMENT_FILE))?;
+        let a: Agreement = read_json(&input_dir(ctx, g.agreement)?.join(AGREEMENT_FILE))?;
         agreements.push(AgreementResult {
             model: g.model.clone(),
             architecture: g.architecture.clone(),
@@ -98,10 +100,10 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
     }
     let mut examples = Vec::new();
     for source in &work.examples {
-        examples.extend(example_views(source, report, ctx)?);
+        examples.extend(example_views(source, ctx)?);
     }
     let input = ReportInput {
-        title: &ctx.plan.grid_name,
+        title: &work.title,
         cells: &results,
         verification: &rows,
         agreements: &agreements,
@@ -115,10 +117,10 @@ pub fn run(work: &ReportWork, report: usize, ctx: &StepContext, out: &Path) -> R
 
 /// The first examples every method of a model cell explained, with each
 /// method's scores.
-fn example_views(source: &ExampleSource, report: usize, ctx: &StepContext) -> Result<Vec<ExampleView>> {
+fn example_views(source: &ExampleSource, ctx: &StepContext) -> Result<Vec<ExampleView>> {
     let mut by_method: Vec<(String, HashMap<usize, AttributedExample>)> = Vec::new();
     for (method, step) in &source.attributions {
-        let examples: Vec<AttributedExample> = read_jsonl(&input_dir(ctx, report, *step).join(ATTRIBUTION_FILE))?;
+        let examples: Vec<AttributedExample> = read_jsonl(&input_dir(ctx, *step)?.join(ATTRIBUTION_FILE))?;
         by_method.push((method.clone(), examples.into_iter().map(|e| (e.index, e)).collect()));
     }
     let Some((_, first)) = by_method.first() else { return Ok(Vec::new()) };

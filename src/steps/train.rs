@@ -10,8 +10,8 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::StepContext;
 use super::io::read_jsonl;
-use crate::dag::ModelAssets;
 use crate::data::Example;
+use crate::model::ModelAssets;
 use crate::model::{bert, bilstm};
 use crate::spec::{ArchitectureSpec, ModelSpec};
 use crate::train::TrainData;

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::encoder::BertModel;
 use super::load::{LoadReport, add_word_embeddings, load_head, load_pretrained};
 use super::{BertClassifier, BertConfig, saved};
-use crate::dag::ModelAssets;
+use crate::model::ModelAssets;
 use crate::model::hub;
 use crate::spec::{BertInit, BertSpec, HeadInit, ModelSpec, PositionInit};
 use crate::steps::StepContext;

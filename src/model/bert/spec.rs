@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
-use crate::dag::ModelAssets;
 use crate::dag::plan::{PlanError, resolve};
+use crate::model::ModelAssets;
 use crate::model::hub::{self, CheckpointSource, HubError};
 use crate::salience::ModelTraits;
 use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, SpanError, refuse, value};

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cache::Cache;
-use crate::dag::ModelAssets;
 use crate::dag::plan::{PlanError, resolve};
+use crate::model::ModelAssets;
 use crate::salience::ModelTraits;
 use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, value};
 use crate::spec::{Positive, Share};

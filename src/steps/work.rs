@@ -1,0 +1,111 @@
+//! What each step kind does, with everything it needs that is not in its key:
+//! the planner (`dag`) builds these, the executors in this module run them.
+//! Input positions refer to the step's own inputs, so a step needs nothing of
+//! the plan it came from.
+
+use super::corpus::ResolvedFiles;
+use crate::metrics::Metric;
+use crate::model::ModelAssets;
+use crate::report::ReportFormat;
+use crate::shortcut::{ShortcutKind, ShortcutOptions};
+use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
+
+/// What a step does, with everything it needs that is not in its key (such as
+/// resolved file paths).
+#[derive(Debug, Clone)]
+pub enum Work {
+    Corpus {
+        dataset: DatasetSpec,
+        files: Option<ResolvedFiles>,
+    },
+    Synth {
+        options: ShortcutOptions,
+    },
+    Train {
+        model: ModelSpec,
+        max_length: usize,
+        shortcut_tokens: Vec<String>,
+        assets: ModelAssets,
+    },
+    Verify {
+        thresholds: VerificationSpec,
+        chance: super::verify::Chance,
+    },
+    Attribute(super::attribute::Options),
+    Erasure(super::erasure::Options),
+    Agreement(super::agreement::Options),
+    /// Inputs: the attribute step (ranking metrics, Attr%), the erasure step
+    /// (erasure metrics), or the erasure steps of the method and of `random`
+    /// (diagnosticity).
+    Score {
+        metric: Metric,
+        word_aggregation: Option<crate::metrics::WordAggregation>,
+    },
+    Report(ReportWork),
+}
+
+/// What the report step reads, and where each input lands.
+#[derive(Debug, Clone)]
+pub struct ReportWork {
+    /// The grid's name, the tables' title.
+    pub title: String,
+    pub formats: Vec<ReportFormat>,
+    pub cells: Vec<CellCoordinates>,
+    pub verifications: Vec<VerifyCoordinates>,
+    pub agreements: Vec<AgreementCoordinates>,
+    /// Per model cell, its attribute steps: the HTML report shows a few
+    /// examples highlighted by every method.
+    pub examples: Vec<ExampleSource>,
+}
+
+/// Which model cell an agreement step compares.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AgreementCoordinates {
+    /// Position of the agreement step among the report's inputs.
+    pub agreement: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    pub seed: u64,
+}
+
+/// A model cell's attributions, for example views.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExampleSource {
+    pub model: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    /// (method, position of its attribute step among the report's inputs),
+    /// in grid order.
+    pub attributions: Vec<(String, usize)>,
+}
+
+/// Where a score lands in the result tables.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CellCoordinates {
+    /// Positions of the score and verify steps among the report's inputs.
+    pub score: usize,
+    pub verify: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    pub method: String,
+    pub metric: String,
+    pub seed: u64,
+}
+
+/// Which verification row a verify step is.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VerifyCoordinates {
+    /// Position of the verify step among the report's inputs.
+    pub verify: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub shortcut: ShortcutKind,
+    pub seed: u64,
+    /// The synthetic-accuracy threshold the verify step applied (its key has it).
+    pub min_synthetic_accuracy: f64,
+}

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::backend::Compute;
 use crate::cache::{Cache, StepKind, stale};
+use crate::dag::executor::{self, Job, StepCommand, StepSettings};
 use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
 use crate::spec::Grid;
 
@@ -319,10 +320,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 eprintln!("{line}");
             }
         };
-        return match dag::run_one(&plan, &cache, index, compute, &bar, &log) {
+        let job = Job { plan: &plan, cache: &cache, index, progress: &bar, log: &log };
+        return match executor::in_process::compute_step(&job, compute) {
             StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
             StepStatus::Cached => {
-                eprintln!("{}", dag::run::WORKER_FOUND_CACHED);
+                eprintln!("{}", executor::worker::FOUND_CACHED);
                 Ok(ExitCode::SUCCESS)
             }
             _ => Ok(ExitCode::SUCCESS),
@@ -332,25 +334,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         download_checkpoints(&plan, &cache, verbosity);
     }
     let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-    let worker = std::env::current_exe().ok().map(|program| {
-        let mut args: Vec<std::ffi::OsString> =
-            vec!["step".into(), common.grid.clone().into(), "--cache".into(), common.cache.clone().into()];
-        if let Some(root) = &common.data_root {
-            args.extend(["--data-root".into(), root.clone().into()]);
-        }
-        args.extend(["--device".into(), common.device.clone().into()]);
-        args.extend(["--backend".into(), common.backend.clone().into()]);
-        for setting in &common.set {
-            args.extend(["--set".into(), setting.into()]);
-        }
-        args.extend(["--precision".into(), common.precision.clone().into()]);
-        args.extend(["--shape-buckets".into(), common.shape_buckets.clone().into()]);
-        args.extend(["--autotune".into(), common.autotune.clone().into()]);
-        if verbosity == Verbosity::Quiet {
-            args.push("-q".into());
-        }
-        dag::WorkerCommand { program, args }
-    });
+    let worker = StepCommand::of_current_exe(&step_settings(&common, verbosity));
     let options = RunOptions {
         jobs,
         compute,
@@ -408,6 +392,22 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+/// The options a `grid step` worker of this command plans with.
+fn step_settings(common: &Common, verbosity: Verbosity) -> StepSettings {
+    StepSettings {
+        grid: common.grid.clone(),
+        cache: common.cache.clone(),
+        data_root: common.data_root.clone(),
+        device: common.device.clone(),
+        backend: common.backend.clone(),
+        overrides: common.set.clone(),
+        precision: common.precision.clone(),
+        shape_buckets: common.shape_buckets.clone(),
+        autotune: common.autotune.clone(),
+        quiet: verbosity == Verbosity::Quiet,
+    }
 }
 
 /// `grid report --compare`: each published file beside the report step's

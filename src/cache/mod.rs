@@ -92,6 +92,18 @@ impl StepKind {
         }
     }
 
+    /// Steps that run a model (train, verify, attribute, erasure): minutes to
+    /// hours each, and the ones a GPU or a cluster node is for.
+    pub fn is_model_step(self) -> bool {
+        matches!(self, StepKind::Train | StepKind::Verify | StepKind::Attribute | StepKind::Erasure)
+    }
+
+    /// Steps that read and shape data (corpus, synth): seconds each, and where
+    /// bad data shows, so they run before any model trains.
+    pub fn is_data_step(self) -> bool {
+        matches!(self, StepKind::Corpus | StepKind::Synth)
+    }
+
     /// Implementation version: part of every key of this kind.
     pub fn version(self) -> u32 {
         match self {

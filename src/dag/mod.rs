@@ -9,16 +9,18 @@
 //! grid. With `seeds = [..]`, everything from training down is planned per seed.
 //! Steps are listed in an order where every input comes before its users.
 
+pub mod executor;
 pub mod params;
 pub mod plan;
 pub mod run;
+pub mod schedule;
 pub mod status;
 
 use crate::cache::{StepKey, StepKind};
 use crate::steps::Work;
 
 pub use plan::{PlanError, PlanOptions, plan};
-pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, WorkerCommand, execute, run_one};
+pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, execute};
 
 /// A step of the DAG.
 #[derive(Debug, Clone)]

@@ -1,0 +1,71 @@
+//! Runs a step on the calling thread of this process.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use super::{Executor, Finished, Job};
+use crate::backend::Compute;
+use crate::cache::{Entry, InputRef};
+use crate::dag::StepStatus;
+use crate::steps::{self, StepContext};
+
+pub struct InProcess {
+    pub compute: Compute,
+}
+
+impl Executor for InProcess {
+    fn run(&self, job: &Job) -> Finished {
+        Finished { status: compute_step(job, self.compute), output: Vec::new() }
+    }
+}
+
+/// Locks step `job.index`, re-checks the cache (another process may have
+/// computed it meanwhile; a damaged entry is set aside), computes it into a
+/// staging folder and publishes it. What `grid step --key` runs.
+pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
+    let Job { plan, cache, index, progress, log } = *job;
+    let step = &plan.steps[index];
+    let attempt = || -> anyhow::Result<StepStatus> {
+        let _lock = cache.lock(step.kind, &step.key)?;
+        match cache.entry(step.kind, &step.key)? {
+            Entry::Valid(_) => return Ok(StepStatus::Cached),
+            Entry::Missing => {}
+            Entry::Damaged(damage) => {
+                let aside = cache.set_aside(step.kind, &step.key)?;
+                let moved = aside.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
+                log(format!("cached result damaged ({damage}){moved}; computing it again"));
+                eprintln!("warning: {}: cached result damaged ({damage}){moved}; computing it again", step.label);
+            }
+        }
+        let started = Instant::now();
+        let staging = cache.begin(step.kind, &step.key)?;
+        let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
+        let ctx = StepContext { inputs, compute, progress, log };
+        let result =
+            catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                Err(anyhow::anyhow!("panicked: {message}"))
+            });
+        if let Err(e) = result {
+            let _ = std::fs::remove_dir_all(&staging.dir);
+            return Err(e);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let input_refs = step
+            .inputs
+            .iter()
+            .map(|&j| InputRef {
+                kind: plan.steps[j].kind,
+                key: plan.steps[j].key.clone(),
+                label: plan.steps[j].label.clone(),
+            })
+            .collect();
+        cache.publish(staging, &step.label, &step.params, input_refs, seconds, &compute.to_string())?;
+        Ok(StepStatus::Ran { seconds })
+    };
+    attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
+}

@@ -30,7 +30,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Plan the grid, run every step the cache lacks, write the reports.
-    Run(Common),
+    Run {
+        #[command(flatten)]
+        common: Common,
+        /// Where steps run: `local` (this machine), or `slurm` (every missing
+        /// step as a task of a Slurm job array over the shared cache; see the
+        /// grid's `[slurm]` table).
+        #[arg(long, default_value = "local")]
+        executor: ExecutorChoice,
+        /// With `--executor slurm`: follow the jobs until they end, then write
+        /// the reports (without it, `grid run` returns after submitting).
+        #[arg(long)]
+        wait: bool,
+    },
     /// Show every step: cached, or why it will run.
     Plan {
         #[command(flatten)]
@@ -137,10 +149,18 @@ enum Command {
     Step {
         #[command(flatten)]
         common: Common,
-        /// The step's key (64 hex digits, as `grid plan` shows its first 12).
-        #[arg(long)]
-        key: String,
+        /// The step's key (64 hex digits, as `grid plan` shows its first 12);
+        /// repeatable: the steps run one after the other.
+        #[arg(long, required = true)]
+        key: Vec<String>,
     },
+}
+
+/// `grid run --executor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExecutorChoice {
+    Local,
+    Slurm,
 }
 
 #[derive(Debug, Args)]
@@ -243,7 +263,13 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 .transpose()?;
             return gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than });
         }
-        Command::Run(c) => ("run", c, None),
+        Command::Run { common, executor: ExecutorChoice::Slurm, wait } => return run_on_slurm(common, wait),
+        Command::Run { common, executor: ExecutorChoice::Local, wait } => {
+            if wait {
+                return Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")));
+            }
+            ("run", common, None)
+        }
         Command::Plan { common, json: false } => ("plan", common, None),
         Command::Plan { common, json: true } => {
             let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
@@ -287,13 +313,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
     let (cache, plan) = plan_of(&common, compute)?;
-    let verbosity = if common.quiet {
-        Verbosity::Quiet
-    } else if common.verbose {
-        Verbosity::Verbose
-    } else {
-        Verbosity::Normal
-    };
+    let verbosity = verbosity_of(&common);
     if command == "run" || command == "step" {
         prepare_kernel_cache(&common, compute, command == "run" && verbosity > Verbosity::Quiet)?;
     }
@@ -306,29 +326,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         print!("{}", describe_plan(&plan, &cache).map_err(runtime)?);
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(key) = key {
-        let index = plan.steps.iter().position(|s| s.key.as_str() == key).ok_or_else(|| {
-            usage(anyhow::anyhow!(
-                "no step of {} has key {key} (a worker of a run whose `grid` binary was rebuilt meanwhile \
-                     plans other keys: run the grid again)",
-                common.grid.display()
-            ))
-        })?;
-        let bar = indicatif::ProgressBar::hidden();
-        let log = |line: String| {
-            if verbosity > Verbosity::Quiet {
-                eprintln!("{line}");
-            }
-        };
-        let job = Job { plan: &plan, cache: &cache, index, progress: &bar, log: &log };
-        return match executor::in_process::compute_step(&job, compute) {
-            StepStatus::Failed { error } => Err(runtime(anyhow::anyhow!(error))),
-            StepStatus::Cached => {
-                eprintln!("{}", executor::worker::FOUND_CACHED);
-                Ok(ExitCode::SUCCESS)
-            }
-            _ => Ok(ExitCode::SUCCESS),
-        };
+    if let Some(keys) = key {
+        return run_steps(&plan, &cache, &keys, &common.grid, compute, verbosity);
     }
     if command == "run" {
         download_checkpoints(&plan, &cache, verbosity);
@@ -359,6 +358,23 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         );
         return Ok(ExitCode::from(130));
     }
+    finish_run(&plan, &cache, &common, &outcome, started, verbosity, command, &comparisons)
+}
+
+/// Prints the tables and the run's summary, checks verification, sets our
+/// numbers beside published ones (`grid report --compare`), and maps what
+/// failed to the exit code.
+#[allow(clippy::too_many_arguments)]
+fn finish_run(
+    plan: &Plan,
+    cache: &Cache,
+    common: &Common,
+    outcome: &dag::RunOutcome,
+    started: std::time::Instant,
+    verbosity: Verbosity,
+    command: &str,
+    comparisons: &(Vec<PathBuf>, Vec<(String, String)>),
+) -> Result<ExitCode, Failure> {
     if let Some(console) = &outcome.console {
         println!("{console}");
     }
@@ -375,10 +391,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             eprintln!("reports written to {}", first.parent().unwrap_or(Path::new(".")).display());
         }
     }
-    warn_failed_verification(&plan, &cache);
+    warn_failed_verification(plan, cache);
     if !comparisons.0.is_empty() {
         let reports = common.reports.join(&plan.grid_name);
-        compare_with_published(&plan, &cache, &reports, &comparisons.0, &comparisons.1)?;
+        compare_with_published(plan, cache, &reports, &comparisons.0, &comparisons.1)?;
     }
     let failures: Vec<_> = outcome.failures().collect();
     if failures.is_empty() {
@@ -392,6 +408,139 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     Ok(ExitCode::from(if command == "report" { 2 } else { 1 }))
+}
+
+fn verbosity_of(common: &Common) -> Verbosity {
+    if common.quiet {
+        Verbosity::Quiet
+    } else if common.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    }
+}
+
+fn load_grid(common: &Common) -> Result<Grid, Failure> {
+    Grid::load_with(&common.grid, &overrides(&common.set)?).map_err(usage)
+}
+
+/// `grid step --key K…`: computes the named steps in this process, one after
+/// the other. Under a Slurm task (`GRID_STEP_LOG` set by its script) each
+/// failure is recorded with the task's log, since no parent is there to do it.
+fn run_steps(
+    plan: &Plan,
+    cache: &Cache,
+    keys: &[String],
+    grid: &Path,
+    compute: Compute,
+    verbosity: Verbosity,
+) -> Result<ExitCode, Failure> {
+    let mut indices = Vec::with_capacity(keys.len());
+    for key in keys {
+        let index = plan.steps.iter().position(|s| s.key.as_str() == key).ok_or_else(|| {
+            usage(anyhow::anyhow!(
+                "no step of {} has key {key} (a worker of a run whose `grid` binary or grid file changed \
+                 meanwhile plans other keys: run the grid again)",
+                grid.display()
+            ))
+        })?;
+        indices.push(index);
+    }
+    let task_log = std::env::var_os("GRID_STEP_LOG").map(PathBuf::from);
+    let bar = indicatif::ProgressBar::hidden();
+    let mut failed = Vec::new();
+    for index in indices {
+        let step = &plan.steps[index];
+        // Under Slurm a task starts once its input tasks ended, however they
+        // ended: a step whose inputs are not there is skipped, not failed.
+        let missing = step
+            .inputs
+            .iter()
+            .map(|&j| &plan.steps[j])
+            .find(|input| !matches!(cache.lookup(input.kind, &input.key), Ok(Some(_))));
+        if let Some(input) = missing {
+            eprintln!("skipped {}: input `{}` did not complete", step.label, input.label);
+            continue;
+        }
+        let label = step.label.clone();
+        let log = |line: String| {
+            if verbosity > Verbosity::Quiet {
+                eprintln!("{label}: {line}");
+            }
+        };
+        let job = Job { plan, cache, index, progress: &bar, log: &log };
+        match executor::in_process::compute_step(&job, compute) {
+            StepStatus::Failed { error } => {
+                if let Some(task_log) = &task_log
+                    && let Err(e) =
+                        cache.record_failure_with_log(step.kind, &step.key, &step.label, &error, Some(task_log.clone()))
+                {
+                    eprintln!("warning: the failure of {} was not recorded: {e}", step.label);
+                }
+                failed.push(format!("{}: {error}", step.label));
+            }
+            StepStatus::Cached if keys.len() == 1 => eprintln!("{}", executor::worker::FOUND_CACHED),
+            StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
+                eprintln!("ran {} in {seconds:.1}s", step.label)
+            }
+            _ => {}
+        }
+    }
+    match failed.as_slice() {
+        [] => Ok(ExitCode::SUCCESS),
+        [only] if keys.len() == 1 => {
+            Err(runtime(anyhow::anyhow!(only.split_once(": ").map_or(only.as_str(), |(_, e)| e).to_string())))
+        }
+        _ => Err(runtime(anyhow::anyhow!("{} of {} steps failed: {}", failed.len(), keys.len(), failed.join("; ")))),
+    }
+}
+
+/// `grid run --executor slurm [--wait]`.
+fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
+    use crate::dag::slurm::{self, SlurmOptions};
+    let compute = compute_of(&common)?;
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    let (cache, plan) = plan_of(&common, compute)?;
+    let verbosity = verbosity_of(&common);
+    let grid = load_grid(&common)?;
+    let mut settings = step_settings(&common, verbosity);
+    // Tasks may start in another folder: every path absolute.
+    settings.grid = slurm::absolute(&settings.grid);
+    settings.cache = slurm::absolute(&settings.cache);
+    settings.data_root = settings.data_root.as_deref().map(slurm::absolute);
+    let command = StepCommand::of_current_exe(&settings)
+        .ok_or_else(|| runtime(anyhow::anyhow!("cannot find this `grid` executable for the Slurm tasks to run")))?;
+    prepare_kernel_cache(&common, compute, verbosity > Verbosity::Quiet)?;
+    // Compute nodes often cannot reach the Hub: checkpoints come first, here.
+    download_checkpoints(&plan, &cache, verbosity);
+    let gpu = matches!(compute.device, crate::backend::DeviceChoice::Cuda(_));
+    let options = SlurmOptions { command, resources: &grid.slurm, gpu, verbosity };
+    let submission = slurm::submit(&plan, &cache, &options).map_err(runtime)?;
+    if verbosity > Verbosity::Quiet {
+        for array in &submission.arrays {
+            eprintln!("submitted job {} ({} steps of {})", array.job, array.steps, array.class.name());
+        }
+        let logs = slurm::queued::slurm_dir(&cache).join("logs");
+        eprintln!(
+            "{} steps submitted in {} job arrays, {} already queued or running, {} cached; task logs in {}",
+            submission.submitted_steps(),
+            submission.arrays.len(),
+            submission.in_flight,
+            submission.pending.iter().filter(|p| p.is_none()).count(),
+            logs.display()
+        );
+    }
+    if !wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::interrupt::install();
+    let started = std::time::Instant::now();
+    let outcome = slurm::wait(&plan, &cache, &submission, verbosity, Some(&common.reports)).map_err(runtime)?;
+    if outcome.interrupted {
+        eprintln!("stopped following the jobs; they go on (`grid status` shows them, `scancel` stops them)");
+        return Ok(ExitCode::from(130));
+    }
+    finish_run(&plan, &cache, &common, &outcome, started, verbosity, "run", &(Vec::new(), Vec::new()))
 }
 
 /// The options a `grid step` worker of this command plans with.
@@ -503,8 +652,7 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
 
 /// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
-    let settings = overrides(&common.set)?;
-    let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;
+    let grid = load_grid(common)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;

@@ -16,3 +16,4 @@ mod metrics_reports;
 mod multiclass;
 mod pipeline;
 mod shapes;
+mod slurm;

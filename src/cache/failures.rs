@@ -50,6 +50,21 @@ impl Cache {
             fs::write(&path, kept.join("\n") + "\n").map_err(io_err(&path))?;
             Some(path)
         };
+        self.record_failure_with_log(kind, key, label, error, log)
+    }
+
+    /// Records a failed attempt whose output is already in a file of its own
+    /// (a Slurm task's log), replacing the previous record of the step.
+    pub fn record_failure_with_log(
+        &self,
+        kind: StepKind,
+        key: &StepKey,
+        label: &str,
+        error: &str,
+        log: Option<PathBuf>,
+    ) -> Result<Failure, CacheError> {
+        let dir = self.failed_dir();
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let failure = Failure { kind, label: label.to_string(), error: error.to_string(), at, log };
         let path = dir.join(format!("{}.json", key.as_str()));

@@ -14,6 +14,7 @@ pub mod params;
 pub mod plan;
 pub mod run;
 pub mod schedule;
+pub mod slurm;
 pub mod status;
 
 use crate::cache::{StepKey, StepKind};

@@ -207,8 +207,18 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             schedule.finish(i, result);
         }
     });
-    let status = schedule.into_statuses();
+    outcome(plan, cache, schedule.into_statuses(), options.reports_dir.as_deref())
+}
 
+/// The run's records from each step's status (`None`: never reached, or not
+/// finished when the run was stopped), with the report's tables copied into
+/// `reports_dir` and read for the console when the report exists.
+pub fn outcome(
+    plan: &Plan,
+    cache: &Cache,
+    status: Vec<Option<StepStatus>>,
+    reports_dir: Option<&std::path::Path>,
+) -> Result<RunOutcome, CacheError> {
     let interrupted = crate::interrupt::requested();
     let records: Vec<StepRecord> = plan
         .steps
@@ -229,7 +239,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     {
         let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
         outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();
-        if let Some(reports) = &options.reports_dir {
+        if let Some(reports) = reports_dir {
             outcome.report_files = copy_report(&dir, &reports.join(&plan.grid_name))?;
         }
     }

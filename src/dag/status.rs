@@ -4,7 +4,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use std::collections::HashMap;
+
 use super::Plan;
+use super::slurm::OnSlurm;
 use crate::cache::{Cache, CacheError, Entry, Failure, Manifest, PayloadFile, StepKind, stale};
 
 /// One step's state, most telling first: a result that can be served, one that
@@ -16,6 +19,8 @@ pub enum StepState {
     Cached { seconds: f64, finished_at: u64, device: String },
     /// Another process holds the step's lock and is computing it.
     Running,
+    /// A Slurm task submitted by `grid run --executor slurm` is to compute it.
+    Slurm { task: String, slurm_state: String, log: String },
     /// The last attempt failed (and nothing has been published since).
     Failed { error: String, at: u64, log: Option<String> },
     /// A cached folder that does not check out: it will be set aside and recomputed.
@@ -29,6 +34,8 @@ impl StepState {
         match self {
             StepState::Cached { .. } => "cached",
             StepState::Running => "running",
+            StepState::Slurm { slurm_state, .. } if slurm_state == "RUNNING" => "running",
+            StepState::Slurm { .. } => "queued",
             StepState::Failed { .. } => "failed",
             StepState::Damaged { .. } => "damaged",
             StepState::Missing { .. } => "missing",
@@ -37,7 +44,7 @@ impl StepState {
 
     /// Whether `grid run` would compute the step.
     pub fn would_run(&self) -> bool {
-        !matches!(self, StepState::Cached { .. } | StepState::Running)
+        !matches!(self, StepState::Cached { .. } | StepState::Running | StepState::Slurm { .. })
     }
 
     /// What the state says beyond its name, for one line of text.
@@ -45,6 +52,9 @@ impl StepState {
         match self {
             StepState::Cached { seconds, .. } => format!("{seconds:.1}s"),
             StepState::Running => "another process holds its lock".into(),
+            StepState::Slurm { task, slurm_state, log } => {
+                format!("Slurm task {task}, {}; log: {log}", slurm_state.to_lowercase())
+            }
             StepState::Failed { error, log: Some(log), .. } => format!("{error}; log: {log}"),
             StepState::Failed { error, log: None, .. } => error.clone(),
             StepState::Damaged { problem } => format!("cached result damaged: {problem}"),
@@ -53,8 +63,23 @@ impl StepState {
     }
 }
 
-/// The state of step `index`, and its manifest when cached.
-pub fn state_of(plan: &Plan, cache: &Cache, index: usize) -> Result<(StepState, Option<Manifest>), CacheError> {
+/// The steps Slurm tasks are to compute; none, with a warning, when Slurm
+/// cannot be asked (`grid status` only informs).
+pub fn on_slurm(plan: &Plan, cache: &Cache) -> HashMap<usize, OnSlurm> {
+    super::slurm::queued_steps(plan, cache).unwrap_or_else(|e| {
+        eprintln!("warning: steps were submitted to Slurm, but it cannot be asked about them: {e:#}");
+        HashMap::new()
+    })
+}
+
+/// The state of step `index`, and its manifest when cached. `slurm`: from
+/// [`on_slurm`].
+pub fn state_of(
+    plan: &Plan,
+    cache: &Cache,
+    index: usize,
+    slurm: &HashMap<usize, OnSlurm>,
+) -> Result<(StepState, Option<Manifest>), CacheError> {
     let step = &plan.steps[index];
     let entry = cache.entry(step.kind, &step.key)?;
     if let Entry::Valid(manifest) = entry {
@@ -64,6 +89,10 @@ pub fn state_of(plan: &Plan, cache: &Cache, index: usize) -> Result<(StepState, 
             device: manifest.device.clone(),
         };
         return Ok((state, Some(manifest)));
+    }
+    if let Some(OnSlurm { queued, state }) = slurm.get(&index) {
+        let log = queued.log.display().to_string();
+        return Ok((StepState::Slurm { task: queued.task.clone(), slurm_state: state.clone(), log }, None));
     }
     if cache.is_computing(step.kind, &step.key)? {
         return Ok((StepState::Running, None));
@@ -95,15 +124,16 @@ pub struct StepLine {
 }
 
 /// Step `index` as one line.
-fn line(plan: &Plan, cache: &Cache, index: usize) -> Result<StepLine, CacheError> {
+fn line(plan: &Plan, cache: &Cache, index: usize, slurm: &HashMap<usize, OnSlurm>) -> Result<StepLine, CacheError> {
     let step = &plan.steps[index];
-    let (state, _) = state_of(plan, cache, index)?;
+    let (state, _) = state_of(plan, cache, index, slurm)?;
     Ok(StepLine { label: step.label.clone(), kind: step.kind, key: step.key.as_str().to_string(), state })
 }
 
 /// Every step of the plan, in plan order.
 pub fn lines(plan: &Plan, cache: &Cache) -> Result<Vec<StepLine>, CacheError> {
-    (0..plan.steps.len()).map(|i| line(plan, cache, i)).collect()
+    let slurm = on_slurm(plan, cache);
+    (0..plan.steps.len()).map(|i| line(plan, cache, i, &slurm)).collect()
 }
 
 /// One line per step (`state  key  label  (detail)`), then counts per kind.
@@ -177,8 +207,9 @@ pub fn find(plan: &Plan, target: &str) -> Result<usize, String> {
 
 pub fn detail(plan: &Plan, cache: &Cache, index: usize) -> Result<StepDetail, CacheError> {
     let step = &plan.steps[index];
-    let (state, manifest) = state_of(plan, cache, index)?;
-    let inputs = step.inputs.iter().map(|&i| line(plan, cache, i)).collect::<Result<Vec<_>, _>>()?;
+    let slurm = on_slurm(plan, cache);
+    let (state, manifest) = state_of(plan, cache, index, &slurm)?;
+    let inputs = step.inputs.iter().map(|&i| line(plan, cache, i, &slurm)).collect::<Result<Vec<_>, _>>()?;
     Ok(StepDetail {
         label: step.label.clone(),
         kind: step.kind,

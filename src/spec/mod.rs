@@ -11,6 +11,7 @@ pub mod expand;
 mod finite;
 pub(crate) mod model;
 pub mod overrides;
+pub mod slurm;
 mod values;
 
 use std::ops::Range;
@@ -75,6 +76,8 @@ pub struct Grid {
     /// once per seed. Without `seeds`, each model's `training.seed`.
     pub seeds: Option<Vec<u64>>,
     pub report: ReportSpec,
+    /// What `--executor slurm` asks of the cluster; in no key.
+    pub slurm: slurm::SlurmSpec,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -98,6 +101,8 @@ struct RawGrid {
     seeds: Option<Spanned<Vec<u64>>>,
     #[serde(default)]
     report: ReportSpec,
+    #[serde(default)]
+    slurm: slurm::SlurmSpec,
 }
 
 fn default_metrics() -> Spanned<Vec<Spanned<String>>> {
@@ -623,6 +628,7 @@ impl Grid {
             agreement: wants_agreement.then_some(raw.agreement),
             seeds,
             report: raw.report,
+            slurm: raw.slurm,
         })
     }
 }

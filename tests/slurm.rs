@@ -1,0 +1,100 @@
+//! `grid run --executor slurm` on a real Slurm (issue 13, items 2 and 3).
+//! Ignored by default: they need a running cluster and `SLURM_CONF`. `.ci/run`
+//! starts a single-node one (`scripts/slurm_single_node.sh`) and runs them
+//! with `cargo test --test tests slurm -- --ignored`.
+
+use crate::util::{GridTest, TINY};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// TINY cut to one shortcut and two methods: the same DAG shapes, a third of the work.
+fn small_grid() -> String {
+    TINY.replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil", "random"]"#)
+}
+
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+#[ignore = "needs a running Slurm cluster (SLURM_CONF); .ci/run starts one"]
+fn slurm_tables_equal_local_ones_and_nothing_is_submitted_twice() {
+    let t = GridTest::new(&small_grid());
+    let local = t.grid(&["run", "grid.toml", "--cache", "local-cache", "--reports", "local-reports", "-q"]);
+    assert_eq!(local.status.code(), Some(0), "{}", text(&local.stderr));
+
+    // Submit, and at once submit again: the second finds every step in flight.
+    let first = t.grid(&["run", "grid.toml", "--executor", "slurm"]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let said = text(&first.stderr);
+    assert!(said.contains("submitted job") && said.contains("0 cached"), "{said}");
+    let second = t.grid(&["run", "grid.toml", "--executor", "slurm"]);
+    let said = text(&second.stderr);
+    assert!(said.contains("0 steps submitted in 0 job arrays"), "{said}");
+
+    let status = t.grid(&["status", "grid.toml"]);
+    let listed = text(&status.stdout);
+    assert!(listed.contains("Slurm task") || listed.lines().all(|l| !l.starts_with("missing")), "{listed}");
+
+    // `--wait` submits nothing more, follows the tasks, then writes the tables.
+    let waited = t.grid(&["run", "grid.toml", "--executor", "slurm", "--wait"]);
+    let said = text(&waited.stderr);
+    assert_eq!(waited.status.code(), Some(0), "{said}");
+    assert!(said.contains("0 steps submitted"), "{said}");
+    let slurm = files(&t.reports().join("tiny"));
+    assert!(!slurm.is_empty());
+    assert_eq!(slurm, files(&t.path().join("local-reports").join("tiny")), "tables differ from the local run's");
+
+    let again = t.grid(&["run", "grid.toml", "--executor", "slurm"]);
+    let said = text(&again.stderr);
+    assert!(said.contains("0 steps submitted in 0 job arrays, 0 already queued or running"), "{said}");
+}
+
+#[test]
+#[ignore = "needs a running Slurm cluster (SLURM_CONF); .ci/run starts one"]
+fn a_failing_task_stops_its_own_branch_only_and_is_reported_with_its_log() {
+    let t = GridTest::new(&small_grid().replace(
+        "[shortcuts]",
+        "[[datasets]]\nname = \"bad\"\ntrain = \"bad.csv\"\ntest = \"bad.csv\"\n\n[shortcuts]",
+    ));
+    // A label outside the binary classes fails the corpus step.
+    let rows: String = (0..40).map(|i| format!("\"words here {i}\",{}\n", if i == 7 { 5 } else { i % 2 })).collect();
+    std::fs::write(t.path().join("bad.csv"), format!("text,label\n{rows}")).unwrap();
+    let run = t.grid(&["run", "grid.toml", "--executor", "slurm", "--wait"]);
+    let said = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{said}");
+    let failed = said.lines().find(|l| l.starts_with("error: corpus/bad failed")).unwrap_or_else(|| panic!("{said}"));
+    assert!(failed.contains("Slurm task") && failed.contains(".log"), "{failed}");
+    assert!(said.contains("error: synth/bad/st skipped: input `corpus/bad` did not complete"), "{said}");
+    // The good dataset's branch ran on.
+    let status = text(&t.grid(&["status", "grid.toml"]).stdout);
+    let state = |label: &str| {
+        status
+            .lines()
+            .find(|l| l.ends_with(&format!("  {label}")) || l.contains(&format!("  {label}  ")))
+            .unwrap_or_else(|| panic!("{label} not in {status}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(state("verify/gen/st/lstm"), "cached", "{status}");
+    assert_eq!(state("corpus/bad"), "failed", "{status}");
+    let log = status.lines().find(|l| l.contains("  corpus/bad  ")).unwrap();
+    let path = log.rsplit("log: ").next().unwrap().trim_end_matches(')');
+    assert!(std::path::Path::new(path).exists(), "{path} from {log}");
+    // Only the bad branch (and the report, which reads every cell) is left
+    // for a later `grid run` to submit again.
+    for line in status.lines().filter(|l| l.starts_with("missing") || l.starts_with("failed")) {
+        assert!(line.contains("/bad") || line.contains("report/tiny"), "{line}");
+    }
+}

@@ -11,6 +11,7 @@ mod bert_equivalence;
 mod browser;
 mod cache_reuse;
 mod cli;
+mod crash;
 mod methods;
 mod metrics_reports;
 mod multiclass;

@@ -1,0 +1,93 @@
+//! Crash safety (issue 13, item 5): a grid killed with `kill -9` at random
+//! moments — the whole process tree, or the parent alone, leaving its
+//! `grid step` workers to finish on their own — never leaves a cache entry
+//! that does not verify, and the run that finally completes writes tables
+//! byte-identical to a clean run's.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+
+use crate::util::{GridTest, TINY};
+
+const KILLS: usize = 20;
+
+fn grid(dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_grid"));
+    command.current_dir(dir).env_remove("GRID_DATA_ROOT").env_remove("GRID_CACHE");
+    command
+}
+
+fn report_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every step `grid status --json` lists, as (label, state).
+fn states(t: &GridTest) -> Vec<(String, String)> {
+    let output = grid(t.path()).args(["status", "grid.toml", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    lines.iter().map(|l| (l["label"].as_str().unwrap().to_string(), l["state"].as_str().unwrap().to_string())).collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn kill_9_at_random_moments_never_leaves_a_bad_entry() {
+    use std::os::unix::process::CommandExt;
+    // Longer trainings than TINY's, so that the kills land mid-step.
+    let grid_text = TINY
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil", "random"]"#)
+        .replace("max_steps = 120", "max_steps = 480");
+    let clean = GridTest::new(&grid_text);
+    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let t = GridTest::new(&grid_text);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+    let mut cached_after = Vec::new();
+    for kill in 0..KILLS {
+        let mut child = grid(t.path())
+            .args(["run", "grid.toml", "-q", "-j", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let moment = Duration::from_millis(rng.random_range(100..800));
+        let started = Instant::now();
+        while started.elapsed() < moment {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let whole_tree = kill % 2 == 0;
+        let target = if whole_tree { format!("-{}", child.id()) } else { child.id().to_string() };
+        let _ = Command::new("kill").args(["-9", "--", &target]).status();
+        let _ = child.wait();
+        let states = states(&t);
+        let damaged: Vec<_> = states.iter().filter(|(_, state)| state == "damaged").collect();
+        assert!(damaged.is_empty(), "kill {kill} ({moment:?}, whole tree: {whole_tree}) left {damaged:?}");
+        cached_after.push(states.iter().filter(|(_, state)| state == "cached").count());
+    }
+    eprintln!("steps cached after each kill: {cached_after:?}");
+    // The kills landed while there was work left: they tested something.
+    let total = states(&t).len();
+    assert!(cached_after.iter().filter(|&&c| c < total).count() >= KILLS / 2, "{cached_after:?} of {total}");
+    // Orphaned workers of a killed parent may still hold locks: the final run
+    // waits for them.
+    let last = grid(t.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(last.status.success(), "{}", String::from_utf8_lossy(&last.stderr));
+    let left: Vec<_> = states(&t).into_iter().filter(|(_, state)| state != "cached").collect();
+    assert!(left.is_empty(), "after the final run: {left:?}");
+    let staging = std::fs::read_dir(t.cache().join("tmp")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(staging, 0, "staging folders left after a complete run");
+    assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+}

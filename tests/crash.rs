@@ -91,3 +91,36 @@ fn kill_9_at_random_moments_never_leaves_a_bad_entry() {
     assert_eq!(staging, 0, "staging folders left after a complete run");
     assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
 }
+
+/// A write that fails part-way (the disk fills up) fails its step with the
+/// path that could not be written, publishes nothing of it, and loses
+/// nothing else; the next run computes what is missing. The failure is made
+/// with a file-size limit (`ulimit -f`, SIGXFSZ ignored, so writes past it
+/// fail with EFBIG as they would with ENOSPC) rather than a full disk,
+/// which would need root to mount.
+#[cfg(unix)]
+#[test]
+fn a_failed_write_publishes_nothing_and_loses_nothing_else() {
+    let t = GridTest::new(TINY);
+    let grid_bin = env!("CARGO_BIN_EXE_grid");
+    let limited = Command::new("bash")
+        .args(["-c", &format!("trap '' XFSZ; ulimit -f 64; exec '{grid_bin}' run grid.toml -q -j 1")])
+        .current_dir(t.path())
+        .env_remove("GRID_DATA_ROOT")
+        .env_remove("GRID_CACHE")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&limited.stderr);
+    assert_eq!(limited.status.code(), Some(1), "{said}");
+    let failed = said.lines().find(|l| l.contains(" failed: ")).unwrap_or_else(|| panic!("{said}"));
+    assert!(failed.contains("cannot write") && failed.contains("File too large"), "{failed}");
+    let after = states(&t);
+    assert!(after.iter().any(|(_, s)| s == "cached"), "other steps were kept: {after:?}");
+    assert!(after.iter().all(|(_, s)| s != "damaged"), "{after:?}");
+    let staging = std::fs::read_dir(t.cache().join("tmp")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(staging, 0, "a failed step left its staging folder");
+
+    let rerun = grid(t.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(states(&t).iter().all(|(_, s)| s == "cached"));
+}

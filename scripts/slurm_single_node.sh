@@ -17,8 +17,16 @@ dir="$(mkdir -p "${2:?usage: $0 start|stop DIR}" && cd "$2" && pwd)"
 export SLURM_CONF="$dir/slurm.conf"
 
 stop() {
-    for pid in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
-        [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+    local pids=()
+    for file in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
+        [ -f "$file" ] && pids+=("$(cat "$file")")
+    done
+    [ ${#pids[@]} -eq 0 ] && return 0
+    kill "${pids[@]}" 2>/dev/null || true
+    # The daemons take a few seconds to exit; a restart must not meet them.
+    for _ in $(seq 1 40); do
+        kill -0 "${pids[@]}" 2>/dev/null || break
+        sleep 0.25
     done
     rm -f "$dir/slurmd.pid" "$dir/slurmctld.pid"
 }

@@ -98,6 +98,45 @@ impl Metric {
         }
     }
 
+    /// Whether the metric compares salience with a known ground truth (the
+    /// planted shortcut's tokens, the correlating articles): only defined on a
+    /// grid that plants one.
+    pub fn needs_ground_truth(self) -> bool {
+        matches!(self, Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating)
+    }
+
+    /// Decimals the tables show: precision 2 (the papers' own), rank 1, the
+    /// rest 3.
+    pub fn decimals(self) -> usize {
+        match self {
+            Metric::Precision => 2,
+            Metric::Rank => 1,
+            _ => 3,
+        }
+    }
+
+    /// What the numbers mean, for table titles.
+    pub fn description(self) -> String {
+        let erasure = |m: ErasureMetric| match m {
+            ErasureMetric::Ns => "NS, AOPC over the rationale ratios",
+            ErasureMetric::Nc => "NC, AOPC over the rationale ratios",
+            ErasureMetric::SoftNs => "Soft-NS",
+            ErasureMetric::SoftNc => "Soft-NC",
+        };
+        match self {
+            Metric::Precision => "precision@k (higher is better)".into(),
+            Metric::Rank => "mean rank (1 is best)".into(),
+            Metric::AttrShare => "Attr%, the share of |salience| on the shortcut tokens (higher is better)".into(),
+            Metric::AttrNonCorrelating => {
+                "Attr% on the non-correlating articles (lower is better: a faithful method gives them nothing)".into()
+            }
+            Metric::Erasure(m) => format!("{} (higher is better)", erasure(m)),
+            Metric::Diagnosticity(m) => {
+                format!("diagnosticity of {}: share of examples beating random (0.5 = chance)", erasure(m))
+            }
+        }
+    }
+
     /// Whether a larger value is better (all but the rank and the salience
     /// on non-correlating look-alikes).
     pub fn higher_is_better(self) -> bool {
@@ -262,6 +301,19 @@ mod tests {
         }
         assert!("diag-precision".parse::<Metric>().is_err());
         assert!(!Metric::Rank.higher_is_better() && Metric::Erasure(ErasureMetric::Nc).higher_is_better());
+    }
+
+    #[test]
+    fn every_metric_describes_itself() {
+        for name in METRIC_NAMES.split(", ") {
+            let m: Metric = name.parse().unwrap();
+            let ground_truth = ["precision", "rank", "attr", "attr-noncorr"].contains(&name);
+            assert_eq!(m.needs_ground_truth(), ground_truth, "{name}");
+            assert!(!m.description().is_empty() && m.description() != name, "{name}");
+            assert!((1..=3).contains(&m.decimals()), "{name}");
+        }
+        assert_eq!((Metric::Precision.decimals(), Metric::Rank.decimals()), (2, 1));
+        assert!(Metric::Diagnosticity(ErasureMetric::SoftNc).description().contains("Soft-NC"));
     }
 
     #[test]

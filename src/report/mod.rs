@@ -480,25 +480,10 @@ fn layout_table(layout: &Layout) -> DisplayTable {
     }
 }
 
-/// What a metric's numbers mean, for table titles.
+/// What a metric's numbers mean, for table titles ([`Metric::description`]);
+/// the name itself for one that is no metric of ours.
 pub fn metric_description(metric: &str) -> String {
-    let erasure = |name: &str| match name {
-        "ns" => Some("NS, AOPC over the rationale ratios"),
-        "nc" => Some("NC, AOPC over the rationale ratios"),
-        "soft-ns" => Some("Soft-NS"),
-        "soft-nc" => Some("Soft-NC"),
-        _ => None,
-    };
-    match metric {
-        "precision" => "precision@k (higher is better)".into(),
-        "rank" => "mean rank (1 is best)".into(),
-        "attr" => "Attr%, the share of |salience| on the shortcut tokens (higher is better)".into(),
-        m => match (erasure(m), m.strip_prefix("diag-").and_then(erasure)) {
-            (Some(what), _) => format!("{what} (higher is better)"),
-            (None, Some(what)) => format!("diagnosticity of {what}: share of examples beating random (0.5 = chance)"),
-            _ => m.to_string(),
-        },
-    }
+    metric.parse::<crate::metrics::Metric>().map_or_else(|_| metric.to_string(), |m| m.description())
 }
 
 /// `## title`, the table and its notes.

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use polars::frame::PivotColumnNaming;
 use polars::prelude::*;
 
+use crate::metrics::Metric;
+
 use super::{CellResult, ReportError, VerificationRow};
 
 /// Marks a number whose model failed verification.
@@ -36,13 +38,10 @@ pub struct Layout {
     pub any_failed: bool,
 }
 
-/// Decimals a metric is shown with: precision 2, rank 1, anything else 3.
+/// Decimals a metric is shown with ([`Metric::decimals`]); 3 for a name that
+/// is no metric of ours.
 pub fn decimals(metric: &str) -> usize {
-    match metric {
-        "precision" => 2,
-        "rank" => 1,
-        _ => 3,
-    }
+    metric.parse::<Metric>().map_or(3, Metric::decimals)
 }
 
 /// `value` with `decimals` digits, rounded from the exact binary value (ties to

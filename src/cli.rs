@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::Compute;
-use crate::cache::{Cache, StepKind, stale};
+use crate::cache::{Cache, StepKind};
 use crate::dag::executor::{self, Job, StepCommand, StepSettings};
 use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
 use crate::spec::Grid;
@@ -323,7 +323,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     }
     if command == "plan" {
-        print!("{}", describe_plan(&plan, &cache).map_err(runtime)?);
+        let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
+        print!("{}", dag::status::render_plan(&lines));
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(keys) = key {
@@ -809,35 +810,4 @@ fn download_checkpoints(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
             eprintln!("warning: {source}: {e}");
         }
     }
-}
-
-/// `grid plan`: one line per step, then a summary per kind.
-pub fn describe_plan(plan: &Plan, cache: &Cache) -> anyhow::Result<String> {
-    use std::fmt::Write;
-    let mut out = String::new();
-    // Per kind: cached, to run, seconds the cached ones took to compute.
-    let mut counts = std::collections::BTreeMap::<StepKind, (usize, usize, f64)>::new();
-    for step in &plan.steps {
-        let cached = cache.entry(step.kind, &step.key)?;
-        let entry = counts.entry(step.kind).or_default();
-        if let crate::cache::Entry::Damaged(damage) = &cached {
-            entry.1 += 1;
-            writeln!(out, "run     {}  {}  (cached result damaged: {damage})", step.key.short(), step.label)?;
-        } else if let crate::cache::Entry::Valid(manifest) = cached {
-            entry.0 += 1;
-            entry.2 += manifest.seconds;
-            writeln!(out, "cached  {}  {}  ({:.1}s)", step.key.short(), step.label, manifest.seconds)?;
-        } else {
-            entry.1 += 1;
-            let inputs: Vec<(String, crate::cache::StepKey)> =
-                step.inputs.iter().map(|&i| (plan.steps[i].label.clone(), plan.steps[i].key.clone())).collect();
-            let reason = stale::explain(cache, step.kind, &step.key, &step.label, &step.params, &inputs);
-            writeln!(out, "run     {}  {}  ({reason})", step.key.short(), step.label)?;
-        }
-    }
-    writeln!(out)?;
-    for (kind, (cached, run, seconds)) in counts {
-        writeln!(out, "{kind:>9}: {cached} cached ({seconds:.1}s to compute), {run} to run")?;
-    }
-    Ok(out)
 }

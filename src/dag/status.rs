@@ -155,6 +155,36 @@ pub fn render_lines(lines: &[StepLine]) -> String {
     out
 }
 
+/// `grid plan`: one line per step, `cached` or `run` with why (the detail of
+/// its state), then per kind how many are cached, the seconds they took to
+/// compute, and how many would run.
+pub fn render_plan(lines: &[StepLine]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut counts = BTreeMap::<StepKind, (usize, usize, f64)>::new();
+    for line in lines {
+        let count = counts.entry(line.kind).or_default();
+        let verb = match &line.state {
+            StepState::Cached { seconds, .. } => {
+                count.0 += 1;
+                count.2 += seconds;
+                "cached"
+            }
+            _ => {
+                count.1 += 1;
+                "run"
+            }
+        };
+        let _ = writeln!(out, "{verb:<7} {}  {}  ({})", &line.key[..12], line.label, line.state.detail());
+    }
+    let _ = writeln!(out);
+    for (kind, (cached, run, seconds)) in counts {
+        let _ = writeln!(out, "{kind:>9}: {cached} cached ({seconds:.1}s to compute), {run} to run");
+    }
+    out
+}
+
 /// Everything known of one step: `grid show`.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepDetail {

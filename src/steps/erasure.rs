@@ -62,6 +62,18 @@ pub struct ErasedExample {
     pub soft_nc: Option<f64>,
 }
 
+impl ErasedExample {
+    /// Whether every number it holds is finite (`None` is "undefined", not
+    /// a failure).
+    pub fn is_finite(&self) -> bool {
+        let defined = |v: &Option<f64>| v.is_none_or(f64::is_finite);
+        self.p_full.is_finite()
+            && self.p_zeroed.is_finite()
+            && self.ns.iter().chain(&self.nc).all(defined)
+            && [self.aopc_ns, self.aopc_nc, self.soft_ns, self.soft_nc].iter().all(defined)
+    }
+}
+
 /// `summary.json`: means over the examples whose values are defined.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErasureSummary {
@@ -123,6 +135,14 @@ fn run_on<B: Backend>(options: &Options, ctx: &StepContext, out: &Path, device: 
     for chunk in inputs.chunks(options.batch_size.max(1)) {
         erased.extend(erase(&model, chunk, pad, &options.settings, options.batch_size, device)?);
         ctx.progress.inc(chunk.len() as u64);
+    }
+    // JSON has no NaN: it would be cached as `null`, read as "undefined".
+    if let Some(bad) = erased.iter().find(|e| !e.is_finite()) {
+        anyhow::bail!(
+            "erasure of test example {} gave a non-finite probability or score ({bad:?}): the model's \
+             outputs overflow; check its training log",
+            bad.index
+        );
     }
     write_jsonl(&out.join(FILE), &erased)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -406,6 +426,26 @@ pub fn summarise(settings: &Settings, erased: &[ErasedExample], seconds: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_finite_number_is_caught_and_undefined_is_not() {
+        let good = ErasedExample {
+            index: 3,
+            predicted: 1,
+            p_full: 0.9,
+            p_zeroed: 0.5,
+            ns: vec![Some(0.2), None],
+            nc: vec![Some(0.4), Some(0.1)],
+            aopc_ns: Some(0.2),
+            aopc_nc: None,
+            soft_ns: Some(0.3),
+            soft_nc: None,
+        };
+        assert!(good.is_finite());
+        assert!(!ErasedExample { p_zeroed: f64::NAN, ..good.clone() }.is_finite());
+        assert!(!ErasedExample { nc: vec![Some(f64::INFINITY)], ..good.clone() }.is_finite());
+        assert!(!ErasedExample { soft_nc: Some(f64::NAN), ..good }.is_finite());
+    }
     use crate::salience::test_models::{Ad, PresenceModel, VOCAB_SIZE, bert, bilstm};
     use crate::text::Encoded;
 

@@ -133,12 +133,15 @@ fn bucketed_batches(examples: &[TrainExample], batch_size: usize, rng: &mut ChaC
 /// no longer a model, and nothing downstream may use them.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
-    "training diverged: the loss became {loss} at step {step} (learning rate {learning_rate}); \
-     lower `learning_rate` or set `max_grad_norm`"
+    "training diverged: the loss became {loss} at step {step} ({}, learning rate {learning_rate}); \
+     lower `learning_rate` or set `max_grad_norm`",
+    match last_finite { Some(l) => format!("last finite loss {l:.4}"), None => "no finite loss before".into() }
 )]
 pub struct Diverged {
     pub step: usize,
     pub loss: f64,
+    /// The loss of the step before, when there was one.
+    pub last_finite: Option<f64>,
     pub learning_rate: f64,
 }
 
@@ -242,6 +245,7 @@ where
     let mut log = Vec::new();
     let mut loss_sum = 0.0;
     let mut loss_count = 0usize;
+    let mut last_finite = None;
     let mut step = 0;
     let mut seen = 0usize;
     let mut stopped_early = false;
@@ -267,8 +271,9 @@ where
             let value = batch_loss.clone().into_scalar().elem::<f64>();
             if !value.is_finite() {
                 let learning_rate = learning_rate * schedule.factor(step, max_steps);
-                return Err(Diverged { step: step + 1, loss: value, learning_rate }.into());
+                return Err(Diverged { step: step + 1, loss: value, last_finite, learning_rate }.into());
             }
+            last_finite = Some(value);
             loss_sum += value;
             loss_count += 1;
             seen += labels.len();
@@ -324,6 +329,15 @@ where
 mod tests {
     use super::*;
     use burn::backend::Flex;
+
+    #[test]
+    fn divergence_names_the_step_and_the_last_finite_loss() {
+        let d = Diverged { step: 41, loss: f64::NAN, last_finite: Some(2.3456789), learning_rate: 0.5 };
+        let message = d.to_string();
+        assert!(message.contains("at step 41") && message.contains("last finite loss 2.3457"), "{message}");
+        let first = Diverged { step: 1, loss: f64::INFINITY, last_finite: None, learning_rate: 0.5 };
+        assert!(first.to_string().contains("no finite loss before"), "{first}");
+    }
 
     #[test]
     fn binary_loss_matches_formula() {

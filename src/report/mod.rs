@@ -119,6 +119,11 @@ pub struct VerificationRow {
     pub shortcut_model_on_flip: f64,
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
+    /// Macro-F1 on the original test set, when the verify step measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortcut_model_macro_f1: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_model_macro_f1: Option<f64>,
     /// After a label reassignment (articles): `max(r, 1 − r)`; with C > 2
     /// classes: 1/C. Absent for binary inserted rules (50%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -608,6 +613,8 @@ mod tests {
             shortcut_model_on_flip: 0.996,
             shortcut_model_on_original: 0.8612,
             original_model_on_original: 0.8655,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed,
@@ -758,7 +765,7 @@ mod tests {
             .unwrap()
             .finish()
             .unwrap();
-        assert_eq!(df.shape(), (2, 12));
+        assert_eq!(df.shape(), (2, 14), "keys, seed, 5 accuracies, 2 macro-F1, passed, failures");
         let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
         assert_eq!(passed, [Some(true), Some(false)]);
         let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();

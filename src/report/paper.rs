@@ -771,6 +771,8 @@ mod tests {
             shortcut_model_on_flip: 1.0,
             shortcut_model_on_original: shortcut_on_original,
             original_model_on_original: 0.88,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed: true,

@@ -899,6 +899,8 @@ mod tests {
             shortcut_model_on_flip: 0.99,
             shortcut_model_on_original: 0.86,
             original_model_on_original: 0.87,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed,

@@ -130,6 +130,14 @@ const ACCURACIES: [Accuracy; 5] = [
     ("original_model_on_original", "original model, original %", |r| r.original_model_on_original),
 ];
 
+/// Macro-F1 on the original test set: column name, markdown header, field.
+type MacroF1 = (&'static str, &'static str, fn(&VerificationRow) -> Option<f64>);
+
+const MACRO_F1: [MacroF1; 2] = [
+    ("shortcut_model_macro_f1", "shortcut model, original macro-F1 %", |r| r.shortcut_model_macro_f1),
+    ("original_model_macro_f1", "original model, original macro-F1 %", |r| r.original_model_macro_f1),
+];
+
 /// Column name, field.
 type Key = (&'static str, fn(&VerificationRow) -> &str);
 
@@ -150,6 +158,9 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     columns.push(Column::new("seed".into(), rows.iter().map(|r| r.seed).collect::<Vec<u64>>()));
     for (name, _, get) in ACCURACIES {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<f64>>()));
+    }
+    for (name, _, get) in MACRO_F1 {
+        columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<Option<f64>>>()));
     }
     columns.push(Column::new("passed".into(), rows.iter().map(|r| r.passed).collect::<Vec<bool>>()));
     columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
@@ -173,6 +184,12 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
             header.into(),
             rows.iter().map(|r| format_fixed(get(r) * 100.0, 1)).collect::<Vec<String>>(),
         ));
+        numeric.push(true);
+    }
+    // Shown only when measured (older caches lack it).
+    for (_, header, get) in MACRO_F1.into_iter().filter(|(_, _, get)| rows.iter().any(|r| get(r).is_some())) {
+        let shown = rows.iter().map(|r| get(r).map(|v| format_fixed(v * 100.0, 1)).unwrap_or_default());
+        columns.push(Column::new(header.into(), shown.collect::<Vec<String>>()));
         numeric.push(true);
     }
     columns.push(Column::new(
@@ -480,7 +497,38 @@ mod tests {
     fn empty_cells_give_no_layouts() {
         assert!(layouts(&[]).unwrap().is_empty());
         assert_eq!(long_frame(&[]).unwrap().shape(), (0, 12));
-        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 12));
+        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 14));
+    }
+
+    #[test]
+    fn macro_f1_is_shown_only_when_measured() {
+        let mut row = VerificationRow {
+            model: "lstm".into(),
+            architecture: "bilstm".into(),
+            dataset: "sst2".into(),
+            shortcut: "st".into(),
+            seed: 1,
+            shortcut_model_on_synthetic: 1.0,
+            original_model_on_synthetic: 0.5,
+            shortcut_model_on_flip: 1.0,
+            shortcut_model_on_original: 0.8,
+            original_model_on_original: 0.82,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
+            accuracy_without_shortcut: None,
+            min_synthetic_accuracy: None,
+            passed: true,
+            failures: Vec::new(),
+        };
+        let header = "original model, original macro-F1 %";
+        let (shown, _) = verification_display_frame(std::slice::from_ref(&row)).unwrap();
+        assert!(shown.column(header).is_err());
+        (row.shortcut_model_macro_f1, row.original_model_macro_f1) = (Some(0.7949), Some(0.8181));
+        let (shown, numeric) = verification_display_frame(std::slice::from_ref(&row)).unwrap();
+        assert_eq!(strings(&shown, header), [s("81.8")]);
+        assert_eq!(numeric.len(), shown.width());
+        let long = verification_frame(&[row]).unwrap();
+        assert_eq!(long.column("shortcut_model_macro_f1").unwrap().f64().unwrap().get(0), Some(0.7949));
     }
 
     #[test]

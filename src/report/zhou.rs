@@ -297,6 +297,8 @@ mod tests {
             shortcut_model_on_flip: 0.98,
             shortcut_model_on_original: 0.55,
             original_model_on_original: 0.8,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
             accuracy_without_shortcut: bound,
             min_synthetic_accuracy: None,
             passed,

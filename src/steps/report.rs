@@ -55,6 +55,8 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             shortcut_model_on_flip: result.shortcut_model_on_flip,
             shortcut_model_on_original: result.shortcut_model_on_original,
             original_model_on_original: result.original_model_on_original,
+            shortcut_model_macro_f1: result.shortcut_model_macro_f1,
+            original_model_macro_f1: result.original_model_macro_f1,
             accuracy_without_shortcut: result.accuracy_without_shortcut,
             min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
             passed: result.passed,

@@ -11,7 +11,7 @@ use super::StepContext;
 use super::io::write_json;
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
-use crate::model::predict::{accuracy, predict};
+use crate::model::predict::{accuracy, macro_f1, predict};
 use crate::model::shapes::{Buckets, Shaped};
 use crate::shortcut::{ShortcutOptions, SyntheticExample};
 use crate::spec::VerificationSpec;
@@ -80,6 +80,12 @@ pub struct Verification {
     pub shortcut_model_on_flip: f64,
     pub shortcut_model_on_original: f64,
     pub original_model_on_original: f64,
+    /// Macro-F1 of each model on the original test set (Zhao & Aletras report
+    /// it beside accuracy); absent in records written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortcut_model_macro_f1: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_model_macro_f1: Option<f64>,
     /// After a label reassignment: `max(r, 1 − r)`, the accuracy a model that
     /// ignores the manipulation can expect; with C > 2 classes, 1/C. Absent
     /// for binary inserted rules (50%).
@@ -157,12 +163,32 @@ pub fn judge(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec
 }
 
 fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], buckets: Buckets, device: &B::Device) -> f64 {
+    let (predictions, labels) = predictions_of(model, examples, buckets, device);
+    accuracy(&predictions, &labels)
+}
+
+/// Accuracy and macro-F1 from one pass.
+fn scores_of<B: Backend>(
+    model: &Checkpoint<B>,
+    examples: &[Example],
+    buckets: Buckets,
+    device: &B::Device,
+) -> (f64, f64) {
+    let (predictions, labels) = predictions_of(model, examples, buckets, device);
+    (accuracy(&predictions, &labels), macro_f1(&predictions, &labels))
+}
+
+fn predictions_of<B: Backend>(
+    model: &Checkpoint<B>,
+    examples: &[Example],
+    buckets: Buckets,
+    device: &B::Device,
+) -> (Vec<u32>, Vec<u32>) {
     let max_length = model.config.max_length();
     let encoded: Vec<Vec<u32>> = examples.iter().map(|e| model.encoder.encode(&e.text, max_length).ids).collect();
     let refs: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
     let predictions = predict(&Shaped::new(&model.model, buckets), &refs, 256, model.encoder.pad_id(), device);
-    let labels: Vec<u32> = examples.iter().map(|e| e.label).collect();
-    accuracy(&predictions, &labels)
+    (predictions, examples.iter().map(|e| e.label).collect())
 }
 
 /// Inputs: shortcut model, original model, synth, corpus.
@@ -202,11 +228,13 @@ fn run_on<B: Backend>(
     );
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
+    let (shortcut_on_original, shortcut_f1) = scores_of(&shortcut, &original_test, ctx.compute.buckets, device);
+    let (original_on_original, original_f1) = scores_of(&original, &original_test, ctx.compute.buckets, device);
     let m = Measured {
         shortcut_on_synthetic: accuracy_of(&shortcut, &synthetic, ctx.compute.buckets, device),
         original_on_synthetic: accuracy_of(&original, &synthetic, ctx.compute.buckets, device),
-        shortcut_on_original: accuracy_of(&shortcut, &original_test, ctx.compute.buckets, device),
-        original_on_original: accuracy_of(&original, &original_test, ctx.compute.buckets, device),
+        shortcut_on_original,
+        original_on_original,
         synthetic_examples: synthetic.len(),
     };
     let shortcut_on_flip = accuracy_of(&shortcut, &flip, ctx.compute.buckets, device);
@@ -219,6 +247,8 @@ fn run_on<B: Backend>(
             shortcut_model_on_flip: shortcut_on_flip,
             shortcut_model_on_original: m.shortcut_on_original,
             original_model_on_original: m.original_on_original,
+            shortcut_model_macro_f1: Some(shortcut_f1),
+            original_model_macro_f1: Some(original_f1),
             accuracy_without_shortcut: match chance {
                 // Binary files keep their old form; the plots read 50% then.
                 Chance::Balanced { classes: 2 } => None,

@@ -392,6 +392,8 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
         shortcut_model_on_flip: 1.0,
         shortcut_model_on_original: shortcut_acc,
         original_model_on_original: original,
+        shortcut_model_macro_f1: None,
+        original_model_macro_f1: None,
         accuracy_without_shortcut: None,
         min_synthetic_accuracy: None,
         passed: true,

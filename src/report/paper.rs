@@ -392,10 +392,12 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
         let note = "Diagnosticity: the share of examples where the method's score beats a random attribution's on the same input (0.5 = no better than random).".to_string();
         let mut header = vec!["method".to_string()];
         header.extend(header_tail.iter().cloned());
+        let mut table2_notes = vec![note.clone()];
+        table2_notes.extend(soft_vs_hard_notes(&of_model));
         out.push(DisplayTable {
             stem: format!("zhao_table2_{safe}"),
             title: format!("Diagnosticity by attribution method for {model} ({arch}), as Zhao & Aletras Table 2"),
-            notes: vec![note.clone()],
+            notes: table2_notes,
             frame: string_frame(&header, &by_method)?,
             align: align(1, metrics.len()),
         });
@@ -420,6 +422,56 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
         });
     }
     Ok(out)
+}
+
+/// Zhao & Aletras §5: is soft erasure more diagnostic than hard erasure?
+/// For Soft-NS against NS and Soft-NC against NC, over the (method,
+/// `dataset:shortcut`) cells that have both: the means and a Wilcoxon
+/// signed-rank test on the pairs (the paper reports soft higher, p < .01).
+fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
+    use crate::metrics::wilcoxon::signed_rank;
+    let value = |method: &str, key: &str, m: ErasureMetric| {
+        diag.iter()
+            .find(|s| {
+                s.cell.method == method
+                    && column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                    && s.cell.metric == diag_name(m)
+            })
+            .map(|s| s.cell.value)
+    };
+    let sites =
+        first_appearance(diag.iter().map(|s| (s.cell.method.clone(), column_key(&s.cell.dataset, &s.cell.shortcut))));
+    let mut notes = Vec::new();
+    for (soft, hard) in [(ErasureMetric::SoftNs, ErasureMetric::Ns), (ErasureMetric::SoftNc, ErasureMetric::Nc)] {
+        let pairs: Vec<(f64, f64)> = sites
+            .iter()
+            .filter_map(|(method, key)| Some((value(method, key, soft)?, value(method, key, hard)?)))
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let n = pairs.len() as f64;
+        let (mean_soft, mean_hard) =
+            (pairs.iter().map(|p| p.0).sum::<f64>() / n, pairs.iter().map(|p| p.1).sum::<f64>() / n);
+        let test = match signed_rank(&pairs) {
+            Some(t) => format!(
+                "Wilcoxon signed-rank W = {}, p = {} ({} non-zero differences)",
+                format_fixed(t.statistic(), 1),
+                if t.p_value < 1e-3 { format!("{:.1e}", t.p_value) } else { format_fixed(t.p_value, 3) },
+                t.n
+            ),
+            None => "no cell differs, so no test".into(),
+        };
+        notes.push(format!(
+            "{} vs {} over {} (method, dataset:shortcut) cells: mean {} vs {}; {test}.",
+            soft.title(),
+            hard.title(),
+            pairs.len(),
+            format_fixed(mean_soft, 3),
+            format_fixed(mean_hard, 3)
+        ));
+    }
+    notes
 }
 
 /// `0.05` → `5%`.
@@ -740,6 +792,16 @@ mod tests {
         assert_eq!(strings(&tables[0].frame, "Soft-NS"), [Some("1.000".to_string()), None]);
         assert_eq!(strings(&tables[1].frame, "NS"), [Some("0.250".to_string()), Some("1.000".to_string())]);
         assert_eq!(tables[2].frame.height(), 3, "attn has no tic cell");
+        // One (method, dataset:shortcut) cell has both Soft-NS and NS: 1.0 vs 0.5.
+        let test = &tables[0].notes[1];
+        assert!(
+            test.starts_with(
+                "Soft-NS vs NS over 1 (method, dataset:shortcut) cells: mean 1.000 vs 0.500; \
+             Wilcoxon signed-rank W = 0.0, p = 1.000 (1 non-zero differences)"
+            ),
+            "{test}"
+        );
+        assert_eq!(tables[0].notes.len(), 2, "no Soft-NC cell, so no Soft-NC test");
     }
 
     #[test]

@@ -119,7 +119,8 @@ impl StepKind {
             StepKind::Agreement => 1,
             // 2: NS / NC scores carry their means per rationale ratio.
             // 3: Attr% records the region's share of tokens.
-            StepKind::Score => 3,
+            // 4: diagnosticity of NS / NC per rationale ratio.
+            StepKind::Score => 4,
             // 2: seeds, erasure, agreement, paper tables, plots and HTML.
             // 3: Zhou et al.'s article tables.
             StepKind::Report => 3,

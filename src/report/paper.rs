@@ -481,12 +481,38 @@ fn percent(ratio: f64) -> String {
 
 /// Zhao & Aletras's hard erasure at every rationale ratio and its AOPC: per
 /// model, rows = (`dataset:shortcut`, method), columns = NS at each ratio, NS
-/// AOPC, then the same for NC.
+/// AOPC, then the same for NC; and the same layout for the diagnosticity of
+/// NS and NC (their Figure 3).
 pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
-    let hard: Vec<&SeedSummary> = cells
-        .iter()
-        .filter(|s| (s.cell.metric == "ns" || s.cell.metric == "nc") && !s.cell.by_ratio.is_empty())
-        .collect();
+    let mut out = by_ratio_tables(
+        cells,
+        ["ns", "nc"],
+        "zhao_erasure",
+        "Normalised sufficiency (NS) and comprehensiveness (NC) at each rationale length, and their AOPC",
+        "Rationale = the top ⌈ρ·d⌉ tokens by salience; the rest (NS) or the rationale (NC) replaced by [PAD] in place. Higher is better; NC is not clipped.",
+    )?;
+    out.extend(by_ratio_tables(
+        cells,
+        ["diag-ns", "diag-nc"],
+        "zhao_diag_by_ratio",
+        "Diagnosticity of NS and NC at each rationale length (Zhao & Aletras Figure 3), and over their AOPC",
+        "The share of examples where the method's NS (NC) at that rationale length beats a random attribution's on the same input (0.5 = no better than random).",
+    )?);
+    Ok(out)
+}
+
+/// Per model: rows = (`dataset:shortcut`, method), columns = the first
+/// metric's value at each rationale ratio and over all of them, then the
+/// second's.
+fn by_ratio_tables(
+    cells: &[SeedSummary],
+    metrics: [&str; 2],
+    stem: &str,
+    title: &str,
+    note: &str,
+) -> PolarsResult<Vec<DisplayTable>> {
+    let hard: Vec<&SeedSummary> =
+        cells.iter().filter(|s| metrics.contains(&s.cell.metric.as_str()) && !s.cell.by_ratio.is_empty()).collect();
     let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
     let mut out = Vec::new();
     for (model, architecture) in models {
@@ -504,7 +530,7 @@ pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<Displa
             .iter()
             .map(|(key, method)| {
                 let mut row = vec![Some(key.clone()), Some(method.clone())];
-                for metric in ["ns", "nc"] {
+                for metric in metrics {
                     let cell = of_model.iter().find(|s| {
                         s.cell.metric == metric
                             && &s.cell.method == method
@@ -520,14 +546,9 @@ pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<Displa
             })
             .collect();
         out.push(DisplayTable {
-            stem: format!("zhao_erasure_{}", super::file_safe(&model)),
-            title: format!(
-                "Normalised sufficiency (NS) and comprehensiveness (NC) at each rationale length, and their AOPC, for {model} ({})",
-                architecture_label(&architecture)
-            ),
-            notes: vec![
-                "Rationale = the top ⌈ρ·d⌉ tokens by salience; the rest (NS) or the rationale (NC) replaced by [PAD] in place. Higher is better; NC is not clipped.".into(),
-            ],
+            stem: format!("{stem}_{}", super::file_safe(&model)),
+            title: format!("{title}, for {model} ({})", architecture_label(&architecture)),
+            notes: vec![note.into()],
             frame: string_frame(&header, &rows)?,
             align: align(2, header.len() - 2),
         });
@@ -816,6 +837,13 @@ mod tests {
         assert_eq!(names, ["dataset:shortcut", "method", "NS 1%", "NS 50%", "NS AOPC", "NC 1%", "NC 50%", "NC AOPC"]);
         assert_eq!(strings(&tables[0].frame, "NS 50%"), [Some("0.800".to_string())]);
         assert_eq!(strings(&tables[0].frame, "NC AOPC"), [Some("0.200".to_string())]);
+        let mut diag = cell("lstm", "st", "gxil", "diag-ns", &[0.6, 0.8]);
+        diag.by_ratio = vec![[0.01, 0.55], [0.5, 0.9]];
+        let tables = erasure_by_ratio_tables(&over_seeds(&[diag])).unwrap();
+        assert_eq!(tables.len(), 1);
+        assert_eq!(tables[0].stem, "zhao_diag_by_ratio_lstm");
+        assert_eq!(strings(&tables[0].frame, "NS 1%"), [Some("0.550".to_string())]);
+        assert_eq!(strings(&tables[0].frame, "NC 50%"), [None], "no diag-nc cell");
         assert_eq!(percent(0.1), "10%");
         assert_eq!(percent(0.125), "12.5%");
     }

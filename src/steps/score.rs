@@ -124,17 +124,40 @@ pub fn evaluate_erasure(metric: ErasureMetric, examples: &[ErasedExample], ratio
 /// indicators `1[F(u) > F(v)]`, u the method's value and v the random
 /// attribution's on the same example (joined by index); examples where either
 /// is undefined are left out. The mean is `metrics::erasure::diagnosticity`.
-pub fn evaluate_diagnosticity(metric: ErasureMetric, method: &[ErasedExample], random: &[ErasedExample]) -> Score {
+/// For NS and NC also at each of `ratios` (their Figure 3), from the values
+/// at that rationale length instead of the AOPC.
+pub fn evaluate_diagnosticity(
+    metric: ErasureMetric,
+    method: &[ErasedExample],
+    random: &[ErasedExample],
+    ratios: &[f64],
+) -> Score {
     let random: HashMap<usize, &ErasedExample> = random.iter().map(|e| (e.index, e)).collect();
-    let values = method
+    let beats = |value: &dyn Fn(&ErasedExample) -> Option<f64>| -> Vec<f64> {
+        method
+            .iter()
+            .filter_map(|u| {
+                let v = random.get(&u.index)?;
+                let (u, v) = (value(u)?, value(v)?);
+                Some(if u > v { 1.0 } else { 0.0 })
+            })
+            .collect()
+    };
+    let mut score = summarise(Metric::Diagnosticity(metric), beats(&|e| erasure_value(metric, e)));
+    let at = |e: &ErasedExample, r: usize| match metric {
+        ErasureMetric::Ns => e.ns.get(r).copied().flatten(),
+        ErasureMetric::Nc => e.nc.get(r).copied().flatten(),
+        ErasureMetric::SoftNs | ErasureMetric::SoftNc => None,
+    };
+    score.by_ratio = ratios
         .iter()
-        .filter_map(|u| {
-            let v = random.get(&u.index)?;
-            let (u, v) = (erasure_value(metric, u)?, erasure_value(metric, v)?);
-            Some(if u > v { 1.0 } else { 0.0 })
+        .enumerate()
+        .filter_map(|(r, &ratio)| {
+            let wins = beats(&|e| at(e, r));
+            (!wins.is_empty()).then(|| [ratio, wins.iter().sum::<f64>() / wins.len() as f64])
         })
         .collect();
-    summarise(Metric::Diagnosticity(metric), values)
+    score
 }
 
 pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathBuf], out: &Path) -> Result<()> {
@@ -155,7 +178,9 @@ pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathB
         }
         Metric::Diagnosticity(m) => {
             ensure!(inputs.len() == 2, "diagnosticity needs the method's and the random attribution's erasure");
-            evaluate_diagnosticity(m, &erased(0)?, &erased(1)?)
+            let dir = inputs.first().context("the score step lacks its erasure input")?;
+            let summary: ErasureSummary = read_json(&dir.join(ERASURE_SUMMARY))?;
+            evaluate_diagnosticity(m, &erased(0)?, &erased(1)?, &summary.ratios)
         }
     };
     write_json(&out.join(SCORE_FILE), &score)
@@ -259,9 +284,13 @@ mod tests {
             erased(0, Some(0.1), None),
             erased(3, Some(0.0), None),
         ];
-        let d = evaluate_diagnosticity(ErasureMetric::Ns, &method, &random);
+        let d = evaluate_diagnosticity(ErasureMetric::Ns, &method, &random, &[0.2]);
         assert_eq!(d.values, vec![1.0, 0.0, 0.0]);
         assert!((d.mean - 1.0 / 3.0).abs() < 1e-12);
+        // The one ratio holds the same values as the AOPC here: 1 win in 3.
+        assert_eq!(d.by_ratio.len(), 1);
+        assert!(d.by_ratio[0][0] == 0.2 && (d.by_ratio[0][1] - 1.0 / 3.0).abs() < 1e-12);
+        assert!(evaluate_diagnosticity(ErasureMetric::SoftNc, &method, &random, &[0.2]).by_ratio.is_empty());
         let u: Vec<Option<f64>> = vec![Some(0.5), Some(0.3), Some(0.4), None];
         let v: Vec<Option<f64>> = vec![Some(0.1), Some(0.6), Some(0.4), Some(0.0)];
         assert_eq!(crate::metrics::erasure::diagnosticity(&u, &v), Some(d.mean));

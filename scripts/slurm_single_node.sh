@@ -39,7 +39,8 @@ fi
 
 # munge: the package generated its key; only its run folder is missing.
 install -d -o munge -g munge -m 0755 /run/munge
-if ! pgrep -x munged >/dev/null; then
+# (Its socket tells whether it runs: procps may not be installed.)
+if [ ! -S /run/munge/munge.socket.2 ]; then
     runuser -u munge -- /usr/sbin/munged
 fi
 
@@ -69,7 +70,7 @@ JobCompLoc=$dir/jobcomp.txt
 DependencyParameters=kill_invalid_depend
 ReturnToService=2
 GresTypes=gpu
-NodeName=localhost NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$memory_mb Gres=gpu:2 State=UNKNOWN
+NodeName=localhost NodeHostname=$(cat /proc/sys/kernel/hostname) NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$memory_mb Gres=gpu:2 State=UNKNOWN
 PartitionName=main Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
 cat > "$dir/gres.conf" <<CONF

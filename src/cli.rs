@@ -472,11 +472,27 @@ fn run_steps(
         let job = Job { plan, cache, index, progress: &bar, log: &log };
         match executor::in_process::compute_step(&job, compute) {
             StepStatus::Failed { error } => {
-                if let Some(task_log) = &task_log
-                    && let Err(e) =
-                        cache.record_failure_with_log(step.kind, &step.key, &step.label, &error, Some(task_log.clone()))
-                {
-                    eprintln!("warning: the failure of {} was not recorded: {e}", step.label);
+                if let Some(task_log) = &task_log {
+                    let log = Some(task_log.clone());
+                    if let Err(e) = cache.record_failure_with_log(step.kind, &step.key, &step.label, &error, log) {
+                        eprintln!("warning: the failure of {} was not recorded: {e}", step.label);
+                    }
+                    // Tasks that could only skip are taken off the queue.
+                    let own = std::env::var("SLURM_ARRAY_JOB_ID")
+                        .ok()
+                        .zip(std::env::var("SLURM_ARRAY_TASK_ID").ok())
+                        .map(|(job, task)| format!("{job}_{task}"));
+                    match crate::dag::slurm::cancel_dependents(plan, cache, index, own.as_deref()) {
+                        Ok(cancelled) if !cancelled.is_empty() => {
+                            eprintln!(
+                                "cancelled the Slurm tasks of steps that need {}: {}",
+                                step.label,
+                                cancelled.join(" ")
+                            )
+                        }
+                        Ok(_) => {}
+                        Err(e) => eprintln!("warning: the tasks that need {} were not cancelled: {e:#}", step.label),
+                    }
                 }
                 failed.push(format!("{}: {error}", step.label));
             }

@@ -1,9 +1,10 @@
 //! `grid run --executor slurm`: every missing step of the plan becomes a task
 //! of a Slurm job array over the shared cache, each task running `grid step`
 //! on its keys. Arrays follow the DAG's waves ([`waves`]) with `afterany`
-//! dependencies, so Slurm, not this process, orders the work; a task skips a
-//! step whose inputs did not complete, so a failure ends its own branch and
-//! nothing else ([`sbatch::ArrayJob::args`] says why not `afterok`).
+//! dependencies, so Slurm, not this process, orders the work. A failing task
+//! cancels the queued tasks that need its step ([`cancel_dependents`]), and a
+//! task skips a step whose inputs did not complete, so a failure ends its own
+//! branch and nothing else ([`sbatch::ArrayJob::args`] says why not `afterok`).
 //! Submission returns at once with the job ids; `--wait` follows the jobs and
 //! writes the reports at the end.
 //!
@@ -254,6 +255,33 @@ pub fn queued_steps(plan: &Plan, cache: &Cache) -> Result<HashMap<usize, OnSlurm
         .into_iter()
         .filter_map(|(i, queued)| queue.get(&queued.task).map(|state| (i, OnSlurm { state: state.clone(), queued })))
         .collect())
+}
+
+/// Under a Slurm task whose step `failed`: cancels the queued tasks whose
+/// every step depends on it (they could only skip), and returns them. A task
+/// that also holds a step of another branch (a batch of small steps) is left
+/// to run; it skips what it cannot compute. The calling task is never
+/// cancelled (`own_task`).
+pub fn cancel_dependents(plan: &Plan, cache: &Cache, failed: usize, own_task: Option<&str>) -> Result<Vec<String>> {
+    let n = plan.steps.len();
+    let mut doomed = vec![false; n];
+    doomed[failed] = true;
+    // Plan order is topological: one pass finds every step downstream.
+    for i in failed + 1..n {
+        doomed[i] = plan.steps[i].inputs.iter().any(|&j| doomed[j]);
+    }
+    let queue = sbatch::queued_tasks()?;
+    let mut only_doomed: HashMap<String, bool> = HashMap::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if let Some(q) = queued::read(cache, &step.key).filter(|q| queue.contains_key(&q.task)) {
+            *only_doomed.entry(q.task).or_insert(true) &= doomed[i];
+        }
+    }
+    let mut tasks: Vec<String> =
+        only_doomed.into_iter().filter(|(task, all)| *all && Some(task.as_str()) != own_task).map(|(t, _)| t).collect();
+    tasks.sort();
+    sbatch::cancel(&tasks)?;
+    Ok(tasks)
 }
 
 /// Absolute, so that a task started in another folder finds the same files.

@@ -130,7 +130,7 @@ pub fn queued_tasks() -> Result<HashMap<String, String>> {
         .collect())
 }
 
-/// Cancels whole jobs.
+/// Cancels jobs, or single array tasks (`<job>_<task>`).
 pub fn cancel(jobs: &[String]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());

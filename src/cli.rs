@@ -464,10 +464,11 @@ fn run_steps(
             continue;
         }
         let label = step.label.clone();
-        let log = |line: String| {
-            if verbosity > Verbosity::Quiet {
-                eprintln!("{label}: {line}");
-            }
+        // A parent labels a lone step's lines itself; a batch names each step.
+        let log = |line: String| match verbosity {
+            Verbosity::Quiet => {}
+            _ if keys.len() > 1 => eprintln!("{label}: {line}"),
+            _ => eprintln!("{line}"),
         };
         let job = Job { plan, cache, index, progress: &bar, log: &log };
         match executor::in_process::compute_step(&job, compute) {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 
-use crate::util::{GridTest, TINY};
+use crate::util::{GridTest, TINY, report_files};
 
 const KILLS: usize = 20;
 
@@ -17,16 +17,6 @@ fn grid(dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_grid"));
     command.current_dir(dir).env_remove("GRID_DATA_ROOT").env_remove("GRID_CACHE");
     command
-}
-
-fn report_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
-        .collect();
-    files.sort();
-    files
 }
 
 /// Every step `grid status --json` lists, as (label, state).

@@ -3,7 +3,7 @@
 //! starts a single-node one (`scripts/slurm_single_node.sh`) and runs them
 //! with `cargo test --test tests slurm -- --ignored`.
 
-use crate::util::{GridTest, TINY};
+use crate::util::{GridTest, TINY, report_files as files};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -13,16 +13,6 @@ fn text(bytes: &[u8]) -> String {
 fn small_grid() -> String {
     TINY.replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
         .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil", "random"]"#)
-}
-
-fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]

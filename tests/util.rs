@@ -147,3 +147,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every file of a reports folder with its bytes, sorted by name: two runs'
+/// tables compare byte for byte.
+pub fn report_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}

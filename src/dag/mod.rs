@@ -52,3 +52,25 @@ impl Plan {
         self.steps.iter().position(|s| s.kind == StepKind::Report)
     }
 }
+
+/// A plan of `(kind, inputs)` for tests of scheduling and submission: what
+/// the steps do does not matter there.
+#[cfg(test)]
+pub(crate) fn test_plan(steps: &[(StepKind, &[usize])]) -> Plan {
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, inputs))| {
+            let params = serde_json::json!({ "i": i });
+            Step {
+                kind: *kind,
+                label: format!("{}/{i}", kind.name()),
+                inputs: inputs.to_vec(),
+                key: StepKey::compute(*kind, &params, &[]),
+                params,
+                work: Work::Score { metric: crate::metrics::Metric::Precision, word_aggregation: None },
+            }
+        })
+        .collect();
+    Plan { grid_name: "t".into(), steps, skipped: Vec::new() }
+}

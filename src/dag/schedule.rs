@@ -152,30 +152,7 @@ impl<'a> Schedule<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::StepKey;
-    use crate::dag::Step;
-    use crate::metrics::Metric;
-    use crate::steps::Work;
-
-    /// A plan of `(kind, inputs)`; what the steps do does not matter here.
-    fn plan(steps: &[(StepKind, &[usize])]) -> Plan {
-        let steps = steps
-            .iter()
-            .enumerate()
-            .map(|(i, (kind, inputs))| {
-                let params = serde_json::json!({ "i": i });
-                Step {
-                    kind: *kind,
-                    label: format!("{}/{i}", kind.name()),
-                    inputs: inputs.to_vec(),
-                    key: StepKey::compute(*kind, &params, &[]),
-                    params,
-                    work: Work::Score { metric: Metric::Precision, word_aggregation: None },
-                }
-            })
-            .collect();
-        Plan { grid_name: "t".into(), steps, skipped: Vec::new() }
-    }
+    use crate::dag::test_plan as plan;
 
     const CPU: Limits = Limits { jobs: 4, model_jobs: 4 };
 

@@ -123,7 +123,8 @@ impl StepKind {
             StepKind::Score => 4,
             // 2: seeds, erasure, agreement, paper tables, plots and HTML.
             // 3: Zhou et al.'s article tables.
-            StepKind::Report => 3,
+            // 4: report_data.json keeps per-example values (one seed merge).
+            StepKind::Report => 4,
         }
     }
 }

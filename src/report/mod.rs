@@ -70,8 +70,10 @@ pub struct CellResult {
     /// The cell's model passed verification.
     pub verified: bool,
     /// Per-example values in the attribution's order, for paired comparisons
-    /// between cells on the same examples; not written to the tables.
-    #[serde(skip)]
+    /// between cells on the same examples and for the interval of a mean over
+    /// seeds; not written to the tables, kept in `report_data.json` so that
+    /// `grid report --compare` merges seeds as the tables do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<f64>,
     /// NS / NC: `[ratio, mean]` per rationale ratio; empty for other metrics.
     #[serde(default)]

@@ -46,9 +46,10 @@
 //!   the paper's standard deviation over its 11 runs (`published_sd`), our
 //!   region's share of the tokens (`region_share`) and the paper's word frequency
 //!   (`published_frequency`).
-//! - Seeds: cells that differ only by seed are averaged; the 95% interval is the
-//!   mean of the per-seed bootstrap bounds (present only if every seed has one), an
-//!   approximation that ignores seed-to-seed spread.
+//! - Seeds: cells that differ only by seed are merged as the tables merge them
+//!   ([`crate::report::tables::over_seeds`]): the mean over seeds, with the
+//!   bootstrap interval of the seed-averaged per-example values, so a cell
+//!   shows one interval in every output.
 //!
 //! Findings (✓ holds, ✗ does not, ? cannot tell):
 //! - Precision/rank, per (model, dataset, shortcut) with ≥ 2 common methods: the
@@ -400,27 +401,24 @@ pub(super) fn canonical_method(name: &str) -> String {
 
 /// The cells whose metric `keep` accepts, averaged over seeds.
 pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(&str) -> bool) -> Vec<OurCell> {
-    crate::report::tables::seed_groups(cells.iter().filter(|c| keep(&c.metric)))
+    let kept: Vec<CellResult> = cells.iter().filter(|c| keep(&c.metric)).cloned().collect();
+    crate::report::tables::over_seeds(&kept)
         .into_iter()
-        .map(|seeds| {
-            let first = seeds[0];
-            let n = seeds.len() as f64;
-            let mean_bound = |bound: fn(&CellResult) -> Option<f64>| {
-                seeds.iter().map(|c| bound(c)).sum::<Option<f64>>().map(|sum| sum / n)
-            };
+        .map(|summary| {
+            let cell = summary.cell;
             OurCell {
-                model: first.model.clone(),
-                architecture: first.architecture.clone(),
-                dataset: first.dataset.clone(),
-                shortcut: first.shortcut.clone(),
-                method: canonical_method(&first.method),
-                metric: first.metric.clone(),
-                runs: seeds.len() as u32,
-                value: seeds.iter().map(|c| c.value).sum::<f64>() / n,
-                ci_low: mean_bound(|c| c.ci_low),
-                ci_high: mean_bound(|c| c.ci_high),
-                verified: seeds.iter().all(|c| c.verified),
-                share: mean_bound(|c| c.region_share),
+                method: canonical_method(&cell.method),
+                model: cell.model,
+                architecture: cell.architecture,
+                dataset: cell.dataset,
+                shortcut: cell.shortcut,
+                metric: cell.metric,
+                runs: summary.seeds as u32,
+                value: cell.value,
+                ci_low: cell.ci_low,
+                ci_high: cell.ci_high,
+                verified: cell.verified,
+                share: cell.region_share,
             }
         })
         .collect()

@@ -173,7 +173,9 @@ fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, 
         ci_high: Some(v[2]),
         n_examples: 100,
         verified: true,
-        values: vec![],
+        // Two examples at the interval's ends: over seeds, the bootstrap
+        // interval of their per-example means is the mean of the bounds.
+        values: vec![v[1], v[2]],
         by_ratio: vec![],
         region_share: None,
     }
@@ -740,4 +742,21 @@ fn zhou_bert_rows_take_attn_last() {
     assert!(c.cells.is_empty() && c.findings.is_empty());
     assert_eq!((c.unmatched_published, c.unmatched_ours), (2, 0));
     assert!(render_markdown(&c).contains("(no cell of ours matches a published number)"));
+}
+
+#[test]
+fn a_cell_over_seeds_has_the_tables_interval() {
+    let seed = |s: u64, values: Vec<f64>| CellResult {
+        value: values.iter().sum::<f64>() / values.len() as f64,
+        values,
+        ..cell("lstm", "generated", "st", "gxil", "precision", s, [0.0, 0.0, 0.0])
+    };
+    let cells = vec![seed(1, vec![1.0, 0.5, 1.0, 0.0, 1.0]), seed(2, vec![0.5, 0.5, 1.0, 1.0, 0.0])];
+    let published = parse(BASTINGS_SMALL).unwrap();
+    let c = compare(&published, &cells, &[], &aliases(&[("generated", "sst2")])).unwrap();
+    let tables = crate::report::tables::over_seeds(&cells);
+    let (ours, table) = (&c.cells[0], &tables[0].cell);
+    assert_eq!((ours.runs, ours.ours), (2, table.value));
+    assert_eq!((ours.ci_low, ours.ci_high), (table.ci_low, table.ci_high));
+    assert!(ours.ci_low.is_some() && ours.ci_low != ours.ci_high, "{ours:?}");
 }

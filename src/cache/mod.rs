@@ -116,7 +116,8 @@ impl StepKind {
             // 2: probability targets differentiate through a stable surrogate.
             StepKind::Attribute => 2,
             StepKind::Erasure => 1,
-            StepKind::Agreement => 1,
+            // 2: punctuation is left out, as Lu et al. do.
+            StepKind::Agreement => 2,
             // 2: NS / NC scores carry their means per rationale ratio.
             // 3: Attr% records the region's share of tokens.
             // 4: diagnosticity of NS / NC per rationale ratio.

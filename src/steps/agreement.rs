@@ -119,7 +119,8 @@ fn join(attributions: &[Vec<AttributedExample>]) -> Vec<Vec<&AttributedExample>>
 }
 
 /// What the metrics see of one method on one example: token scores with the
-/// special tokens masked, or word scores (all rankable).
+/// special tokens masked, or word scores; punctuation is masked in both, as
+/// Lu et al. ignore it when they compare the methods' top words.
 struct Compared {
     scores: Vec<f32>,
     rankable: Vec<bool>,
@@ -127,15 +128,28 @@ struct Compared {
 
 impl Compared {
     fn of(example: &AttributedExample, word_aggregation: Option<WordAggregation>) -> Self {
+        let punctuation = |t: usize| example.tokens.get(t).is_some_and(|text| is_punctuation(text));
         match word_aggregation {
             None => Compared {
                 scores: example.scores.clone(),
-                rankable: example.word_of_token.iter().map(Option::is_some).collect(),
+                rankable: example
+                    .word_of_token
+                    .iter()
+                    .enumerate()
+                    .map(|(t, w)| w.is_some() && !punctuation(t))
+                    .collect(),
             },
             Some(how) => {
                 // The ground truth plays no part in agreement.
                 let scores = words::aggregate(&example.scores, &example.word_of_token, &[], how).scores;
-                Compared { rankable: vec![true; scores.len()], scores }
+                // A word is punctuation when every token of it is.
+                let mut rankable = vec![false; scores.len()];
+                for (t, w) in example.word_of_token.iter().enumerate() {
+                    if let Some(&w) = w.as_ref().filter(|&&w| w < rankable.len()) {
+                        rankable[w] |= !punctuation(t);
+                    }
+                }
+                Compared { rankable, scores }
             }
         }
     }
@@ -143,6 +157,13 @@ impl Compared {
     fn is_rankable(&self, position: usize) -> bool {
         self.rankable.get(position).copied().unwrap_or(false)
     }
+}
+
+/// A token of nothing but punctuation (`,` `.` `'s` is not: it has letters).
+/// Subword markers (`##`, `Ġ`) are not punctuation of the text.
+fn is_punctuation(token: &str) -> bool {
+    let text = token.trim_start_matches("##").trim_start_matches('Ġ');
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace()))
 }
 
 /// The pairs `(a, b)` with `a < b`: the upper triangle.
@@ -270,6 +291,24 @@ mod tests {
         assert_matrix(&result.overlap, &[[1.0, 0.5, 1.0], [0.5, 1.0, 0.5], [1.0, 0.5, 1.0]]);
         // ρ(a,b) = (−1 + 1)/2; ρ(a,c) and ρ(b,c) from example 0 only (c constant in 1).
         assert_matrix(&result.spearman, &[[1.0, 0.0, 1.0], [0.0, 1.0, -1.0], [1.0, -1.0, 1.0]]);
+    }
+
+    #[test]
+    fn punctuation_is_left_out_as_lu_et_al_do() {
+        // [CLS] good , film [SEP]: `a` puts its most on the comma.
+        let with_tokens = |scores: Vec<f32>| AttributedExample {
+            tokens: names(&["[CLS]", "good", ",", "film", "[SEP]"]),
+            ..example(0, scores, vec![None, Some(0), Some(1), Some(2), None])
+        };
+        let a = with_tokens(vec![0.0, 0.2, 0.9, 0.1, 0.0]);
+        let b = with_tokens(vec![0.0, 0.3, 0.0, 0.1, 0.0]);
+        for aggregation in [None, Some(WordAggregation::Sum)] {
+            let r = compare(&names(&["a", "b"]), &[vec![a.clone()], vec![b.clone()]], 1, aggregation);
+            // Top word of both, the comma aside: `good`.
+            assert_eq!(r.overlap[0][1], 1.0, "{aggregation:?}");
+        }
+        assert!(is_punctuation(",") && is_punctuation("...") && is_punctuation("##.") && is_punctuation("Ġ!"));
+        assert!(!is_punctuation("'s") && !is_punctuation("film") && !is_punctuation("") && !is_punctuation("##s"));
     }
 
     #[test]

@@ -63,17 +63,9 @@ impl Cache {
         error: &str,
         log: Option<PathBuf>,
     ) -> Result<Failure, CacheError> {
-        let dir = self.failed_dir();
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let failure = Failure { kind, label: label.to_string(), error: error.to_string(), at, log };
-        let path = dir.join(format!("{}.json", key.as_str()));
-        let json = serde_json::to_vec_pretty(&failure)
-            .map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
-        // Written whole and renamed, so a reader never sees half a record.
-        let staged = dir.join(format!("{}.json.{}", key.as_str(), std::process::id()));
-        fs::write(&staged, json).map_err(io_err(&staged))?;
-        fs::rename(&staged, &path).map_err(io_err(&path))?;
+        super::write_json_whole(&self.failed_dir().join(format!("{}.json", key.as_str())), &failure)?;
         Ok(failure)
     }
 

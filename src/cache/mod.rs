@@ -212,6 +212,19 @@ pub enum CacheError {
     Manifest { path: PathBuf, source: serde_json::Error },
 }
 
+/// Writes `value` as JSON to `path` (creating its folder) through a file of
+/// this process renamed into place, so a reader never sees half a record.
+pub(crate) fn write_json_whole(path: &Path, value: &impl Serialize) -> Result<(), CacheError> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(io_err(parent))?;
+    }
+    let json =
+        serde_json::to_vec_pretty(value).map_err(|source| CacheError::Manifest { path: path.to_path_buf(), source })?;
+    let staged = path.with_extension(format!("json.{}", std::process::id()));
+    fs::write(&staged, json).map_err(io_err(&staged))?;
+    fs::rename(&staged, path).map_err(io_err(path))
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CacheError + '_ {
     move |source| CacheError::Io { path: path.to_path_buf(), source }
 }
@@ -364,20 +377,13 @@ impl Cache {
 
     fn remember_label(&self, label: &str, manifest: &Manifest) -> Result<(), CacheError> {
         let path = self.label_path(label);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(io_err(parent))?;
-        }
         let record = LabelRecord {
             key: manifest.key.clone(),
             version: manifest.version,
             params: manifest.params.clone(),
             inputs: manifest.inputs.clone(),
         };
-        let tmp = path.with_extension(format!("json.{}", std::process::id()));
-        let json =
-            serde_json::to_vec_pretty(&record).map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
-        fs::write(&tmp, json).map_err(io_err(&tmp))?;
-        fs::rename(&tmp, &path).map_err(io_err(&path))
+        write_json_whole(&path, &record)
     }
 
     /// What was last computed under this label, if anything.

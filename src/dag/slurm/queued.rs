@@ -39,19 +39,7 @@ fn record_path(cache: &Cache, key: &StepKey) -> PathBuf {
 }
 
 pub fn record(cache: &Cache, key: &StepKey, queued: &Queued) -> Result<(), CacheError> {
-    let path = record_path(cache, key);
-    let io = |path: &PathBuf| {
-        let path = path.clone();
-        move |source| CacheError::Io { path, source }
-    };
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(io(&dir.to_path_buf()))?;
-    }
-    let json =
-        serde_json::to_vec_pretty(queued).map_err(|source| CacheError::Manifest { path: path.clone(), source })?;
-    let staged = path.with_extension(format!("json.{}", std::process::id()));
-    fs::write(&staged, json).map_err(io(&staged))?;
-    fs::rename(&staged, &path).map_err(io(&path))
+    crate::cache::write_json_whole(&record_path(cache, key), queued)
 }
 
 /// The last submission of `key`, if any. An unreadable record reads as none:

@@ -474,28 +474,9 @@ fn run_steps(
         match executor::in_process::compute_step(&job, compute) {
             StepStatus::Failed { error } => {
                 if let Some(task_log) = &task_log {
-                    let log = Some(task_log.clone());
-                    if let Err(e) = cache.record_failure_with_log(step.kind, &step.key, &step.label, &error, log) {
-                        eprintln!("warning: the failure of {} was not recorded: {e}", step.label);
-                    }
-                    // Tasks that could only skip are taken off the queue.
-                    let own = std::env::var("SLURM_ARRAY_JOB_ID")
-                        .ok()
-                        .zip(std::env::var("SLURM_ARRAY_TASK_ID").ok())
-                        .map(|(job, task)| format!("{job}_{task}"));
-                    match crate::dag::slurm::cancel_dependents(plan, cache, index, own.as_deref()) {
-                        Ok(cancelled) if !cancelled.is_empty() => {
-                            eprintln!(
-                                "cancelled the Slurm tasks of steps that need {}: {}",
-                                step.label,
-                                cancelled.join(" ")
-                            )
-                        }
-                        Ok(_) => {}
-                        Err(e) => eprintln!("warning: the tasks that need {} were not cancelled: {e:#}", step.label),
-                    }
+                    crate::dag::slurm::task_failed(plan, cache, index, &error, task_log);
                 }
-                failed.push(format!("{}: {error}", step.label));
+                failed.push((step.label.as_str(), error));
             }
             StepStatus::Cached if keys.len() == 1 => eprintln!("{}", executor::worker::FOUND_CACHED),
             StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
@@ -506,10 +487,11 @@ fn run_steps(
     }
     match failed.as_slice() {
         [] => Ok(ExitCode::SUCCESS),
-        [only] if keys.len() == 1 => {
-            Err(runtime(anyhow::anyhow!(only.split_once(": ").map_or(only.as_str(), |(_, e)| e).to_string())))
+        [(_, error)] if keys.len() == 1 => Err(runtime(anyhow::anyhow!(error.clone()))),
+        _ => {
+            let each: Vec<String> = failed.iter().map(|(label, error)| format!("{label}: {error}")).collect();
+            Err(runtime(anyhow::anyhow!("{} of {} steps failed: {}", failed.len(), keys.len(), each.join("; "))))
         }
-        _ => Err(runtime(anyhow::anyhow!("{} of {} steps failed: {}", failed.len(), keys.len(), failed.join("; ")))),
     }
 }
 
@@ -518,9 +500,8 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
     use crate::dag::slurm::{self, SlurmOptions};
     let compute = compute_of(&common)?;
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
-    let (cache, plan) = plan_of(&common, compute)?;
+    let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
     let verbosity = verbosity_of(&common);
-    let grid = load_grid(&common)?;
     let mut settings = step_settings(&common, verbosity);
     // Tasks may start in another folder: every path absolute.
     settings.grid = slurm::absolute(&settings.grid);
@@ -670,11 +651,16 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
 
 /// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: Compute) -> Result<(Cache, Plan), Failure> {
+    grid_and_plan_of(common, compute).map(|(_, cache, plan)| (cache, plan))
+}
+
+/// The grid as loaded (with `--set`), its cache and its plan.
+fn grid_and_plan_of(common: &Common, compute: Compute) -> Result<(Grid, Cache, Plan), Failure> {
     let grid = load_grid(common)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
-    Ok((cache, plan))
+    Ok((grid, cache, plan))
 }
 
 /// `grid gc`: the keys every grid plans, under every precision, are kept.

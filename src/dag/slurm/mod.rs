@@ -257,6 +257,28 @@ pub fn queued_steps(plan: &Plan, cache: &Cache) -> Result<HashMap<usize, OnSlurm
         .collect())
 }
 
+/// Under a Slurm task, whose parent is Slurm: records the failure of step
+/// `failed` with the task's `log`, then takes the queued tasks that could only
+/// skip off the queue. Problems with either are warnings: the step's own
+/// failure is what the task reports.
+pub fn task_failed(plan: &Plan, cache: &Cache, failed: usize, error: &str, log: &Path) {
+    let step = &plan.steps[failed];
+    if let Err(e) = cache.record_failure_with_log(step.kind, &step.key, &step.label, error, Some(log.to_path_buf())) {
+        eprintln!("warning: the failure of {} was not recorded: {e}", step.label);
+    }
+    let own = std::env::var("SLURM_ARRAY_JOB_ID")
+        .ok()
+        .zip(std::env::var("SLURM_ARRAY_TASK_ID").ok())
+        .map(|(job, task)| format!("{job}_{task}"));
+    match cancel_dependents(plan, cache, failed, own.as_deref()) {
+        Ok(cancelled) if !cancelled.is_empty() => {
+            eprintln!("cancelled the Slurm tasks of steps that need {}: {}", step.label, cancelled.join(" "))
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: the tasks that need {} were not cancelled: {e:#}", step.label),
+    }
+}
+
 /// Under a Slurm task whose step `failed`: cancels the queued tasks whose
 /// every step depends on it (they could only skip), and returns them. A task
 /// that also holds a step of another branch (a batch of small steps) is left

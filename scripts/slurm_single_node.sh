@@ -39,9 +39,19 @@ fi
 
 # munge: the package generated its key; only its run folder is missing.
 install -d -o munge -g munge -m 0755 /run/munge
-# (Its socket tells whether it runs: procps may not be installed.)
-if [ ! -S /run/munge/munge.socket.2 ]; then
+# A credential round trip tells whether munged runs (procps may not be
+# installed). A socket alone does not: a machine restored from a snapshot keeps
+# /run/munge with the socket of a munged that is gone ("Connection refused").
+munge_works() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
+if ! munge_works; then
+    rm -f /run/munge/munge.socket.2 /run/munge/munge.socket.2.lock /run/munge/munged.pid
     runuser -u munge -- /usr/sbin/munged
+    for _ in $(seq 1 20); do munge_works && break; sleep 0.25; done
+    if ! munge_works; then
+        echo "munged did not start; its log: /var/log/munge/munged.log" >&2
+        tail -n 20 /var/log/munge/munged.log >&2 || true
+        exit 1
+    fi
 fi
 
 mkdir -p "$dir/state" "$dir/spool" "$dir/dev"

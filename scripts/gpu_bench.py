@@ -267,8 +267,10 @@ def verified(reports):
     return sum(r["passed"] == "true" for r in rows), len(rows)
 
 
-def backends_for(device):
-    return ["libtorch", "cubecl"] if device.startswith("cuda") else ["flex", "libtorch"]
+def backends_for(args):
+    if args.backends:
+        return args.backends
+    return ["libtorch", "cubecl"] if args.device.startswith("cuda") else ["flex", "libtorch"]
 
 
 def not_built(result):
@@ -282,14 +284,19 @@ def quickstart(args, out, grid_file, env, gpu):
     common = [grid_file, "-q"]
     if args.data_root:
         common += ["--data-root", args.data_root]
-    if args.device.startswith("cuda") and not args.no_cpu_reference:
+    if args.cpu_reference:
+        # A CPU run of the same grid made earlier (same keys: any binary of the
+        # same grid version), e.g. on the build machine, to spare the GPU machine.
+        reference = args.cpu_reference.resolve()
+        rows.append(dict(backend=f"flex (cpu, {reference})", cold=None, warm=None, reports=reference, given=True))
+    elif args.device.startswith("cuda") and not args.no_cpu_reference:
         folder = out / "quickstart-cpu"
         r = run("quickstart-cpu", [args.grid, "run", *common, "--cache", folder / "cache", "--reports",
                 folder / "reports", "--device", "cpu"], out, args.time_limit, env)  # fmt: skip
         if r.ok:
             reference = folder / "reports" / "quickstart"
         rows.append(dict(backend="flex (cpu)", cold=r, warm=None, reports=reference))
-    for backend in backends_for(args.device):
+    for backend in backends_for(args):
         folder = out / f"quickstart-{backend}"
         cache = folder / "cache"
         command = [args.grid, "run", *common, "--cache", cache, "--reports", folder / "reports",
@@ -337,7 +344,7 @@ def bert(args, out, env, gpu):
     grid_file = out / "bert_bench.toml"
     grid_file.write_text(BERT_GRID.format(dataset=dataset, source=source, size=args.size, **size))
     results = {}
-    for backend in backends_for(args.device):
+    for backend in backends_for(args):
         folder = out / f"bert-{backend}"
         cache = folder / "cache"
         common = [grid_file, "--cache", cache, "--device", args.device, "--backend", backend]
@@ -454,6 +461,10 @@ def table(args, quick, results, size, peer):
         if row.get("absent"):
             lines.append(f"| {row['backend']} | not built | | | |")
             continue
+        if row.get("given"):
+            n, total = verified(row["reports"])
+            lines.append(f"| {row['backend']} | (given) | | (reference) | {n}/{total} |")
+            continue
         cold, warm = row["cold"], row["warm"]
         cold_s = fmt(cold.seconds) if cold.ok else cold.status()
         warm_s = "—" if warm is None else (fmt(warm.seconds) if warm.ok else warm.status())
@@ -535,6 +546,10 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads for the peers (0: torch's default)")
     parser.add_argument("--time-limit", type=float, default=240, help="seconds per command before it is killed")
     parser.add_argument("--no-cpu-reference", action="store_true", help="skip the quickstart on the CPU (cuda only)")
+    parser.add_argument("--cpu-reference", type=pathlib.Path,
+                        help="reports folder of an earlier CPU quickstart (results_long.csv, verification.csv) to compare with")
+    parser.add_argument("--backends", type=lambda s: [b for b in s.split(",") if b],
+                        help="comma-separated backends to run (default: libtorch,cubecl on cuda; flex,libtorch on cpu)")
     parser.add_argument("--skip-quickstart", action="store_true")
     args = parser.parse_args()
     args.grid = pathlib.Path(args.grid).resolve()

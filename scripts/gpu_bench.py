@@ -301,6 +301,8 @@ def quickstart(args, out, grid_file, env, gpu):
         cache = folder / "cache"
         command = [args.grid, "run", *common, "--cache", cache, "--reports", folder / "reports",
                    "--device", args.device, "--backend", backend]  # fmt: skip
+        if args.gpu_jobs and args.device.startswith("cuda"):
+            command += ["--gpu-jobs", args.gpu_jobs]
         cold = run(f"quickstart-{backend}-cold", command, out, args.time_limit, env, gpu)
         if not_built(cold):
             rows.append(dict(backend=backend, cold=None, warm=None, reports=None, absent=True))
@@ -550,6 +552,8 @@ def main():
                         help="reports folder of an earlier CPU quickstart (results_long.csv, verification.csv) to compare with")
     parser.add_argument("--backends", type=lambda s: [b for b in s.split(",") if b],
                         help="comma-separated backends to run (default: libtorch,cubecl on cuda; flex,libtorch on cpu)")
+    parser.add_argument("--gpu-jobs", type=int, default=0,
+                        help="the quickstart's model steps sharing the GPU at once (grid run --gpu-jobs; 0: grid's default)")
     parser.add_argument("--skip-quickstart", action="store_true")
     args = parser.parse_args()
     args.grid = pathlib.Path(args.grid).resolve()

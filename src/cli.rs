@@ -206,6 +206,12 @@ struct Common {
     /// Steps run at the same time (default: the number of CPU cores).
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
+    /// CUDA: model steps (train, verify, attribute, erasure) sharing the GPU at
+    /// once, each in its own process and CUDA context. Small models are bound by
+    /// kernel-launch latency and leave the GPU idle (the quickstart's showed 0%
+    /// utilisation on an H200), so a few at once fill it; large ones want 1.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    gpu_jobs: u16,
     /// Print only the tables and errors.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     quiet: bool,
@@ -337,6 +343,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let worker = StepCommand::of_current_exe(&step_settings(&common, verbosity));
     let options = RunOptions {
         jobs,
+        gpu_jobs: usize::from(common.gpu_jobs),
         compute,
         verbosity,
         reports_dir: Some(common.reports.clone()),

@@ -101,6 +101,7 @@ impl GridTest {
         let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
         let options = RunOptions {
             jobs: 2,
+            gpu_jobs: 1,
             compute,
             verbosity: Verbosity::Quiet,
             reports_dir: Some(self.reports()),

@@ -26,6 +26,8 @@ pub enum Verbosity {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub jobs: usize,
+    /// Model steps at once on a CUDA device (`--gpu-jobs`); on the CPU, `jobs`.
+    pub gpu_jobs: usize,
     pub compute: Compute,
     pub verbosity: Verbosity,
     /// Where the report's files are copied (`<dir>/<grid name>/`).
@@ -75,6 +77,16 @@ pub struct RunOutcome {
 
 /// Why a step did not run or finish when the run was stopped.
 pub const INTERRUPTED: &str = "interrupted";
+
+/// Model steps at a time: on a GPU `--gpu-jobs` (default one: each holds its
+/// own CUDA context and competes for memory), never more than `jobs`; on the
+/// CPU, `jobs`. Data, score and report steps run beside them on the CPU.
+fn model_jobs(device: crate::backend::DeviceChoice, jobs: usize, gpu_jobs: usize) -> usize {
+    match device {
+        crate::backend::DeviceChoice::Cuda(_) => gpu_jobs.clamp(1, jobs.max(1)),
+        crate::backend::DeviceChoice::Cpu => jobs,
+    }
+}
 
 impl RunOutcome {
     pub fn executed(&self) -> impl Iterator<Item = &StepRecord> {
@@ -134,12 +146,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         }
     };
     let jobs = options.jobs.max(1);
-    // One GPU, one model step at a time (each would hold its own CUDA context and
-    // compete for memory); data, score and report steps run beside it on the CPU.
-    let model_jobs = match options.compute.device {
-        crate::backend::DeviceChoice::Cuda(_) => 1,
-        crate::backend::DeviceChoice::Cpu => jobs,
-    };
+    let model_jobs = model_jobs(options.compute.device, jobs, options.gpu_jobs);
     let mut schedule = Schedule::new(plan, &cached, Limits { jobs, model_jobs }, options.cache_only);
     let executors = Executors {
         in_process: InProcess { compute: options.compute },
@@ -265,4 +272,18 @@ fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathB
         files.push(target);
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_jobs;
+    use crate::backend::DeviceChoice;
+
+    #[test]
+    fn gpu_jobs_limit_model_steps_on_cuda_only_and_never_exceed_jobs() {
+        assert_eq!(model_jobs(DeviceChoice::Cuda(0), 16, 1), 1);
+        assert_eq!(model_jobs(DeviceChoice::Cuda(0), 16, 4), 4);
+        assert_eq!(model_jobs(DeviceChoice::Cuda(1), 2, 4), 2, "no more than --jobs");
+        assert_eq!(model_jobs(DeviceChoice::Cpu, 8, 1), 8, "--gpu-jobs is for the GPU");
+    }
 }

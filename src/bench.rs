@@ -19,7 +19,6 @@ use crate::dag::Plan;
 use crate::model::checkpoint;
 use crate::model::shapes::{Buckets, ShapeLog};
 use crate::salience::{Method, ModelTraits};
-use crate::spec::TestSet;
 use crate::steps::Work;
 use crate::steps::attribute::{self, Options, Prepared};
 
@@ -149,7 +148,7 @@ fn bench_model<B: AutodiffBackend>(
     let Bench { cell, model_dir, synth_dir, buckets } = *model;
     let mut checkpoint = checkpoint::load::<B>(model_dir, device)?;
     checkpoint.model = checkpoint.model.frozen();
-    let test = crate::steps::synth::load_test(synth_dir, template.test_set == TestSet::Flip)?;
+    let test = crate::steps::synth::load_test(synth_dir, template.test_set)?;
     let (prepared, _) = attribute::prepare(&checkpoint, &test, template);
     let architecture = checkpoint.config.architecture();
     let traits: ModelTraits = architecture.traits();

@@ -33,7 +33,8 @@ fn four_class_grid_runs_end_to_end() {
     for kind in ["st", "tic", "op"] {
         // The synthetic test set is balanced over the four classes, and the
         // inserted tokens are what the rule says.
-        let test = grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), false).unwrap();
+        let test =
+            grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), grid::spec::TestSet::Synthetic).unwrap();
         let mut per_class = [0usize; 4];
         for e in &test {
             per_class[e.label as usize] += 1;
@@ -48,7 +49,8 @@ fn four_class_grid_runs_end_to_end() {
             }
         }
         assert_eq!(per_class, [30; 4], "{kind}: 120 test examples, 30 per class");
-        let flip = grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), true).unwrap();
+        let flip =
+            grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), grid::spec::TestSet::Flip).unwrap();
         assert!(flip.iter().all(|e| e.label != e.original_label), "{kind}: a flip keeps its class");
 
         // Verification judges against chance = 1/4, and says so.

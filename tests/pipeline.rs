@@ -101,7 +101,8 @@ fn run_truncated(dataset_keys: &str, kinds: &[&str]) -> Vec<(Vec<SyntheticExampl
     kinds
         .iter()
         .map(|kind| {
-            let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), false).unwrap();
+            let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), grid::spec::TestSet::Synthetic)
+                .unwrap();
             let verification = dir(format!("verify/gen/{kind}/lstm")).join("verification.json");
             (test, serde_json::from_slice(&std::fs::read(verification).unwrap()).unwrap())
         })

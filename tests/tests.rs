@@ -15,6 +15,7 @@ mod crash;
 mod methods;
 mod metrics_reports;
 mod multiclass;
+mod natural;
 mod pipeline;
 mod shapes;
 mod slurm;

@@ -193,7 +193,11 @@ pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, ma
     json!({
         "method": method.to_string(),
         "sample": sample,
-        "test_set": match test_set { TestSet::Synthetic => "synthetic", TestSet::Flip => "flip" },
+        "test_set": match test_set {
+            TestSet::Synthetic => "synthetic",
+            TestSet::Flip => "flip",
+            TestSet::Original => "original",
+        },
         "seed": seed,
         "max_length": max_length,
     })

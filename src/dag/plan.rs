@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
-use crate::shortcut::ShortcutOptions;
+use crate::shortcut::{Regime, ShortcutOptions};
 use crate::steps::verify::Chance;
 
 use crate::model::{bert, bilstm};
@@ -117,9 +117,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             Work::Corpus { dataset: dataset.clone(), files },
         );
         let max_length = dataset.max_length.get();
-        // One indicator per class of this dataset.
-        let tokens = grid.shortcuts.tokens.for_classes(dataset.classes());
-        let token_list = tokens.all();
+        // One indicator per class of this dataset; none on a natural grid.
+        let tokens = grid.shortcuts.as_ref().map(|s| s.tokens.for_classes(dataset.classes()));
+        let token_list = tokens.as_ref().map(|t| t.all()).unwrap_or_default();
 
         // The models as trained on this dataset (its batch size), with their
         // assets, once per seed.
@@ -168,171 +168,205 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             })
             .collect();
 
-        for &kind in &grid.shortcuts.kinds {
-            let options = ShortcutOptions {
-                kind,
-                tokens: tokens.clone(),
-                mix_share: grid.shortcuts.mix_share.get(),
-                lone_share: grid.shortcuts.lone_share.unwrap_or(grid.shortcuts.mix_share).get(),
-                max_distance: grid.shortcuts.max_distance.get(),
-                insert_within: dataset.insert_within(),
-                keep_probability: grid.shortcuts.keep_probability.get(),
-                seed: grid.shortcuts.seed,
-            };
-            let synth = b.add(
-                StepKind::Synth,
-                format!("synth/{}/{kind}", dataset.name),
-                vec![corpus],
-                params::synth(&options),
-                Work::Synth { options: options.clone() },
-            );
-            for ((planned, seed), &original) in models.iter().zip(&original_models) {
-                let (model, seed) = (&planned.0, *seed);
-                let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
-                let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut");
-                let verify = b.add(
-                    StepKind::Verify,
-                    format!("verify/{cell}"),
-                    vec![trained, original, synth, corpus],
-                    params::verify(&grid.verification),
-                    // What the test labels allow without the shortcut comes
-                    // from the synth options, which are in the synth key.
-                    Work::Verify { thresholds: grid.verification.clone(), chance: Chance::of(&options) },
-                );
-                report_inputs.push(verify);
-                let architecture = model.kind().name().to_string();
-                verifications.push(VerifyCoordinates {
-                    verify,
-                    model: model.name.clone(),
-                    architecture: architecture.clone(),
-                    dataset: dataset.name.clone(),
-                    shortcut: kind,
-                    seed,
-                    min_synthetic_accuracy: grid.verification.min_synthetic_accuracy.get(),
-                });
-                let a = &grid.attribution;
-                let attribute = |b: &mut Builder, method: Method| {
-                    b.add(
-                        StepKind::Attribute,
-                        format!("attribute/{cell}/{method}"),
-                        vec![trained, synth],
-                        params::with_precision(
-                            params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
-                            precision,
-                        ),
-                        Work::Attribute(attribute_options(grid, method, max_length)),
-                    )
-                };
-                let erasure = |b: &mut Builder, method: Method, attribution: usize| {
-                    let options = crate::steps::erasure::Options {
-                        attribution: attribute_options(grid, method, max_length),
-                        settings: erasure_settings(grid),
-                        batch_size: grid.erasure.batch_size.get(),
+        // The model cells to explain: on a natural grid the original models on
+        // the original test set; otherwise each shortcut model on its synthetic
+        // test set, once verified against the original model.
+        let mut model_cells: Vec<ModelCell> = Vec::new();
+        match (&grid.shortcuts, &tokens) {
+            (Some(shortcuts), Some(tokens)) => {
+                for &kind in &shortcuts.kinds {
+                    let options = ShortcutOptions {
+                        kind,
+                        tokens: tokens.clone(),
+                        mix_share: shortcuts.mix_share.get(),
+                        lone_share: shortcuts.lone_share.unwrap_or(shortcuts.mix_share).get(),
+                        max_distance: shortcuts.max_distance.get(),
+                        insert_within: dataset.insert_within(),
+                        keep_probability: shortcuts.keep_probability.get(),
+                        seed: shortcuts.seed,
                     };
-                    b.add(
-                        StepKind::Erasure,
-                        format!("erasure/{cell}/{method}"),
-                        vec![trained, synth, attribution],
-                        params::with_precision(params::erasure(&options.settings), precision),
-                        Work::Erasure(options),
-                    )
-                };
-                // Diagnosticity compares with random attributions of the same
-                // examples, planned once per model cell whether listed or not.
-                let random = wants_diagnosticity.then(|| {
-                    let attributed = attribute(&mut b, Method::Random);
-                    (attributed, erasure(&mut b, Method::Random, attributed))
-                });
-                let mut attributed: Vec<(String, usize)> = Vec::new();
-                for &method in &a.methods {
-                    if let Some(reason) = method.unsupported_reason(model.kind().traits()) {
-                        let note = format!("{method} on model `{}` ({}): {reason}", model.name, model.kind().name());
-                        if !skipped.contains(&note) {
-                            skipped.push(note);
-                        }
-                        continue;
-                    }
-                    let (attribution, erased) = match random {
-                        Some(pair) if method == Method::Random => (pair.0, Some(pair.1)),
-                        _ => {
-                            let attribution = attribute(&mut b, method);
-                            (attribution, wants_erasure.then(|| erasure(&mut b, method, attribution)))
-                        }
-                    };
-                    attributed.push((method.to_string(), attribution));
-                    for &metric in &grid.metrics {
-                        if metric.needs_distractors() && !kind.has_distractors() {
-                            continue;
-                        }
-                        let inputs = match metric {
-                            Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating => {
-                                vec![attribution]
-                            }
-                            Metric::Erasure(_) => vec![erased.expect("planned when a metric needs erasure")],
-                            // A random attribution against itself says nothing.
-                            Metric::Diagnosticity(_) if method == Method::Random => continue,
-                            Metric::Diagnosticity(_) => vec![
-                                erased.expect("planned when a metric needs erasure"),
-                                random.expect("planned for diagnosticity").1,
-                            ],
-                        };
-                        let score = b.add(
-                            StepKind::Score,
-                            format!("score/{cell}/{method}/{metric}"),
-                            inputs,
-                            params::score(metric, a.word_aggregation),
-                            Work::Score { metric, word_aggregation: a.word_aggregation },
+                    let synth = b.add(
+                        StepKind::Synth,
+                        format!("synth/{}/{kind}", dataset.name),
+                        vec![corpus],
+                        params::synth(&options),
+                        Work::Synth { options: options.clone() },
+                    );
+                    for ((planned, seed), &original) in models.iter().zip(&original_models) {
+                        let (model, seed) = (&planned.0, *seed);
+                        let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
+                        let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut");
+                        let verify = b.add(
+                            StepKind::Verify,
+                            format!("verify/{cell}"),
+                            vec![trained, original, synth, corpus],
+                            params::verify(&grid.verification),
+                            // What the test labels allow without the shortcut comes
+                            // from the synth options, which are in the synth key.
+                            Work::Verify { thresholds: grid.verification.clone(), chance: Chance::of(&options) },
                         );
-                        report_inputs.push(score);
-                        cells.push(CellCoordinates {
-                            score,
+                        report_inputs.push(verify);
+                        verifications.push(VerifyCoordinates {
                             verify,
                             model: model.name.clone(),
-                            architecture: architecture.clone(),
+                            architecture: model.kind().name().to_string(),
                             dataset: dataset.name.clone(),
                             shortcut: kind,
-                            method: method.to_string(),
-                            metric: metric.name().into(),
                             seed,
+                            min_synthetic_accuracy: grid.verification.min_synthetic_accuracy.get(),
+                        });
+                        model_cells.push(ModelCell {
+                            cell,
+                            regime: Regime::Shortcut(kind),
+                            model,
+                            seed,
+                            trained,
+                            examples: synth,
+                            verify: Some(verify),
                         });
                     }
                 }
-                if let Some(spec) = grid.agreement.as_ref().filter(|_| attributed.len() >= 2) {
-                    let options = crate::steps::agreement::Options {
-                        methods: attributed.iter().map(|(m, _)| m.clone()).collect(),
-                        top_k: spec.top_k.get(),
-                        word_aggregation: a.word_aggregation,
+            }
+            _ => {
+                for ((planned, seed), &original) in models.iter().zip(&original_models) {
+                    let (model, seed) = (&planned.0, *seed);
+                    model_cells.push(ModelCell {
+                        cell: format!("{}/natural/{}", dataset.name, seeded(&model.name, seed)),
+                        regime: Regime::Natural,
+                        model,
+                        seed,
+                        trained: original,
+                        examples: corpus,
+                        verify: None,
+                    });
+                }
+            }
+        }
+
+        for ModelCell { cell, regime, model, seed, trained, examples: test_examples, verify } in model_cells {
+            let architecture = model.kind().name().to_string();
+            let a = &grid.attribution;
+            let attribute = |b: &mut Builder, method: Method| {
+                b.add(
+                    StepKind::Attribute,
+                    format!("attribute/{cell}/{method}"),
+                    vec![trained, test_examples],
+                    params::with_precision(
+                        params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                        precision,
+                    ),
+                    Work::Attribute(attribute_options(grid, method, max_length)),
+                )
+            };
+            let erasure = |b: &mut Builder, method: Method, attribution: usize| {
+                let options = crate::steps::erasure::Options {
+                    attribution: attribute_options(grid, method, max_length),
+                    settings: erasure_settings(grid),
+                    batch_size: grid.erasure.batch_size.get(),
+                };
+                b.add(
+                    StepKind::Erasure,
+                    format!("erasure/{cell}/{method}"),
+                    vec![trained, test_examples, attribution],
+                    params::with_precision(params::erasure(&options.settings), precision),
+                    Work::Erasure(options),
+                )
+            };
+            // Diagnosticity compares with random attributions of the same
+            // examples, planned once per model cell whether listed or not.
+            let random = wants_diagnosticity.then(|| {
+                let attributed = attribute(&mut b, Method::Random);
+                (attributed, erasure(&mut b, Method::Random, attributed))
+            });
+            let mut attributed: Vec<(String, usize)> = Vec::new();
+            for &method in &a.methods {
+                if let Some(reason) = method.unsupported_reason(model.kind().traits()) {
+                    let note = format!("{method} on model `{}` ({}): {reason}", model.name, model.kind().name());
+                    if !skipped.contains(&note) {
+                        skipped.push(note);
+                    }
+                    continue;
+                }
+                let (attribution, erased) = match random {
+                    Some(pair) if method == Method::Random => (pair.0, Some(pair.1)),
+                    _ => {
+                        let attribution = attribute(&mut b, method);
+                        (attribution, wants_erasure.then(|| erasure(&mut b, method, attribution)))
+                    }
+                };
+                attributed.push((method.to_string(), attribution));
+                for &metric in &grid.metrics {
+                    if metric.needs_distractors() && !regime.has_distractors() {
+                        continue;
+                    }
+                    let inputs = match metric {
+                        Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating => {
+                            vec![attribution]
+                        }
+                        Metric::Erasure(_) => vec![erased.expect("planned when a metric needs erasure")],
+                        // A random attribution against itself says nothing.
+                        Metric::Diagnosticity(_) if method == Method::Random => continue,
+                        Metric::Diagnosticity(_) => vec![
+                            erased.expect("planned when a metric needs erasure"),
+                            random.expect("planned for diagnosticity").1,
+                        ],
                     };
-                    let step = b.add(
-                        StepKind::Agreement,
-                        format!("agreement/{cell}"),
-                        attributed.iter().map(|(_, s)| *s).collect(),
-                        params::agreement(&options),
-                        Work::Agreement(options),
+                    let score = b.add(
+                        StepKind::Score,
+                        format!("score/{cell}/{method}/{metric}"),
+                        inputs,
+                        params::score(metric, a.word_aggregation),
+                        Work::Score { metric, word_aggregation: a.word_aggregation },
                     );
-                    report_inputs.push(step);
-                    agreements.push(AgreementCoordinates {
-                        agreement: step,
+                    report_inputs.push(score);
+                    cells.push(CellCoordinates {
+                        score,
+                        verify,
                         model: model.name.clone(),
                         architecture: architecture.clone(),
                         dataset: dataset.name.clone(),
-                        shortcut: kind,
+                        regime,
+                        method: method.to_string(),
+                        metric: metric.name().into(),
                         seed,
                     });
                 }
-                // Example views come from the first seed's models.
-                if examples.iter().all(|e: &ExampleSource| {
-                    (e.model.as_str(), e.dataset.as_str(), e.shortcut) != (&model.name, &dataset.name, kind)
-                }) && !attributed.is_empty()
-                {
-                    report_inputs.extend(attributed.iter().map(|(_, s)| *s));
-                    examples.push(ExampleSource {
-                        model: model.name.clone(),
-                        dataset: dataset.name.clone(),
-                        shortcut: kind,
-                        attributions: attributed,
-                    });
-                }
+            }
+            if let Some(spec) = grid.agreement.as_ref().filter(|_| attributed.len() >= 2) {
+                let options = crate::steps::agreement::Options {
+                    methods: attributed.iter().map(|(m, _)| m.clone()).collect(),
+                    top_k: spec.top_k.get(),
+                    word_aggregation: a.word_aggregation,
+                };
+                let step = b.add(
+                    StepKind::Agreement,
+                    format!("agreement/{cell}"),
+                    attributed.iter().map(|(_, s)| *s).collect(),
+                    params::agreement(&options),
+                    Work::Agreement(options),
+                );
+                report_inputs.push(step);
+                agreements.push(AgreementCoordinates {
+                    agreement: step,
+                    model: model.name.clone(),
+                    architecture: architecture.clone(),
+                    dataset: dataset.name.clone(),
+                    regime,
+                    seed,
+                });
+            }
+            // Example views come from the first seed's models.
+            if examples.iter().all(|e: &ExampleSource| {
+                (e.model.as_str(), e.dataset.as_str(), e.regime) != (&model.name, &dataset.name, regime)
+            }) && !attributed.is_empty()
+            {
+                report_inputs.extend(attributed.iter().map(|(_, s)| *s));
+                examples.push(ExampleSource {
+                    model: model.name.clone(),
+                    dataset: dataset.name.clone(),
+                    regime,
+                    attributions: attributed,
+                });
             }
         }
     }
@@ -344,7 +378,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         report_inputs.iter().position(|&s| s == step).expect("every step the report reads is among its inputs")
     };
     for c in &mut cells {
-        (c.score, c.verify) = (position(c.score), position(c.verify));
+        (c.score, c.verify) = (position(c.score), c.verify.map(position));
     }
     for v in &mut verifications {
         v.verify = position(v.verify);
@@ -361,7 +395,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
         "cells": cells.iter().map(|c| serde_json::json!({
             "score": c.score, "verify": c.verify, "model": c.model,
-            "architecture": c.architecture, "dataset": c.dataset, "shortcut": c.shortcut.name(),
+            "architecture": c.architecture, "dataset": c.dataset, "shortcut": c.regime.name(),
             "method": c.method, "metric": c.metric, "seed": c.seed,
         })).collect::<Vec<_>>(),
         "verifications": verifications.iter().map(|v| serde_json::json!({
@@ -371,10 +405,10 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         })).collect::<Vec<_>>(),
         "agreements": agreements.iter().map(|g| serde_json::json!({
             "agreement": g.agreement, "model": g.model, "architecture": g.architecture,
-            "dataset": g.dataset, "shortcut": g.shortcut.name(), "seed": g.seed,
+            "dataset": g.dataset, "shortcut": g.regime.name(), "seed": g.seed,
         })).collect::<Vec<_>>(),
         "examples": examples.iter().map(|e| serde_json::json!({
-            "model": e.model, "dataset": e.dataset, "shortcut": e.shortcut.name(),
+            "model": e.model, "dataset": e.dataset, "shortcut": e.regime.name(),
             "attributions": e.attributions,
         })).collect::<Vec<_>>(),
     });
@@ -393,6 +427,19 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         }),
     );
     Ok(Plan { grid_name: grid.name.clone(), steps: b.steps, skipped })
+}
+
+/// A model to explain, and where its test examples come from.
+struct ModelCell<'a> {
+    /// `dataset/regime/model[/seed-N]`, the tail of its steps' labels.
+    cell: String,
+    regime: Regime,
+    model: &'a ModelSpec,
+    seed: u64,
+    trained: usize,
+    /// The step whose `test.jsonl` it explains: synth, or corpus on a natural grid.
+    examples: usize,
+    verify: Option<usize>,
 }
 
 /// The attribute step's options for `method` (the same for its erasure step,

@@ -51,6 +51,9 @@
 
 mod articles;
 mod insert;
+mod regime;
+
+pub use regime::Regime;
 
 pub use articles::{ARTICLES, ArticleLayout};
 
@@ -385,6 +388,21 @@ pub struct SyntheticExample {
     /// What a model needs to see of G, which decides what truncation does.
     #[serde(default, skip_serializing_if = "GroundTruth::is_pattern")]
     pub ground_truth: GroundTruth,
+}
+
+impl SyntheticExample {
+    /// An original test example as it is, for a natural grid: nothing planted,
+    /// so no ground truth and no distractors.
+    pub fn unmodified(example: crate::data::Example) -> Self {
+        SyntheticExample {
+            text: example.text,
+            label: example.label,
+            original_label: example.label,
+            shortcut_positions: Vec::new(),
+            distractor_positions: Vec::new(),
+            ground_truth: GroundTruth::Pattern,
+        }
+    }
 }
 
 /// How the model's decision depends on G, and so what a truncated input keeps.

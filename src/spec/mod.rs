@@ -62,7 +62,9 @@ pub struct Grid {
     /// The grid file; relative data paths without a data root resolve against its folder.
     pub path: PathBuf,
     pub datasets: Vec<DatasetSpec>,
-    pub shortcuts: ShortcutSpec,
+    /// The planted shortcuts; `None` for a natural grid (no `[shortcuts]`):
+    /// models learn the task itself and are explained on the original test set.
+    pub shortcuts: Option<ShortcutSpec>,
     pub models: Vec<ModelSpec>,
     pub attribution: AttributionSpec,
     pub verification: VerificationSpec,
@@ -86,15 +88,13 @@ struct RawGrid {
     name: Option<String>,
     #[serde(default)]
     datasets: Vec<RawDataset>,
-    #[serde(default)]
-    shortcuts: ShortcutSpec,
+    shortcuts: Option<ShortcutSpec>,
     #[serde(default)]
     models: Vec<model::RawModel>,
     attribution: RawAttribution,
     #[serde(default)]
     verification: VerificationSpec,
-    #[serde(default = "default_metrics")]
-    metrics: Spanned<Vec<Spanned<String>>>,
+    metrics: Option<Spanned<Vec<Spanned<String>>>>,
     erasure: Option<Spanned<ErasureSpec>>,
     #[serde(default)]
     agreement: AgreementSpec,
@@ -105,8 +105,12 @@ struct RawGrid {
     slurm: slurm::SlurmSpec,
 }
 
-fn default_metrics() -> Spanned<Vec<Spanned<String>>> {
-    Spanned::new(0..0, vec![Spanned::new(0..0, "precision".into()), Spanned::new(0..0, "rank".into())])
+/// Without `metrics`: Bastings et al.'s two on a shortcut grid; on a natural
+/// grid, which has no ground truth, Zhao & Aletras's erasure metrics.
+fn default_metrics(natural: bool) -> Spanned<Vec<Spanned<String>>> {
+    let names: &[&str] =
+        if natural { &["ns", "nc", "soft-ns", "soft-nc", "diagnosticity"] } else { &["precision", "rank"] };
+    Spanned::new(0..0, names.iter().map(|n| Spanned::new(0..0, n.to_string())).collect())
 }
 
 /// `[erasure]`: the rationale ratios and soft-erasure sampling of PROTOCOL §3.
@@ -352,7 +356,7 @@ impl Default for ShortcutSpec {
     }
 }
 
-/// Which synthetic test set attribution explains.
+/// Which test set attribution explains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TestSet {
@@ -360,6 +364,9 @@ pub enum TestSet {
     Synthetic,
     /// Shortcut chosen so the label is the opposite of the original one.
     Flip,
+    /// The dataset's own test set, untouched: a natural grid's (no
+    /// `[shortcuts]`), never a shortcut grid's (checked when the grid is read).
+    Original,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -383,8 +390,8 @@ struct RawAttribution {
     methods: Vec<Spanned<String>>,
     #[serde(default = "sample")]
     sample: Positive,
-    #[serde(default = "synthetic")]
-    test_set: TestSet,
+    /// Absent: the synthetic test set, or on a natural grid the original one.
+    test_set: Option<Spanned<TestSet>>,
     #[serde(default = "attr_batch")]
     batch_size: Positive,
     #[serde(default = "internal_batch")]
@@ -399,9 +406,6 @@ struct RawAttribution {
 
 fn sample() -> Positive {
     Positive::new(1000)
-}
-fn synthetic() -> TestSet {
-    TestSet::Synthetic
 }
 fn attr_batch() -> Positive {
     Positive::new(32)
@@ -532,24 +536,63 @@ impl Grid {
             .map(|m| model::model(m).map_err(|(span, message)| at(span, message)))
             .collect::<Result<Vec<_>, _>>()?;
 
-        if raw.shortcuts.kinds.is_empty() {
-            return Err(at(None, "`shortcuts.kinds` is empty".into()));
+        if let Some(shortcuts) = &raw.shortcuts {
+            if shortcuts.kinds.is_empty() {
+                return Err(at(None, "`shortcuts.kinds` is empty".into()));
+            }
+            shortcuts.tokens.check(&datasets).map_err(|m| at(None, m))?;
+            let binary_kind = shortcuts.kinds.iter().find(|k| k.article_layout().is_some());
+            if let (Some(kind), Some(d)) = (binary_kind, datasets.iter().find(|d| d.classes() > 2)) {
+                return Err(at(
+                    None,
+                    format!(
+                        "shortcut kind `{kind}` relabels with two articles (`the` / `a`), but dataset `{}` has {} \
+                         classes",
+                        d.name,
+                        d.classes()
+                    ),
+                ));
+            }
         }
-        raw.shortcuts.tokens.check(&datasets).map_err(|m| at(None, m))?;
-        let binary_kind = raw.shortcuts.kinds.iter().find(|k| k.article_layout().is_some());
-        if let (Some(kind), Some(d)) = (binary_kind, datasets.iter().find(|d| d.classes() > 2)) {
+        let natural = raw.shortcuts.is_none();
+        let metric_names = raw.metrics.unwrap_or_else(|| default_metrics(natural));
+        let (metrics, wants_agreement) = metrics(&metric_names).map_err(|(span, m)| at(Some(span), m))?;
+        if natural {
+            // Ground truth is what a planted shortcut gives: a natural grid has none.
+            if let Some(name) = metric_names
+                .get_ref()
+                .iter()
+                .find(|n| n.get_ref().parse::<Metric>().is_ok_and(|m| m.needs_ground_truth()))
+            {
+                return Err(at(
+                    Some(name.span()),
+                    format!(
+                        "metric `{}` needs the ground truth of a planted shortcut, and this grid has no `[shortcuts]` \
+                         (a natural grid: models learn the task itself); use ns, nc, soft-ns, soft-nc, diagnosticity \
+                         or agreement, or add `[shortcuts]`",
+                        name.get_ref()
+                    ),
+                ));
+            }
+            if let Some(set) = &raw.attribution.test_set {
+                return Err(at(
+                    Some(set.span()),
+                    "`attribution.test_set` picks a synthetic test set; a grid without `[shortcuts]` explains the \
+                     dataset's own test set"
+                        .into(),
+                ));
+            }
+        } else if let Some(set) = raw.attribution.test_set.as_ref().filter(|s| *s.get_ref() == TestSet::Original) {
             return Err(at(
-                None,
-                format!(
-                    "shortcut kind `{kind}` relabels with two articles (`the` / `a`), but dataset `{}` has {} classes",
-                    d.name,
-                    d.classes()
-                ),
+                Some(set.span()),
+                "`attribution.test_set = \"original\"` is what a grid without `[shortcuts]` explains; a shortcut \
+                 grid's ground truth is in its synthetic test sets (\"synthetic\" or \"flip\")"
+                    .into(),
             ));
         }
-        let (metrics, wants_agreement) = metrics(&raw.metrics).map_err(|(span, m)| at(Some(span), m))?;
-        if metrics.contains(&Metric::AttrNonCorrelating) && !raw.shortcuts.kinds.iter().any(|k| k.has_distractors()) {
-            let span = raw.metrics.get_ref().iter().find(|m| m.get_ref() == "attr-noncorr").map(|m| m.span());
+        let has_distractors = raw.shortcuts.as_ref().is_some_and(|s| s.kinds.iter().any(|k| k.has_distractors()));
+        if metrics.contains(&Metric::AttrNonCorrelating) && !has_distractors {
+            let span = metric_names.get_ref().iter().find(|m| m.get_ref() == "attr-noncorr").map(|m| m.span());
             return Err(at(
                 span,
                 "metric `attr-noncorr` needs non-correlating articles: add \"articles-cn\" or \"articles-nc\" \
@@ -615,7 +658,10 @@ impl Grid {
             attribution: AttributionSpec {
                 methods,
                 sample: raw.attribution.sample,
-                test_set: raw.attribution.test_set,
+                test_set: match (natural, raw.attribution.test_set) {
+                    (true, _) => TestSet::Original,
+                    (false, set) => set.map(Spanned::into_inner).unwrap_or(TestSet::Synthetic),
+                },
                 batch_size: raw.attribution.batch_size,
                 internal_batch_size: raw.attribution.internal_batch_size,
                 perturbations_per_eval: raw.attribution.perturbations_per_eval,

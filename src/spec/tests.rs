@@ -23,11 +23,14 @@ fn error(text: &str) -> String {
 
 #[test]
 fn minimal_grid_gets_the_papers_defaults() {
-    let g = parse(MINIMAL).unwrap();
+    let g = parse(&format!("{MINIMAL}[shortcuts]\n")).unwrap();
     assert_eq!(g.name, "test");
-    assert_eq!(g.shortcuts.kinds, ShortcutKind::INSERTED.to_vec());
-    assert_eq!(g.shortcuts.mix_share.get(), 0.2);
-    assert_eq!(g.shortcuts.max_distance.get(), 50);
+    let shortcuts = g.shortcuts.as_ref().expect("a shortcut grid");
+    assert_eq!(shortcuts.kinds, ShortcutKind::INSERTED.to_vec());
+    assert_eq!(shortcuts.mix_share.get(), 0.2);
+    assert_eq!(shortcuts.max_distance.get(), 50);
+    assert_eq!(g.metrics, [Metric::Precision, Metric::Rank]);
+    assert_eq!(g.attribution.test_set, TestSet::Synthetic);
     let m = &g.models[0];
     let ArchitectureSpec::Bilstm(lstm) = &m.architecture else { panic!("{m:?}") };
     assert_eq!((lstm.embedding_dim.get(), lstm.hidden_size.get()), (300, 256));
@@ -137,7 +140,7 @@ fn attribution_knobs_and_word_aggregation() {
 
 #[test]
 fn metrics_seeds_erasure_and_agreement() {
-    let with = |head: &str, tail: &str| format!("{head}\n{}\n{tail}", MINIMAL.trim_start());
+    let with = |head: &str, tail: &str| format!("{head}\n{}\n[shortcuts]\n{tail}", MINIMAL.trim_start());
     // `diagnosticity` is diag-* of the erasure metrics listed, or of all four.
     let g = parse(&with(r#"metrics = ["precision", "ns", "diagnosticity"]"#, "")).unwrap();
     let names: Vec<&str> = g.metrics.iter().map(|m| m.name()).collect();
@@ -167,11 +170,11 @@ fn metrics_seeds_erasure_and_agreement() {
     assert_eq!(g.erasure.ratios.iter().map(|r| r.get()).collect::<Vec<_>>(), [0.1, 0.5]);
     assert_eq!(g.erasure.soft_samples.get(), 3);
     let e = error(&with("", "[erasure]\nratios = []"));
-    assert!(e.starts_with("grids/test.toml:13:1: `erasure.ratios` must list shares in (0, 1]"), "{e}");
+    assert!(e.starts_with("grids/test.toml:14:1: `erasure.ratios` must list shares in (0, 1]"), "{e}");
     let e = error(&with("", "[erasure]\nratios = [0.0, 0.5]"));
     assert!(e.contains("`erasure.ratios` must list shares in (0, 1]"), "{e}");
     let e = error(&with("", "[erasure]\nratios = [1.5]"));
-    assert!(e.starts_with("grids/test.toml:14:10: expected a number in [0, 1], got 1.5"), "{e}");
+    assert!(e.starts_with("grids/test.toml:15:10: expected a number in [0, 1], got 1.5"), "{e}");
 }
 
 #[test]
@@ -220,17 +223,17 @@ fn classes_and_their_indicators() {
     assert!(e.contains("`classes = 4` but `label_names` lists 2 names"), "{e}");
     assert!(error(&files("classes = 1")).contains("needs at least 2"));
     let generated = MINIMAL.replace("seed = 1 }", "seed = 1, classes = 4 }");
-    let g = parse(&generated).unwrap();
+    let g = parse(&format!("{generated}[shortcuts]\n")).unwrap();
     assert_eq!(g.datasets[0].classes(), 4);
-    assert_eq!(g.shortcuts.tokens.for_classes(4).all(), ["#0", "#1", "#2", "#3", "contoken"]);
+    assert_eq!(g.shortcuts.unwrap().tokens.for_classes(4).all(), ["#0", "#1", "#2", "#3", "contoken"]);
     assert!(error(&MINIMAL.replace("seed = 1 }", "seed = 1, classes = 99 }")).contains("`generated.classes` must be"));
     // Binary names, or one indicator per class, not both; enough for every dataset.
     let tokens = |t: &str| format!("{generated}\n[shortcuts]\ntokens = {{ {t} }}\n");
     let g = parse(&tokens("zero = \"[NEG]\", context = \"[CTX]\"")).unwrap();
-    assert_eq!(g.shortcuts.tokens.for_classes(2).all(), ["[NEG]", "#1", "[CTX]"]);
-    assert_eq!(g.shortcuts.tokens.for_classes(3).all(), ["[NEG]", "#1", "#2", "[CTX]"]);
+    assert_eq!(g.shortcuts.as_ref().unwrap().tokens.for_classes(2).all(), ["[NEG]", "#1", "[CTX]"]);
+    assert_eq!(g.shortcuts.as_ref().unwrap().tokens.for_classes(3).all(), ["[NEG]", "#1", "#2", "[CTX]"]);
     let g = parse(&tokens("indicators = [\"w\", \"x\", \"y\", \"z\", \"v\"]")).unwrap();
-    assert_eq!(g.shortcuts.tokens.for_classes(4).all(), ["w", "x", "y", "z", "contoken"]);
+    assert_eq!(g.shortcuts.as_ref().unwrap().tokens.for_classes(4).all(), ["w", "x", "y", "z", "contoken"]);
     let e = error(&tokens("indicators = [\"w\", \"x\", \"y\"]"));
     assert!(e.contains("has 3 entries, but dataset `toy` has 4 classes"), "{e}");
     let e = error(&tokens("indicators = [\"w\", \"x\", \"y\", \"z\"], one = \"o\""));
@@ -373,9 +376,10 @@ fn article_manipulations() {
         "[shortcuts]\nkinds = [\"articles\", \"articles-cn\", \"articles-nc\"]\nkeep_probability = 0.7",
     ))
     .unwrap();
-    assert_eq!(g.shortcuts.kinds, ShortcutKind::ALL[3..].to_vec());
-    assert_eq!(g.shortcuts.keep_probability.get(), 0.7);
-    assert_eq!(parse(MINIMAL).unwrap().shortcuts.keep_probability.get(), 0.5);
+    let shortcuts = g.shortcuts.unwrap();
+    assert_eq!(shortcuts.kinds, ShortcutKind::ALL[3..].to_vec());
+    assert_eq!(shortcuts.keep_probability.get(), 0.7);
+    assert_eq!(parse(&format!("{MINIMAL}[shortcuts]\n")).unwrap().shortcuts.unwrap().keep_probability.get(), 0.5);
 
     // Non-correlating articles exist only in CN and NC.
     let e = error(&with(r#"metrics = ["attr", "attr-noncorr"]"#, "[shortcuts]\nkinds = [\"articles\"]"));
@@ -456,4 +460,37 @@ fn shortcut_tokens_go_within_max_length_words_unless_the_dataset_says_otherwise(
     assert_eq!(parse(&set).unwrap().datasets[0].insert_within(), 200);
     let e = error(&MINIMAL.replace("seed = 1 }", "seed = 1 }\ninsert_within = 1"));
     assert!(e.contains("dataset `toy`: `insert_within = 1`") && e.contains("at least 2"), "{e}");
+}
+
+#[test]
+fn a_grid_without_shortcuts_is_natural_and_refuses_ground_truth_metrics_at_their_line() {
+    let g = parse(MINIMAL).unwrap();
+    assert!(g.shortcuts.is_none());
+    assert_eq!(g.attribution.test_set, TestSet::Original);
+    let erasure: Vec<Metric> = ErasureMetric::ALL.iter().map(|&e| Metric::Erasure(e)).collect();
+    assert!(erasure.iter().all(|m| g.metrics.contains(m)), "{:?}", g.metrics);
+    assert!(g.metrics.iter().all(|m| !m.needs_ground_truth()), "{:?}", g.metrics);
+
+    let with_metrics = |list: &str| format!("metrics = [{list}]\n{MINIMAL}");
+    let g = parse(&with_metrics("\"ns\", \"agreement\"")).unwrap();
+    assert!(g.agreement.is_some());
+    for (list, name, column) in
+        [("\"precision\"", "precision", 12), ("\"ns\", \"rank\"", "rank", 18), ("\"attr\"", "attr", 12)]
+    {
+        let e = error(&with_metrics(list));
+        assert!(
+            e.starts_with(&format!(
+                "grids/test.toml:1:{column}: metric `{name}` needs the ground truth of a planted shortcut"
+            )),
+            "{e}"
+        );
+    }
+    // The synthetic test sets belong to shortcut grids, the original one to natural grids.
+    let e = error(&MINIMAL.replace("[attribution]\n", "[attribution]\ntest_set = \"flip\"\n"));
+    assert!(e.contains("a grid without `[shortcuts]` explains the dataset's own test set"), "{e}");
+    let e = error(&format!(
+        "{}[shortcuts]\n",
+        MINIMAL.replace("[attribution]\n", "[attribution]\ntest_set = \"original\"\n")
+    ));
+    assert!(e.contains("is what a grid without `[shortcuts]` explains"), "{e}");
 }

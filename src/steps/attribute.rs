@@ -87,7 +87,8 @@ pub fn sample_indices(n: usize, sample: usize, seed: u64) -> Vec<usize> {
     picked
 }
 
-/// Inputs: shortcut model, synth.
+/// Inputs: the model, and the step holding its test examples (synth, or corpus
+/// on a natural grid).
 pub fn run(options: &Options, ctx: &StepContext, out: &Path) -> Result<()> {
     crate::with_autodiff_backend!(ctx.compute, |B, device| run_on::<B>(options, ctx, out, &device))
 }
@@ -96,7 +97,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let started = Instant::now();
     let mut checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     checkpoint.model = checkpoint.model.frozen();
-    let test = super::synth::load_test(&ctx.inputs[1], options.test_set == TestSet::Flip)?;
+    let test = super::synth::load_test(&ctx.inputs[1], options.test_set)?;
     let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options);
     ctx.progress.set_length(examples.len() as u64);
     let shapes = ShapeLog::default();

@@ -27,7 +27,6 @@ use crate::model::predict::logits;
 use crate::model::shapes::Shaped;
 use crate::model::{Classifier, TokenBatch, predicted_class};
 use crate::salience::perturb::{class_probability, hide};
-use crate::spec::TestSet;
 
 pub const FILE: &str = "erasure.jsonl";
 pub const SUMMARY: &str = "summary.json";
@@ -123,7 +122,7 @@ fn run_on<B: Backend>(options: &Options, ctx: &StepContext, out: &Path, device: 
     let [model_dir, synth_dir, attribution_dir] = input_folders(ctx)?;
     let checkpoint = checkpoint::load::<B>(model_dir, device)
         .with_context(|| format!("loading the model from {}", model_dir.display()))?;
-    let test = super::synth::load_test(synth_dir, options.attribution.test_set == TestSet::Flip)?;
+    let test = super::synth::load_test(synth_dir, options.attribution.test_set)?;
     let (prepared, _) = attribute::prepare(&checkpoint, &test, &options.attribution);
     let attributed: Vec<AttributedExample> = read_jsonl(&attribution_dir.join(attribute::FILE))?;
     let inputs = join(&prepared, &attributed)?;

@@ -7,7 +7,9 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::io::{read_jsonl, write_json, write_jsonl};
+use crate::data::Example;
 use crate::shortcut::{LeftOut, ShortcutOptions, SyntheticExample, synthesize};
+use crate::spec::TestSet;
 
 pub const SUMMARY: &str = "summary.json";
 
@@ -38,7 +40,16 @@ pub fn run(options: &ShortcutOptions, corpus_dir: &Path, out: &Path) -> Result<(
     )
 }
 
-/// The synthetic test set (`flip = false`) or its flip variant.
-pub fn load_test(dir: &Path, flip: bool) -> Result<Vec<SyntheticExample>> {
-    read_jsonl(&dir.join(if flip { "test_flip.jsonl" } else { "test.jsonl" }))
+/// The test examples attribution explains: from a synth step's folder the
+/// synthetic test set or its flip variant; from a corpus step's folder (a
+/// natural grid) the dataset's own test set, with nothing planted.
+pub fn load_test(dir: &Path, set: TestSet) -> Result<Vec<SyntheticExample>> {
+    Ok(match set {
+        TestSet::Synthetic => read_jsonl(&dir.join("test.jsonl"))?,
+        TestSet::Flip => read_jsonl(&dir.join("test_flip.jsonl"))?,
+        TestSet::Original => {
+            let test: Vec<Example> = read_jsonl(&dir.join("test.jsonl"))?;
+            test.into_iter().map(SyntheticExample::unmodified).collect()
+        }
+    })
 }

@@ -14,6 +14,7 @@ use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, macro_f1, predict};
 use crate::model::shapes::{Buckets, Shaped};
 use crate::shortcut::{ShortcutOptions, SyntheticExample};
+use crate::spec::TestSet;
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
@@ -219,8 +220,8 @@ fn run_on<B: Backend>(
         let cut = total - kept.len();
         (kept, cut)
     };
-    let (synthetic, synthetic_truncated) = visible(super::synth::load_test(&ctx.inputs[2], false)?);
-    let (flip, _) = visible(super::synth::load_test(&ctx.inputs[2], true)?);
+    let (synthetic, synthetic_truncated) = visible(super::synth::load_test(&ctx.inputs[2], TestSet::Synthetic)?);
+    let (flip, _) = visible(super::synth::load_test(&ctx.inputs[2], TestSet::Flip)?);
     anyhow::ensure!(
         !synthetic.is_empty(),
         "truncation to {max_length} tokens cut the shortcut from every one of the {synthetic_truncated} synthetic \

@@ -7,7 +7,7 @@ use super::corpus::ResolvedFiles;
 use crate::metrics::Metric;
 use crate::model::ModelAssets;
 use crate::report::ReportFormat;
-use crate::shortcut::{ShortcutKind, ShortcutOptions};
+use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 
 /// What a step does, with everything it needs that is not in its key (such as
@@ -66,7 +66,7 @@ pub struct AgreementCoordinates {
     pub model: String,
     pub architecture: String,
     pub dataset: String,
-    pub shortcut: ShortcutKind,
+    pub regime: Regime,
     pub seed: u64,
 }
 
@@ -75,7 +75,7 @@ pub struct AgreementCoordinates {
 pub struct ExampleSource {
     pub model: String,
     pub dataset: String,
-    pub shortcut: ShortcutKind,
+    pub regime: Regime,
     /// (method, position of its attribute step among the report's inputs),
     /// in grid order.
     pub attributions: Vec<(String, usize)>,
@@ -84,13 +84,14 @@ pub struct ExampleSource {
 /// Where a score lands in the result tables.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CellCoordinates {
-    /// Positions of the score and verify steps among the report's inputs.
+    /// Positions of the score and verify steps among the report's inputs; a
+    /// natural cell has nothing planted to verify.
     pub score: usize,
-    pub verify: usize,
+    pub verify: Option<usize>,
     pub model: String,
     pub architecture: String,
     pub dataset: String,
-    pub shortcut: ShortcutKind,
+    pub regime: Regime,
     pub method: String,
     pub metric: String,
     pub seed: u64,

@@ -1,0 +1,79 @@
+//! A natural grid (no `[shortcuts]`): the model learns the task itself and is
+//! explained on the dataset's own test set with the ground-truth-free metrics.
+
+use grid::cache::{Cache, StepKind};
+use grid::dag::{self, PlanOptions};
+use grid::spec::Grid;
+use grid::steps::attribute::AttributedExample;
+use grid::steps::io::read_jsonl;
+
+use crate::util::{GridTest, TINY};
+
+fn natural() -> String {
+    let start = TINY.find("[shortcuts]").expect("TINY plants shortcuts");
+    let end = TINY.find("[[models]]").expect("TINY has models");
+    let text = format!("{}{}", &TINY[..start], &TINY[end..]);
+    text.replace(
+        r#"metrics = ["precision", "rank"]"#,
+        r#"metrics = ["ns", "nc", "soft-ns", "soft-nc", "diagnosticity", "agreement"]"#,
+    )
+    .replace("[attribution]", "[agreement]\ntop_k = 3\n\n[attribution]")
+}
+
+#[test]
+fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
+    let t = GridTest::new(&natural());
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+
+    let grid = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+    // Nothing planted: no synthetic data, no shortcut model, nothing to verify.
+    for kind in [StepKind::Synth, StepKind::Verify] {
+        assert!(plan.steps.iter().all(|s| s.kind != kind), "{kind:?} planned");
+    }
+    let trained: Vec<&str> =
+        plan.steps.iter().filter(|s| s.kind == StepKind::Train).map(|s| s.label.as_str()).collect();
+    assert_eq!(trained, ["train/gen/original/lstm"]);
+
+    // The attributed examples are the corpus's own test sentences, sampled
+    // with the attribution seed, without ground truth.
+    let dir = |label: &str| {
+        let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
+        cache.step_dir(step.kind, &step.key)
+    };
+    let test: Vec<grid::data::Example> = read_jsonl(&dir("corpus/gen").join("test.jsonl")).unwrap();
+    let explained: Vec<AttributedExample> =
+        read_jsonl(&dir("attribute/gen/natural/lstm/gxil").join(grid::steps::attribute::FILE)).unwrap();
+    assert_eq!(explained.len(), 40);
+    let indices: Vec<usize> = explained.iter().map(|e| e.index).collect();
+    assert_eq!(indices, grid::steps::attribute::sample_indices(test.len(), 40, grid.attribution.seed));
+    for e in &explained {
+        assert!(e.ground_truth.is_empty() && e.distractors.is_empty(), "{e:?}");
+        assert_eq!(e.label, test[e.index].label);
+        assert!(e.tokens.iter().all(|t| !t.starts_with('#') && t != "contoken"), "{:?}", e.tokens);
+    }
+
+    // Every ground-truth-free metric has its cell, in the `natural` column.
+    let csv = std::fs::read_to_string(t.reports().join("tiny/results_long.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r[col("shortcut")] == "natural"), "{csv}");
+    for metric in ["ns", "nc", "soft-ns", "soft-nc", "diag-ns", "diag-nc", "diag-soft-ns", "diag-soft-nc"] {
+        let cells: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("metric")] == metric).collect();
+        // diagnosticity compares a method with random, so random has none of it.
+        let expected = if metric.starts_with("diag") { 2 } else { 3 };
+        assert_eq!(cells.len(), expected, "{metric}: {csv}");
+        assert!(cells.iter().all(|r| r[col("value")].parse::<f64>().is_ok_and(f64::is_finite)), "{metric}: {csv}");
+    }
+    let names: Vec<String> =
+        crate::util::report_files(&t.reports().join("tiny")).into_iter().map(|(name, _)| name).collect();
+    assert!(names.iter().any(|n| n.starts_with("agreement_lstm") && n.contains("natural")), "{names:?}");
+
+    // A second run computes nothing.
+    let again = t.run();
+    assert!(again.succeeded());
+    assert_eq!(again.executed().count(), 0, "a natural grid is cached like any other");
+}

@@ -77,3 +77,23 @@ fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
     assert!(again.succeeded());
     assert_eq!(again.executed().count(), 0, "a natural grid is cached like any other");
 }
+
+#[test]
+fn a_subset_samples_only_correctly_or_only_wrongly_classified_examples() {
+    for (subset, correct) in [("correct", true), ("misclassified", false)] {
+        let t = GridTest::new(&natural().replace("[attribution]", &format!("[attribution]\nsubset = \"{subset}\"")));
+        let outcome = t.run();
+        assert!(outcome.succeeded(), "{subset}: {:?}", outcome.failures().collect::<Vec<_>>());
+        let grid = Grid::load(&t.grid_file()).unwrap();
+        let cache = Cache::open(t.cache()).unwrap();
+        let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+        let step = plan.steps.iter().find(|s| s.label == "attribute/gen/natural/lstm/gxil").unwrap();
+        assert_eq!(step.params["subset"], subset, "a subset is in the attribute key");
+        let explained: Vec<AttributedExample> =
+            read_jsonl(&cache.step_dir(step.kind, &step.key).join(grid::steps::attribute::FILE)).unwrap();
+        assert!(!explained.is_empty(), "{subset}: the tiny model gets some examples right and some wrong");
+        for e in &explained {
+            assert_eq!(e.predicted == e.label, correct, "{subset}: example {} predicted {}", e.index, e.predicted);
+        }
+    }
+}

@@ -15,7 +15,8 @@ use crate::model::{bert, bilstm};
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, TestSet, TrainingSpec, VerificationSpec,
+    ArchitectureSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec,
+    VerificationSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -189,8 +190,15 @@ pub fn verify(thresholds: &VerificationSpec) -> Value {
 }
 
 /// The attribution batch size stays out: it changes speed, not results.
-pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, max_length: usize) -> Value {
-    json!({
+pub fn attribute(
+    method: Method,
+    sample: usize,
+    test_set: TestSet,
+    subset: Subset,
+    seed: u64,
+    max_length: usize,
+) -> Value {
+    let mut value = json!({
         "method": method.to_string(),
         "sample": sample,
         "test_set": match test_set {
@@ -200,7 +208,12 @@ pub fn attribute(method: Method, sample: usize, test_set: TestSet, seed: u64, ma
         },
         "seed": seed,
         "max_length": max_length,
-    })
+    });
+    // Every example, as before the option existed: those keys stay.
+    if subset != Subset::All {
+        value["subset"] = json!(subset.name());
+    }
+    value
 }
 
 /// Word aggregation enters only when set, so per-token scoring keys do not depend on it.
@@ -258,5 +271,13 @@ mod tests {
         let last = training_value(&training);
         assert_eq!(last["keep"], json!("last"));
         assert!(last.get("patience").is_none(), "{last}");
+    }
+
+    #[test]
+    fn every_example_keeps_the_attribute_key_a_subset_changes_it() {
+        let key = |subset| attribute(Method::Random, 10, TestSet::Synthetic, subset, 7, 48);
+        assert!(key(Subset::All).get("subset").is_none(), "keys from before subsets stay");
+        assert_eq!(key(Subset::Correct)["subset"], "correct");
+        assert_ne!(key(Subset::Correct), key(Subset::Misclassified));
     }
 }

@@ -252,7 +252,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     format!("attribute/{cell}/{method}"),
                     vec![trained, test_examples],
                     params::with_precision(
-                        params::attribute(method, a.sample.get(), a.test_set, a.seed, max_length),
+                        params::attribute(method, a.sample.get(), a.test_set, a.subset, a.seed, max_length),
                         precision,
                     ),
                     Work::Attribute(attribute_options(grid, method, max_length)),
@@ -450,6 +450,7 @@ fn attribute_options(grid: &Grid, method: Method, max_length: usize) -> crate::s
         method,
         sample: a.sample.get(),
         test_set: a.test_set,
+        subset: a.subset,
         seed: a.seed,
         batch_size: a.batch_size.get(),
         max_length,

@@ -356,6 +356,28 @@ impl Default for ShortcutSpec {
     }
 }
 
+/// Which of the test examples attribution samples from, by the model's own
+/// prediction (Lu et al. explain correctly classified examples and study the
+/// misclassified ones apart).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subset {
+    #[default]
+    All,
+    Correct,
+    Misclassified,
+}
+
+impl Subset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subset::All => "all",
+            Subset::Correct => "correct",
+            Subset::Misclassified => "misclassified",
+        }
+    }
+}
+
 /// Which test set attribution explains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -374,6 +396,8 @@ pub struct AttributionSpec {
     pub methods: Vec<Method>,
     pub sample: Positive,
     pub test_set: TestSet,
+    /// The examples the sample is drawn from, by the model's prediction.
+    pub subset: Subset,
     pub batch_size: Positive,
     /// IG steps / SmoothGrad samples per forward-backward pass (Captum's `internal_batch_size`).
     pub internal_batch_size: Positive,
@@ -392,6 +416,8 @@ struct RawAttribution {
     sample: Positive,
     /// Absent: the synthetic test set, or on a natural grid the original one.
     test_set: Option<Spanned<TestSet>>,
+    #[serde(default)]
+    subset: Subset,
     #[serde(default = "attr_batch")]
     batch_size: Positive,
     #[serde(default = "internal_batch")]
@@ -662,6 +688,7 @@ impl Grid {
                     (true, _) => TestSet::Original,
                     (false, set) => set.map(Spanned::into_inner).unwrap_or(TestSet::Synthetic),
                 },
+                subset: raw.attribution.subset,
                 batch_size: raw.attribution.batch_size,
                 internal_batch_size: raw.attribution.internal_batch_size,
                 perturbations_per_eval: raw.attribution.perturbations_per_eval,

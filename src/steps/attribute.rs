@@ -18,7 +18,7 @@ use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::shortcut::{GroundTruth, SyntheticExample};
-use crate::spec::TestSet;
+use crate::spec::{Subset, TestSet};
 use crate::text::Encoded;
 use burn::prelude::Backend;
 
@@ -29,6 +29,8 @@ pub struct Options {
     pub method: Method,
     pub sample: usize,
     pub test_set: TestSet,
+    /// Which examples the sample is drawn from, by the model's prediction.
+    pub subset: Subset,
     pub seed: u64,
     pub batch_size: usize,
     pub max_length: usize,
@@ -98,7 +100,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let mut checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     checkpoint.model = checkpoint.model.frozen();
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set)?;
-    let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options);
+    let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, device);
     ctx.progress.set_length(examples.len() as u64);
     let shapes = ShapeLog::default();
     explain_all(&checkpoint, options, (ctx.compute.buckets, &shapes), &mut examples, device, |n| {
@@ -174,11 +176,13 @@ pub fn prepare<B: Backend>(
     checkpoint: &Checkpoint<B>,
     test: &[SyntheticExample],
     options: &Options,
+    device: &B::Device,
 ) -> (Vec<Prepared>, usize) {
     let max_length = options.max_length.min(checkpoint.config.max_length());
+    let candidates = subset_indices(checkpoint, test, options, max_length, device);
     let mut examples = Vec::new();
     let mut dropped_truncated = 0;
-    for i in sample_indices(test.len(), options.sample, options.seed) {
+    for i in sample_indices(candidates.len(), options.sample, options.seed).into_iter().map(|k| candidates[k]) {
         let example = &test[i];
         let encoded = checkpoint.encoder.encode(&example.text, max_length);
         let Some((ground_truth, distractors)) = visible_regions(&encoded, example) else {
@@ -210,6 +214,33 @@ pub fn prepare<B: Backend>(
         examples.push(Prepared { encoded, record });
     }
     (examples, dropped_truncated)
+}
+
+/// The test examples `options.subset` keeps, ascending: all of them, or those
+/// the model classifies correctly (or not) at `max_length`. The sample is drawn
+/// from these, so with `all` it is the same as before subsets existed.
+fn subset_indices<B: Backend>(
+    checkpoint: &Checkpoint<B>,
+    test: &[SyntheticExample],
+    options: &Options,
+    max_length: usize,
+    device: &B::Device,
+) -> Vec<usize> {
+    let keep_correct = match options.subset {
+        Subset::All => return (0..test.len()).collect(),
+        Subset::Correct => true,
+        Subset::Misclassified => false,
+    };
+    let ids: Vec<Vec<u32>> = test.iter().map(|e| checkpoint.encoder.encode(&e.text, max_length).ids).collect();
+    let sequences: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let predicted = crate::model::predict::predict(
+        &checkpoint.model,
+        &sequences,
+        options.batch_size.max(1),
+        checkpoint.encoder.pad_id(),
+        device,
+    );
+    (0..test.len()).filter(|&i| (predicted[i] == test[i].label) == keep_correct).collect()
 }
 
 /// Scores every prepared example with `options.method`, `options.batch_size`

@@ -123,7 +123,7 @@ fn run_on<B: Backend>(options: &Options, ctx: &StepContext, out: &Path, device: 
     let checkpoint = checkpoint::load::<B>(model_dir, device)
         .with_context(|| format!("loading the model from {}", model_dir.display()))?;
     let test = super::synth::load_test(synth_dir, options.attribution.test_set)?;
-    let (prepared, _) = attribute::prepare(&checkpoint, &test, &options.attribution);
+    let (prepared, _) = attribute::prepare(&checkpoint, &test, &options.attribution, device);
     let attributed: Vec<AttributedExample> = read_jsonl(&attribution_dir.join(attribute::FILE))?;
     let inputs = join(&prepared, &attributed)?;
     ctx.progress.set_length(inputs.len() as u64);

@@ -72,6 +72,22 @@ fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
         crate::util::report_files(&t.reports().join("tiny")).into_iter().map(|(name, _)| name).collect();
     assert!(names.iter().any(|n| n.starts_with("agreement_lstm") && n.contains("natural")), "{names:?}");
 
+    // In place of verification, the model's own accuracy and macro-F1 on the
+    // whole test set (Zhao & Aletras Table 1).
+    let evaluated: Vec<&str> =
+        plan.steps.iter().filter(|s| s.kind == StepKind::Evaluate).map(|s| s.label.as_str()).collect();
+    assert_eq!(evaluated, ["evaluate/gen/natural/lstm"]);
+    let evaluation: grid::steps::evaluate::Evaluation = serde_json::from_slice(
+        &std::fs::read(dir("evaluate/gen/natural/lstm").join(grid::steps::evaluate::FILE)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(evaluation.examples, test.len());
+    assert!((0.5..=1.0).contains(&evaluation.accuracy), "{evaluation:?}: the tiny model learnt something");
+    assert!((0.0..=1.0).contains(&evaluation.macro_f1), "{evaluation:?}");
+    let table1 = std::fs::read_to_string(t.reports().join("tiny/zhao_table1.md")).unwrap();
+    let accuracy = grid::report::tables::format_fixed(evaluation.accuracy * 100.0, 1);
+    assert!(table1.contains(&format!(" {accuracy} |")), "{table1}");
+
     // A second run computes nothing.
     let again = t.run();
     assert!(again.succeeded());

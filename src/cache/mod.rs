@@ -57,6 +57,8 @@ pub enum StepKind {
     Synth,
     Train,
     Verify,
+    /// A natural model's accuracy and macro-F1 on its test set.
+    Evaluate,
     Attribute,
     Erasure,
     Agreement,
@@ -66,11 +68,12 @@ pub enum StepKind {
 
 impl StepKind {
     /// Every kind, in pipeline order.
-    pub const ALL: [StepKind; 9] = [
+    pub const ALL: [StepKind; 10] = [
         StepKind::Corpus,
         StepKind::Synth,
         StepKind::Train,
         StepKind::Verify,
+        StepKind::Evaluate,
         StepKind::Attribute,
         StepKind::Erasure,
         StepKind::Agreement,
@@ -84,6 +87,7 @@ impl StepKind {
             StepKind::Synth => "synth",
             StepKind::Train => "train",
             StepKind::Verify => "verify",
+            StepKind::Evaluate => "evaluate",
             StepKind::Attribute => "attribute",
             StepKind::Erasure => "erasure",
             StepKind::Agreement => "agreement",
@@ -95,7 +99,10 @@ impl StepKind {
     /// Steps that run a model (train, verify, attribute, erasure): minutes to
     /// hours each, and the ones a GPU or a cluster node is for.
     pub fn is_model_step(self) -> bool {
-        matches!(self, StepKind::Train | StepKind::Verify | StepKind::Attribute | StepKind::Erasure)
+        matches!(
+            self,
+            StepKind::Train | StepKind::Verify | StepKind::Evaluate | StepKind::Attribute | StepKind::Erasure
+        )
     }
 
     /// Steps that read and shape data (corpus, synth): seconds each, and where
@@ -113,6 +120,7 @@ impl StepKind {
             // 2: synthetic examples whose shortcut truncation cut are left out.
             // 3: macro-F1 on the original test set beside accuracy.
             StepKind::Verify => 3,
+            StepKind::Evaluate => 1,
             // 2: probability targets differentiate through a stable surrogate.
             StepKind::Attribute => 2,
             StepKind::Erasure => 1,

@@ -16,7 +16,9 @@ use crate::metrics::Metric;
 use crate::model::ModelAssets;
 use crate::salience::Method;
 use crate::steps::corpus::ResolvedFiles;
-use crate::steps::work::{AgreementCoordinates, CellCoordinates, ExampleSource, ReportWork, VerifyCoordinates, Work};
+use crate::steps::work::{
+    AgreementCoordinates, CellCoordinates, EvaluateCoordinates, ExampleSource, ReportWork, VerifyCoordinates, Work,
+};
 
 /// Where relative data paths point.
 #[derive(Debug, Clone, Default)]
@@ -74,6 +76,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     let mut b = Builder { steps: Vec::new() };
     let mut cells = Vec::new();
     let mut verifications = Vec::new();
+    let mut evaluations = Vec::new();
     let mut agreements = Vec::new();
     let mut examples: Vec<ExampleSource> = Vec::new();
     let wants_erasure = grid.metrics.iter().any(|m| m.needs_erasure());
@@ -230,8 +233,24 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             _ => {
                 for ((planned, seed), &original) in models.iter().zip(&original_models) {
                     let (model, seed) = (&planned.0, *seed);
+                    let cell = format!("{}/natural/{}", dataset.name, seeded(&model.name, seed));
+                    let evaluate = b.add(
+                        StepKind::Evaluate,
+                        format!("evaluate/{cell}"),
+                        vec![original, corpus],
+                        serde_json::json!({}),
+                        Work::Evaluate,
+                    );
+                    report_inputs.push(evaluate);
+                    evaluations.push(EvaluateCoordinates {
+                        evaluate,
+                        model: model.name.clone(),
+                        architecture: model.kind().name().to_string(),
+                        dataset: dataset.name.clone(),
+                        seed,
+                    });
                     model_cells.push(ModelCell {
-                        cell: format!("{}/natural/{}", dataset.name, seeded(&model.name, seed)),
+                        cell,
                         regime: Regime::Natural,
                         model,
                         seed,
@@ -383,6 +402,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
     for v in &mut verifications {
         v.verify = position(v.verify);
     }
+    for e in &mut evaluations {
+        e.evaluate = position(e.evaluate);
+    }
     for g in &mut agreements {
         g.agreement = position(g.agreement);
     }
@@ -391,7 +413,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             *step = position(*step);
         }
     }
-    let layout = serde_json::json!({
+    let mut layout = serde_json::json!({
         "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
         "cells": cells.iter().map(|c| serde_json::json!({
             "score": c.score, "verify": c.verify, "model": c.model,
@@ -412,6 +434,18 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             "attributions": e.attributions,
         })).collect::<Vec<_>>(),
     });
+    // Only natural grids evaluate: a shortcut grid's report key stays as it was.
+    if !evaluations.is_empty() {
+        layout["evaluations"] = evaluations
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "evaluate": e.evaluate, "model": e.model, "architecture": e.architecture,
+                    "dataset": e.dataset, "seed": e.seed,
+                })
+            })
+            .collect();
+    }
     b.add(
         StepKind::Report,
         format!("report/{}", grid.name),
@@ -422,6 +456,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             formats: grid.report.formats.clone(),
             cells,
             verifications,
+            evaluations,
             agreements,
             examples,
         }),

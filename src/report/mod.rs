@@ -107,6 +107,19 @@ pub struct Plot {
     pub svg: String,
 }
 
+/// A natural model on its dataset's own test set (Zhao & Aletras Table 1):
+/// fractions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluationRow {
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
+    pub seed: u64,
+    pub examples: usize,
+    pub accuracy: f64,
+    pub macro_f1: f64,
+}
+
 /// The verification of one shortcut model (PROTOCOL §1): accuracies as fractions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationRow {
@@ -187,6 +200,8 @@ pub struct ReportInput<'a> {
     pub title: &'a str,
     pub cells: &'a [CellResult],
     pub verification: &'a [VerificationRow],
+    /// A natural grid's models on their test sets.
+    pub evaluations: &'a [EvaluationRow],
     pub agreements: &'a [AgreementResult],
     pub examples: &'a [html::ExampleView],
 }
@@ -239,7 +254,7 @@ pub fn write_reports(
     verification: &[VerificationRow],
     formats: &[ReportFormat],
 ) -> Result<WrittenReport, ReportError> {
-    let input = ReportInput { title: "grid", cells, verification, agreements: &[], examples: &[] };
+    let input = ReportInput { title: "grid", cells, verification, evaluations: &[], agreements: &[], examples: &[] };
     write_report(dir, &input, formats)
 }
 
@@ -262,7 +277,8 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     let layout_tables: Vec<DisplayTable> = layouts.iter().map(layout_table).collect();
     let recommendations = paper::recommendations(&summaries);
     let recommendation = paper::recommendation_table(&recommendations).map_err(polars_err("recommendation"))?;
-    let paper_tables = paper_tables(cells, &summaries, verification, input.agreements)?;
+    let mut paper_tables = paper_tables(cells, &summaries, verification, input.agreements)?;
+    paper_tables.extend(paper::natural_model_table(input.evaluations).map_err(polars_err("zhao_table1"))?);
 
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();

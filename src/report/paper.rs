@@ -324,6 +324,50 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
     }))
 }
 
+/// Zhao & Aletras Table 1: each natural model's accuracy and macro-F1 on its
+/// dataset's test set, as mean ± sd over seeds.
+pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option<DisplayTable>> {
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
+    let pct = |values: Vec<f64>| {
+        crate::report::tables::mean_and_sd(&values).map(|(m, sd)| match sd {
+            Some(sd) => format!("{} ± {}", format_fixed(m * 100.0, 1), format_fixed(sd * 100.0, 1)),
+            None => format_fixed(m * 100.0, 1),
+        })
+    };
+    let table: Vec<Vec<Option<String>>> = groups
+        .iter()
+        .map(|(model, architecture, dataset)| {
+            let of: Vec<&super::EvaluationRow> =
+                rows.iter().filter(|r| &r.model == model && &r.dataset == dataset).collect();
+            vec![
+                Some(model.clone()),
+                Some(architecture_label(architecture)),
+                Some(dataset.clone()),
+                Some(of.len().to_string()),
+                Some(of[0].examples.to_string()),
+                pct(of.iter().map(|r| r.accuracy).collect()),
+                pct(of.iter().map(|r| r.macro_f1).collect()),
+            ]
+        })
+        .collect();
+    let header: Vec<String> =
+        ["model", "architecture", "dataset", "seeds", "test examples", "accuracy %", "macro-F1 %"]
+            .map(String::from)
+            .to_vec();
+    Ok(Some(DisplayTable {
+        stem: "zhao_table1".into(),
+        title: "The natural models on their test sets (Zhao & Aletras Table 1)".into(),
+        notes: vec![
+            "Mean ± standard deviation over seeds; macro-F1 averages the classes' F1 as scikit-learn does.".into(),
+        ],
+        frame: string_frame(&header, &table)?,
+        align: align(3, 4),
+    }))
+}
+
 fn diag_name(m: ErasureMetric) -> String {
     format!("diag-{}", m.name())
 }

@@ -67,7 +67,8 @@ impl SlurmSpec {
             StepKind::Corpus => &self.corpus,
             StepKind::Synth => &self.synth,
             StepKind::Train => &self.train,
-            StepKind::Verify => &self.verify,
+            // Evaluation is a verification's original-test pass.
+            StepKind::Verify | StepKind::Evaluate => &self.verify,
             StepKind::Attribute => &self.attribute,
             StepKind::Erasure => &self.erasure,
             StepKind::Agreement | StepKind::Score | StepKind::Report => &self.small,

@@ -7,6 +7,7 @@ pub mod agreement;
 pub mod attribute;
 pub mod corpus;
 pub mod erasure;
+pub mod evaluate;
 pub mod io;
 pub mod report;
 pub mod score;
@@ -42,6 +43,7 @@ pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
             train::run(model, *max_length, shortcut_tokens, assets, &ctx.inputs[0], out, ctx)
         }
         Work::Verify { thresholds, chance } => verify::run(thresholds, *chance, ctx, out),
+        Work::Evaluate => evaluate::run(ctx, out),
         Work::Attribute(options) => attribute::run(options, ctx, out),
         Work::Erasure(options) => erasure::run(options, ctx, out),
         Work::Agreement(options) => agreement::run(options, &ctx.inputs, out),

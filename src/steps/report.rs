@@ -9,12 +9,13 @@ use anyhow::Result;
 use super::StepContext;
 use super::agreement::{Agreement, FILE as AGREEMENT_FILE};
 use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
+use super::evaluate::{Evaluation, FILE as EVALUATE_FILE};
 use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::report::html::ExampleView;
-use crate::report::{AgreementResult, CellResult, ReportInput, VerificationRow, write_report};
+use crate::report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
 
 pub const CONSOLE: &str = "console.md";
 /// Every cell and verification row, for `grid report --compare`.
@@ -25,6 +26,9 @@ pub const DATA: &str = "report_data.json";
 pub struct ReportData {
     pub cells: Vec<CellResult>,
     pub verification: Vec<VerificationRow>,
+    /// A natural grid's models on their test sets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evaluations: Vec<EvaluationRow>,
 }
 
 /// Examples per model cell shown highlighted by every method in the HTML report.
@@ -61,6 +65,19 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
             passed: result.passed,
             failures: result.failures,
+        });
+    }
+    let mut evaluations = Vec::new();
+    for e in &work.evaluations {
+        let result: Evaluation = read_json(&input_dir(ctx, e.evaluate)?.join(EVALUATE_FILE))?;
+        evaluations.push(EvaluationRow {
+            model: e.model.clone(),
+            architecture: e.architecture.clone(),
+            dataset: e.dataset.clone(),
+            seed: e.seed,
+            examples: result.examples,
+            accuracy: result.accuracy,
+            macro_f1: result.macro_f1,
         });
     }
     let mut results = Vec::new();
@@ -110,12 +127,13 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         title: &work.title,
         cells: &results,
         verification: &rows,
+        evaluations: &evaluations,
         agreements: &agreements,
         examples: &examples,
     };
     let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;
-    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows })?;
+    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations })?;
     Ok(())
 }
 

@@ -169,7 +169,7 @@ fn accuracy_of<B: Backend>(model: &Checkpoint<B>, examples: &[Example], buckets:
 }
 
 /// Accuracy and macro-F1 from one pass.
-fn scores_of<B: Backend>(
+pub(crate) fn scores_of<B: Backend>(
     model: &Checkpoint<B>,
     examples: &[Example],
     buckets: Buckets,

@@ -31,6 +31,8 @@ pub enum Work {
         thresholds: VerificationSpec,
         chance: super::verify::Chance,
     },
+    /// Inputs: a natural model, corpus.
+    Evaluate,
     Attribute(super::attribute::Options),
     Erasure(super::erasure::Options),
     Agreement(super::agreement::Options),
@@ -52,6 +54,8 @@ pub struct ReportWork {
     pub formats: Vec<ReportFormat>,
     pub cells: Vec<CellCoordinates>,
     pub verifications: Vec<VerifyCoordinates>,
+    /// A natural grid's models, measured on their test sets.
+    pub evaluations: Vec<EvaluateCoordinates>,
     pub agreements: Vec<AgreementCoordinates>,
     /// Per model cell, its attribute steps: the HTML report shows a few
     /// examples highlighted by every method.
@@ -94,6 +98,17 @@ pub struct CellCoordinates {
     pub regime: Regime,
     pub method: String,
     pub metric: String,
+    pub seed: u64,
+}
+
+/// Which model an evaluate step measured.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EvaluateCoordinates {
+    /// Position of the evaluate step among the report's inputs.
+    pub evaluate: usize,
+    pub model: String,
+    pub architecture: String,
+    pub dataset: String,
     pub seed: u64,
 }
 

@@ -760,3 +760,28 @@ fn a_cell_over_seeds_has_the_tables_interval() {
     assert_eq!((ours.ci_low, ours.ci_high), (table.ci_low, table.ci_high));
     assert!(ours.ci_low.is_some() && ours.ci_low != ours.ci_high, "{ours:?}");
 }
+
+#[test]
+fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
+    // Zhao & Aletras explain models that learnt the task: where a model has
+    // natural cells, its shortcut cells are not compared.
+    let published = parse(
+        "dataset,attribution,ns,soft_ns,nc,soft_nc\n\
+         SST,IG,0.437,0.489,0.535,0.395\n",
+    )
+    .unwrap();
+    let mut cells = Vec::new();
+    for (shortcut, v) in [("st", 0.9), ("natural", 0.4)] {
+        for metric in DiagMetric::ALL {
+            cells.push(cell("bert", "sst2", shortcut, "igl-zero-100", metric.ours(), 1, [v, v - 0.05, v + 0.05]));
+        }
+    }
+    let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    assert_eq!(c.cells.len(), 4, "one site, four metrics");
+    assert!(c.cells.iter().all(|x| (x.ours - 0.4).abs() < 1e-12), "the natural cells");
+    assert_eq!(c.unmatched_ours, 4, "the st cells are left out");
+    // Without natural cells the shortcut cells are compared, as before.
+    let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.shortcut == "st").collect();
+    let c = compare(&published, &shortcut_only, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    assert_eq!(c.cells.len(), 4);
+}

@@ -113,3 +113,65 @@ fn a_subset_samples_only_correctly_or_only_wrongly_classified_examples() {
         }
     }
 }
+
+/// `fine_tune = false`: a user's fine-tuned classifier (here DistilBERT's
+/// fixture, written by transformers with its two-label head) is explained as
+/// it is; no training step runs, and the grid still evaluates and attributes.
+#[test]
+fn a_fine_tuned_classifier_is_taken_as_it_is() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/distilbert_transformers");
+    let grid_text = |fine_tune: &str| {
+        format!(
+            r#"
+name = "tiny"
+metrics = ["ns", "diagnosticity"]
+
+[[datasets]]
+name = "gen"
+generated = {{ train = 200, validation = 60, test = 60, seed = 3 }}
+max_length = 40
+
+[[models]]
+name = "user"
+architecture = "bert"
+checkpoint = "checkpoint"
+{fine_tune}
+
+[models.training]
+max_steps = 20
+eval_every = 20
+
+[attribution]
+methods = ["gradl-l2", "random"]
+sample = 20
+"#
+        )
+    };
+    let t = GridTest::new(&grid_text("fine_tune = false"));
+    let dir = t.path().join("checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let training = |t: &GridTest| -> serde_json::Value {
+        let grid = Grid::load(&t.grid_file()).unwrap();
+        let cache = Cache::open(t.cache()).unwrap();
+        let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+        let train = plan.steps.iter().find(|s| s.kind == StepKind::Train).unwrap();
+        serde_json::from_slice(&std::fs::read(cache.step_dir(train.kind, &train.key).join("training.json")).unwrap())
+            .unwrap()
+    };
+    let taken = training(&t);
+    assert_eq!(taken["summary"]["steps"], 0, "{taken}");
+    assert_eq!(taken["pretrained"]["head_from_checkpoint"], true, "{taken}");
+    assert!(t.reports().join("tiny/zhao_table1.md").is_file());
+
+    // Fine-tuning the same checkpoint is another model, trained.
+    t.write_grid(&grid_text(""));
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    assert_eq!(outcome.executed_of(StepKind::Train), 1);
+    assert_eq!(training(&t)["summary"]["steps"], 20);
+}

@@ -227,6 +227,7 @@ pub struct RawModel {
     pub(crate) lowercase: Option<Spanned<bool>>,
     pub(crate) position_init: Option<Spanned<PositionInit>>,
     pub(crate) head: Option<Spanned<HeadInit>>,
+    pub(crate) fine_tune: Option<Spanned<bool>>,
     #[serde(default)]
     training: RawTraining,
 }
@@ -262,6 +263,7 @@ impl RawModel {
             lowercase,
             position_init,
             head,
+            fine_tune,
         )
     }
 }

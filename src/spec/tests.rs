@@ -271,7 +271,8 @@ fn bert_gets_the_papers_fine_tuning_defaults() {
         bert.init,
         BertInit::Pretrained {
             checkpoint: "hf://sentence-transformers/all-MiniLM-L6-v2".into(),
-            head: crate::spec::HeadInit::Fresh
+            head: crate::spec::HeadInit::Fresh,
+            fine_tune: true,
         }
     );
     assert_eq!(m.training.optimizer, Optimizer::Adamw);
@@ -423,6 +424,7 @@ const MODEL_KEY_VALUES: &[(&str, &str)] = &[
     ("lowercase", "true"),
     ("position_init", "\"sinusoidal\""),
     ("head", "\"checkpoint\""),
+    ("fine_tune", "false"),
 ];
 
 #[test]
@@ -493,4 +495,19 @@ fn a_grid_without_shortcuts_is_natural_and_refuses_ground_truth_metrics_at_their
         MINIMAL.replace("[attribution]\n", "[attribution]\ntest_set = \"original\"\n")
     ));
     assert!(e.contains("is what a grid without `[shortcuts]` explains"), "{e}");
+}
+
+#[test]
+fn fine_tune_false_takes_a_classifier_checkpoint_with_its_head() {
+    let with = |keys: &str| BERT.replace("checkpoint = ", &format!("{keys}\ncheckpoint = "));
+    let g = parse(&with("fine_tune = false")).unwrap();
+    let ArchitectureSpec::Bert(bert) = &g.models[0].architecture else { panic!() };
+    assert!(matches!(
+        bert.init,
+        BertInit::Pretrained { head: crate::spec::HeadInit::Checkpoint, fine_tune: false, .. }
+    ));
+    let e = error(&with("fine_tune = false\nhead = \"fresh\""));
+    assert!(e.contains("`fine_tune = false` takes the checkpoint as it is"), "{e}");
+    let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bert\"\nfine_tune = false"));
+    assert!(e.contains("`fine_tune = false` needs a fine-tuned classifier `checkpoint`"), "{e}");
 }

@@ -96,6 +96,24 @@ pub struct TrainSummary {
     pub shapes: Vec<[usize; 2]>,
 }
 
+impl TrainSummary {
+    /// A classifier taken as it is (`fine_tune = false`): no step, its
+    /// validation accuracy measured once in `seconds`.
+    pub fn not_trained(validation_accuracy: f64, seconds: f64) -> Self {
+        TrainSummary {
+            steps: 0,
+            best_step: 0,
+            best_validation_accuracy: validation_accuracy,
+            stopped_early: false,
+            seconds,
+            validation_seconds: seconds,
+            examples_per_second: 0.0,
+            log: Vec::new(),
+            shapes: Vec::new(),
+        }
+    }
+}
+
 /// Binary cross-entropy on one logit, or softmax cross-entropy on C logits.
 pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
     let [batch, outputs] = logits.dims();

@@ -32,6 +32,7 @@ pub const FAMILY: Family = Family {
         "lowercase",
         "position_init",
         "head",
+        "fine_tune",
     ],
     hint,
     // Fine-tuning as usual: AdamW, lr 2e-5 (the paper's), batch 16, 10% linear
@@ -68,6 +69,9 @@ pub enum BertInit {
     Pretrained {
         checkpoint: String,
         head: HeadInit,
+        /// `false`: the checkpoint is a fine-tuned classifier, taken as it is
+        /// (head included) with no training step run.
+        fine_tune: bool,
     },
     Random(RandomBert),
 }
@@ -131,10 +135,29 @@ pub fn parse(raw: &RawModel, name: &str) -> Result<BertSpec, SpanError> {
                 text.parse::<crate::model::hub::CheckpointSource>()
                     .map_err(|e| (Some(checkpoint.span()), format!("model `{name}`: {e}")))?;
             }
-            BertInit::Pretrained { checkpoint: text, head: value(&raw.head, HeadInit::Fresh) }
+            let fine_tune = value(&raw.fine_tune, true);
+            // Taken as it is means head included: a fresh head would be untrained.
+            let head = match (&raw.head, fine_tune) {
+                (Some(head), false) if *head.get_ref() == HeadInit::Fresh => {
+                    return Err((
+                        Some(head.span()),
+                        format!(
+                            "model `{name}`: `fine_tune = false` takes the checkpoint as it is, its classification \
+                             head included; a fresh head would never be trained (set `head = \"checkpoint\"` or \
+                             leave `head` out)"
+                        ),
+                    ));
+                }
+                (_, false) => HeadInit::Checkpoint,
+                (head, true) => value(head, HeadInit::Fresh),
+            };
+            BertInit::Pretrained { checkpoint: text, head, fine_tune }
         }
         None => {
             refuse(&raw.head, || format!("model `{name}`: `head` needs a `checkpoint` to read it from"))?;
+            refuse(&raw.fine_tune, || {
+                format!("model `{name}`: `fine_tune = false` needs a fine-tuned classifier `checkpoint` to take")
+            })?;
             let random = RandomBert {
                 hidden_size: value(&raw.hidden_size, Positive::new(768)),
                 num_hidden_layers: value(&raw.num_hidden_layers, Positive::new(12)),
@@ -167,9 +190,14 @@ pub fn key(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
     let init = match init {
         // The checkpoint is hashed by content; only a kept head joins the key, so
         // the keys of existing grids hold.
-        BertInit::Pretrained { checkpoint: _, head: HeadInit::Fresh } => json!({ "checkpoint": checkpoint_hash }),
-        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint } => {
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Fresh, fine_tune: _ } => {
+            json!({ "checkpoint": checkpoint_hash })
+        }
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint, fine_tune: true } => {
             json!({ "checkpoint": checkpoint_hash, "head": "checkpoint" })
+        }
+        BertInit::Pretrained { checkpoint: _, head: HeadInit::Checkpoint, fine_tune: false } => {
+            json!({ "checkpoint": checkpoint_hash, "head": "checkpoint", "fine_tune": false })
         }
         BertInit::Random(RandomBert {
             hidden_size,

@@ -96,24 +96,6 @@ pub struct TrainSummary {
     pub shapes: Vec<[usize; 2]>,
 }
 
-impl TrainSummary {
-    /// A classifier taken as it is (`fine_tune = false`): no step, its
-    /// validation accuracy measured once in `seconds`.
-    pub fn not_trained(validation_accuracy: f64, seconds: f64) -> Self {
-        TrainSummary {
-            steps: 0,
-            best_step: 0,
-            best_validation_accuracy: validation_accuracy,
-            stopped_early: false,
-            seconds,
-            validation_seconds: seconds,
-            examples_per_second: 0.0,
-            log: Vec::new(),
-            shapes: Vec::new(),
-        }
-    }
-}
-
 /// Binary cross-entropy on one logit, or softmax cross-entropy on C logits.
 pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
     let [batch, outputs] = logits.dims();
@@ -174,6 +156,54 @@ pub enum Stopped {
 }
 
 /// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
+/// Accuracy of a model on the validation split, in batches padded to
+/// `setup.buckets` whose shapes go into `shapes`: what training evaluates with.
+fn validation_accuracy<'a, B: Backend, M: Classifier<B>>(
+    validation: &'a [TrainExample],
+    setup: &'a TrainSetup,
+    shapes: &'a ShapeLog,
+    device: &'a B::Device,
+) -> impl Fn(&M) -> f64 + 'a {
+    let ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
+    let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
+    move |m: &M| {
+        let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
+        accuracy(&predict(&shaped, &ids, 256, setup.pad_id, device), &labels)
+    }
+}
+
+/// A classifier taken as it is (`fine_tune = false`): no step is run; the
+/// summary holds its validation accuracy, measured as training measures it.
+pub fn untrained<B, M>(
+    model: M,
+    setup: &TrainSetup,
+    validation: &[TrainExample],
+    device: &B::Device,
+) -> (M::InnerModule, TrainSummary)
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+    M::InnerModule: Classifier<B::InnerBackend>,
+{
+    let started = Instant::now();
+    let shapes = ShapeLog::default();
+    let model = model.valid();
+    let accuracy = validation_accuracy::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device)(&model);
+    let seconds = started.elapsed().as_secs_f64();
+    let summary = TrainSummary {
+        steps: 0,
+        best_step: 0,
+        best_validation_accuracy: accuracy,
+        stopped_early: false,
+        seconds,
+        validation_seconds: seconds,
+        examples_per_second: 0.0,
+        log: Vec::new(),
+        shapes: shapes.shapes(),
+    };
+    (model, summary)
+}
+
 pub fn train<B, M>(
     model: M,
     spec: &TrainingSpec,
@@ -247,15 +277,9 @@ where
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
     let mut validation_seconds = 0.0;
-    let validation_ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
-    let validation_labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
     let shapes = ShapeLog::default();
     let limit = model.max_length();
-    let evaluate = |m: &M::InnerModule| {
-        let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
-        let predictions = predict(&shaped, &validation_ids, 256, setup.pad_id, device);
-        accuracy(&predictions, &validation_labels)
-    };
+    let evaluate = validation_accuracy::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
 
     let mut best = model.valid();
     let mut best_accuracy = f64::NEG_INFINITY;

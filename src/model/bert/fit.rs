@@ -132,15 +132,7 @@ pub fn fit<B: AutodiffBackend>(
     let (best, summary) = if fine_tune {
         train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?
     } else {
-        // A fine-tuned classifier taken as it is: no step is run, and the
-        // record says how well it does on the validation split.
-        let started = std::time::Instant::now();
-        let model = burn::module::AutodiffModule::valid(&classifier);
-        let sequences: Vec<&[u32]> = validation_enc.iter().map(|e| e.ids.as_slice()).collect();
-        let labels: Vec<u32> = validation_enc.iter().map(|e| e.label).collect();
-        let predicted = crate::model::predict::predict(&model, &sequences, 64, setup.pad_id, device);
-        let accuracy = crate::model::predict::accuracy(&predicted, &labels);
-        (model, crate::train::TrainSummary::not_trained(accuracy, started.elapsed().as_secs_f64()))
+        crate::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
     };
     saved::save(out, &best, &config, num_outputs, max_length, &tokenizer)?;
     data.write_record(out, model.kind().name(), tokenizer.vocab_size(), Details { pretrained }, summary)

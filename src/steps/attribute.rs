@@ -180,10 +180,23 @@ pub fn prepare<B: Backend>(
 ) -> (Vec<Prepared>, usize) {
     let max_length = options.max_length.min(checkpoint.config.max_length());
     let candidates = subset_indices(checkpoint, test, options, max_length, device);
+    let sampled = sample_indices(candidates.len(), options.sample, options.seed).into_iter().map(|k| candidates[k]);
+    prepare_indices(checkpoint, test, sampled, options)
+}
+
+/// [`prepare`] for given test indices (an attribute step's own, when its
+/// erasure step re-encodes them); an index past the test set is left out.
+pub fn prepare_indices<B: Backend>(
+    checkpoint: &Checkpoint<B>,
+    test: &[SyntheticExample],
+    indices: impl IntoIterator<Item = usize>,
+    options: &Options,
+) -> (Vec<Prepared>, usize) {
+    let max_length = options.max_length.min(checkpoint.config.max_length());
     let mut examples = Vec::new();
     let mut dropped_truncated = 0;
-    for i in sample_indices(candidates.len(), options.sample, options.seed).into_iter().map(|k| candidates[k]) {
-        let example = &test[i];
+    for i in indices {
+        let Some(example) = test.get(i) else { continue };
         let encoded = checkpoint.encoder.encode(&example.text, max_length);
         let Some((ground_truth, distractors)) = visible_regions(&encoded, example) else {
             dropped_truncated += 1;

@@ -123,8 +123,11 @@ fn run_on<B: Backend>(options: &Options, ctx: &StepContext, out: &Path, device: 
     let checkpoint = checkpoint::load::<B>(model_dir, device)
         .with_context(|| format!("loading the model from {}", model_dir.display()))?;
     let test = super::synth::load_test(synth_dir, options.attribution.test_set)?;
-    let (prepared, _) = attribute::prepare(&checkpoint, &test, &options.attribution, device);
     let attributed: Vec<AttributedExample> = read_jsonl(&attribution_dir.join(attribute::FILE))?;
+    // The attributed examples themselves: no sampling (nor, for a subset,
+    // predicting the whole test set) again.
+    let (prepared, _) =
+        attribute::prepare_indices(&checkpoint, &test, attributed.iter().map(|a| a.index), &options.attribution);
     let inputs = join(&prepared, &attributed)?;
     ctx.progress.set_length(inputs.len() as u64);
     let pad = checkpoint.encoder.pad_id();
@@ -156,7 +159,7 @@ fn input_folders<'a>(ctx: &'a StepContext) -> Result<[&'a Path; 3]> {
 }
 
 /// Pairs every attributed example, in the attribution's order, with its encoding
-/// from `attribute::prepare`; the two must agree token for token.
+/// from `attribute::prepare_indices`; the two must agree token for token.
 pub fn join<'a>(prepared: &'a [Prepared], attributed: &'a [AttributedExample]) -> Result<Vec<ErasureInput<'a>>> {
     let by_index: HashMap<usize, &Prepared> = prepared.iter().map(|p| (p.record.index, p)).collect();
     attributed

@@ -201,6 +201,7 @@ struct Common {
     /// Changes a key of the grid file, as if written there (repeatable):
     /// `models.bert.checkpoint=DIR`, `datasets.sst2.limits.train=8000`. An
     /// entry of `[[models]]` or `[[datasets]]` is named by its `name`.
+    /// `~KEY` deletes a key or an entry: `~datasets.imdb`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Steps run at the same time (default: the number of CPU cores).

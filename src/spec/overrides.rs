@@ -4,6 +4,8 @@
 //! `models.0`); `datasets.sst2.limits.train=8000` reaches into an inline table.
 //! A value is read as TOML (`8000`, `0.1`, `true`, `["a", "b"]`, `"text"`), and
 //! as a plain string when it is not TOML (`DIR`, `hf://org/name`).
+//! `~KEY` deletes, as in Hydra: `~datasets.imdb` drops that `[[datasets]]`
+//! entry (run a sweep on SST-2 alone), `~datasets.sst2.limits` a key.
 //!
 //! The overrides are written into the file's text (format kept, through
 //! toml_edit), and the result is validated exactly as a file is: an override
@@ -17,29 +19,45 @@ use std::str::FromStr;
 
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-/// One `--set KEY=VALUE`.
+/// One `--set KEY=VALUE` or `--set ~KEY`.
 #[derive(Debug, Clone)]
 pub struct Override {
     /// As given on the command line, for messages.
     pub text: String,
     path: Vec<String>,
-    value: Value,
+    action: Action,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    Set(Value),
+    Delete,
 }
 
 impl FromStr for Override {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
-        let (key, value) = text
-            .split_once('=')
-            .ok_or_else(|| format!("--set {text}: expected KEY=VALUE, e.g. models.bert.checkpoint=DIR"))?;
-        let path: Vec<String> = key.trim().split('.').map(|s| s.trim().to_string()).collect();
-        if path.iter().any(String::is_empty) {
-            return Err(format!("--set {text}: `{key}` is not a dotted key such as models.bert.checkpoint"));
+        let dotted = |key: &str| -> Result<Vec<String>, String> {
+            let path: Vec<String> = key.trim().split('.').map(|s| s.trim().to_string()).collect();
+            if path.iter().any(String::is_empty) {
+                return Err(format!("--set {text}: `{key}` is not a dotted key such as models.bert.checkpoint"));
+            }
+            Ok(path)
+        };
+        if let Some(key) = text.trim_start().strip_prefix('~') {
+            if key.contains('=') {
+                return Err(format!("--set {text}: `~KEY` deletes a key and takes no value"));
+            }
+            return Ok(Override { text: text.to_string(), path: dotted(key)?, action: Action::Delete });
         }
+        let (key, value) = text.split_once('=').ok_or_else(|| {
+            format!("--set {text}: expected KEY=VALUE (e.g. models.bert.checkpoint=DIR) or ~KEY (e.g. ~datasets.imdb)")
+        })?;
+        let path = dotted(key)?;
         let value = value.trim();
         // TOML when it parses as TOML; `DIR` or `hf://org/name` are strings.
         let value = value.parse::<Value>().unwrap_or_else(|_| Value::from(value));
-        Ok(Override { text: text.to_string(), path, value: value.decorated(" ", "") })
+        Ok(Override { text: text.to_string(), path, action: Action::Set(value.decorated(" ", "")) })
     }
 }
 
@@ -86,18 +104,36 @@ fn place(item: &mut Item, path: &[String], setting: &Override, file: &Path) -> R
                     )
                 })?,
             };
-            let entry = entries.get_mut(index).expect("index checked");
             if rest.is_empty() {
-                return Err(format!("--set {setting}: `{}.{key}` is a whole entry; set one of its keys", at()));
+                return match setting.action {
+                    Action::Delete => {
+                        entries.remove(index);
+                        Ok(())
+                    }
+                    Action::Set(_) => {
+                        Err(format!("--set {setting}: `{}.{key}` is a whole entry; set one of its keys", at()))
+                    }
+                };
             }
+            let entry = entries.get_mut(index).expect("index checked");
             place_in_table(entry, rest, setting, file)
         }
         Item::Table(table) => place_in_table(table, path, setting, file),
         Item::Value(Value::InlineTable(table)) => {
             if rest.is_empty() {
-                let value = keeping_decor(table.get(key), &setting.value);
-                table.insert(key, value);
+                match &setting.action {
+                    Action::Set(new) => {
+                        let value = keeping_decor(table.get(key), new);
+                        table.insert(key, value);
+                    }
+                    Action::Delete => {
+                        table.remove(key).ok_or_else(|| missing(setting, file))?;
+                    }
+                }
                 return Ok(());
+            }
+            if matches!(setting.action, Action::Delete) && !table.contains_key(key) {
+                return Err(missing(setting, file));
             }
             let child = table.entry(key).or_insert_with(|| Value::InlineTable(Default::default()));
             let mut child_item = Item::Value(child.clone());
@@ -111,11 +147,21 @@ fn place(item: &mut Item, path: &[String], setting: &Override, file: &Path) -> R
 
 fn place_in_table(table: &mut Table, path: &[String], setting: &Override, file: &Path) -> Result<(), String> {
     let (key, rest) = path.split_first().expect("paths are never empty");
-    if rest.is_empty() {
+    let new = match &setting.action {
+        Action::Delete if rest.is_empty() => {
+            table.remove(key).ok_or_else(|| missing(setting, file))?;
+            return Ok(());
+        }
+        // Nothing to delete below a table the file lacks.
+        Action::Delete if !table.contains_key(key) => return Err(missing(setting, file)),
+        Action::Delete => None,
+        Action::Set(new) => Some(new),
+    };
+    if let (true, Some(new)) = (rest.is_empty(), new) {
         if matches!(table.get(key), Some(Item::Table(_) | Item::ArrayOfTables(_))) {
             return Err(format!("--set {setting}: `{key}` is a table; set one of its keys"));
         }
-        let value = keeping_decor(table.get(key).and_then(Item::as_value), &setting.value);
+        let value = keeping_decor(table.get(key).and_then(Item::as_value), new);
         table.insert(key, Item::Value(value));
         return Ok(());
     }
@@ -126,6 +172,10 @@ fn place_in_table(table: &mut Table, path: &[String], setting: &Override, file: 
         Item::Table(new)
     });
     place(child, rest, setting, file)
+}
+
+fn missing(setting: &Override, file: &Path) -> String {
+    format!("--set {setting}: {} has no `{}` to delete", file.display(), setting.path.join("."))
 }
 
 /// The new value, with the spacing and trailing comment of the one it replaces.
@@ -199,12 +249,15 @@ max_steps = 10 # short
 
     #[test]
     fn values_are_toml_or_plain_strings() {
-        let o: Override = "models.bert.checkpoint=/data/minilm".parse().unwrap();
-        assert_eq!(o.value.as_str(), Some("/data/minilm"));
-        let o: Override = "datasets.sst2.limits.train=8000".parse().unwrap();
-        assert_eq!(o.value.as_integer(), Some(8000));
-        let o: Override = r#"attribution.methods=["gradp-l2", "random"]"#.parse().unwrap();
-        assert_eq!(o.value.as_array().map(|a| a.len()), Some(2));
+        let value = |text: &str| match text.parse::<Override>().unwrap().action {
+            Action::Set(value) => value,
+            Action::Delete => panic!("{text} is not a deletion"),
+        };
+        assert_eq!(value("models.bert.checkpoint=/data/minilm").as_str(), Some("/data/minilm"));
+        assert_eq!(value("datasets.sst2.limits.train=8000").as_integer(), Some(8000));
+        assert_eq!(value(r#"attribution.methods=["gradp-l2", "random"]"#).as_array().map(|a| a.len()), Some(2));
+        assert!(matches!("~datasets.imdb".parse::<Override>().unwrap().action, Action::Delete));
+        assert!("~datasets.imdb=1".parse::<Override>().unwrap_err().contains("takes no value"));
         assert!("models.bert".parse::<Override>().unwrap_err().contains("KEY=VALUE"));
         assert!("models..x=1".parse::<Override>().unwrap_err().contains("dotted key"));
     }
@@ -229,6 +282,33 @@ max_steps = 10 # short
         assert_eq!(limits["test"].as_integer(), Some(50));
         // The file's comment and layout survive.
         assert!(text.contains("# short"), "{text}");
+    }
+
+    #[test]
+    fn tilde_deletes_entries_and_keys() {
+        const TWO: &str = "name = \"g\"\n\n[[datasets]]\nname = \"sst2\"\nlimits = { train = 100, test = 5 }\n\n[[datasets]]\nname = \"imdb\"\n\n[models.training]\nmax_steps = 10\npatience = 3\n";
+        let apply_all = |settings: &[&str]| {
+            let overrides: Vec<Override> = settings.iter().map(|s| s.parse().unwrap()).collect();
+            apply(TWO, Path::new("g.toml"), &overrides)
+        };
+        let text = apply_all(&["~datasets.imdb", "~datasets.sst2.limits.test", "~models.training.patience"]).unwrap();
+        let value: toml::Table = toml::from_str(&text).unwrap();
+        let datasets = value["datasets"].as_array().unwrap();
+        assert_eq!(datasets.len(), 1, "{text}");
+        assert_eq!(datasets[0]["name"].as_str(), Some("sst2"));
+        assert_eq!(datasets[0]["limits"].as_table().map(|t| t.len()), Some(1), "{text}");
+        assert!(value["models"]["training"].get("patience").is_none(), "{text}");
+        assert!(value["models"]["training"].get("max_steps").is_some(), "{text}");
+        // By index too, and a deleted entry's name is gone for later overrides.
+        let text = apply_all(&["~datasets.0"]).unwrap();
+        assert!(!text.contains("sst2") && text.contains("imdb"), "{text}");
+        let error = apply_all(&["~datasets.imdb", "datasets.imdb.train=x"]).unwrap_err();
+        assert!(error.contains("no `datasets` entry named `imdb`"), "{error}");
+        // Nothing to delete: a sentence naming the override.
+        for absent in ["~models.training.warmup_share", "~erasure.ratios", "~datasets.sst2.limits.validation"] {
+            let error = apply_all(&[absent]).unwrap_err();
+            assert!(error.contains(&format!("--set {absent}")) && error.contains("to delete"), "{error}");
+        }
     }
 
     #[test]

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# experiments/bert_sweep.toml on SST-2 with all-MiniLM-L6-v2 swapped in through
+# --set, on a GPU machine (libtorch backend), in one call of at most 10 minutes
+# (BENCHMARKS.md, "bert_sweep.toml on an H200"). Phase 1: training and the 22
+# configs a CPU grid also runs; phase 2: the whole Table 11 (adds IG-1000,
+# LIME-3000, LIME-mask). Each phase ends with the report and --compare; a phase
+# cut short reports the configs that finished in every cell. Stage times come
+# from the cache's step manifests (scripts/stage_times.py).
+#
+# The carry folder ($CARRY, default gpucarry/, listed in .git/info/exclude):
+#   grid.xz                    strip + xz of `cargo build --release --features cuda,libtorch`
+#   data/sst2/*.parquet        SST-2 (from --data-root)
+#   minilm/files.tar.xz        config.json, tokenizer.json, vocab.txt, tokenizer_config.json,
+#                              special_tokens_map.json of the checkpoint
+#   minilm/weights16.shuf.xz   scripts/pack_checkpoint.py pack model.safetensors …
+# The machine needs PyTorch 2.11 (for libtorch) and numpy; the results land in $OUT.
+set -uo pipefail
+start=$(date +%s)
+at() { echo $(( $(date +%s) - start )); }
+until_t() { local l=$(( $1 - $(at) )); [ "$l" -lt 5 ] && l=5; echo "$l"; }
+cd "$(dirname "$0")/.."
+carry="${CARRY:-gpucarry}"
+out="${OUT:-/tmp/out}"; mkdir -p "$out"
+log="$out/run.log"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda)"
+  nproc; grep -m1 'model name' /proc/cpuinfo; } > "$out/env.txt" 2>&1
+if [ -n "${DRY_GRID:-}" ]; then cp "$DRY_GRID" /tmp/grid; else
+python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open("/tmp/grid", "wb"))' "$carry/grid.xz" && chmod +x /tmp/grid; fi
+mkdir -p /tmp/minilm && tar -C /tmp/minilm -xJf "$carry/minilm/files.tar.xz" \
+  && python3 scripts/pack_checkpoint.py unpack "$carry/minilm/weights16.shuf.xz" /tmp/minilm/model.safetensors
+torch_lib="$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')/lib"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+/tmp/grid --version >> "$out/env.txt" 2>&1
+echo "unpacked at $(at) s" >> "$out/env.txt"
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 5 > "$out/smi.csv" 2>&1 &
+smi=$!
+
+grid_file=experiments/bert_sweep.toml
+sample="${SAMPLE:-100}"   # attributed examples per cell (the paper: 1,000)
+# DRY_DEVICE="--device cpu" DRY_SETS="--set k=v ..." try the script on a CPU, on a tiny budget.
+read -r -a dev <<< "${DRY_DEVICE:---device cuda --backend libtorch}"
+read -r -a dry_sets <<< "${DRY_SETS:-}"
+common=(--data-root "$carry/data" "${dev[@]}" --cache /tmp/bs/cache
+  --set '~datasets.imdb' --set models.bert.checkpoint=/tmp/minilm
+  --set models.bert.training.learning_rate=5e-5 --set models.bert.training.max_steps=1200
+  --set models.bert.training.eval_every=200 --set models.bert.training.patience=600
+  --set attribution.sample="$sample" "${dry_sets[@]}")
+compare=(--compare experiments/reference/bastings2022_precision_rank.csv
+  --compare experiments/reference/bastings2022_source_accuracy.csv)
+cpu_methods='["grad{p,l}-{l1,l2,mean}", "gxi{p,l}", "ig{p,l}-{zero,pad,mask}-100", "lime{unk,erase}-{100,1000}", "random"]'
+all_methods=$(printf '%s ' grad{p,l}-{l1,l2,mean} gxi{p,l} ig{p,l}-{zero,pad,mask}-{100,1000} lime{unk,erase}-{100,1000,3000} limemask-3000 random)
+
+phase() {  # name, deadline (s since start), methods TOML array or "" for the file's
+    local name=$1 deadline=$2 methods=$3 set_methods=()
+    [ -n "$methods" ] && set_methods=(--set "attribution.methods=$methods")
+    local t0=$(at)
+    echo "== $name: start at $t0 s, until $deadline s" | tee -a "$log"
+    timeout -s INT -k 25 "$(until_t "$deadline")" /tmp/grid run "$grid_file" "${common[@]}" "${set_methods[@]}" \
+        -j 8 --gpu-jobs 4 --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
+    local rc=$?
+    echo "== $name: grid run rc=$rc at $(at) s ($(( $(at) - t0 )) s)" | tee -a "$log"
+    if [ $rc -ne 0 ]; then
+        # Cut short: the report of the configs that finished in every cell.
+        local done; done=$(python3 scripts/stage_times.py /tmp/bs/cache --completed 3 "$sample" $all_methods)
+        echo "== $name: completed configs $done" | tee -a "$log"
+        [ "$done" = "[]" ] && return
+        set_methods=(--set "attribution.methods=$done")
+        timeout -s INT -k 10 30 /tmp/grid run "$grid_file" "${common[@]}" "${set_methods[@]}" -j 8 \
+            --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
+        echo "== $name: partial report rc=$? at $(at) s" | tee -a "$log"
+    fi
+    timeout 25 /tmp/grid report "$grid_file" "${common[@]}" "${set_methods[@]}" "${compare[@]}" \
+        --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
+    echo "== $name: compare rc=$? at $(at) s" | tee -a "$log"
+}
+phase cpu-configs "${P1_END:-300}" "$cpu_methods"
+[ "$(at)" -lt "${P2_LATEST:-400}" ] && phase table11 "${P2_END:-470}" ""
+
+kill $smi 2>/dev/null
+python3 scripts/stage_times.py /tmp/bs/cache "$out/stages.json" > "$out/stages.txt" 2>&1
+(cd /tmp/bs && tar -cJf "$out/reports.tar.xz" reports-* 2>/dev/null)
+# Step records and small outputs; no checkpoints.
+(cd /tmp/bs/cache && find . -type f \( -name 'manifest.json' -o -name 'training.json' -o -name 'summary.json' -o -name '*.csv' -o -name 'verification*.json' \) -size -2M \
+   | tar -cJf "$out/records.tar.xz" -T - 2>/dev/null)
+ls -la "$out"
+cat "$out/env.txt" "$out/stages.txt"
+grep -E "^==|error" "$log" | tail -40

@@ -143,6 +143,11 @@ enum Command {
         #[arg(long)]
         kernels: bool,
     },
+    /// Lu et al.'s crowd study: export the tasks for people, import their answers.
+    Crowd {
+        #[command(subcommand)]
+        command: CrowdCommand,
+    },
     /// Run the one step with this key (what `run` starts for each model step
     /// when `--jobs` > 1; also the unit of work for a cluster scheduler).
     #[command(hide = true)]
@@ -157,6 +162,59 @@ enum Command {
 }
 
 /// `grid run --executor`.
+#[derive(Debug, Subcommand)]
+enum CrowdCommand {
+    /// Write a study from the grid's cached attributions: `study.json`,
+    /// `questionnaire.html` (self-contained, one task at a time) and
+    /// `tasks.csv` (a platform's import layout), with attention checks.
+    Export {
+        #[command(flatten)]
+        common: Common,
+        /// Folder for the study (default: `<reports>/<grid name>/crowd/study`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Models to explain, comma-separated (default: every model).
+        #[arg(long, value_delimiter = ',')]
+        models: Vec<String>,
+        /// Method configs, comma-separated (default: the grid's).
+        #[arg(long, value_delimiter = ',')]
+        methods: Vec<String>,
+        /// Top-k settings, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "5,10,20,30,40")]
+        k: Vec<usize>,
+        /// Examples per model cell, balanced over the labels.
+        #[arg(long, default_value_t = 100)]
+        examples: usize,
+        /// Answers collected per task.
+        #[arg(long, default_value_t = 5)]
+        answers: usize,
+        /// Attention checks per batch.
+        #[arg(long, default_value_t = 2)]
+        checks: usize,
+        /// Seed of the example choice and the dealing into batches.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Label names, comma-separated (default: the dataset's `label_names`).
+        #[arg(long, value_delimiter = ',')]
+        labels: Vec<String>,
+    },
+    /// Score a platform's answers (CSV: worker, task, answer) against the
+    /// study: Lu et al.'s accuracy per k, score, Flips and Aids, and the
+    /// attention checks per worker.
+    Import {
+        #[command(flatten)]
+        common: Common,
+        /// The answers file.
+        answers: PathBuf,
+        /// The study (its folder or `study.json`; default: where export writes it).
+        #[arg(long)]
+        study: Option<PathBuf>,
+        /// Leave out every answer of a worker who failed an attention check.
+        #[arg(long)]
+        exclude_failed_checks: bool,
+    },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum ExecutorChoice {
     Local,
@@ -314,6 +372,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ("report", common, None)
         }
         Command::Step { common, key } => ("step", common, Some(key)),
+        Command::Crowd { command } => return crowd(command),
     };
     let compute = compute_of(&common)?;
     if command == "run" || command == "step" {
@@ -655,6 +714,56 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
         .map(|s| s.parse::<crate::spec::overrides::Override>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| usage(anyhow::anyhow!(e)))
+}
+
+fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
+    use crate::crowd::{export, import, run, tables};
+    let default_dir = |common: &Common, grid_name: &str| common.reports.join(grid_name).join("crowd").join("study");
+    match command {
+        CrowdCommand::Export { common, out, models, methods, k, examples, answers, checks, seed, labels } => {
+            let (grid, cache, plan) = grid_and_plan_of(&common, compute_of(&common)?)?;
+            let out = out.unwrap_or_else(|| default_dir(&common, &grid.name));
+            let selection = export::Selection { models, methods };
+            let asked = export::CliExport { ks: k, examples, answers, checks, seed };
+            let (study, files) =
+                run::export_study(&grid, &plan, &cache, &selection, &asked, &labels, &out).map_err(usage)?;
+            let salience = study.salience_tasks().count();
+            println!(
+                "{salience} tasks ({} methods × {} k × examples) in {} batches of about {} (with {checks} attention checks each), {answers} answers per task:",
+                study.methods.len(),
+                study.ks.len(),
+                study.batches.len(),
+                study.batches.first().map(Vec::len).unwrap_or(0),
+            );
+            for file in files {
+                println!("  {}", file.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        CrowdCommand::Import { common, answers, study, exclude_failed_checks } => {
+            let grid = load_grid(&common)?;
+            let cache = Cache::open(&common.cache).map_err(runtime)?;
+            let study = study.unwrap_or_else(|| default_dir(&common, &grid.name));
+            let options = import::ImportOptions { exclude_failed_checks };
+            let outcome = run::import_answers(&cache, &study, &answers, options, &common.reports).map_err(usage)?;
+            let imported = &outcome.imported;
+            for warning in &imported.warnings {
+                eprintln!("warning: {warning}");
+            }
+            for cell in &imported.cells {
+                println!("{}", tables::accuracy_markdown(imported, cell));
+            }
+            println!("{}", tables::workers_markdown(imported));
+            eprintln!(
+                "{} answers from {} workers{}; tables in {}",
+                imported.answers,
+                imported.workers.len(),
+                if outcome.cached { " (cached: the same study and answers were imported before)" } else { "" },
+                outcome.files.first().and_then(|f| f.parent()).map(|p| p.display().to_string()).unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 /// The grid file, planned against its cache.

@@ -9,7 +9,7 @@ use grid::steps::io::read_jsonl;
 
 use crate::util::{GridTest, TINY};
 
-fn natural() -> String {
+pub(crate) fn natural() -> String {
     let start = TINY.find("[shortcuts]").expect("TINY plants shortcuts");
     let end = TINY.find("[[models]]").expect("TINY has models");
     let text = format!("{}{}", &TINY[..start], &TINY[end..]);

@@ -12,6 +12,7 @@ mod browser;
 mod cache_reuse;
 mod cli;
 mod crash;
+mod crowd;
 mod methods;
 mod metrics_reports;
 mod multiclass;

@@ -64,6 +64,10 @@ pub enum StepKind {
     Agreement,
     Score,
     Report,
+    /// An imported crowd study's answers, scored (`grid crowd import`). No
+    /// grid plans it, so it is not in [`StepKind::ALL`]: `grid gc` and the
+    /// plan's views leave it alone.
+    Crowd,
 }
 
 impl StepKind {
@@ -93,6 +97,7 @@ impl StepKind {
             StepKind::Agreement => "agreement",
             StepKind::Score => "score",
             StepKind::Report => "report",
+            StepKind::Crowd => "crowd",
         }
     }
 
@@ -134,6 +139,7 @@ impl StepKind {
             // 3: Zhou et al.'s article tables.
             // 4: report_data.json keeps per-example values (one seed merge).
             StepKind::Report => 4,
+            StepKind::Crowd => 1,
         }
     }
 }

@@ -2,8 +2,10 @@
 //! method j, top-k words) the correctness A_ijk of the answers' strict
 //! majority; per method and k the accuracy p_jk = mean_i A_ijk; per method the
 //! weighted score s_j = Σ_k w_k p_jk with w_k = (Σ_j Σ_k p_jk) / (K² Σ_j p_jk),
-//! so a k at which people are rarely right (a small one) weighs more; and the
-//! examples that flip: right with some k₁ words and wrong with more, k₂ > k₁.
+//! so a k at which people are rarely right (a small one) weighs more; the
+//! examples that flip: right with some k₁ words and wrong with more, k₂ > k₁;
+//! and those more words aid (Lu et al., Table 7: "Aids" = examples − Flips −
+//! examples right at every k).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,7 +35,7 @@ pub struct TaskOutcome {
 }
 
 /// One method's row of Lu et al.'s tables.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MethodScore {
     pub method: String,
     /// p_jk, in ascending k.
@@ -43,6 +45,9 @@ pub struct MethodScore {
     pub score: Option<f64>,
     /// Examples right with k₁ words and wrong with some k₂ > k₁.
     pub flips: usize,
+    /// Examples that neither flip nor are right at every k (Lu et al.'s
+    /// "Aids": 100 − Flips − always right, over their 100 examples).
+    pub aids: usize,
     pub examples: usize,
 }
 
@@ -111,7 +116,9 @@ pub fn score(outcomes: &[TaskOutcome]) -> Result<Vec<MethodScore>, ScoreError> {
             let examples: Vec<&BTreeMap<usize, bool>> =
                 by_example.iter().filter(|((m, _), _)| *m == method).map(|(_, ks)| ks).collect();
             let flips = examples.iter().filter(|ks| flips(ks)).count();
-            MethodScore { method: method.to_string(), accuracy, score, flips, examples: examples.len() }
+            let always_right = examples.iter().filter(|ks| ks.values().all(|&c| c)).count();
+            let aids = examples.len() - flips - always_right;
+            MethodScore { method: method.to_string(), accuracy, score, flips, aids, examples: examples.len() }
         })
         .collect())
 }
@@ -180,6 +187,8 @@ mod tests {
         assert!((a.score.unwrap() - 2.0 / 3.0).abs() < 1e-12, "{a:?}");
         assert!((b.score.unwrap() - 1.0 / 3.0).abs() < 1e-12, "{b:?}");
         assert_eq!((a.flips, b.flips), (1, 0));
+        // a: example 1 (wrong, then right) is aided; b: both are.
+        assert_eq!((a.aids, b.aids), (1, 2));
         assert_eq!((a.examples, b.examples), (2, 2));
     }
 

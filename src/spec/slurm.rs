@@ -71,7 +71,8 @@ impl SlurmSpec {
             StepKind::Verify | StepKind::Evaluate => &self.verify,
             StepKind::Attribute => &self.attribute,
             StepKind::Erasure => &self.erasure,
-            StepKind::Agreement | StepKind::Score | StepKind::Report => &self.small,
+            // Crowd imports never run on a cluster; small if they did.
+            StepKind::Agreement | StepKind::Score | StepKind::Report | StepKind::Crowd => &self.small,
         };
         let own = specific.clone().unwrap_or_default();
         SlurmResources {

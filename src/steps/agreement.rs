@@ -161,7 +161,7 @@ impl Compared {
 
 /// A token of nothing but punctuation (`,` `.` `'s` is not: it has letters).
 /// Subword markers (`##`, `Ġ`) are not punctuation of the text.
-fn is_punctuation(token: &str) -> bool {
+pub(crate) fn is_punctuation(token: &str) -> bool {
     let text = token.trim_start_matches("##").trim_start_matches('Ġ');
     !text.is_empty() && text.chars().all(|c| c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_whitespace()))
 }

@@ -25,7 +25,7 @@ pub enum Class {
 impl Class {
     pub fn of(kind: StepKind) -> Self {
         match kind {
-            StepKind::Score | StepKind::Agreement | StepKind::Report => Class::Small,
+            StepKind::Score | StepKind::Agreement | StepKind::Report | StepKind::Crowd => Class::Small,
             kind => Class::Kind(kind),
         }
     }

@@ -1,0 +1,118 @@
+//! Lu et al.'s crowd study end to end on a natural grid: `grid crowd export`
+//! writes the study from the cached attributions, answers come back as a
+//! platform's CSV, and `grid crowd import` scores them — computed once, then
+//! served from the cache.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use grid::crowd::study::{Study, TaskKind};
+
+use crate::util::GridTest;
+
+fn exported() -> (GridTest, Study) {
+    let t = GridTest::new(&crate::natural::natural());
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let out = t.grid(&[
+        "crowd",
+        "export",
+        "grid.toml",
+        "--methods",
+        "gxil,random",
+        "--k",
+        "4,2",
+        "--examples",
+        "6",
+        "--answers",
+        "3",
+        "--checks",
+        "1",
+        "--seed",
+        "9",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = t.reports().join("tiny/crowd/study");
+    for file in ["study.json", "questionnaire.html", "tasks.csv"] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    let study: Study = serde_json::from_slice(&std::fs::read(dir.join("study.json")).unwrap()).unwrap();
+    (t, study)
+}
+
+/// Every batch answered by `rounds` workers: gxil's tasks with the true label,
+/// random's with the wrong one; worker `w0` fails its attention check.
+fn answers(study: &Study) -> String {
+    let mut csv = "worker,batch,task,answer,seconds\n".to_string();
+    for (b, batch) in study.batches.iter().enumerate() {
+        let worker = format!("w{b}");
+        for id in batch {
+            let task = study.task(id).unwrap();
+            let answer = match &task.kind {
+                TaskKind::Salience { method, .. } if method == "gxil" => task.label,
+                TaskKind::Salience { .. } => 1 - task.label,
+                TaskKind::AttentionCheck if b == 0 => 1 - task.label,
+                TaskKind::AttentionCheck => task.label,
+            };
+            writeln!(csv, "{worker},{b},{id},{answer},2.5").unwrap();
+        }
+    }
+    csv
+}
+
+#[test]
+fn export_then_import_scores_lus_numbers_and_caches_the_import() {
+    let (t, study) = exported();
+    assert_eq!(study.ks, [2, 4]);
+    assert_eq!(study.labels, ["negative", "positive"], "the generated corpus's labels");
+    // 6 examples × 2 methods × 2 ks, each dealt 3 times; one example per batch.
+    assert_eq!(study.salience_tasks().count(), 24);
+    assert_eq!(study.batches.len(), 3 * 4);
+    let mut labels: BTreeMap<u32, usize> = BTreeMap::new();
+    for task in study.salience_tasks() {
+        if let TaskKind::Salience { method, k: 2, .. } = &task.kind {
+            if method == "gxil" {
+                *labels.entry(task.label).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(labels.values().copied().collect::<Vec<_>>(), [3, 3], "balanced over the labels: {labels:?}");
+
+    std::fs::write(t.path().join("answers.csv"), answers(&study)).unwrap();
+    let out = t.grid(&["crowd", "import", "grid.toml", "answers.csv"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // gxil right everywhere (p = 100 at both k), random never: w_k = 2 / (4 · 1),
+    // s_gxil = 0.5 · 100 + 0.5 · 100; random flips nothing and every example is
+    // "aided" (neither flipping nor always right).
+    assert!(stdout.contains("| gxil | 100 (1) | 100 (1) | 100.0 (1) | 0 | 0 | 6 |"), "{stdout}");
+    assert!(stdout.contains("| random | 0 (2) | 0 (2) | 0.0 (2) | 0 | 6 | 6 |"), "{stdout}");
+    assert!(stdout.contains("| w0 | 6 | 1 / 1 | no |"), "one task of each example in a batch: {stdout}");
+    assert!(!stderr.contains("cached"), "{stderr}");
+    let table = t.reports().join("tiny/crowd/crowd_accuracy_gen_natural_lstm.csv");
+    let csv = std::fs::read_to_string(&table).unwrap();
+    assert!(csv.contains("gen/natural/lstm,gxil,100.0000,100.0000,100.0000,0,0,6"), "{csv}");
+
+    // The same file again: served from the cache, same tables.
+    let again = t.grid(&["crowd", "import", "grid.toml", "answers.csv"]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cached"), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), stdout);
+
+    // Leaving out w0 (failed its check) leaves its tasks with 2 answers.
+    let strict = t.grid(&["crowd", "import", "grid.toml", "answers.csv", "--exclude-failed-checks"]);
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(strict.status.success(), "{stderr}");
+    assert!(stderr.contains("1 workers failed an attention check"), "{stderr}");
+    assert!(stderr.contains("fewer than the 3 answers"), "{stderr}");
+}
+
+#[test]
+fn answers_for_another_study_are_refused_at_their_line() {
+    let (t, _) = exported();
+    std::fs::write(t.path().join("answers.csv"), "worker,task,answer\nw1,check0,0\nw1,t000000000000,1\n").unwrap();
+    let out = t.grid(&["crowd", "import", "grid.toml", "answers.csv"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("answers.csv:3") && stderr.contains("not in this study"), "{stderr}");
+}

@@ -22,7 +22,7 @@ const SCREENSHOT: &str = "report_browser.png";
 const EXAMPLES_SCREENSHOT: &str = "report_browser_examples.png";
 
 /// The browser, or `None` (and a skip line) outside CI when there is none.
-fn browser_or_skip() -> Option<PathBuf> {
+pub(crate) fn browser_or_skip() -> Option<PathBuf> {
     let browser = find_browser();
     if browser.is_none() {
         if std::env::var_os("CI").is_some() {
@@ -338,7 +338,7 @@ fn find_browser() -> Option<PathBuf> {
 }
 
 /// `$GRID_ARTIFACTS`, else `target/artifacts/` of the crate; created.
-fn artifacts_dir() -> PathBuf {
+pub(crate) fn artifacts_dir() -> PathBuf {
     let dir = std::env::var_os("GRID_ARTIFACTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts"));

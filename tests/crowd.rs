@@ -70,10 +70,10 @@ fn export_then_import_scores_lus_numbers_and_caches_the_import() {
     assert_eq!(study.batches.len(), 3 * 4);
     let mut labels: BTreeMap<u32, usize> = BTreeMap::new();
     for task in study.salience_tasks() {
-        if let TaskKind::Salience { method, k: 2, .. } = &task.kind {
-            if method == "gxil" {
-                *labels.entry(task.label).or_default() += 1;
-            }
+        if let TaskKind::Salience { method, k: 2, .. } = &task.kind
+            && method == "gxil"
+        {
+            *labels.entry(task.label).or_default() += 1;
         }
     }
     assert_eq!(labels.values().copied().collect::<Vec<_>>(), [3, 3], "balanced over the labels: {labels:?}");
@@ -115,4 +115,68 @@ fn answers_for_another_study_are_refused_at_their_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("answers.csv:3") && stderr.contains("not in this study"), "{stderr}");
+}
+
+/// A person's pass through the questionnaire in headless Chromium, with real
+/// mouse clicks: start batch 0 as worker `w1`, answer "positive" to every
+/// salience task and "I don't know" to the attention check, take the CSV the
+/// page downloads, and import it: the scores are what those answers give.
+#[cfg(unix)]
+#[test]
+fn a_person_answers_the_questionnaire_in_headless_chromium() {
+    use std::time::Duration;
+    let Some(browser) = crate::browser::browser_or_skip() else { return };
+    let (t, study) = exported();
+    let downloads = t.path().join("downloads");
+    std::fs::create_dir_all(&downloads).unwrap();
+    let page = t.reports().join("tiny/crowd/study/questionnaire.html").canonicalize().unwrap();
+    let mut chromium = crate::cdp::Chromium::launch(&browser, t.path(), &downloads);
+    chromium.navigate(&format!("file://{}?worker=w1&batch=0", page.display()));
+    chromium.wait_for("document.body && document.body.dataset.ready === 'yes'", Duration::from_secs(20));
+    assert_eq!(chromium.eval("document.getElementById('worker').value"), "w1");
+    chromium.click("#begin");
+
+    let batch = &study.batches[0];
+    let mut shown = Vec::new();
+    for n in 0..batch.len() {
+        let progress = chromium.eval("document.getElementById('progress').textContent");
+        assert_eq!(progress, format!("Task {} of {}", n + 1, batch.len()));
+        let text = chromium.eval("document.getElementById('text').textContent").as_str().unwrap().to_string();
+        let answer = if text.contains("attention check") { "dont_know" } else { "1" };
+        chromium.click(&format!("#answers button[data-answer='{answer}']"));
+        shown.push(text);
+    }
+    chromium.wait_for("document.body.dataset.finished === 'yes'", Duration::from_secs(10));
+    // Every task of the batch was shown once, whatever the worker's order.
+    let mut expected: Vec<String> = batch.iter().map(|id| study.task(id).unwrap().text.clone()).collect();
+    expected.sort();
+    shown.sort();
+    assert_eq!(shown, expected);
+
+    let file = downloads.join("answers-w1-batch0.csv");
+    let start = std::time::Instant::now();
+    while !file.is_file() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no download in {}", downloads.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = t.grid(&["crowd", "import", "grid.toml", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| w1 | 6 | 1 / 1 | no |"), "the check answered \"don't know\" failed: {stdout}");
+
+    // By hand: one answer per task of batch 0, "positive"; every other task
+    // has none. A task is right iff it is in batch 0 and its label is positive.
+    let csv = std::fs::read_to_string(t.reports().join("tiny/crowd/crowd_accuracy_gen_natural_lstm.csv")).unwrap();
+    for method in ["gxil", "random"] {
+        let mut expected_row = format!("gen/natural/lstm,{method}");
+        for &k in &study.ks {
+            let tasks: Vec<_> = study
+                .salience_tasks()
+                .filter(|t| matches!(&t.kind, TaskKind::Salience { method: m, k: kk, .. } if m == method && *kk == k))
+                .collect();
+            let right = tasks.iter().filter(|t| batch.contains(&t.id) && t.label == 1).count();
+            write!(expected_row, ",{:.4}", 100.0 * right as f64 / tasks.len() as f64).unwrap();
+        }
+        assert!(csv.contains(&expected_row), "{expected_row} not in\n{csv}");
+    }
 }

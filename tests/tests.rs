@@ -10,6 +10,8 @@ mod bert;
 mod bert_equivalence;
 mod browser;
 mod cache_reuse;
+#[cfg(unix)]
+mod cdp;
 mod cli;
 mod crash;
 mod crowd;

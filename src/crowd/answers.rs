@@ -93,10 +93,10 @@ pub fn parse_answer(text: &str, labels: &[String]) -> Result<Answer> {
     if ["dont_know", "don't know", "dont know", "unknown", "?", "i don't know"].contains(&lower.as_str()) {
         return Ok(Answer::DontKnow);
     }
-    if let Ok(index) = t.parse::<u32>() {
-        if (index as usize) < labels.len() {
-            return Ok(Answer::Label(index));
-        }
+    if let Ok(index) = t.parse::<u32>()
+        && (index as usize) < labels.len()
+    {
+        return Ok(Answer::Label(index));
     }
     if let Some(index) = labels.iter().position(|l| l.to_lowercase() == lower) {
         return Ok(Answer::Label(index as u32));

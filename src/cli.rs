@@ -198,6 +198,26 @@ enum CrowdCommand {
         #[arg(long, value_delimiter = ',')]
         labels: Vec<String>,
     },
+    /// Answer the study with simulated workers: the explained model reads only
+    /// the shown words and draws a label from its softmax ("don't know" near
+    /// chance). Writes an answers file for `grid crowd import`, which labels
+    /// every table as simulated.
+    Simulate {
+        #[command(flatten)]
+        common: Common,
+        /// The study (its folder or `study.json`; default: where export writes it).
+        #[arg(long)]
+        study: Option<PathBuf>,
+        /// The answers file to write (default: `<study folder>/../simulated-answers.csv`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Seed of the simulated workers' draws.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// "Don't know" when the drawn label's probability is below 1/C + this.
+        #[arg(long, default_value_t = 0.1)]
+        unsure_margin: f64,
+    },
     /// Score a platform's answers (CSV: worker, task, answer) against the
     /// study: Lu et al.'s accuracy per k, score, Flips and Aids, and the
     /// attention checks per worker.
@@ -738,6 +758,24 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             for file in files {
                 println!("  {}", file.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        CrowdCommand::Simulate { common, study, out, seed, unsure_margin } => {
+            let compute = compute_of(&common)?;
+            let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
+            let study_path = study.unwrap_or_else(|| default_dir(&common, &grid.name));
+            let study = export::read_study(&study_path).map_err(usage)?;
+            let models = crate::crowd::simulate::model_dirs(&plan, &cache, &study).map_err(usage)?;
+            let options = crate::crowd::simulate::SimulateOptions { seed, unsure_margin };
+            let csv = crate::crowd::simulate::simulate(&study, &models, compute, options).map_err(runtime)?;
+            let out =
+                out.unwrap_or_else(|| common.reports.join(&grid.name).join("crowd").join("simulated-answers.csv"));
+            if let Some(dir) = out.parent() {
+                std::fs::create_dir_all(dir).map_err(runtime)?;
+            }
+            std::fs::write(&out, csv).map_err(|e| runtime(anyhow::anyhow!("writing {}: {e}", out.display())))?;
+            println!("simulated answers: {}", out.display());
+            println!("score them with: grid crowd import {} {}", common.grid.display(), out.display());
             Ok(ExitCode::SUCCESS)
         }
         CrowdCommand::Import { common, answers, study, exclude_failed_checks } => {

@@ -180,3 +180,26 @@ fn a_person_answers_the_questionnaire_in_headless_chromium() {
         assert!(csv.contains(&expected_row), "{expected_row} not in\n{csv}");
     }
 }
+
+/// The simulated annotator answers every task its N times, reproducibly, and
+/// the import says the answers are simulated.
+#[test]
+fn simulated_workers_answer_the_study_and_are_labelled_so() {
+    let (t, study) = exported();
+    let run = |out: &str| {
+        let o = t.grid(&["crowd", "simulate", "grid.toml", "--out", out, "--seed", "4"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(t.path().join(out)).unwrap()
+    };
+    let answers = run("sim1.csv");
+    assert_eq!(answers, run("sim2.csv"), "same seed, same answers");
+    let rows = answers.lines().count() - 1;
+    assert_eq!(rows, study.batches.iter().map(Vec::len).sum::<usize>());
+    let out = t.grid(&["crowd", "import", "grid.toml", "sim1.csv"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("accuracy of simulated annotators"), "{stdout}");
+    assert!(!stderr.contains("warning"), "every task has its answers: {stderr}");
+    // A simulated worker reads the attention check and passes it.
+    assert!(stdout.contains("| simulated-0 | 6 | 0 / 1 | no |"), "{stdout}");
+}

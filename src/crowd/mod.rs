@@ -4,6 +4,7 @@
 //! cached attributions ([`html`]: the questionnaire); [`answers`] reads a
 //! platform's answers; [`import`] and [`score`] turn them into the paper's
 //! numbers (A_ijk, p_jk, s_j, Flips, Aids), [`tables`] into its layouts;
+//! [`simulate`] answers a study with the explained model in place of people;
 //! [`run`] is what `grid crowd export` / `import` do.
 
 pub mod answers;
@@ -12,6 +13,7 @@ pub mod html;
 pub mod import;
 pub mod run;
 pub mod score;
+pub mod simulate;
 pub mod study;
 pub mod tables;
 pub mod tasks;

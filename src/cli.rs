@@ -232,6 +232,13 @@ enum CrowdCommand {
         /// Leave out every answer of a worker who failed an attention check.
         #[arg(long)]
         exclude_failed_checks: bool,
+        /// Lu et al.'s published accuracies to set beside ours, with which
+        /// findings hold (experiments/reference/lu2024_crowd_accuracy.csv).
+        #[arg(long)]
+        compare: Option<PathBuf>,
+        /// Compare our dataset OURS with the published PUBLISHED, e.g. `sst2=imdb`.
+        #[arg(long, value_name = "OURS=PUBLISHED")]
+        compare_as: Vec<String>,
     },
 }
 
@@ -778,7 +785,11 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             println!("score them with: grid crowd import {} {}", common.grid.display(), out.display());
             Ok(ExitCode::SUCCESS)
         }
-        CrowdCommand::Import { common, answers, study, exclude_failed_checks } => {
+        CrowdCommand::Import { common, answers, study, exclude_failed_checks, compare, compare_as } => {
+            let aliases = compare_as
+                .iter()
+                .map(|a| crate::report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
             let grid = load_grid(&common)?;
             let cache = Cache::open(&common.cache).map_err(runtime)?;
             let study = study.unwrap_or_else(|| default_dir(&common, &grid.name));
@@ -792,6 +803,15 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
                 println!("{}", tables::accuracy_markdown(imported, cell));
             }
             println!("{}", tables::workers_markdown(imported));
+            if let Some(path) = compare {
+                let published = crate::crowd::compare::read_published(&path).map_err(usage)?;
+                let comparisons = crate::crowd::compare::compare(imported, &published, &aliases);
+                let text = crate::crowd::compare::render_markdown(imported, &comparisons, &path);
+                println!("{text}");
+                let dir = common.reports.join(&imported.grid).join("crowd");
+                let file = dir.join("compare_lu2024.md");
+                std::fs::write(&file, text).map_err(|e| runtime(anyhow::anyhow!("writing {}: {e}", file.display())))?;
+            }
             eprintln!(
                 "{} answers from {} workers{}; tables in {}",
                 imported.answers,

@@ -202,4 +202,23 @@ fn simulated_workers_answer_the_study_and_are_labelled_so() {
     assert!(!stderr.contains("warning"), "every task has its answers: {stderr}");
     // A simulated worker reads the attention check and passes it.
     assert!(stdout.contains("| simulated-0 | 6 | 0 / 1 | no |"), "{stdout}");
+
+    // Beside Lu et al.'s numbers, the generated corpus standing in for IMDB.
+    let reference =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference/lu2024_crowd_accuracy.csv");
+    let out = t.grid(&[
+        "crowd",
+        "import",
+        "grid.toml",
+        "sim1.csv",
+        "--compare",
+        reference.to_str().unwrap(),
+        "--compare-as",
+        "gen=imdb",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("### gen/natural/lstm (simulated annotators) vs the paper's imdb"), "{stdout}");
+    assert!(stdout.contains("| inputxgrad | gxil |") && stdout.contains("| random | random |"), "{stdout}");
+    assert!(t.reports().join("tiny/crowd/compare_lu2024.md").is_file());
 }

@@ -4,10 +4,11 @@
 //! cached attributions ([`html`]: the questionnaire); [`answers`] reads a
 //! platform's answers; [`import`] and [`score`] turn them into the paper's
 //! numbers (A_ijk, p_jk, s_j, Flips, Aids), [`tables`] into its layouts;
-//! [`simulate`] answers a study with the explained model in place of people;
+//! [`compare`] sets them beside the paper's; [`simulate`] answers a study with the explained model in place of people;
 //! [`run`] is what `grid crowd export` / `import` do.
 
 pub mod answers;
+pub mod compare;
 pub mod export;
 pub mod html;
 pub mod import;

@@ -1,0 +1,312 @@
+//! An imported study beside Lu et al.'s published accuracies
+//! (`experiments/reference/lu2024_crowd_accuracy.csv`: dataset, method,
+//! top5 … top40, score), read through polars. Our method configs map to the
+//! paper's methods by family (`igl-zero-100` → "integrated gradient"); a
+//! family's best config stands for it. Checked findings: the paper's first
+//! method is ours, accuracy rises with k, and the families' order agrees.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use polars::prelude::*;
+
+use super::import::{CellScores, Imported};
+
+/// One published row: a method on a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedRow {
+    pub dataset: String,
+    pub method: String,
+    /// Accuracy in percent per k, ascending k.
+    pub accuracy: Vec<(usize, f64)>,
+    pub score: f64,
+}
+
+pub fn read_published(path: &Path) -> Result<Vec<PublishedRow>> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let frame = CsvReadOptions::default()
+        .with_has_header(true)
+        .with_infer_schema_length(Some(0))
+        .into_reader_with_file_handle(file)
+        .finish()
+        .map_err(|e| anyhow::anyhow!("{}: not a CSV file: {e}", path.display()))?;
+    let names: Vec<String> = frame.get_column_names().iter().map(|s| s.to_string()).collect();
+    let ks: Vec<(String, usize)> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix("top").and_then(|k| k.parse().ok()).map(|k| (n.clone(), k)))
+        .collect();
+    for needed in ["dataset", "method", "score"] {
+        ensure!(
+            names.iter().any(|n| n == needed),
+            "{}: no `{needed}` column (it has: {})",
+            path.display(),
+            names.join(", ")
+        );
+    }
+    ensure!(!ks.is_empty(), "{}: no `topK` columns (top5, top10, …)", path.display());
+    let strings = |name: &str| -> Result<Vec<String>> {
+        let column = frame.column(name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let values = column.str().map_err(|e| anyhow::anyhow!("{}: column `{name}`: {e}", path.display()))?;
+        Ok(values.iter().map(|v| v.unwrap_or_default().trim().to_string()).collect())
+    };
+    let number = |name: &str, row: usize, text: &str| -> Result<f64> {
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => bail!("{}:{}: column `{name}`: `{text}` is not a number", path.display(), row + 2),
+        }
+    };
+    let (datasets, methods, scores) = (strings("dataset")?, strings("method")?, strings("score")?);
+    let per_k: Vec<(usize, Vec<String>)> =
+        ks.iter().map(|(n, k)| strings(n).map(|v| (*k, v))).collect::<Result<_>>()?;
+    let mut rows = Vec::new();
+    for row in 0..frame.height() {
+        let mut accuracy: Vec<(usize, f64)> = per_k
+            .iter()
+            .map(|(k, v)| number(&format!("top{k}"), row, &v[row]).map(|p| (*k, p)))
+            .collect::<Result<_>>()?;
+        accuracy.sort_by_key(|&(k, _)| k);
+        rows.push(PublishedRow {
+            dataset: datasets[row].to_lowercase(),
+            method: methods[row].to_lowercase(),
+            accuracy,
+            score: number("score", row, &scores[row])?,
+        });
+    }
+    Ok(rows)
+}
+
+/// The paper's method for one of our configs.
+pub fn family(config: &str) -> Option<&'static str> {
+    let c = config.to_lowercase();
+    Some(match () {
+        _ if c == "random" => "random",
+        _ if c.starts_with("grad") => "vanilla gradient",
+        _ if c.starts_with("gxi") => "inputxgrad",
+        _ if c.starts_with("ig") => "integrated gradient",
+        _ if c.starts_with("deeplift") => "deeplift",
+        _ if c.starts_with("lime") => "lime",
+        _ if c.starts_with("attn") || c.starts_with("attention") => "all attention",
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// `None`: the comparison cannot tell.
+    pub holds: Option<bool>,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellComparison {
+    pub cell: String,
+    pub published_dataset: String,
+    /// (family, our best config, our score %, the paper's score %).
+    pub rows: Vec<(String, String, Option<f64>, f64)>,
+    pub findings: Vec<Finding>,
+}
+
+/// Each cell of `imported` beside the published dataset it is compared with
+/// (its own dataset name, or the one `aliases` maps it to).
+pub fn compare(imported: &Imported, published: &[PublishedRow], aliases: &[(String, String)]) -> Vec<CellComparison> {
+    imported.cells.iter().filter_map(|cell| compare_cell(cell, published, aliases)).collect()
+}
+
+fn compare_cell(cell: &CellScores, published: &[PublishedRow], aliases: &[(String, String)]) -> Option<CellComparison> {
+    let dataset = cell.cell.split('/').next().unwrap_or_default();
+    let theirs = aliases.iter().find(|(ours, _)| ours == dataset).map(|(_, p)| p.as_str()).unwrap_or(dataset);
+    let paper: Vec<&PublishedRow> = published.iter().filter(|r| r.dataset == theirs.to_lowercase()).collect();
+    if paper.is_empty() {
+        return None;
+    }
+    // A family's best-scoring config stands for it.
+    let mut best: BTreeMap<&str, (&str, Option<f64>)> = BTreeMap::new();
+    for m in &cell.methods {
+        let Some(f) = family(&m.method) else { continue };
+        let better = match best.get(f) {
+            Some((_, Some(s))) => m.score.is_some_and(|x| x > *s),
+            _ => true,
+        };
+        if better {
+            best.insert(f, (&m.method, m.score));
+        }
+    }
+    let mut rows: Vec<(String, String, Option<f64>, f64)> = Vec::new();
+    for row in &paper {
+        if let Some((config, score)) = best.get(row.method.as_str()) {
+            rows.push((row.method.clone(), config.to_string(), score.map(|s| 100.0 * s), row.score));
+        }
+    }
+    let mut findings = Vec::new();
+    // 1. The paper's first method.
+    let paper_first = paper.iter().max_by(|a, b| a.score.total_cmp(&b.score)).map(|r| r.method.clone());
+    let ours_first = rows
+        .iter()
+        .filter_map(|(f, c, s, _)| s.map(|s| (f, c, s)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(f, c, s)| (f.clone(), c.clone(), s));
+    findings.push(match (&paper_first, &ours_first) {
+        (Some(p), Some((f, c, s))) if rows.iter().any(|(family, ..)| family == p) => Finding {
+            holds: Some(p == f),
+            text: format!("the paper's best method ({p}) is ours — ours: {f} ({c}, score {s:.1})"),
+        },
+        (Some(p), _) => Finding { holds: None, text: format!("the paper's best method ({p}) is not in this study") },
+        _ => Finding { holds: None, text: "no scores to rank".into() },
+    });
+    // 2. Accuracy rises with k (mean over methods, smallest k vs largest).
+    let rises = |rows: Vec<&Vec<(usize, f64)>>| -> Option<(f64, f64)> {
+        let first: Vec<f64> = rows.iter().filter_map(|a| a.first().map(|x| x.1)).collect();
+        let last: Vec<f64> = rows.iter().filter_map(|a| a.last().map(|x| x.1)).collect();
+        (!first.is_empty()).then(|| (mean(&first), mean(&last)))
+    };
+    let ours_k: Vec<Vec<(usize, f64)>> =
+        cell.methods.iter().map(|m| m.accuracy.iter().map(|&(k, p)| (k, 100.0 * p)).collect()).collect();
+    let (ks_ours, ks_paper) = (
+        ours_k.first().map(|a| (a[0].0, a[a.len() - 1].0)),
+        paper.first().map(|r| (r.accuracy[0].0, r.accuracy[r.accuracy.len() - 1].0)),
+    );
+    if let (Some((o1, o2)), Some((p1, p2)), Some((ko1, ko2)), Some((kp1, kp2))) =
+        (rises(ours_k.iter().collect()), rises(paper.iter().map(|r| &r.accuracy).collect()), ks_ours, ks_paper)
+    {
+        findings.push(Finding {
+            holds: Some((o2 > o1) == (p2 > p1)),
+            text: format!(
+                "mean accuracy over methods {} with more words — ours {o1:.0}% at k = {ko1}, {o2:.0}% at k = {ko2}; paper {p1:.0}% at k = {kp1}, {p2:.0}% at k = {kp2}",
+                if p2 > p1 { "rises" } else { "does not rise" }
+            ),
+        });
+    }
+    // 3. The order of the common families.
+    let pairs: Vec<(f32, f32)> = rows.iter().filter_map(|(_, _, s, p)| s.map(|s| (s as f32, *p as f32))).collect();
+    if pairs.len() >= 3 {
+        let (a, b): (Vec<f32>, Vec<f32>) = pairs.iter().copied().unzip();
+        let rho = crate::metrics::agreement::spearman(&a, &b, |_| true);
+        findings.push(match rho {
+            Some(rho) => Finding {
+                holds: Some(rho >= 0.5),
+                text: format!(
+                    "our scores order the {} common methods as the paper's (Spearman ρ ≥ 0.5) — ρ = {rho:.2}",
+                    pairs.len()
+                ),
+            },
+            None => Finding { holds: None, text: "the method order is undefined (tied scores)".into() },
+        });
+    }
+    Some(CellComparison { cell: cell.cell.clone(), published_dataset: theirs.to_string(), rows, findings })
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+pub fn render_markdown(imported: &Imported, comparisons: &[CellComparison], path: &Path) -> String {
+    let who = if imported.simulated { "simulated annotators" } else { "people" };
+    let mut out = format!("## Compared with {} (Lu et al. 2024, Tables 3–4)\n\n", path.display());
+    if comparisons.is_empty() {
+        out.push_str("No cell's dataset is in the published file (use --compare-as OURS=PUBLISHED).\n");
+    }
+    for c in comparisons {
+        let _ = writeln!(out, "### {} ({who}) vs the paper's {}\n", c.cell, c.published_dataset);
+        for f in &c.findings {
+            let mark = match f.holds {
+                Some(true) => "✓",
+                Some(false) => "✗",
+                None => "?",
+            };
+            let _ = writeln!(out, "- {mark} {}", f.text);
+        }
+        out.push_str("\n| method | our config | our score | published score |\n| --- | --- | ---: | ---: |\n");
+        for (family, config, ours, theirs) in &c.rows {
+            let ours = ours.map(|s| format!("{s:.1}")).unwrap_or_else(|| "—".into());
+            let _ = writeln!(out, "| {family} | {config} | {ours} | {theirs:.1} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crowd::score::MethodScore;
+
+    fn method(name: &str, p: [f64; 2], score: f64) -> MethodScore {
+        MethodScore {
+            method: name.into(),
+            accuracy: vec![(5, p[0]), (40, p[1])],
+            score: Some(score),
+            flips: 0,
+            aids: 0,
+            examples: 10,
+        }
+    }
+
+    #[test]
+    fn reads_the_reference_file() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference/lu2024_crowd_accuracy.csv");
+        let rows = read_published(&path).unwrap();
+        let ig = rows.iter().find(|r| r.dataset == "imdb" && r.method == "integrated gradient").unwrap();
+        assert_eq!(ig.accuracy, [(5, 74.0), (10, 81.0), (20, 87.0), (30, 80.0), (40, 87.0)]);
+        assert_eq!(ig.score, 82.3);
+    }
+
+    #[test]
+    fn families_best_configs_and_findings() {
+        let published = vec![
+            PublishedRow {
+                dataset: "imdb".into(),
+                method: "integrated gradient".into(),
+                accuracy: vec![(5, 74.0), (40, 87.0)],
+                score: 82.3,
+            },
+            PublishedRow {
+                dataset: "imdb".into(),
+                method: "vanilla gradient".into(),
+                accuracy: vec![(5, 75.0), (40, 85.0)],
+                score: 79.5,
+            },
+            PublishedRow {
+                dataset: "imdb".into(),
+                method: "random".into(),
+                accuracy: vec![(5, 25.0), (40, 54.0)],
+                score: 42.9,
+            },
+            PublishedRow {
+                dataset: "imdb".into(),
+                method: "lime".into(),
+                accuracy: vec![(5, 30.0), (40, 44.0)],
+                score: 39.0,
+            },
+        ];
+        let cell = CellScores {
+            cell: "sst2/natural/lstm".into(),
+            methods: vec![
+                method("igl-zero-100", [0.6, 0.9], 0.70),
+                method("igl-pad-100", [0.7, 0.9], 0.80),
+                method("gradl-l2", [0.5, 0.8], 0.60),
+                method("random", [0.2, 0.5], 0.30),
+                method("limeunk-100", [0.3, 0.4], 0.35),
+            ],
+        };
+        let imported = Imported {
+            grid: "g".into(),
+            simulated: false,
+            answers: 0,
+            workers: vec![],
+            cells: vec![cell],
+            warnings: vec![],
+        };
+        assert!(compare(&imported, &published, &[]).is_empty(), "sst2 is not in the file");
+        let [c] = &compare(&imported, &published, &[("sst2".into(), "IMDB".into())])[..] else { panic!() };
+        assert_eq!(c.rows[0], ("integrated gradient".into(), "igl-pad-100".into(), Some(80.0), 82.3));
+        assert!(c.findings.iter().all(|f| f.holds == Some(true)), "{:?}", c.findings);
+        let md = render_markdown(&imported, std::slice::from_ref(c), Path::new("lu.csv"));
+        assert!(md.contains("✓ the paper's best method (integrated gradient) is ours"), "{md}");
+        assert!(md.contains("| integrated gradient | igl-pad-100 | 80.0 | 82.3 |"), "{md}");
+        // random and LIME swap places (ours 30 < 35, the paper 42.9 > 39.0): ρ = 1 − 6·2/(4·15).
+        assert!(md.contains("ρ = 0.80"), "{md}");
+    }
+}

@@ -9,11 +9,9 @@
 //! answering one task twice is a warning; the first answer counts.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use polars::prelude::*;
 
 use super::score::Answer;
 use super::study::Study;
@@ -36,23 +34,8 @@ pub struct Answers {
 
 /// Reads and checks `path` against `study`.
 pub fn read(path: &Path, study: &Study) -> Result<Answers> {
-    let file = File::open(path).with_context(|| format!("{}: cannot open the answers file", path.display()))?;
-    let frame = CsvReadOptions::default()
-        .with_has_header(true)
-        // Every column as a string: ids like `007` stay as written.
-        .with_infer_schema_length(Some(0))
-        .into_reader_with_file_handle(file)
-        .finish()
-        .map_err(|e| anyhow::anyhow!("{}: not a CSV file with a header row: {e}", path.display()))?;
-    let column = |names: &[&str]| -> Result<Vec<Option<String>>> {
-        let found = names.iter().find_map(|n| frame.column(n).ok());
-        let Some(column) = found else {
-            let have: Vec<String> = frame.get_column_names().iter().map(|s| s.to_string()).collect();
-            bail!("{}: no `{}` column (it has: {})", path.display(), names[0], have.join(", "));
-        };
-        let values = column.str().map_err(|e| anyhow::anyhow!("{}: column `{}`: {e}", path.display(), names[0]))?;
-        Ok(values.iter().map(|v| v.map(str::to_string)).collect())
-    };
+    let table = super::csv::TextTable::read(path)?;
+    let column = |names: &[&str]| table.column(names);
     let workers = column(&["worker", "worker_id", "WorkerId"])?;
     let tasks = column(&["task", "task_id"])?;
     let answers = column(&["answer"])?;
@@ -64,10 +47,7 @@ pub fn read(path: &Path, study: &Study) -> Result<Answers> {
         let line = row + 2;
         let at = || format!("{}:{line}", path.display());
         let field = |value: Option<String>, name: &str| -> Result<String> {
-            match value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
-                Some(v) => Ok(v),
-                None => bail!("{}: empty `{name}`", at()),
-            }
+            value.ok_or_else(|| anyhow::anyhow!("{}: empty `{name}`", at()))
         };
         let (worker, task, answer) = (field(worker, "worker")?, field(task, "task")?, field(answer, "answer")?);
         if study.task(&task).is_none() {

@@ -7,11 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail, ensure};
-use polars::prelude::*;
+use anyhow::{Result, bail, ensure};
 
 use super::import::{CellScores, Imported};
 
@@ -26,14 +24,8 @@ pub struct PublishedRow {
 }
 
 pub fn read_published(path: &Path) -> Result<Vec<PublishedRow>> {
-    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let frame = CsvReadOptions::default()
-        .with_has_header(true)
-        .with_infer_schema_length(Some(0))
-        .into_reader_with_file_handle(file)
-        .finish()
-        .map_err(|e| anyhow::anyhow!("{}: not a CSV file: {e}", path.display()))?;
-    let names: Vec<String> = frame.get_column_names().iter().map(|s| s.to_string()).collect();
+    let table = super::csv::TextTable::read(path)?;
+    let names = table.names();
     let ks: Vec<(String, usize)> = names
         .iter()
         .filter_map(|n| n.strip_prefix("top").and_then(|k| k.parse().ok()).map(|k| (n.clone(), k)))
@@ -48,9 +40,7 @@ pub fn read_published(path: &Path) -> Result<Vec<PublishedRow>> {
     }
     ensure!(!ks.is_empty(), "{}: no `topK` columns (top5, top10, …)", path.display());
     let strings = |name: &str| -> Result<Vec<String>> {
-        let column = frame.column(name).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let values = column.str().map_err(|e| anyhow::anyhow!("{}: column `{name}`: {e}", path.display()))?;
-        Ok(values.iter().map(|v| v.unwrap_or_default().trim().to_string()).collect())
+        Ok(table.column(&[name])?.into_iter().map(Option::unwrap_or_default).collect())
     };
     let number = |name: &str, row: usize, text: &str| -> Result<f64> {
         match text.parse::<f64>() {
@@ -62,7 +52,7 @@ pub fn read_published(path: &Path) -> Result<Vec<PublishedRow>> {
     let per_k: Vec<(usize, Vec<String>)> =
         ks.iter().map(|(n, k)| strings(n).map(|v| (*k, v))).collect::<Result<_>>()?;
     let mut rows = Vec::new();
-    for row in 0..frame.height() {
+    for row in 0..table.rows() {
         let mut accuracy: Vec<(usize, f64)> = per_k
             .iter()
             .map(|(k, v)| number(&format!("top{k}"), row, &v[row]).map(|p| (*k, p)))

@@ -9,6 +9,7 @@
 
 pub mod answers;
 pub mod compare;
+pub mod csv;
 pub mod export;
 pub mod html;
 pub mod import;

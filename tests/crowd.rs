@@ -90,6 +90,12 @@ fn export_then_import_scores_lus_numbers_and_caches_the_import() {
     assert!(stdout.contains("| random | 0 (2) | 0 (2) | 0.0 (2) | 0 | 6 | 6 |"), "{stdout}");
     assert!(stdout.contains("| w0 | 6 | 1 / 1 | no |"), "one task of each example in a batch: {stdout}");
     assert!(!stderr.contains("cached"), "{stderr}");
+    let examples = std::fs::read_to_string(t.reports().join("tiny/crowd/crowd_examples_gen_natural_lstm.md")).unwrap();
+    assert_eq!(
+        examples.matches("| words shown | recognised |").count(),
+        3,
+        "three examples as Lu's Table 6: {examples}"
+    );
     let table = t.reports().join("tiny/crowd/crowd_accuracy_gen_natural_lstm.csv");
     let csv = std::fs::read_to_string(&table).unwrap();
     assert!(csv.contains("gen/natural/lstm,gxil,100.0000,100.0000,100.0000,0,0,6"), "{csv}");

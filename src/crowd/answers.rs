@@ -108,6 +108,7 @@ mod tests {
             answers_per_task: 2,
             labels: vec!["negative".into(), "positive".into()],
             methods: vec!["m".into()],
+            subset: Default::default(),
             tasks: vec![task("t1", 0), task("t2", 1)],
             batches: vec![vec!["t1".into(), "t2".into()]],
         }

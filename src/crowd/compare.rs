@@ -283,6 +283,8 @@ mod tests {
         };
         let imported = Imported {
             grid: "g".into(),
+            subset: Default::default(),
+            tasks: vec![],
             simulated: false,
             answers: 0,
             workers: vec![],

@@ -226,6 +226,7 @@ pub fn options_for(
         labels,
         checks: o.checks,
         seed: o.seed,
+        subset: grid.attribution.subset,
     }
 }
 
@@ -289,6 +290,7 @@ mod tests {
             labels: vec!["negative".into(), "positive".into()],
             checks: 1,
             seed: 0,
+            subset: Default::default(),
         };
         let study = study::build(&explained, &options).unwrap();
         let csv = platform_csv(&study);

@@ -185,6 +185,7 @@ mod tests {
             answers_per_task: 1,
             labels: vec!["neg".into(), "pos".into()],
             methods: vec!["m".into()],
+            subset: Default::default(),
             tasks: vec![Task {
                 id: "t1".into(),
                 kind: TaskKind::AttentionCheck,

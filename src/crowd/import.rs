@@ -32,14 +32,28 @@ pub struct CellScores {
     pub methods: Vec<MethodScore>,
 }
 
+/// One salience task's outcome: A_ijk and how many answers made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub task: String,
+    pub correct: bool,
+    pub answers: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Imported {
     pub grid: String,
+    /// The study's examples: all, correctly classified, or misclassified.
+    #[serde(default)]
+    pub subset: super::study::Subset,
     /// Every answer came from simulated workers.
     pub simulated: bool,
     pub answers: usize,
     pub workers: Vec<WorkerChecks>,
     pub cells: Vec<CellScores>,
+    /// Per salience task, in the study's order.
+    #[serde(default)]
+    pub tasks: Vec<TaskResult>,
     /// What the study could still be scored with, counted.
     pub warnings: Vec<String>,
 }
@@ -95,6 +109,7 @@ pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> 
     let expected = study.answers_per_task;
     let (mut none, mut fewer, mut more) = (0, 0, 0);
     let mut outcomes: BTreeMap<&str, Vec<TaskOutcome>> = BTreeMap::new();
+    let mut results = Vec::new();
     for task in study.salience_tasks() {
         let TaskKind::Salience { cell, example, method, k } = &task.kind else { continue };
         let given = by_task.get(task.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
@@ -104,11 +119,13 @@ pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> 
             n if n > expected => more += 1,
             _ => {}
         }
+        let correct = score::majority_correct(given, task.label);
+        results.push(TaskResult { task: task.id.clone(), correct, answers: given.len() });
         outcomes.entry(cell).or_default().push(TaskOutcome {
             example: *example,
             method: method.clone(),
             k: *k,
-            correct: score::majority_correct(given, task.label),
+            correct,
         });
     }
     if none > 0 {
@@ -130,6 +147,8 @@ pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> 
     let answered: BTreeSet<&str> = answers.rows.iter().map(|r| r.worker.as_str()).collect();
     Ok(Imported {
         grid: study.grid.clone(),
+        subset: study.subset,
+        tasks: results,
         simulated: !answered.is_empty() && answered.iter().all(|w| w.starts_with(SIMULATED_PREFIX)),
         answers: answers.rows.len(),
         workers: workers.into_values().collect(),
@@ -169,6 +188,7 @@ mod tests {
             answers_per_task: 3,
             labels: vec!["negative".into(), "positive".into()],
             methods: vec!["b".into(), "a".into()],
+            subset: Default::default(),
             tasks,
             batches: Vec::new(),
         }

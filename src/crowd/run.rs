@@ -80,11 +80,11 @@ pub fn import_answers(
             (imported, false)
         }
     };
-    let files = write_tables(&imported, &reports.join(&study.grid).join("crowd"))?;
+    let files = write_tables(&study, &imported, &reports.join(&study.grid).join("crowd"))?;
     Ok(ImportOutcome { imported, cached, files })
 }
 
-fn write_tables(imported: &Imported, dir: &Path) -> Result<Vec<PathBuf>> {
+fn write_tables(study: &Study, imported: &Imported, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
     let mut put = |name: String, text: String| -> Result<()> {
@@ -97,6 +97,8 @@ fn write_tables(imported: &Imported, dir: &Path) -> Result<Vec<PathBuf>> {
         let stem = format!("crowd_accuracy_{}", cell.cell.replace('/', "_"));
         put(format!("{stem}.md"), tables::accuracy_markdown(imported, cell))?;
         put(format!("{stem}.csv"), tables::accuracy_csv(cell))?;
+        let examples = format!("crowd_examples_{}.md", cell.cell.replace('/', "_"));
+        put(examples, tables::examples_markdown(study, imported, &cell.cell, 3))?;
     }
     put("crowd_workers.md".into(), tables::workers_markdown(imported))?;
     put("crowd.json".into(), serde_json::to_string_pretty(imported)?)?;

@@ -18,6 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::tasks::{render, task_id, top_k_words};
+pub use crate::spec::Subset;
 
 pub const FILE: &str = "study.json";
 /// Bumped when the file's meaning changes; import refuses other versions.
@@ -56,6 +57,11 @@ pub struct Study {
     pub labels: Vec<String>,
     /// The salience configs, in the grid's order.
     pub methods: Vec<String>,
+    /// Which examples the grid explained: all, those the model classifies
+    /// correctly (Lu et al.'s main study), or those it misclassifies (their
+    /// Tables 8–9).
+    #[serde(default)]
+    pub subset: Subset,
     pub tasks: Vec<Task>,
     /// Task ids per batch, in a fixed order (the questionnaire shuffles per worker).
     pub batches: Vec<Vec<String>>,
@@ -97,6 +103,7 @@ pub struct ExportOptions {
     /// Attention checks per batch.
     pub checks: usize,
     pub seed: u64,
+    pub subset: Subset,
 }
 
 /// The study: tasks for a balanced, seeded choice of `examples` per cell,
@@ -176,6 +183,7 @@ pub fn build(explained: &[ExplainedExample], options: &ExportOptions) -> Result<
         answers_per_task: options.answers_per_task,
         labels: options.labels.clone(),
         methods: options.methods.clone(),
+        subset: options.subset,
         tasks,
         batches,
     })
@@ -290,6 +298,7 @@ mod tests {
             labels: vec!["negative".into(), "positive".into()],
             checks: 1,
             seed: 5,
+            subset: Subset::All,
         }
     }
 

@@ -5,7 +5,10 @@
 
 use std::fmt::Write as _;
 
+use std::collections::{BTreeMap, HashMap};
+
 use super::import::{CellScores, Imported};
+use super::study::{Study, Subset, TaskKind};
 
 /// Competition ranks (1 = highest; equal values share a rank, the next rank
 /// skips), as Lu et al. print them.
@@ -20,11 +23,12 @@ fn who(imported: &Imported) -> &'static str {
 /// Table 3/4: `method | k words … | Score`, percentages with ranks.
 pub fn accuracy_markdown(imported: &Imported, cell: &CellScores) -> String {
     let ks: Vec<usize> = cell.methods.first().map(|m| m.accuracy.iter().map(|&(k, _)| k).collect()).unwrap_or_default();
-    let mut out = format!(
-        "## {}: accuracy of {} from each method's top-k words (Lu et al., Tables 3–4)\n\n",
-        cell.cell,
-        who(imported)
-    );
+    let on = match imported.subset {
+        Subset::All => "(Lu et al., Tables 3–4)",
+        Subset::Correct => "on examples the model classifies correctly (Lu et al., Tables 3–4)",
+        Subset::Misclassified => "on examples the model misclassifies (Lu et al., Tables 8–9)",
+    };
+    let mut out = format!("## {}: accuracy of {} from each method's top-k words {on}\n\n", cell.cell, who(imported));
     let mut header = "| method |".to_string();
     let mut rule = "| --- |".to_string();
     for k in &ks {
@@ -56,6 +60,41 @@ pub fn accuracy_markdown(imported: &Imported, cell: &CellScores) -> String {
          Score s_j (%) = Σ_k w_k p_jk, smaller k weighing more. Flips: right with some k, wrong with a \
          larger one; Aids: neither flipping nor right at every k. Ranks in brackets.\n",
     );
+    out
+}
+
+/// Lu et al.'s Table 6 for a cell: for a few examples (those that flip
+/// first), what each k showed and whether the answers' majority was right.
+pub fn examples_markdown(study: &Study, imported: &Imported, cell: &str, limit: usize) -> String {
+    let results: HashMap<&str, bool> = imported.tasks.iter().map(|t| (t.task.as_str(), t.correct)).collect();
+    // (example, method) → [(k, text, correct)], ascending k.
+    let mut rows: BTreeMap<(usize, &str), Vec<(usize, &str, bool)>> = BTreeMap::new();
+    let mut labels: HashMap<usize, u32> = HashMap::new();
+    for task in study.salience_tasks() {
+        let TaskKind::Salience { cell: c, example, method, k } = &task.kind else { continue };
+        if c != cell {
+            continue;
+        }
+        let correct = results.get(task.id.as_str()).copied().unwrap_or(false);
+        rows.entry((*example, method.as_str())).or_default().push((*k, task.text.as_str(), correct));
+        labels.insert(*example, task.label);
+    }
+    let flips = |ks: &[(usize, &str, bool)]| ks.windows(2).any(|w| w[0].2 && !w[1].2);
+    let mut chosen: Vec<(&(usize, &str), &Vec<(usize, &str, bool)>)> =
+        rows.iter().filter(|(_, ks)| flips(ks)).collect();
+    chosen.extend(rows.iter().filter(|(_, ks)| !flips(ks)));
+    let mut out = format!("## {cell}: what people saw, example by example (Lu et al., Table 6)\n\n");
+    for ((example, method), ks) in chosen.into_iter().take(limit) {
+        let label = labels.get(example).and_then(|&l| study.labels.get(l as usize)).map_or("?", String::as_str);
+        let _ = writeln!(out, "Example {example}, {method} (true label: {label}):\n");
+        out.push_str("| k | words shown | recognised |\n| ---: | --- | --- |\n");
+        let mut sorted = ks.clone();
+        sorted.sort_by_key(|&(k, ..)| k);
+        for (k, text, correct) in sorted {
+            let _ = writeln!(out, "| {k} | {} | {} |", text.replace('|', "\\|"), if correct { "✓" } else { "✗" });
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -125,6 +164,8 @@ mod tests {
         };
         let imported = Imported {
             grid: "g".into(),
+            subset: Default::default(),
+            tasks: vec![],
             simulated: true,
             answers: 0,
             workers: vec![],
@@ -138,5 +179,54 @@ mod tests {
         let csv = accuracy_csv(&cell);
         assert!(csv.starts_with("cell,method,top5,top10,score,flips,aids,examples\n"), "{csv}");
         assert!(csv.contains("sst2/natural/lstm,random,25.0000,50.0000,,1,2,4"), "{csv}");
+    }
+
+    #[test]
+    fn table_6_shows_a_flipping_example_first_and_misclassified_studies_say_so() {
+        use crate::crowd::import::TaskResult;
+        use crate::crowd::study::{Study, Task, VERSION};
+        let task = |id: &str, example, k, text: &str| Task {
+            id: id.into(),
+            kind: TaskKind::Salience { cell: "c".into(), example, method: "ig".into(), k },
+            text: text.into(),
+            label: 1,
+        };
+        let study = Study {
+            version: VERSION,
+            grid: "g".into(),
+            seed: 0,
+            ks: vec![5, 10],
+            answers_per_task: 1,
+            labels: vec!["negative".into(), "positive".into()],
+            methods: vec!["ig".into()],
+            subset: Subset::Misclassified,
+            tasks: vec![
+                task("a5", 0, 5, "… fine …"),
+                task("a10", 0, 10, "… fine | dull …"),
+                task("b5", 1, 5, "great …"),
+                task("b10", 1, 10, "great film"),
+            ],
+            batches: vec![],
+        };
+        let result = |task: &str, correct| TaskResult { task: task.into(), correct, answers: 1 };
+        let imported = Imported {
+            grid: "g".into(),
+            subset: Subset::Misclassified,
+            simulated: false,
+            answers: 4,
+            workers: vec![],
+            cells: vec![],
+            tasks: vec![result("a5", false), result("a10", true), result("b5", true), result("b10", false)],
+            warnings: vec![],
+        };
+        let md = examples_markdown(&study, &imported, "c", 1);
+        assert!(md.contains("Example 1, ig (true label: positive)"), "the flipping one first: {md}");
+        assert!(md.contains("| 5 | great … | ✓ |\n| 10 | great film | ✗ |"), "{md}");
+        assert!(!md.contains("Example 0"), "{md}");
+        assert!(examples_markdown(&study, &imported, "c", 2).contains("| 10 | … fine \\| dull … | ✓ |"));
+        let cell = CellScores { cell: "c".into(), methods: vec![] };
+        assert!(
+            accuracy_markdown(&imported, &cell).contains("on examples the model misclassifies (Lu et al., Tables 8–9)")
+        );
     }
 }

@@ -63,12 +63,15 @@ pub fn accuracy_markdown(imported: &Imported, cell: &CellScores) -> String {
     out
 }
 
+/// What one (example, method) showed per k: (k, text, recognised), ascending k.
+type Shown<'a> = Vec<(usize, &'a str, bool)>;
+
 /// Lu et al.'s Table 6 for a cell: for a few examples (those that flip
 /// first), what each k showed and whether the answers' majority was right.
 pub fn examples_markdown(study: &Study, imported: &Imported, cell: &str, limit: usize) -> String {
     let results: HashMap<&str, bool> = imported.tasks.iter().map(|t| (t.task.as_str(), t.correct)).collect();
     // (example, method) → [(k, text, correct)], ascending k.
-    let mut rows: BTreeMap<(usize, &str), Vec<(usize, &str, bool)>> = BTreeMap::new();
+    let mut rows: BTreeMap<(usize, &str), Shown> = BTreeMap::new();
     let mut labels: HashMap<usize, u32> = HashMap::new();
     for task in study.salience_tasks() {
         let TaskKind::Salience { cell: c, example, method, k } = &task.kind else { continue };
@@ -80,8 +83,7 @@ pub fn examples_markdown(study: &Study, imported: &Imported, cell: &str, limit: 
         labels.insert(*example, task.label);
     }
     let flips = |ks: &[(usize, &str, bool)]| ks.windows(2).any(|w| w[0].2 && !w[1].2);
-    let mut chosen: Vec<(&(usize, &str), &Vec<(usize, &str, bool)>)> =
-        rows.iter().filter(|(_, ks)| flips(ks)).collect();
+    let mut chosen: Vec<(&(usize, &str), &Shown)> = rows.iter().filter(|(_, ks)| flips(ks)).collect();
     chosen.extend(rows.iter().filter(|(_, ks)| !flips(ks)));
     let mut out = format!("## {cell}: what people saw, example by example (Lu et al., Table 6)\n\n");
     for ((example, method), ks) in chosen.into_iter().take(limit) {

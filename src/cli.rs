@@ -191,6 +191,9 @@ enum CrowdCommand {
         /// Attention checks per batch.
         #[arg(long, default_value_t = 2)]
         checks: usize,
+        /// Salience tasks per batch at most: what one person answers (Lu et al.: 100).
+        #[arg(long, default_value_t = 100)]
+        batch_size: usize,
         /// Seed of the example choice and the dealing into batches.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -747,20 +750,34 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
     use crate::crowd::{export, import, run, tables};
     let default_dir = |common: &Common, grid_name: &str| common.reports.join(grid_name).join("crowd").join("study");
     match command {
-        CrowdCommand::Export { common, out, models, methods, k, examples, answers, checks, seed, labels } => {
+        CrowdCommand::Export {
+            common,
+            out,
+            models,
+            methods,
+            k,
+            examples,
+            answers,
+            checks,
+            batch_size,
+            seed,
+            labels,
+        } => {
             let (grid, cache, plan) = grid_and_plan_of(&common, compute_of(&common)?)?;
             let out = out.unwrap_or_else(|| default_dir(&common, &grid.name));
             let selection = export::Selection { models, methods };
-            let asked = export::CliExport { ks: k, examples, answers, checks, seed };
+            let asked = export::CliExport { ks: k, examples, answers, checks, batch_size, seed };
             let (study, files) =
                 run::export_study(&grid, &plan, &cache, &selection, &asked, &labels, &out).map_err(usage)?;
             let salience = study.salience_tasks().count();
+            let per_example = (study.methods.len() * study.ks.len()).max(1);
+            let largest = study.batches.iter().map(Vec::len).max().unwrap_or(0);
             println!(
-                "{salience} tasks ({} methods × {} k × examples) in {} batches of about {} (with {checks} attention checks each), {answers} answers per task:",
+                "{salience} tasks ({} examples × {} methods × {} k), {answers} answers each, dealt into {} batches of at most {largest} tasks (with {checks} attention checks each):",
+                salience / per_example,
                 study.methods.len(),
                 study.ks.len(),
                 study.batches.len(),
-                study.batches.first().map(Vec::len).unwrap_or(0),
             );
             for file in files {
                 println!("  {}", file.display());

@@ -225,6 +225,7 @@ pub fn options_for(
         answers_per_task: o.answers,
         labels,
         checks: o.checks,
+        batch_size: o.batch_size,
         seed: o.seed,
         subset: grid.attribution.subset,
     }
@@ -237,6 +238,7 @@ pub struct CliExport {
     pub examples: usize,
     pub answers: usize,
     pub checks: usize,
+    pub batch_size: usize,
     pub seed: u64,
 }
 
@@ -289,6 +291,7 @@ mod tests {
             answers_per_task: 1,
             labels: vec!["negative".into(), "positive".into()],
             checks: 1,
+            batch_size: 100,
             seed: 0,
             subset: Default::default(),
         };

@@ -102,6 +102,8 @@ pub struct ExportOptions {
     pub labels: Vec<String>,
     /// Attention checks per batch.
     pub checks: usize,
+    /// Salience tasks per batch at most (what one person answers).
+    pub batch_size: usize,
     pub seed: u64,
     pub subset: Subset,
 }
@@ -173,7 +175,7 @@ pub fn build(explained: &[ExplainedExample], options: &ExportOptions) -> Result<
         }
     }
     let checks = attention_checks(&options.labels);
-    let batches = deal(&groups, options.answers_per_task, &checks, options.checks, &mut rng);
+    let batches = deal(&groups, options.answers_per_task, &checks, options.checks, options.batch_size, &mut rng);
     tasks.extend(checks);
     Ok(Study {
         version: VERSION,
@@ -236,15 +238,16 @@ fn attention_checks(labels: &[String]) -> Vec<Task> {
         .collect()
 }
 
-/// Batches: per round of answers, as many batches as an example has tasks;
-/// batch b of a round takes one task of every example (rotated by a seeded
-/// offset per example, after a seeded shuffle), then `checks_per_batch`
-/// attention checks.
+/// Batches: per round of answers, as many as an example has tasks; batch b
+/// of a round takes one task of every example (after a seeded shuffle of each
+/// example's tasks), cut into pieces of at most `batch_size` tasks (Lu et al.:
+/// 100 per person), each with `checks_per_batch` attention checks.
 fn deal(
     groups: &[Vec<String>],
     rounds: usize,
     checks: &[Task],
     checks_per_batch: usize,
+    batch_size: usize,
     rng: &mut ChaCha8Rng,
 ) -> Vec<Vec<String>> {
     let per_round = groups.iter().map(Vec::len).max().unwrap_or(0);
@@ -260,11 +263,14 @@ fn deal(
         }
         // Which batch gets which example's first task varies by round too.
         round.shuffle(rng);
-        for mut batch in round {
-            for c in 0..checks_per_batch {
-                batch.push(checks[(c + batches.len()) % checks.len()].id.clone());
+        for whole in round {
+            for piece in whole.chunks(batch_size.max(1)) {
+                let mut batch = piece.to_vec();
+                for c in 0..checks_per_batch {
+                    batch.push(checks[(c + batches.len()) % checks.len()].id.clone());
+                }
+                batches.push(batch);
             }
-            batches.push(batch);
         }
     }
     batches
@@ -297,6 +303,7 @@ mod tests {
             answers_per_task: 3,
             labels: vec!["negative".into(), "positive".into()],
             checks: 1,
+            batch_size: 100,
             seed: 5,
             subset: Subset::All,
         }
@@ -353,6 +360,18 @@ mod tests {
         }
         // Same seed, same study.
         assert_eq!(study, build(&explained, &options()).unwrap());
+    }
+
+    #[test]
+    fn a_batch_holds_at_most_batch_size_tasks() {
+        let explained: Vec<ExplainedExample> = (0..5).map(|i| example("c", i, (i % 2) as u32)).collect();
+        let study = build(&explained, &ExportOptions { examples: 5, batch_size: 2, ..options() }).unwrap();
+        // 4 tasks per example → 4 batches of 5 tasks per round, each cut into 2 + 2 + 1.
+        assert_eq!(study.batches.len(), 3 * 4 * 3);
+        assert!(study.batches.iter().all(|b| (2..=3).contains(&b.len())), "{:?}", study.batches);
+        let salience: usize =
+            study.batches.iter().map(|b| b.iter().filter(|id| !id.starts_with("check")).count()).sum();
+        assert_eq!(salience, 3 * study.salience_tasks().count());
     }
 
     #[test]

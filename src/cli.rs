@@ -819,7 +819,16 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             for cell in &imported.cells {
                 println!("{}", tables::accuracy_markdown(imported, cell));
             }
-            println!("{}", tables::workers_markdown(imported));
+            // A long list of workers goes to its file only.
+            if imported.workers.len() <= 20 {
+                println!("{}", tables::workers_markdown(imported));
+            } else {
+                let failed = imported.workers.iter().filter(|w| w.checks_failed > 0).count();
+                println!(
+                    "{} workers, {failed} of them failed an attention check (per worker: crowd_workers.md)\n",
+                    imported.workers.len()
+                );
+            }
             if let Some(path) = compare {
                 let published = crate::crowd::compare::read_published(&path).map_err(usage)?;
                 let comparisons = crate::crowd::compare::compare(imported, &published, &aliases);

@@ -125,8 +125,9 @@ fn answers_for_another_study_are_refused_at_their_line() {
 
 /// A person's pass through the questionnaire in headless Chromium, with real
 /// mouse clicks: start batch 0 as worker `w1`, answer "positive" to every
-/// salience task and "I don't know" to the attention check, take the CSV the
-/// page downloads, and import it: the scores are what those answers give.
+/// salience task and "I don't know" to the attention check (reloading the tab
+/// after two answers: it resumes), take the CSV the page downloads, and
+/// import it: the scores are what those answers give.
 #[cfg(unix)]
 #[test]
 fn a_person_answers_the_questionnaire_in_headless_chromium() {
@@ -144,13 +145,22 @@ fn a_person_answers_the_questionnaire_in_headless_chromium() {
 
     let batch = &study.batches[0];
     let mut shown = Vec::new();
-    for n in 0..batch.len() {
-        let progress = chromium.eval("document.getElementById('progress').textContent");
-        assert_eq!(progress, format!("Task {} of {}", n + 1, batch.len()));
+    let answer_one = |chromium: &mut crate::cdp::Chromium, shown: &mut Vec<String>| {
         let text = chromium.eval("document.getElementById('text').textContent").as_str().unwrap().to_string();
         let answer = if text.contains("attention check") { "dont_know" } else { "1" };
         chromium.click(&format!("#answers button[data-answer='{answer}']"));
         shown.push(text);
+    };
+    // Two answers, then the tab reloads: the page resumes at the third task.
+    answer_one(&mut chromium, &mut shown);
+    answer_one(&mut chromium, &mut shown);
+    chromium.navigate(&format!("file://{}?worker=w1&batch=0", page.display()));
+    chromium.wait_for("document.body && document.body.dataset.ready === 'yes'", Duration::from_secs(20));
+    chromium.click("#begin");
+    for n in 2..batch.len() {
+        let progress = chromium.eval("document.getElementById('progress').textContent");
+        assert_eq!(progress, format!("Task {} of {}", n + 1, batch.len()));
+        answer_one(&mut chromium, &mut shown);
     }
     chromium.wait_for("document.body.dataset.finished === 'yes'", Duration::from_secs(10));
     // Every task of the batch was shown once, whatever the worker's order.

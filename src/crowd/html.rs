@@ -4,7 +4,9 @@
 //! a time in an order seeded by the worker id — the words in place, hidden
 //! words as dots, a button per label and "don't know" — with progress, and at
 //! the end downloads the answers as CSV (`worker,batch,task,answer,seconds`,
-//! the file `grid crowd import` reads), also shown for copying.
+//! the file `grid crowd import` reads), also shown for copying. Answers are
+//! kept in the browser's storage as they are given, so a reload or a closed
+//! tab resumes where the person stopped.
 
 use serde_json::json;
 
@@ -107,7 +109,19 @@ function csvField(text) {
 }
 
 let worker = "", batch = 0, order = [], at = 0, shownAt = 0;
-const rows = [];
+let rows = [];
+// Progress survives a reload: keyed by the study, the worker and the batch.
+const storageKey = () => "grid-crowd:" + study.grid + ":" + study.seed + ":" + worker + ":" + batch;
+function save() {
+  try { localStorage.setItem(storageKey(), JSON.stringify(rows)); } catch (e) { /* private mode: no resume */ }
+}
+function restore() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(storageKey()) || "[]");
+    if (Array.isArray(saved) && saved.every((r, i) => Array.isArray(r) && r[2] === order[i])) rows = saved;
+  } catch (e) { rows = []; }
+  at = rows.length;
+}
 
 function show() {
   if (at === order.length) return finish();
@@ -121,6 +135,7 @@ function answer(value) {
   const seconds = ((performance.now() - shownAt) / 1000).toFixed(1);
   rows.push([worker, String(batch), order[at], value, seconds]);
   at += 1;
+  save();
   show();
 }
 function finish() {
@@ -160,6 +175,7 @@ $("begin").addEventListener("click", () => {
     return;
   }
   order = shuffled(study.batches[batch], rng(hash(worker) ^ study.seed));
+  restore();
   $("start").hidden = true;
   $("task").hidden = false;
   show();

@@ -6,9 +6,7 @@
 //! grid's declaration order is the table order and the output is deterministic.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use polars::frame::PivotColumnNaming;
 use polars::prelude::*;
 
 use crate::metrics::Metric;
@@ -354,33 +352,40 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                 key_col.push(keys[*i].as_str());
                 display_col.push(shown);
             }
-            let on_values: Vec<&str> = columns.iter().copied().filter(|k| key_col.contains(k)).collect();
-            let long = DataFrame::new(
-                subset.len(),
-                vec![
-                    Column::new(METHOD_COLUMN.into(), method_col),
-                    Column::new("column".into(), key_col),
-                    Column::new("display".into(), display_col),
-                ],
-            )?;
-            let on_columns = DataFrame::new(on_values.len(), vec![Column::new("column".into(), on_values)])?;
-            let frame = long
-                .lazy()
-                .pivot(
-                    by_name(["column"], true, false),
-                    Arc::new(on_columns),
-                    by_name([METHOD_COLUMN], true, false),
-                    by_name(["display"], true, false),
-                    element().first(),
-                    true,
-                    "_".into(),
-                    PivotColumnNaming::Auto,
-                )
-                .collect()?;
+            let frame = wide(&method_col, &key_col, display_col, &columns)?;
             out.push(Layout { model: model.to_string(), architecture, metric: metric.to_string(), frame, any_failed });
         }
     }
     Ok(out)
+}
+
+/// The long rows (method, column key, shown value) as a wide frame: one row
+/// per method in first-appearance order, one column per key in `columns`'
+/// order that has a value, `null` where a method has none. (A pivot, built by
+/// hand: polars' lazy pivot pulls in its whole query engine for this.)
+fn wide(methods: &[&str], keys: &[&str], shown: Vec<String>, columns: &[&str]) -> PolarsResult<DataFrame> {
+    let mut rows: Vec<&str> = Vec::new();
+    for m in methods {
+        if !rows.contains(m) {
+            rows.push(m);
+        }
+    }
+    let present: Vec<&str> = columns.iter().copied().filter(|k| keys.contains(k)).collect();
+    let mut cells: Vec<Vec<Option<String>>> = vec![vec![None; rows.len()]; present.len()];
+    for ((method, key), value) in methods.iter().zip(keys).zip(shown) {
+        let (Some(r), Some(c)) = (rows.iter().position(|m| m == method), present.iter().position(|k| k == key)) else {
+            continue;
+        };
+        // The first value of a (method, key) pair, as the pivot's `first()` kept.
+        if cells[c][r].is_none() {
+            cells[c][r] = Some(value);
+        }
+    }
+    let mut frame_columns = vec![Column::new(METHOD_COLUMN.into(), rows.clone())];
+    for (key, values) in present.iter().zip(cells) {
+        frame_columns.push(Column::new((*key).into(), values));
+    }
+    DataFrame::new(rows.len(), frame_columns)
 }
 
 #[cfg(test)]

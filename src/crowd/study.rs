@@ -114,6 +114,7 @@ pub fn build(explained: &[ExplainedExample], options: &ExportOptions) -> Result<
     ensure!(!options.methods.is_empty(), "a study needs at least one method");
     ensure!(!options.ks.is_empty(), "a study needs at least one k");
     ensure!(options.answers_per_task > 0, "answers per task must be at least 1");
+    ensure!(options.examples > 0, "a study needs at least one example per cell");
     ensure!(options.labels.len() >= 2, "a study needs at least two labels");
     let mut ks = options.ks.clone();
     ks.sort_unstable();
@@ -393,5 +394,7 @@ mod tests {
         assert!(e.contains("label 2") && e.contains("negative, positive"), "{e}");
         let e = build(&[], &options()).unwrap_err().to_string();
         assert!(e.contains("no explained examples"), "{e}");
+        let e = build(&[example("c", 0, 0)], &ExportOptions { examples: 0, ..options() }).unwrap_err().to_string();
+        assert!(e.contains("at least one example"), "{e}");
     }
 }

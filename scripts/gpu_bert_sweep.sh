@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# experiments/bert_sweep.toml on SST-2 with all-MiniLM-L6-v2 swapped in through
-# --set, on a GPU machine (libtorch backend), in one call of at most 10 minutes
+# experiments/bert_sweep.toml on one dataset (DATASET=sst2, the default, or imdb)
+# with all-MiniLM-L6-v2 swapped in through --set, on a GPU machine (libtorch
+# backend), in one call of at most 10 minutes
 # (BENCHMARKS.md, "bert_sweep.toml on an H200"). Phase 1: training and the 22
 # configs a CPU grid also runs; phase 2: the whole Table 11 (adds IG-1000,
 # LIME-3000, LIME-mask). Each phase ends with the report and --compare; a phase
@@ -9,7 +10,9 @@
 #
 # The carry folder ($CARRY, default gpucarry/, listed in .git/info/exclude):
 #   grid.xz                    strip + xz of `cargo build --release --features cuda,libtorch`
-#   data/sst2/*.parquet        SST-2 (from --data-root)
+#   data/$DATASET/*.parquet    the dataset as --data-root lays it out (IMDB's 29 MB
+#                              do not fit beside the checkpoint: carry a seeded subset,
+#                              scripts/subset_parquet.py)
 #   minilm/files.tar.xz        config.json, tokenizer.json, vocab.txt, tokenizer_config.json,
 #                              special_tokens_map.json of the checkpoint
 #   minilm/weights16.shuf.xz   scripts/pack_checkpoint.py pack model.safetensors …
@@ -41,14 +44,18 @@ sample="${SAMPLE:-100}"   # attributed examples per cell (the paper: 1,000)
 # DRY_DEVICE="--device cpu" DRY_SETS="--set k=v ..." try the script on a CPU, on a tiny budget.
 read -r -a dev <<< "${DRY_DEVICE:---device cuda --backend libtorch}"
 read -r -a dry_sets <<< "${DRY_SETS:-}"
+dataset="${DATASET:-sst2}"
+case "$dataset" in sst2) other=imdb ;; imdb) other=sst2 ;; *) echo "DATASET must be sst2 or imdb" >&2; exit 2 ;; esac
+steps="${STEPS:-1200}"     # training steps (the paper: up to 35,000)
 common=(--data-root "$carry/data" "${dev[@]}" --cache /tmp/bs/cache
-  --set '~datasets.imdb' --set models.bert.checkpoint=/tmp/minilm
-  --set models.bert.training.learning_rate=5e-5 --set models.bert.training.max_steps=1200
-  --set models.bert.training.eval_every=200 --set models.bert.training.patience=600
+  --set "~datasets.$other" --set models.bert.checkpoint=/tmp/minilm
+  --set models.bert.training.learning_rate=5e-5 --set models.bert.training.max_steps="$steps"
+  --set models.bert.training.eval_every=$(( steps / 6 > 0 ? steps / 6 : 1 )) --set models.bert.training.patience=$(( steps / 2 ))
   --set attribution.sample="$sample" "${dry_sets[@]}")
 compare=(--compare experiments/reference/bastings2022_precision_rank.csv
   --compare experiments/reference/bastings2022_source_accuracy.csv)
 cpu_methods='["grad{p,l}-{l1,l2,mean}", "gxi{p,l}", "ig{p,l}-{zero,pad,mask}-100", "lime{unk,erase}-{100,1000}", "random"]'
+[ -n "${P1_METHODS:-}" ] && cpu_methods=$P1_METHODS   # phase 1's configs (a TOML array)
 all_methods=$(printf '%s ' grad{p,l}-{l1,l2,mean} gxi{p,l} ig{p,l}-{zero,pad,mask}-{100,1000} lime{unk,erase}-{100,1000,3000} limemask-3000 random)
 
 phase() {  # name, deadline (s since start), methods TOML array or "" for the file's

@@ -31,7 +31,8 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
 ) -> Result<Attribution, AttributionError> {
     let token = vocab.baseline_token(baseline)?;
     // Each example takes two rows of a pass: itself and its reference.
-    let per_pass = (settings.internal_batch_size / 2).max(1);
+    let longest = examples.ids.iter().map(|ids| ids.len()).max().unwrap_or(0);
+    let per_pass = (settings.rows_per_pass(longest) / 2).max(1);
     let mut result = Attribution { scores: Vec::new(), predicted: Vec::new(), completeness_gap: Some(Vec::new()) };
     for start in (0..examples.len()).step_by(per_pass) {
         let end = (start + per_pass).min(examples.len());

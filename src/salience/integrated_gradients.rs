@@ -4,8 +4,8 @@
 //! `s_i = (e_i − b_i) · (1/m) Σ_{j=1..m} ∂f/∂e_i (b + (j/m)(e − b))`
 //!
 //! The interpolation points of all examples of a batch are laid out as one list
-//! of `n · m` rows and cut into chunks of `internal_batch_size` rows (the memory
-//! knob); each chunk is one forward and one backward pass, whatever example its
+//! of `n · m` rows and cut into chunks of `Settings::rows_per_pass` rows (the
+//! memory knob, `internal_batch_size`, scaled down for long inputs); each chunk is one forward and one backward pass, whatever example its
 //! rows belong to, and its gradients are added into their examples' sums.
 //!
 //! Relation to `gxi`: with the zero baseline and `m = 1` the only point is the
@@ -37,8 +37,8 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     let baselines = baseline_embeddings(model, inputs.clone(), examples, vocab.baseline_token(baseline)?, device);
     let predicted =
         predicted_classes(model.logits_from_embeddings(Tensor::from_inner(inputs.clone()), batch.mask.clone()));
-    let integral =
-        integrate(model, inputs, baselines, batch.mask, &predicted, target, steps, settings.internal_batch_size);
+    let chunk = settings.rows_per_pass(inputs.dims()[1]);
+    let integral = integrate(model, inputs, baselines, batch.mask, &predicted, target, steps, chunk);
     Ok(Attribution {
         scores: rows_of(integral.scores, examples),
         predicted,

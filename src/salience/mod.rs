@@ -103,7 +103,8 @@ pub struct Settings {
     /// Seed of the per-example randomness (LIME, KernelSHAP, SmoothGrad, random).
     pub seed: u64,
     /// Inputs per forward/backward pass for IG steps and SmoothGrad samples
-    /// (Captum's `internal_batch_size`): the memory knob.
+    /// (Captum's `internal_batch_size`): the memory knob, counted in rows of up
+    /// to [`Settings::KNOB_LENGTH`] tokens (see [`Settings::rows_per_pass`]).
     pub internal_batch_size: usize,
     /// Perturbed inputs per forward pass for LIME, KernelSHAP and occlusion
     /// (Captum's `perturbations_per_eval`).
@@ -111,6 +112,19 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The row length `internal_batch_size` is counted in: SST-2's sentences and
+    /// every quickstart input fit it, so their passes are exactly the knob's size.
+    pub const KNOB_LENGTH: usize = 128;
+
+    /// Rows of `padded_length` tokens per forward/backward pass. A pass's memory
+    /// grows with its tokens, so rows longer than `KNOB_LENGTH` take
+    /// proportionally fewer per pass: 256 rows of SST-2, 65 of IMDB's 500 word
+    /// pieces (four IG steps of 256 such rows at once exhausted an H200's 140 GB).
+    pub fn rows_per_pass(&self, padded_length: usize) -> usize {
+        let rows = self.internal_batch_size.max(1);
+        if padded_length <= Self::KNOB_LENGTH { rows } else { (rows * Self::KNOB_LENGTH / padded_length).max(1) }
+    }
+
     /// The random stream of one example.
     pub fn rng(&self, stream: u64) -> ChaCha8Rng {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -194,3 +208,22 @@ pub(crate) fn rows_of<B: burn::prelude::Backend>(
 
 #[cfg(test)]
 pub(crate) mod test_models;
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+
+    #[test]
+    fn long_rows_take_fewer_per_pass() {
+        let knob = Settings { seed: 0, internal_batch_size: 256, perturbations_per_eval: 1 };
+        // Up to the knob's length a pass is exactly the knob: SST-2 and the quickstart are unchanged.
+        assert_eq!(knob.rows_per_pass(1), 256);
+        assert_eq!(knob.rows_per_pass(Settings::KNOB_LENGTH), 256);
+        // IMDB's 500 word pieces: the same tokens per pass, about.
+        assert_eq!(knob.rows_per_pass(500), 65);
+        assert_eq!(knob.rows_per_pass(512), 64);
+        // Never zero, however long the row or small the knob.
+        assert_eq!(Settings { internal_batch_size: 1, ..knob }.rows_per_pass(10_000), 1);
+        assert_eq!(Settings { internal_batch_size: 0, ..knob }.rows_per_pass(10), 1);
+    }
+}

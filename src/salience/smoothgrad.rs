@@ -52,9 +52,10 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     let samples = samples as usize;
     let total = n * samples;
     // IG evaluates `steps` points per noisy copy: fewer copies per chunk keep the memory knob meaningful.
+    let rows_per_pass = settings.rows_per_pass(time);
     let copies_per_chunk = match inner {
-        GradientMethod::IntegratedGradients { steps, .. } => (settings.internal_batch_size / steps as usize).max(1),
-        _ => settings.internal_batch_size.max(1),
+        GradientMethod::IntegratedGradients { steps, .. } => (rows_per_pass / steps as usize).max(1),
+        _ => rows_per_pass,
     };
     let mut summed = Tensor::<B::InnerBackend, 2>::zeros([n, time], &inner_device);
     let mut start = 0;
@@ -90,7 +91,7 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
             }
             GradientMethod::IntegratedGradients { target, steps, .. } => {
                 let b = baselines.clone().expect("computed above for IG").select(0, index.clone());
-                integrate(model, noisy, b, mask, &classes, target, steps, settings.internal_batch_size).scores
+                integrate(model, noisy, b, mask, &classes, target, steps, rows_per_pass).scores
             }
         };
         summed = summed.select_assign(0, index, scores, IndexingUpdateOp::Add);

@@ -346,7 +346,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         dataset: dataset.name.clone(),
                         regime,
                         method: method.to_string(),
-                        metric: metric.name().into(),
+                        metric,
                         seed,
                     });
                 }

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::Metric;
 use markdown::Align;
 use tables::Layout;
 
@@ -56,9 +57,8 @@ pub struct CellResult {
     pub shortcut: String,
     /// e.g. "gradl-l1".
     pub method: String,
-    /// A metric name: "precision", "rank", "attr", "attr-noncorr", "ns", "nc", "soft-ns",
-    /// "soft-nc", or a diagnosticity "diag-ns", "diag-nc", "diag-soft-ns", "diag-soft-nc".
-    pub metric: String,
+    /// The metric (written by its name: `precision`, `diag-soft-ns`, …).
+    pub metric: Metric,
     /// The training seed of the cell's model (`seeds = [..]` trains one per seed).
     pub seed: u64,
     /// Mean over examples.
@@ -495,18 +495,12 @@ fn layout_table(layout: &Layout) -> DisplayTable {
         *first = Align::Left;
     }
     DisplayTable {
-        stem: format!("{}_{}", file_safe(&layout.model), file_safe(&layout.metric)),
-        title: format!("{} ({}): {}", layout.model, layout.architecture, metric_description(&layout.metric)),
+        stem: format!("{}_{}", file_safe(&layout.model), file_safe(layout.metric.name())),
+        title: format!("{} ({}): {}", layout.model, layout.architecture, layout.metric.description()),
         frame: layout.frame.clone(),
         align,
         notes: if layout.any_failed { vec![tables::FAILED_FOOTNOTE.to_string()] } else { Vec::new() },
     }
-}
-
-/// What a metric's numbers mean, for table titles ([`Metric::description`]);
-/// the name itself for one that is no metric of ours.
-pub fn metric_description(metric: &str) -> String {
-    metric.parse::<crate::metrics::Metric>().map_or_else(|_| metric.to_string(), |m| m.description())
 }
 
 /// `## title`, the table and its notes.
@@ -606,7 +600,7 @@ mod tests {
             dataset: dataset.into(),
             shortcut: shortcut.into(),
             method: method.into(),
-            metric: metric.into(),
+            metric: metric.parse().expect("a metric"),
             value,
             ci_low: Some(value - 0.01),
             ci_high: Some(value + 0.01),

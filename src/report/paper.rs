@@ -21,10 +21,10 @@
 use polars::prelude::*;
 
 use super::markdown::Align;
-use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, decimals, first_appearance, format_fixed};
+use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, first_appearance, format_fixed};
 use super::{DisplayTable, VerificationRow};
-use crate::metrics::ErasureMetric;
 use crate::metrics::bootstrap::Bootstrap;
+use crate::metrics::{ErasureMetric, Metric};
 use crate::salience::Method;
 use crate::salience::method::GradientMethod;
 use crate::shortcut::ShortcutKind;
@@ -135,14 +135,14 @@ pub(super) fn align(keys: usize, numbers: usize) -> Vec<Align> {
 
 /// The cell's display string, with the failed-verification mark.
 fn shown(s: &SeedSummary) -> String {
-    let mut text = s.display(decimals(&s.cell.metric));
+    let mut text = s.display(s.cell.metric.decimals());
     if !s.cell.verified {
         text.push_str(FAILED_MARK);
     }
     text
 }
 
-fn find<'a>(cells: &'a [SeedSummary], model: &str, method: &str, metric: &str, key: &str) -> Option<&'a SeedSummary> {
+fn find<'a>(cells: &'a [SeedSummary], model: &str, method: &str, metric: Metric, key: &str) -> Option<&'a SeedSummary> {
     cells.iter().find(|s| {
         let c = &s.cell;
         c.model == model && c.method == method && c.metric == metric && column_key(&c.dataset, &c.shortcut) == key
@@ -171,7 +171,7 @@ pub(super) fn is_inserted(shortcut: &str) -> bool {
 fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
     let ranked: Vec<&SeedSummary> = cells
         .iter()
-        .filter(|s| (s.cell.metric == "precision" || s.cell.metric == "rank") && is_inserted(&s.cell.shortcut))
+        .filter(|s| matches!(s.cell.metric, Metric::Precision | Metric::Rank) && is_inserted(&s.cell.shortcut))
         .collect();
     if ranked.is_empty() {
         return None;
@@ -182,9 +182,9 @@ fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
 }
 
 fn precision_rank_row(cells: &[SeedSummary], model: &str, method: &str, keys: &[String]) -> Vec<Option<String>> {
-    ["precision", "rank"]
+    [Metric::Precision, Metric::Rank]
         .iter()
-        .flat_map(|metric| keys.iter().map(move |k| find(cells, model, method, metric, k).map(shown)))
+        .flat_map(|&metric| keys.iter().map(move |k| find(cells, model, method, metric, k).map(shown)))
         .collect()
 }
 
@@ -368,23 +368,21 @@ pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option
     }))
 }
 
-fn diag_name(m: ErasureMetric) -> String {
-    format!("diag-{}", m.name())
-}
-
 /// Zhao & Aletras Tables 2, 3 and 6: diagnosticity of each erasure metric, by
 /// method, by `dataset:shortcut`, and both, one set per model.
 pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
-    let diag: Vec<&SeedSummary> = cells.iter().filter(|s| s.cell.metric.starts_with("diag-")).collect();
-    let metrics: Vec<ErasureMetric> =
-        ErasureMetric::ALL.into_iter().filter(|m| diag.iter().any(|s| s.cell.metric == diag_name(*m))).collect();
+    let diag: Vec<&SeedSummary> = cells.iter().filter(|s| matches!(s.cell.metric, Metric::Diagnosticity(_))).collect();
+    let metrics: Vec<ErasureMetric> = ErasureMetric::ALL
+        .into_iter()
+        .filter(|m| diag.iter().any(|s| s.cell.metric == Metric::Diagnosticity(*m)))
+        .collect();
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
     let models = first_appearance(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
     let header_tail: Vec<String> = metrics.iter().map(|m| m.title().to_string()).collect();
     let value = |of: &dyn Fn(&SeedSummary) -> bool, m: ErasureMetric| {
-        mean(diag.iter().filter(|s| s.cell.metric == diag_name(m) && of(s)).map(|s| s.cell.value))
+        mean(diag.iter().filter(|s| s.cell.metric == Metric::Diagnosticity(m) && of(s)).map(|s| s.cell.value))
             .map(|v| format_fixed(v, 3))
     };
     let mut out = Vec::new();
@@ -479,7 +477,7 @@ fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
             .find(|s| {
                 s.cell.method == method
                     && column_key(&s.cell.dataset, &s.cell.shortcut) == key
-                    && s.cell.metric == diag_name(m)
+                    && s.cell.metric == Metric::Diagnosticity(m)
             })
             .map(|s| s.cell.value)
     };
@@ -530,14 +528,14 @@ fn percent(ratio: f64) -> String {
 pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
     let mut out = by_ratio_tables(
         cells,
-        ["ns", "nc"],
+        [Metric::Erasure(ErasureMetric::Ns), Metric::Erasure(ErasureMetric::Nc)],
         "zhao_erasure",
         "Normalised sufficiency (NS) and comprehensiveness (NC) at each rationale length, and their AOPC",
         "Rationale = the top ⌈ρ·d⌉ tokens by salience; the rest (NS) or the rationale (NC) replaced by [PAD] in place. Higher is better; NC is not clipped.",
     )?;
     out.extend(by_ratio_tables(
         cells,
-        ["diag-ns", "diag-nc"],
+        [Metric::Diagnosticity(ErasureMetric::Ns), Metric::Diagnosticity(ErasureMetric::Nc)],
         "zhao_diag_by_ratio",
         "Diagnosticity of NS and NC at each rationale length (Zhao & Aletras Figure 3), and over their AOPC",
         "The share of examples where the method's NS (NC) at that rationale length beats a random attribution's on the same input (0.5 = no better than random).",
@@ -550,13 +548,13 @@ pub fn erasure_by_ratio_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<Displa
 /// second's.
 fn by_ratio_tables(
     cells: &[SeedSummary],
-    metrics: [&str; 2],
+    metrics: [Metric; 2],
     stem: &str,
     title: &str,
     note: &str,
 ) -> PolarsResult<Vec<DisplayTable>> {
     let hard: Vec<&SeedSummary> =
-        cells.iter().filter(|s| metrics.contains(&s.cell.metric.as_str()) && !s.cell.by_ratio.is_empty()).collect();
+        cells.iter().filter(|s| metrics.contains(&s.cell.metric) && !s.cell.by_ratio.is_empty()).collect();
     let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
     let mut out = Vec::new();
     for (model, architecture) in models {
@@ -623,14 +621,14 @@ pub struct Recommendation {
 /// `random` is never recommended.
 pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
-        cells.iter().filter(|s| s.cell.metric == "precision" && s.cell.method != "random").collect();
+        cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != "random").collect();
     let groups =
         first_appearance(precision.iter().map(|s| {
             (s.cell.model.clone(), s.cell.architecture.clone(), s.cell.dataset.clone(), s.cell.shortcut.clone())
         }));
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
-        find(cells, &c.model, &c.method, "rank", &column_key(&c.dataset, &c.shortcut))
+        find(cells, &c.model, &c.method, Metric::Rank, &column_key(&c.dataset, &c.shortcut))
             .map(|r| r.cell.value)
             .unwrap_or(f64::INFINITY)
     };
@@ -747,7 +745,7 @@ mod tests {
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.into(),
-            metric: metric.into(),
+            metric: metric.parse().expect("a metric"),
             seed: 1,
             value,
             ci_low: Some(lo),

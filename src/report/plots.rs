@@ -173,7 +173,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
         dataset: &first.dataset,
         shortcut: &first.shortcut,
         method: &first.method,
-        metric: &first.metric,
+        metric: first.metric.name(),
         value,
         interval,
         failed: seeds.iter().any(|c| !c.verified),
@@ -852,7 +852,7 @@ mod tests {
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.into(),
-            metric: PRECISION.into(),
+            metric: PRECISION.parse().expect("a metric"),
             seed: 1,
             value,
             ci_low: Some((value - 0.05).max(0.0)),
@@ -878,7 +878,7 @@ mod tests {
                     let mut c = cell(model, shortcut, method, value);
                     c.verified = !(model == "bert" && shortcut == "op");
                     cells.push(c.clone());
-                    c.metric = "rank".into();
+                    c.metric = crate::metrics::Metric::Rank;
                     c.value = 3.0;
                     cells.push(c);
                 }

@@ -28,18 +28,12 @@ pub const METHOD_COLUMN: &str = "method";
 pub struct Layout {
     pub model: String,
     pub architecture: String,
-    pub metric: String,
+    pub metric: Metric,
     /// `method` then one string column per `dataset:shortcut`; null where the grid
     /// has no cell.
     pub frame: DataFrame,
     /// Whether any cell carries [`FAILED_MARK`].
     pub any_failed: bool,
-}
-
-/// Decimals a metric is shown with ([`Metric::decimals`]); 3 for a name that
-/// is no metric of ours.
-pub fn decimals(metric: &str) -> usize {
-    metric.parse::<Metric>().map_or(3, Metric::decimals)
 }
 
 /// `value` with `decimals` digits, rounded from the exact binary value (ties to
@@ -63,15 +57,14 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key =
-            (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str(), c.seed);
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric, c.seed);
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
                 model: c.model.clone(),
                 dataset: c.dataset.clone(),
                 shortcut: c.shortcut.clone(),
                 method: c.method.clone(),
-                metric: c.metric.clone(),
+                metric: c.metric.name().to_string(),
             });
         }
     }
@@ -104,7 +97,7 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("dataset".into(), strings(|c| &c.dataset)),
             Column::new("shortcut".into(), strings(|c| &c.shortcut)),
             Column::new("method".into(), strings(|c| &c.method)),
-            Column::new("metric".into(), strings(|c| &c.metric)),
+            Column::new("metric".into(), strings(|c| c.metric.name())),
             Column::new("seed".into(), cells.iter().map(|c| c.seed).collect::<Vec<u64>>()),
             Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
             Column::new("ci_low".into(), cells.iter().map(|c| c.ci_low).collect::<Vec<Option<f64>>>()),
@@ -204,9 +197,9 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
 /// shortcut, method, metric), groups and members in first-appearance order.
 pub fn seed_groups<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Vec<&'a CellResult>> {
     let mut groups: Vec<Vec<&CellResult>> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str, &str, &str, &str), usize> = Default::default();
+    let mut index: std::collections::HashMap<(&str, &str, &str, &str, Metric), usize> = Default::default();
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric.as_str());
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Vec::new());
             groups.len() - 1
@@ -319,7 +312,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     let cells: Vec<CellResult> = summaries.iter().map(|s| s.cell.clone()).collect();
     let cells = cells.as_slice();
     let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
-    let metrics = first_appearance(cells.iter().map(|c| c.metric.as_str()));
+    let metrics = first_appearance(cells.iter().map(|c| c.metric));
     let methods = first_appearance(cells.iter().map(|c| c.method.as_str()));
     let keys: Vec<String> = cells.iter().map(|c| column_key(&c.dataset, &c.shortcut)).collect();
     let columns = first_appearance(keys.iter().map(String::as_str));
@@ -337,7 +330,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
             // the wanted row order.
             subset.sort_by_key(|(i, c)| (rank(&methods, &c.method), rank(&columns, &keys[*i])));
             let architecture = subset[0].1.architecture.clone();
-            let places = decimals(metric);
+            let places = metric.decimals();
             let mut any_failed = false;
             let mut method_col = Vec::with_capacity(subset.len());
             let mut key_col = Vec::with_capacity(subset.len());
@@ -353,7 +346,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                 display_col.push(shown);
             }
             let frame = wide(&method_col, &key_col, display_col, &columns)?;
-            out.push(Layout { model: model.to_string(), architecture, metric: metric.to_string(), frame, any_failed });
+            out.push(Layout { model: model.to_string(), architecture, metric: *metric, frame, any_failed });
         }
     }
     Ok(out)
@@ -399,7 +392,7 @@ mod tests {
             dataset: key.0.into(),
             shortcut: key.1.into(),
             method: method.into(),
-            metric: metric.into(),
+            metric: metric.parse().expect("a metric"),
             value,
             ci_low: None,
             ci_high: None,
@@ -434,9 +427,6 @@ mod tests {
         assert_eq!(format_fixed(-0.04, 1), "0.0");
         assert_eq!(format_fixed(-0.5, 1), "-0.5");
         assert_eq!(format_fixed(f64::NAN, 2), "NaN");
-        assert_eq!(decimals("precision"), 2);
-        assert_eq!(decimals("rank"), 1);
-        assert_eq!(decimals("completeness_gap"), 3);
     }
 
     #[test]
@@ -455,7 +445,7 @@ mod tests {
         let out = layouts(&cells).unwrap();
         assert_eq!(out.len(), 2);
         let p = &out[0];
-        assert_eq!((p.model.as_str(), p.metric.as_str()), ("lstm", "precision"));
+        assert_eq!((p.model.as_str(), p.metric.name()), ("lstm", "precision"));
         assert!(!p.any_failed);
         assert_eq!(p.frame.get_column_names(), ["method", "sst2:st", "sst2:tic", "imdb:st"]);
         assert_eq!(strings(&p.frame, "method"), [s("gradl-l1"), s("random"), s("ig-zero-100")]);
@@ -464,7 +454,7 @@ mod tests {
         assert_eq!(strings(&p.frame, "imdb:st"), [s("0.99"), None, s("0.33")]);
 
         let r = &out[1];
-        assert_eq!(r.metric, "rank");
+        assert_eq!(r.metric, Metric::Rank);
         assert_eq!(r.frame.get_column_names(), ["method", "sst2:st"]);
         assert_eq!(strings(&r.frame, "sst2:st"), [s("1.0")]);
     }
@@ -540,7 +530,7 @@ mod tests {
     fn duplicate_cells_rejected() {
         let c = cell("lstm", ("sst2", "st"), "random", "rank", 1.0);
         let mut other_metric = c.clone();
-        other_metric.metric = "precision".into();
+        other_metric.metric = Metric::Precision;
         assert!(check_unique_cells(&[c.clone(), other_metric]).is_ok());
         let err = check_unique_cells(&[c.clone(), c]).unwrap_err();
         assert_eq!(

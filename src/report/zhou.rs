@@ -14,6 +14,7 @@ use polars::prelude::*;
 use super::paper::{align, failed_notes, mean, string_frame};
 use super::tables::{FAILED_MARK, first_appearance, format_fixed, mean_and_sd};
 use super::{CellResult, DisplayTable, VerificationRow};
+use crate::metrics::Metric;
 use crate::shortcut::ShortcutKind;
 
 /// Whether a cell's shortcut is one of the article manipulations.
@@ -64,7 +65,7 @@ fn attr_cell(values: &[f64], share: Option<f64>) -> Option<String> {
 
 /// The per-seed cells of one (model, dataset, manipulation, method, metric),
 /// in seed order.
-fn seeds_of<'a>(cells: &'a [CellResult], key: &RowKey, metric: &str) -> Vec<&'a CellResult> {
+fn seeds_of<'a>(cells: &'a [CellResult], key: &RowKey, metric: Metric) -> Vec<&'a CellResult> {
     let mut of: Vec<&CellResult> = cells
         .iter()
         .filter(|c| {
@@ -95,7 +96,8 @@ fn share_of(cells: &[&CellResult]) -> Option<f64> {
 
 /// Zhou et al. Table 1, one per model, every method of the grid as a row.
 pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable>> {
-    let attr: Vec<&CellResult> = cells.iter().filter(|c| c.metric == "attr" && is_article(&c.shortcut)).collect();
+    let attr: Vec<&CellResult> =
+        cells.iter().filter(|c| c.metric == Metric::AttrShare && is_article(&c.shortcut)).collect();
     let mut out = Vec::new();
     for model in first_appearance(attr.iter().map(|c| c.model.clone())) {
         let keys = first_appearance(attr.iter().filter(|c| c.model == model).map(|c| RowKey {
@@ -107,8 +109,8 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
         let rows: Vec<Vec<Option<String>>> = keys
             .iter()
             .map(|key| {
-                let correlating = seeds_of(cells, key, "attr");
-                let non_correlating = seeds_of(cells, key, "attr-noncorr");
+                let correlating = seeds_of(cells, key, Metric::AttrShare);
+                let non_correlating = seeds_of(cells, key, Metric::AttrNonCorrelating);
                 let split = has_non_correlating(&key.shortcut);
                 let other: Vec<f64> =
                     other_words(&correlating, &non_correlating, split).into_iter().map(|(v, _)| v).collect();
@@ -219,7 +221,7 @@ mod tests {
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.into(),
-            metric: metric.into(),
+            metric: metric.parse().expect("a metric"),
             seed,
             value,
             ci_low: None,

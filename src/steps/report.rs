@@ -89,7 +89,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             dataset: c.dataset.clone(),
             shortcut: c.regime.name().into(),
             method: c.method.clone(),
-            metric: c.metric.clone(),
+            metric: c.metric,
             seed: c.seed,
             value: score.mean,
             ci_low: score.interval.map(|i| i[0]),

@@ -97,7 +97,7 @@ pub struct CellCoordinates {
     pub dataset: String,
     pub regime: Regime,
     pub method: String,
-    pub metric: String,
+    pub metric: Metric,
     pub seed: u64,
 }
 

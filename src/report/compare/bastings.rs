@@ -6,7 +6,7 @@ use super::*;
 // --- Bastings et al.: precision and rank -------------------------------------
 
 pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellResult], aliases: &Aliases) -> Outcome {
-    let ours = merge_seeds(cells, |m| m == "precision" || m == "rank");
+    let ours = merge_seeds(cells, |m| matches!(m, Metric::Precision | Metric::Rank));
     let mut matched = vec![false; rows.len()];
     let mut compared = Vec::new();
     let mut unmatched_ours = 0;

@@ -86,6 +86,7 @@ use polars::prelude::*;
 
 use super::markdown::{self, Align};
 use super::{CellResult, VerificationRow};
+use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
 use crate::report::tables::format_fixed;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
@@ -400,8 +401,8 @@ pub(super) fn canonical_method(name: &str) -> String {
 }
 
 /// The cells whose metric `keep` accepts, averaged over seeds.
-pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(&str) -> bool) -> Vec<OurCell> {
-    let kept: Vec<CellResult> = cells.iter().filter(|c| keep(&c.metric)).cloned().collect();
+pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -> Vec<OurCell> {
+    let kept: Vec<CellResult> = cells.iter().filter(|c| keep(c.metric)).cloned().collect();
     crate::report::tables::over_seeds(&kept)
         .into_iter()
         .map(|summary| {
@@ -412,7 +413,7 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(&str) -> bool) -> 
                 architecture: cell.architecture,
                 dataset: cell.dataset,
                 shortcut: cell.shortcut,
-                metric: cell.metric,
+                metric: cell.metric.name().to_string(),
                 runs: summary.seeds as u32,
                 value: cell.value,
                 ci_low: cell.ci_low,

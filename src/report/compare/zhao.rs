@@ -54,7 +54,7 @@ pub(super) struct DiagMatch {
 }
 
 pub(super) fn compare_diagnosticity(rows: &[DiagnosticityRow], cells: &[CellResult], aliases: &Aliases) -> Outcome {
-    let ours = merge_seeds(cells, |m| DiagMetric::ALL.iter().any(|d| d.ours() == m));
+    let ours = merge_seeds(cells, |m| DiagMetric::ALL.iter().any(|d| d.ours() == m.name()));
     let mut used = vec![false; ours.len()];
     let mut matched = vec![false; rows.len()];
     let mut compared = Vec::new();

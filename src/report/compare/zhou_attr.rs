@@ -43,7 +43,7 @@ pub(super) fn compare_zhou_attr(
     cells: &[CellResult],
     verification: &[VerificationRow],
 ) -> Outcome {
-    let ours: Vec<OurCell> = merge_seeds(cells, |m| m == "attr" || m == "attr-noncorr")
+    let ours: Vec<OurCell> = merge_seeds(cells, |m| matches!(m, Metric::AttrShare | Metric::AttrNonCorrelating))
         .into_iter()
         .filter(|c| ZhouDataset::of_shortcut(&c.shortcut).is_some())
         .collect();
@@ -125,7 +125,7 @@ pub(super) fn other_words(
     if split && non_correlating.is_none() {
         return None;
     }
-    let seeds = |metric: &str| -> Vec<&CellResult> {
+    let seeds = |metric: Metric| -> Vec<&CellResult> {
         cells
             .iter()
             .filter(|c| {
@@ -137,7 +137,7 @@ pub(super) fn other_words(
             })
             .collect()
     };
-    let parts = crate::report::zhou::other_words(&seeds("attr"), &seeds("attr-noncorr"), split);
+    let parts = crate::report::zhou::other_words(&seeds(Metric::AttrShare), &seeds(Metric::AttrNonCorrelating), split);
     if parts.is_empty() {
         return None;
     }

@@ -11,11 +11,10 @@
 //! Bars of a model that failed verification are lighter and hatched (budget
 //! points hollow), and the legend says so.
 //!
-//! Seeds: cells that differ only by `seed` are drawn as their mean. The whisker
-//! is then the envelope of the seeds' intervals (lowest `ci_low` to highest
-//! `ci_high`, a seed without an interval contributing its value), so it shows
-//! the seed-to-seed spread as well as the bootstrap's; the mean counts as failed
-//! when any seed's model failed verification.
+//! Seeds: cells that differ only by `seed` are drawn as their mean, with the
+//! interval the tables and `--compare` show for it
+//! (`tables::interval_over_seeds`); the mean counts as failed when any seed's
+//! model failed verification.
 //!
 //! Text is drawn with the bundled DejaVu Sans, registered once as `sans-serif`,
 //! so PNGs need no system fonts. Order is first appearance in the input and
@@ -161,12 +160,7 @@ fn mean_over_seeds(cells: &[CellResult]) -> Vec<Mean<'_>> {
 fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
     let first = seeds[0];
     let value = seeds.iter().map(|c| c.value).sum::<f64>() / seeds.len() as f64;
-    let has_interval = seeds.len() > 1 || (first.ci_low.is_some() && first.ci_high.is_some());
-    let interval = has_interval.then(|| {
-        let low = seeds.iter().map(|c| c.ci_low.unwrap_or(c.value)).fold(f64::INFINITY, f64::min);
-        let high = seeds.iter().map(|c| c.ci_high.unwrap_or(c.value)).fold(f64::NEG_INFINITY, f64::max);
-        (low, high)
-    });
+    let interval = super::tables::interval_over_seeds(seeds).map(|[low, high]| (low, high));
     Mean {
         model: &first.model,
         architecture: &first.architecture,
@@ -1089,28 +1083,33 @@ mod tests {
     }
 
     #[test]
-    fn seeds_are_averaged_with_an_envelope() {
-        let mut a = cell("lstm", "st", "gradl-l1", 0.2);
-        let mut b = cell("lstm", "st", "gradl-l1", 0.4);
+    fn seeds_are_averaged_with_the_tables_interval() {
+        let mut a = cell("lstm", "st", "gradl-l1", 0.25);
+        a.values = vec![0.0, 0.5, 0.0, 0.5];
+        let mut b = cell("lstm", "st", "gradl-l1", 0.5);
+        b.values = vec![1.0, 0.0, 1.0, 0.0];
         b.seed = 2;
         b.verified = false;
         let other = cell("lstm", "op", "gradl-l1", 0.9);
         let cells = [a.clone(), other, b.clone()];
         let means = mean_over_seeds(&cells);
         assert_eq!(means.len(), 2);
-        assert!((means[0].value - 0.3).abs() < 1e-12);
-        let (low, high) = means[0].interval.unwrap();
-        assert!((low - 0.15).abs() < 1e-12 && (high - 0.45).abs() < 1e-12);
+        assert!((means[0].value - 0.375).abs() < 1e-12);
         assert!(means[0].failed);
         assert_eq!(means[1].shortcut, "op");
+        // The whisker is the interval the tables (and --compare) show for the cell.
+        let table = super::super::tables::over_seeds(&cells);
+        let summary = &table[0].cell;
+        assert_eq!(means[0].interval, summary.ci_low.zip(summary.ci_high));
+        let (low, high) = means[0].interval.expect("two seeds with per-example values");
+        assert!(low < 0.375 && 0.375 < high && low >= 0.25 && high <= 0.5, "{low}..{high}");
 
-        // One seed keeps its own interval, or none; two seeds without intervals span their values.
+        // One seed keeps its own interval, or none; seeds without per-example values have none.
         a.ci_low = None;
         assert_eq!(mean_over_seeds(std::slice::from_ref(&a))[0].interval, None);
-        b.ci_low = None;
-        b.ci_high = None;
-        a.ci_high = None;
-        assert_eq!(mean_over_seeds(&[a, b])[0].interval, Some((0.2, 0.4)));
+        a.values.clear();
+        b.values.clear();
+        assert_eq!(mean_over_seeds(&[a, b])[0].interval, None);
     }
 
     #[test]

@@ -245,6 +245,26 @@ pub fn mean_and_sd(values: &[f64]) -> Option<(f64, Option<f64>)> {
 
 /// Cells that differ only by seed, merged: one [`SeedSummary`] per (model,
 /// dataset, shortcut, method, metric), in first-appearance order.
+/// The one interval rule for a cell over seeds, for every table, chart and
+/// comparison: one seed keeps its own bootstrap interval; several take the
+/// bootstrap interval of their seed-averaged per-example values (none when the
+/// seeds attributed different numbers of examples).
+pub fn interval_over_seeds(group: &[&CellResult]) -> Option<[f64; 2]> {
+    match group {
+        [] => None,
+        [one] => one.ci_low.zip(one.ci_high).map(|(l, h)| [l, h]),
+        [first, ..] => {
+            let len = first.values.len();
+            if len == 0 || group.iter().any(|c| c.values.len() != len) {
+                return None;
+            }
+            let n = group.len() as f64;
+            let averaged: Vec<f64> = (0..len).map(|i| group.iter().map(|c| c.values[i]).sum::<f64>() / n).collect();
+            crate::metrics::bootstrap::Bootstrap::default().interval(&averaged)
+        }
+    }
+}
+
 pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
     seed_groups(cells)
         .into_iter()
@@ -273,8 +293,7 @@ pub fn over_seeds(cells: &[CellResult]) -> Vec<SeedSummary> {
                 }
                 let shares: Option<Vec<f64>> = group.iter().map(|c| c.region_share).collect();
                 cell.region_share = shares.map(|s| s.iter().sum::<f64>() / n as f64);
-                // The interval of the seed-averaged per-example values.
-                let interval = crate::metrics::bootstrap::Bootstrap::default().interval(&cell.values);
+                let interval = interval_over_seeds(&group);
                 cell.ci_low = interval.map(|i| i[0]);
                 cell.ci_high = interval.map(|i| i[1]);
             }

@@ -345,7 +345,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         architecture: architecture.clone(),
                         dataset: dataset.name.clone(),
                         regime,
-                        method: method.to_string(),
+                        method,
                         metric,
                         seed,
                     });

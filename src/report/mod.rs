@@ -40,6 +40,7 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Metric;
+use crate::salience::Method;
 use markdown::Align;
 use tables::Layout;
 
@@ -55,8 +56,8 @@ pub struct CellResult {
     pub dataset: String,
     /// "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc".
     pub shortcut: String,
-    /// e.g. "gradl-l1".
-    pub method: String,
+    /// The salience method config (written by its canonical name, e.g. `gradl-l1`).
+    pub method: Method,
     /// The metric (written by its name: `precision`, `diag-soft-ns`, …).
     pub metric: Metric,
     /// The training seed of the cell's model (`seeds = [..]` trains one per seed).
@@ -599,7 +600,7 @@ mod tests {
             architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
             dataset: dataset.into(),
             shortcut: shortcut.into(),
-            method: method.into(),
+            method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             value,
             ci_low: Some(value - 0.01),
@@ -789,7 +790,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (mut cells, v) = sample();
         cells[0].value = 0.1 + 0.2; // not exactly representable in short decimal
-        cells[1].method = "odd, \"name\"".into();
+        cells[1].dataset = "odd, \"name\"".into(); // a quoted CSV field
         write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
         let expected = tables::long_frame(&cells).unwrap();
 
@@ -859,12 +860,13 @@ mod tests {
     #[test]
     fn markdown_escapes_pipes_in_names() {
         let tmp = tempfile::tempdir().unwrap();
-        let cells = vec![cell("lstm", "a|b", "st", "ig|x", "precision", 0.5)];
+        // Dataset and shortcut names are the grid's; a method is a typed config
+        // whose name has no pipe.
+        let cells = vec![cell("lstm", "a|b", "st", "gxil", "precision", 0.5)];
         let report = write_reports(tmp.path(), &cells, &[], &ALL).unwrap();
         let md = std::fs::read_to_string(tmp.path().join("lstm_precision.md")).unwrap();
         assert!(md.contains("| method | a\\|b:st |"), "{md}");
-        assert!(md.contains("| ig\\|x  |"), "{md}");
-        assert!(report.console.contains("| ig\\|x  |"));
+        assert!(report.console.contains("a\\|b:st"));
     }
 
     #[test]

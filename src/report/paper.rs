@@ -58,8 +58,8 @@ impl Family {
         Family::Random,
     ];
 
-    pub fn of(method: &str) -> Option<Family> {
-        Some(match method.parse::<Method>().ok()? {
+    pub fn of(method: Method) -> Family {
+        match method {
             Method::Gradient(GradientMethod::GradientTimesInput { .. }) => Family::GradientTimesInput,
             Method::Gradient(GradientMethod::Gradient { .. }) => Family::Gradient,
             Method::Gradient(GradientMethod::IntegratedGradients { .. }) => Family::IntegratedGradients,
@@ -70,7 +70,7 @@ impl Family {
             Method::Attention(_) | Method::ScaledAttention => Family::Attention,
             Method::DeepLift { .. } => Family::DeepLift,
             Method::Random => Family::Random,
-        })
+        }
     }
 
     pub fn title(self) -> &'static str {
@@ -142,7 +142,13 @@ fn shown(s: &SeedSummary) -> String {
     text
 }
 
-fn find<'a>(cells: &'a [SeedSummary], model: &str, method: &str, metric: Metric, key: &str) -> Option<&'a SeedSummary> {
+fn find<'a>(
+    cells: &'a [SeedSummary],
+    model: &str,
+    method: Method,
+    metric: Metric,
+    key: &str,
+) -> Option<&'a SeedSummary> {
     cells.iter().find(|s| {
         let c = &s.cell;
         c.model == model && c.method == method && c.metric == metric && column_key(&c.dataset, &c.shortcut) == key
@@ -181,7 +187,7 @@ fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
     Some(RankedCells { keys, ranked, models })
 }
 
-fn precision_rank_row(cells: &[SeedSummary], model: &str, method: &str, keys: &[String]) -> Vec<Option<String>> {
+fn precision_rank_row(cells: &[SeedSummary], model: &str, method: Method, keys: &[String]) -> Vec<Option<String>> {
     [Metric::Precision, Metric::Rank]
         .iter()
         .flat_map(|&metric| keys.iter().map(move |k| find(cells, model, method, metric, k).map(shown)))
@@ -201,20 +207,19 @@ pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
         if family == Family::Random {
             continue;
         }
-        let methods =
-            first_appearance(ranked.iter().map(|s| s.cell.method.clone()).filter(|m| Family::of(m) == Some(family)));
+        let methods = first_appearance(ranked.iter().map(|s| s.cell.method).filter(|&m| Family::of(m) == family));
         if methods.is_empty() {
             continue;
         }
         let mut rows = Vec::new();
         for (model, architecture) in &models {
             for method in &methods {
-                let numbers = precision_rank_row(cells, model, method, &keys);
+                let numbers = precision_rank_row(cells, model, *method, &keys);
                 if numbers.iter().all(Option::is_none) {
                     continue;
                 }
                 let mut row =
-                    vec![Some(format!("{model} ({})", architecture_label(architecture))), Some(method.clone())];
+                    vec![Some(format!("{model} ({})", architecture_label(architecture))), Some(method.to_string())];
                 row.extend(numbers);
                 rows.push(row);
             }
@@ -242,12 +247,12 @@ pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
     let Some(RankedCells { keys, ranked, models }) = ranked_cells(cells) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for (model, architecture) in models {
-        let methods = first_appearance(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method.clone()));
+        let methods = first_appearance(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method));
         let rows: Vec<Vec<Option<String>>> = methods
             .iter()
             .map(|method| {
-                let mut row = vec![Some(method.clone())];
-                row.extend(precision_rank_row(cells, &model, method, &keys));
+                let mut row = vec![Some(method.to_string())];
+                row.extend(precision_rank_row(cells, &model, *method, &keys));
                 row
             })
             .collect();
@@ -388,7 +393,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     let mut out = Vec::new();
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.model == model).collect();
-        let methods = first_appearance(of_model.iter().map(|s| s.cell.method.clone()));
+        let methods = first_appearance(of_model.iter().map(|s| s.cell.method));
         let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
         let arch = architecture_label(&architecture);
         let safe = super::file_safe(&model);
@@ -396,7 +401,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
         let by_method: Vec<Vec<Option<String>>> = methods
             .iter()
             .map(|method| {
-                let mut row = vec![Some(method.clone())];
+                let mut row = vec![Some(method.to_string())];
                 row.extend(metrics.iter().map(|&m| value(&|s| s.cell.model == model && &s.cell.method == method, m)));
                 row
             })
@@ -415,7 +420,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
             .iter()
             .flat_map(|key| methods.iter().map(move |method| (key, method)))
             .map(|(key, method)| {
-                let mut row = vec![Some(key.clone()), Some(method.clone())];
+                let mut row = vec![Some(key.clone()), Some(method.to_string())];
                 row.extend(metrics.iter().map(|&m| {
                     value(
                         &|s| {
@@ -472,7 +477,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
 /// signed-rank test on the pairs (the paper reports soft higher, p < .01).
 fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
     use crate::metrics::wilcoxon::signed_rank;
-    let value = |method: &str, key: &str, m: ErasureMetric| {
+    let value = |method: Method, key: &str, m: ErasureMetric| {
         diag.iter()
             .find(|s| {
                 s.cell.method == method
@@ -481,13 +486,12 @@ fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
             })
             .map(|s| s.cell.value)
     };
-    let sites =
-        first_appearance(diag.iter().map(|s| (s.cell.method.clone(), column_key(&s.cell.dataset, &s.cell.shortcut))));
+    let sites = first_appearance(diag.iter().map(|s| (s.cell.method, column_key(&s.cell.dataset, &s.cell.shortcut))));
     let mut notes = Vec::new();
     for (soft, hard) in [(ErasureMetric::SoftNs, ErasureMetric::Ns), (ErasureMetric::SoftNc, ErasureMetric::Nc)] {
         let pairs: Vec<(f64, f64)> = sites
             .iter()
-            .filter_map(|(method, key)| Some((value(method, key, soft)?, value(method, key, hard)?)))
+            .filter_map(|(method, key)| Some((value(*method, key, soft)?, value(*method, key, hard)?)))
             .collect();
         if pairs.is_empty() {
             continue;
@@ -571,7 +575,7 @@ fn by_ratio_tables(
         let rows: Vec<Vec<Option<String>>> = rows_keys
             .iter()
             .map(|(key, method)| {
-                let mut row = vec![Some(key.clone()), Some(method.clone())];
+                let mut row = vec![Some(key.clone()), Some(method.to_string())];
                 for metric in metrics {
                     let cell = of_model.iter().find(|s| {
                         s.cell.metric == metric
@@ -621,14 +625,14 @@ pub struct Recommendation {
 /// `random` is never recommended.
 pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
-        cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != "random").collect();
+        cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != Method::Random).collect();
     let groups =
         first_appearance(precision.iter().map(|s| {
             (s.cell.model.clone(), s.cell.architecture.clone(), s.cell.dataset.clone(), s.cell.shortcut.clone())
         }));
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
-        find(cells, &c.model, &c.method, Metric::Rank, &column_key(&c.dataset, &c.shortcut))
+        find(cells, &c.model, c.method, Metric::Rank, &column_key(&c.dataset, &c.shortcut))
             .map(|r| r.cell.value)
             .unwrap_or(f64::INFINITY)
     };
@@ -655,14 +659,14 @@ pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
                         _ => false,
                     },
                 })
-                .map(|s| s.cell.method.clone())
+                .map(|s| s.cell.method.to_string())
                 .collect();
             Some(Recommendation {
                 model,
                 architecture,
                 dataset,
                 shortcut,
-                best: best.cell.method.clone(),
+                best: best.cell.method.to_string(),
                 precision: best.cell.value,
                 interval: best.cell.ci_low.zip(best.cell.ci_high).map(|(l, h)| [l, h]),
                 tied,
@@ -744,7 +748,7 @@ mod tests {
             architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
-            method: method.into(),
+            method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             seed: 1,
             value,
@@ -764,12 +768,12 @@ mod tests {
 
     #[test]
     fn families_follow_the_papers_tables() {
-        assert_eq!(Family::of("gxil"), Some(Family::GradientTimesInput));
-        assert_eq!(Family::of("gradp-l2"), Some(Family::Gradient));
-        assert_eq!(Family::of("igl-mask-100"), Some(Family::IntegratedGradients));
-        assert_eq!(Family::of("limeunk-1000"), Some(Family::Lime));
-        assert_eq!(Family::of("attn-scaled"), Some(Family::Attention));
-        assert_eq!(Family::of("nonsense"), None);
+        let of = |name: &str| Family::of(name.parse().expect("a method"));
+        assert_eq!(of("gxil"), Family::GradientTimesInput);
+        assert_eq!(of("gradp-l2"), Family::Gradient);
+        assert_eq!(of("igl-mask-100"), Family::IntegratedGradients);
+        assert_eq!(of("limeunk-1000"), Family::Lime);
+        assert_eq!(of("attn-scaled"), Family::Attention);
         assert_eq!(Family::Lime.stem(), "bastings_table5_lime");
         assert_eq!(Family::Occlusion.stem(), "family_occlusion");
     }

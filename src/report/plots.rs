@@ -142,7 +142,7 @@ struct Mean<'a> {
     architecture: &'a str,
     dataset: &'a str,
     shortcut: &'a str,
-    method: &'a str,
+    method: String,
     metric: &'a str,
     value: f64,
     /// The whisker (see the module doc for several seeds).
@@ -166,7 +166,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
         architecture: &first.architecture,
         dataset: &first.dataset,
         shortcut: &first.shortcut,
-        method: &first.method,
+        method: first.method.to_string(),
         metric: first.metric.name(),
         value,
         interval,
@@ -327,7 +327,7 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
     let series: Vec<Series> =
         shortcuts.iter().zip(&colors).map(|(s, &color)| Series { name: s.to_string(), color }).collect();
     let slot = |shortcut: &str| shortcuts.iter().position(|s| *s == shortcut).unwrap_or(0);
-    let groups = first_appearance(points.iter().map(|p| p.method))
+    let groups = first_appearance(points.iter().map(|p| p.method.as_str()))
         .into_iter()
         .map(|method| Group {
             label: paper_name(method),
@@ -340,7 +340,7 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
         .collect();
     let ref_lines = points
         .iter()
-        .filter(|p| is_random(p.method))
+        .filter(|p| is_random(&p.method))
         .map(|p| RefLine {
             x: p.value,
             color: colors[slot(p.shortcut)],
@@ -362,7 +362,7 @@ fn budget_chart(points: &[&Mean]) -> Option<BudgetChart> {
     // (shortcut, config) → points, in first-appearance order.
     let mut lines: Vec<(&str, String, Vec<BudgetPoint>)> = Vec::new();
     for p in points {
-        let Some((config, budget)) = budget_of(p.method) else { continue };
+        let Some((config, budget)) = budget_of(&p.method) else { continue };
         let point = BudgetPoint { budget, value: p.value, interval: p.interval, failed: p.failed };
         match lines.iter_mut().find(|(s, c, _)| *s == p.shortcut && *c == config) {
             // Two spellings of one method (`lime-unk-100`, `limeunk-100`): the first wins.
@@ -845,7 +845,7 @@ mod tests {
             architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
-            method: method.into(),
+            method: method.parse().expect("a method"),
             metric: PRECISION.parse().expect("a metric"),
             seed: 1,
             value,
@@ -1011,7 +1011,8 @@ mod tests {
         // gradl-l1 and random have no budget.
         assert!(!svg.contains("gradl-l1") && !svg.contains(">random"));
 
-        let one_budget: Vec<CellResult> = sample_cells().into_iter().filter(|c| !c.method.ends_with("-1000")).collect();
+        let one_budget: Vec<CellResult> =
+            sample_cells().into_iter().filter(|c| !c.method.to_string().ends_with("-1000")).collect();
         let dir = tempfile::tempdir().unwrap();
         let plots = write_plots(dir.path(), &one_budget, &[]).unwrap();
         assert_eq!(stems(&plots), ["precision_lstm_sst2", "precision_bert_sst2"]);
@@ -1073,7 +1074,7 @@ mod tests {
     #[test]
     fn height_grows_with_methods() {
         let few: Vec<CellResult> = sample_cells().into_iter().filter(|c| c.model == "lstm").collect();
-        let fewer: Vec<CellResult> = few.iter().filter(|c| c.method != "gradl-l1").cloned().collect();
+        let fewer: Vec<CellResult> = few.iter().filter(|c| c.method.to_string() != "gradl-l1").cloned().collect();
         let height = |cells: &[CellResult]| {
             let means = mean_over_seeds(cells);
             let points: Vec<&Mean> = means.iter().filter(|m| m.metric == PRECISION).collect();

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use polars::prelude::*;
 
 use crate::metrics::Metric;
+use crate::salience::Method;
 
 use super::{CellResult, ReportError, VerificationRow};
 
@@ -57,13 +58,13 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric, c.seed);
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method, c.metric, c.seed);
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
                 model: c.model.clone(),
                 dataset: c.dataset.clone(),
                 shortcut: c.shortcut.clone(),
-                method: c.method.clone(),
+                method: c.method.to_string(),
                 metric: c.metric.name().to_string(),
             });
         }
@@ -96,7 +97,7 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("architecture".into(), strings(|c| &c.architecture)),
             Column::new("dataset".into(), strings(|c| &c.dataset)),
             Column::new("shortcut".into(), strings(|c| &c.shortcut)),
-            Column::new("method".into(), strings(|c| &c.method)),
+            Column::new("method".into(), cells.iter().map(|c| c.method.to_string()).collect::<Vec<String>>()),
             Column::new("metric".into(), strings(|c| c.metric.name())),
             Column::new("seed".into(), cells.iter().map(|c| c.seed).collect::<Vec<u64>>()),
             Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
@@ -197,9 +198,9 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
 /// shortcut, method, metric), groups and members in first-appearance order.
 pub fn seed_groups<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Vec<&'a CellResult>> {
     let mut groups: Vec<Vec<&CellResult>> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str, &str, &str, Metric), usize> = Default::default();
+    let mut index: std::collections::HashMap<(&str, &str, &str, Method, Metric), usize> = Default::default();
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method.as_str(), c.metric);
+        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method, c.metric);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Vec::new());
             groups.len() - 1
@@ -332,10 +333,11 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     let cells = cells.as_slice();
     let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
     let metrics = first_appearance(cells.iter().map(|c| c.metric));
-    let methods = first_appearance(cells.iter().map(|c| c.method.as_str()));
+    let methods = first_appearance(cells.iter().map(|c| c.method));
     let keys: Vec<String> = cells.iter().map(|c| column_key(&c.dataset, &c.shortcut)).collect();
     let columns = first_appearance(keys.iter().map(String::as_str));
-    let rank = |list: &[&str], item: &str| list.iter().position(|x| *x == item);
+    let method_rank = |method: Method| methods.iter().position(|&m| m == method);
+    let column_rank = |key: &str| columns.iter().position(|&c| c == key);
 
     let mut out = Vec::new();
     for model in &models {
@@ -347,7 +349,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
             }
             // Rows in method order, so the pivot's first-appearance grouping gives
             // the wanted row order.
-            subset.sort_by_key(|(i, c)| (rank(&methods, &c.method), rank(&columns, &keys[*i])));
+            subset.sort_by_key(|(i, c)| (method_rank(c.method), column_rank(&keys[*i])));
             let architecture = subset[0].1.architecture.clone();
             let places = metric.decimals();
             let mut any_failed = false;
@@ -360,10 +362,11 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
                     shown.push_str(FAILED_MARK);
                     any_failed = true;
                 }
-                method_col.push(c.method.as_str());
+                method_col.push(c.method.to_string());
                 key_col.push(keys[*i].as_str());
                 display_col.push(shown);
             }
+            let method_col: Vec<&str> = method_col.iter().map(String::as_str).collect();
             let frame = wide(&method_col, &key_col, display_col, &columns)?;
             out.push(Layout { model: model.to_string(), architecture, metric: *metric, frame, any_failed });
         }
@@ -410,7 +413,7 @@ mod tests {
             architecture: "bilstm".into(),
             dataset: key.0.into(),
             shortcut: key.1.into(),
-            method: method.into(),
+            method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             value,
             ci_low: None,
@@ -456,7 +459,7 @@ mod tests {
             cell("lstm", ("sst2", "st"), "gradl-l1", "precision", 1.0),
             cell("lstm", ("sst2", "tic"), "random", "precision", 0.05),
             cell("lstm", ("sst2", "tic"), "gradl-l1", "precision", 0.9),
-            cell("lstm", ("imdb", "st"), "ig-zero-100", "precision", 0.333),
+            cell("lstm", ("imdb", "st"), "igl-zero-100", "precision", 0.333),
             cell("lstm", ("sst2", "st"), "random", "precision", 0.04),
             cell("lstm", ("imdb", "st"), "gradl-l1", "precision", 0.995),
             cell("lstm", ("sst2", "st"), "gradl-l1", "rank", 1.04),
@@ -467,7 +470,7 @@ mod tests {
         assert_eq!((p.model.as_str(), p.metric.name()), ("lstm", "precision"));
         assert!(!p.any_failed);
         assert_eq!(p.frame.get_column_names(), ["method", "sst2:st", "sst2:tic", "imdb:st"]);
-        assert_eq!(strings(&p.frame, "method"), [s("gradl-l1"), s("random"), s("ig-zero-100")]);
+        assert_eq!(strings(&p.frame, "method"), [s("gradl-l1"), s("random"), s("igl-zero-100")]);
         assert_eq!(strings(&p.frame, "sst2:st"), [s("1.00"), s("0.04"), None]);
         assert_eq!(strings(&p.frame, "sst2:tic"), [s("0.90"), s("0.05"), None]);
         assert_eq!(strings(&p.frame, "imdb:st"), [s("0.99"), None, s("0.33")]);
@@ -481,18 +484,18 @@ mod tests {
     #[test]
     fn layouts_per_model_share_global_order() {
         let cells = vec![
-            cell("lstm", ("sst2", "st"), "a", "precision", 0.1),
-            cell("lstm", ("sst2", "op"), "b", "precision", 0.2),
-            // bert lists op before st and b before a; its table still follows
+            cell("lstm", ("sst2", "st"), "gxil", "precision", 0.1),
+            cell("lstm", ("sst2", "op"), "gxip", "precision", 0.2),
+            // bert lists op before st and gxip before gxil; its table still follows
             // the global order.
-            cell("bert", ("sst2", "op"), "b", "precision", 0.3),
-            cell("bert", ("sst2", "st"), "a", "precision", 0.4),
+            cell("bert", ("sst2", "op"), "gxip", "precision", 0.3),
+            cell("bert", ("sst2", "st"), "gxil", "precision", 0.4),
         ];
         let out = layouts(&cells).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].model, "bert");
         assert_eq!(out[1].frame.get_column_names(), ["method", "sst2:st", "sst2:op"]);
-        assert_eq!(strings(&out[1].frame, "method"), [s("a"), s("b")]);
+        assert_eq!(strings(&out[1].frame, "method"), [s("gxil"), s("gxip")]);
         assert_eq!(strings(&out[1].frame, "sst2:op"), [None, s("0.30")]);
     }
 

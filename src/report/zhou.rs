@@ -15,6 +15,7 @@ use super::paper::{align, failed_notes, mean, string_frame};
 use super::tables::{FAILED_MARK, first_appearance, format_fixed, mean_and_sd};
 use super::{CellResult, DisplayTable, VerificationRow};
 use crate::metrics::Metric;
+use crate::salience::Method;
 use crate::shortcut::ShortcutKind;
 
 /// Whether a cell's shortcut is one of the article manipulations.
@@ -86,7 +87,7 @@ struct RowKey {
     model: String,
     dataset: String,
     shortcut: String,
-    method: String,
+    method: Method,
 }
 
 fn share_of(cells: &[&CellResult]) -> Option<f64> {
@@ -104,7 +105,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
             model: c.model.clone(),
             dataset: c.dataset.clone(),
             shortcut: c.shortcut.clone(),
-            method: c.method.clone(),
+            method: c.method,
         }));
         let rows: Vec<Vec<Option<String>>> = keys
             .iter()
@@ -126,7 +127,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
                 vec![
                     Some(key.dataset.clone()),
                     Some(key.shortcut.clone()),
-                    Some(key.method.clone()),
+                    Some(key.method.to_string()),
                     mark(attr_cell(&values(&correlating), corr_share)),
                     if split { mark(attr_cell(&values(&non_correlating), non_share)) } else { Some("NA".into()) },
                     mark(attr_cell(&other, other_share)),
@@ -220,7 +221,7 @@ mod tests {
             architecture: "bilstm".into(),
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
-            method: method.into(),
+            method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             seed,
             value,
@@ -279,7 +280,7 @@ mod tests {
 
     #[test]
     fn failed_models_are_marked() {
-        let mut c = cell("articles-nc", "grad", "attr", 1, 0.2, 0.1);
+        let mut c = cell("articles-nc", "gradl-l2", "attr", 1, 0.2, 0.1);
         c.verified = false;
         let t = attribution_tables(&[c]).unwrap().remove(0);
         assert!(strings(&t.frame, "corr. articles")[0].as_deref().unwrap().ends_with(FAILED_MARK));

@@ -88,7 +88,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             architecture: c.architecture.clone(),
             dataset: c.dataset.clone(),
             shortcut: c.regime.name().into(),
-            method: c.method.clone(),
+            method: c.method,
             metric: c.metric,
             seed: c.seed,
             value: score.mean,

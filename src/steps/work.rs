@@ -7,6 +7,7 @@ use super::corpus::ResolvedFiles;
 use crate::metrics::Metric;
 use crate::model::ModelAssets;
 use crate::report::ReportFormat;
+use crate::salience::Method;
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 
@@ -96,7 +97,7 @@ pub struct CellCoordinates {
     pub architecture: String,
     pub dataset: String,
     pub regime: Regime,
-    pub method: String,
+    pub method: Method,
     pub metric: Metric,
     pub seed: u64,
 }

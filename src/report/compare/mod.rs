@@ -396,10 +396,6 @@ impl OurCell {
     }
 }
 
-pub(super) fn canonical_method(name: &str) -> String {
-    name.parse::<Method>().map(|m| m.to_string()).unwrap_or_else(|_| name.to_string())
-}
-
 /// The cells whose metric `keep` accepts, averaged over seeds.
 pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -> Vec<OurCell> {
     let kept: Vec<CellResult> = cells.iter().filter(|c| keep(c.metric)).cloned().collect();
@@ -408,7 +404,7 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -
         .map(|summary| {
             let cell = summary.cell;
             OurCell {
-                method: canonical_method(&cell.method),
+                method: cell.method.to_string(),
                 model: cell.model,
                 architecture: cell.architecture,
                 dataset: cell.dataset,

@@ -133,7 +133,7 @@ pub(super) fn other_words(
                     && c.dataset == correlating.dataset
                     && c.shortcut == correlating.shortcut
                     && c.metric == metric
-                    && canonical_method(&c.method) == correlating.method
+                    && c.method.to_string() == correlating.method
             })
             .collect()
     };

@@ -564,9 +564,8 @@ fn by_ratio_tables(
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.model == model).collect();
         let ratios = first_appearance(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
-        let rows_keys = first_appearance(
-            of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method)),
-        );
+        let rows_keys =
+            first_appearance(of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method)));
         let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
         for metric in ["NS", "NC"] {
             header.extend(ratios.iter().map(|r| format!("{metric} {r}")));

@@ -1,4 +1,4 @@
-//! Reading a platform's answers file (CSV, through polars): one row per answer
+//! Reading a platform's answers file (CSV, `crowd::csv`): one row per answer
 //! with the columns `worker`, `task` and `answer` (`worker_id` / `task_id`
 //! also do; other columns are ignored). An answer is a label's index or name,
 //! or "don't know" (`dont_know`, `unknown`, `?`).
@@ -44,7 +44,7 @@ pub fn read(path: &Path, study: &Study) -> Result<Answers> {
     let mut seen = HashSet::new();
     let mut repeated = 0usize;
     for (row, ((worker, task), answer)) in workers.into_iter().zip(tasks).zip(answers).enumerate() {
-        let line = row + 2;
+        let line = table.line(row);
         let at = || format!("{}:{line}", path.display());
         let field = |value: Option<String>, name: &str| -> Result<String> {
             value.ok_or_else(|| anyhow::anyhow!("{}: empty `{name}`", at()))

@@ -1,6 +1,6 @@
 //! An imported study beside Lu et al.'s published accuracies
 //! (`experiments/reference/lu2024_crowd_accuracy.csv`: dataset, method,
-//! top5 … top40, score), read through polars. Our method configs map to the
+//! top5 … top40, score), read by `crowd::csv`. Our method configs map to the
 //! paper's methods by family (`igl-zero-100` → "integrated gradient"); a
 //! family's best config stands for it. Checked findings: the paper's first
 //! method is ours, accuracy rises with k, and the families' order agrees.
@@ -45,7 +45,7 @@ pub fn read_published(path: &Path) -> Result<Vec<PublishedRow>> {
     let number = |name: &str, row: usize, text: &str| -> Result<f64> {
         match text.parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(v),
-            _ => bail!("{}:{}: column `{name}`: `{text}` is not a number", path.display(), row + 2),
+            _ => bail!("{}:{}: column `{name}`: `{text}` is not a number", path.display(), table.line(row)),
         }
     };
     let (datasets, methods, scores) = (strings("dataset")?, strings("method")?, strings("score")?);

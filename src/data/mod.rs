@@ -2,6 +2,7 @@
 //! built-in generated corpus) is mapped into one [`Example`] type and one
 //! [`Corpus`] with train / validation / test splits.
 
+pub mod csv_records;
 pub mod generated;
 pub mod table;
 

@@ -86,6 +86,7 @@ use polars::prelude::*;
 
 use super::markdown::{self, Align};
 use super::{CellResult, VerificationRow};
+use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
 use crate::report::tables::format_fixed;
@@ -134,7 +135,6 @@ const DROP_METRIC: &str = "mean_drop_with_shortcut_pct";
 const OTHER_METRIC: &str = "attr-other";
 
 mod bastings;
-mod csv_syntax;
 mod published;
 mod render;
 #[cfg(test)]
@@ -143,7 +143,6 @@ mod zhao;
 mod zhou_attr;
 
 use self::bastings::*;
-use self::csv_syntax::*;
 pub use self::published::*;
 pub use self::render::*;
 use self::zhao::*;
@@ -176,8 +175,8 @@ pub enum CompareError {
     #[error("{}: {what} has no counterpart in grid results; nothing to compare", path.display())]
     NoCounterpart { path: PathBuf, what: &'static str },
     /// Malformed CSV syntax (quotes).
-    #[error("{}:{line}:{column}: {message}", path.display())]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    #[error(transparent)]
+    Syntax(#[from] crate::data::csv_records::CsvSyntaxError),
     #[error("{}:{line}: {found} fields, but the header has {expected}", path.display())]
     FieldCount { path: PathBuf, line: usize, expected: usize, found: usize },
     /// A field that does not hold what its column needs.

@@ -341,7 +341,7 @@ pub fn load(path: &Path) -> Result<Published, CompareError> {
 
 /// [`load`] on text already read; `path` only names the file in errors.
 pub(super) fn parse_published(path: &Path, text: &str) -> Result<Published, CompareError> {
-    let records = read_csv(path, text)?;
+    let records = read_records(path, text)?;
     let (header, rows) = records.split_first().ok_or_else(|| CompareError::Empty { path: path.to_path_buf() })?;
     let names: Vec<&str> = header.fields.iter().map(|f| f.trim()).collect();
     for row in rows {

@@ -120,27 +120,6 @@ fn malformed_files_name_file_line_and_column() {
 }
 
 #[test]
-fn csv_syntax() {
-    let path = Path::new("x.csv");
-    let text = "\u{feff}a,b\r\n\"x, y\",\"say \"\"hi\"\"\"\r\n\n\"two\nlines\",z\nlast,\n";
-    let got = read_csv(path, text).unwrap();
-    let fields = |r: &Record| r.fields.clone();
-    assert_eq!(got.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 2, 4, 6]);
-    assert_eq!(fields(&got[1]), ["x, y", "say \"hi\""]);
-    assert_eq!(fields(&got[2]), ["two\nlines", "z"]);
-    assert_eq!(fields(&got[3]), ["last", ""]);
-    // No final newline.
-    assert_eq!(read_csv(path, "a,b").unwrap()[0].fields, ["a", "b"]);
-
-    let err = read_csv(path, "a,b\n\"open,b\n").unwrap_err();
-    assert_eq!(err.to_string(), "x.csv:2:1: this quote is never closed");
-    let err = read_csv(path, "a,b\n\"q\"x,b\n").unwrap_err();
-    assert_eq!(err.to_string(), "x.csv:2:4: `x` after a closing quote; expected `,` or a line end");
-    let err = read_csv(path, "a,b\nab\"c,d\n").unwrap_err();
-    assert!(err.to_string().starts_with("x.csv:2:3: a `\"` inside an unquoted field"), "{err}");
-}
-
-#[test]
 fn spearman_averages_ties() {
     use crate::metrics::agreement::average_ranks;
     assert_eq!(average_ranks(&[0.5, 0.1, 0.5, 0.9]), [2.5, 1.0, 2.5, 4.0]);

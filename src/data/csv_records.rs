@@ -1,21 +1,31 @@
-//! CSV syntax for the published files: quoted fields, line numbers kept for
-//! errors that name the row.
+//! Small CSV files people write or edit by hand — published numbers, crowd
+//! answers — read as RFC 4180 records that remember the line they start on,
+//! so every error names the file and the line (and the column, for a quoting
+//! error). polars reads the big dataset files (`data::table`), but it names no
+//! line for a malformed row, pads a short row with nulls, and keeps blank
+//! lines as rows; for a file a person fixes by hand the line is what matters.
 
-use super::*;
+use std::path::{Path, PathBuf};
 
-// ---------------------------------------------------------------------------
-// CSV syntax
-// ---------------------------------------------------------------------------
+/// Malformed quoting, at a line and column (both 1-based).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {message}", path.display())]
+pub struct CsvSyntaxError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
 
 /// One CSV record and the line it starts on.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Record {
-    pub(super) line: usize,
-    pub(super) fields: Vec<String>,
+pub struct Record {
+    pub line: usize,
+    pub fields: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-pub(super) enum Quoting {
+enum Quoting {
     /// At the start of a field.
     Start,
     Unquoted,
@@ -27,9 +37,9 @@ pub(super) enum Quoting {
 /// RFC 4180 records: `,` separates, `"…"` quotes (with `""` for a quote, commas
 /// and line breaks allowed inside), `\n` or `\r\n` ends a record. A leading BOM and
 /// blank lines are skipped.
-pub(super) fn read_csv(path: &Path, text: &str) -> Result<Vec<Record>, CompareError> {
+pub fn read_records(path: &Path, text: &str) -> Result<Vec<Record>, CsvSyntaxError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let syntax = |line, column, message: &str| CompareError::Syntax {
+    let syntax = |line, column, message: &str| CsvSyntaxError {
         path: path.to_path_buf(),
         line,
         column,
@@ -93,9 +103,39 @@ pub(super) fn read_csv(path: &Path, text: &str) -> Result<Vec<Record>, CompareEr
 }
 
 /// Adds a record unless it is a blank line.
-pub(super) fn push_record(records: &mut Vec<Record>, line: usize, fields: Vec<String>) {
+fn push_record(records: &mut Vec<Record>, line: usize, fields: Vec<String>) {
     let blank = fields.len() == 1 && fields[0].trim().is_empty();
     if !blank {
         records.push(Record { line, fields });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_remember_their_line() {
+        let path = Path::new("x.csv");
+        let text = "\u{feff}a,b\r\n\"x, y\",\"say \"\"hi\"\"\"\r\n\n\"two\nlines\",z\nlast,\n";
+        let got = read_records(path, text).unwrap();
+        let fields = |r: &Record| r.fields.clone();
+        assert_eq!(got.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 2, 4, 6]);
+        assert_eq!(fields(&got[1]), ["x, y", "say \"hi\""]);
+        assert_eq!(fields(&got[2]), ["two\nlines", "z"]);
+        assert_eq!(fields(&got[3]), ["last", ""]);
+        // No final newline.
+        assert_eq!(read_records(path, "a,b").unwrap()[0].fields, ["a", "b"]);
+    }
+
+    #[test]
+    fn quoting_errors_name_line_and_column() {
+        let path = Path::new("x.csv");
+        let err = read_records(path, "a,b\n\"open,b\n").unwrap_err();
+        assert_eq!(err.to_string(), "x.csv:2:1: this quote is never closed");
+        let err = read_records(path, "a,b\n\"q\"x,b\n").unwrap_err();
+        assert_eq!(err.to_string(), "x.csv:2:4: `x` after a closing quote; expected `,` or a line end");
+        let err = read_records(path, "a,b\nab\"c,d\n").unwrap_err();
+        assert!(err.to_string().starts_with("x.csv:2:3: a `\"` inside an unquoted field"), "{err}");
     }
 }

@@ -212,7 +212,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         verifications.push(VerifyCoordinates {
                             verify,
                             model: model.name.clone(),
-                            architecture: model.kind().name().to_string(),
+                            architecture: model.kind(),
                             dataset: dataset.name.clone(),
                             shortcut: kind,
                             seed,
@@ -245,7 +245,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     evaluations.push(EvaluateCoordinates {
                         evaluate,
                         model: model.name.clone(),
-                        architecture: model.kind().name().to_string(),
+                        architecture: model.kind(),
                         dataset: dataset.name.clone(),
                         seed,
                     });
@@ -263,7 +263,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         }
 
         for ModelCell { cell, regime, model, seed, trained, examples: test_examples, verify } in model_cells {
-            let architecture = model.kind().name().to_string();
+            let architecture = model.kind();
             let a = &grid.attribution;
             let attribute = |b: &mut Builder, method: Method| {
                 b.add(
@@ -342,7 +342,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         score,
                         verify,
                         model: model.name.clone(),
-                        architecture: architecture.clone(),
+                        architecture,
                         dataset: dataset.name.clone(),
                         regime,
                         method,
@@ -368,7 +368,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                 agreements.push(AgreementCoordinates {
                     agreement: step,
                     model: model.name.clone(),
-                    architecture: architecture.clone(),
+                    architecture,
                     dataset: dataset.name.clone(),
                     regime,
                     seed,

@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::Metric;
 use crate::salience::Method;
+use crate::spec::Architecture;
 use markdown::Align;
 use tables::Layout;
 
@@ -50,8 +51,7 @@ use tables::Layout;
 pub struct CellResult {
     /// The grid's model name, e.g. "lstm".
     pub model: String,
-    /// "bilstm" | "bert".
-    pub architecture: String,
+    pub architecture: Architecture,
     /// e.g. "sst2".
     pub dataset: String,
     /// "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc".
@@ -113,7 +113,7 @@ pub struct Plot {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvaluationRow {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub seed: u64,
     pub examples: usize,
@@ -125,7 +125,7 @@ pub struct EvaluationRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationRow {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub shortcut: String,
     /// The training seed of both models.
@@ -182,7 +182,7 @@ impl ReportFormat {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgreementResult {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub shortcut: String,
     pub seed: u64,
@@ -420,7 +420,7 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
             format!(
                 "{} ({}) on {}:{}: use {}, precision {}{}",
                 r.model,
-                paper::architecture_label(&r.architecture),
+                paper::architecture_label(r.architecture),
                 r.dataset,
                 r.shortcut,
                 r.best,
@@ -470,7 +470,7 @@ fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
         title: format!(
             "Method agreement for {} ({}) on {}:{}, seed {}: top-{} overlap above the diagonal, Spearman ρ below",
             a.model,
-            paper::architecture_label(&a.architecture),
+            paper::architecture_label(a.architecture),
             a.dataset,
             a.shortcut,
             a.seed,
@@ -597,7 +597,11 @@ mod tests {
     fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
             model: model.into(),
-            architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+            architecture: if model == "bert" {
+                crate::spec::Architecture::Bert
+            } else {
+                crate::spec::Architecture::Bilstm
+            },
             dataset: dataset.into(),
             shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
@@ -617,7 +621,7 @@ mod tests {
     fn ver(model: &str, dataset: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
             model: model.into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: dataset.into(),
             shortcut: shortcut.into(),
             seed: 1,

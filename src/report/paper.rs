@@ -28,6 +28,7 @@ use crate::metrics::{ErasureMetric, Metric};
 use crate::salience::Method;
 use crate::salience::method::GradientMethod;
 use crate::shortcut::ShortcutKind;
+use crate::spec::Architecture;
 
 /// A method family, as the papers group their tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,11 +110,10 @@ impl Family {
 }
 
 /// `LSTM` / `BERT` as the papers print architectures.
-pub fn architecture_label(architecture: &str) -> String {
+pub fn architecture_label(architecture: Architecture) -> &'static str {
     match architecture {
-        "bilstm" => "LSTM".into(),
-        "bert" => "BERT".into(),
-        other => other.to_string(),
+        Architecture::Bilstm => "LSTM",
+        Architecture::Bert => "BERT",
     }
 }
 
@@ -165,7 +165,7 @@ pub(super) fn failed_notes(rows: &[Vec<Option<String>>]) -> Vec<String> {
 struct RankedCells<'a> {
     keys: Vec<String>,
     ranked: Vec<&'a SeedSummary>,
-    models: Vec<(String, String)>,
+    models: Vec<(String, Architecture)>,
 }
 
 /// Whether a cell's shortcut is one of Bastings et al.'s inserted rules.
@@ -183,7 +183,7 @@ fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
         return None;
     }
     let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
-    let models = first_appearance(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let models = first_appearance(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
     Some(RankedCells { keys, ranked, models })
 }
 
@@ -219,7 +219,7 @@ pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
                     continue;
                 }
                 let mut row =
-                    vec![Some(format!("{model} ({})", architecture_label(architecture))), Some(method.to_string())];
+                    vec![Some(format!("{model} ({})", architecture_label(*architecture))), Some(method.to_string())];
                 row.extend(numbers);
                 rows.push(row);
             }
@@ -262,7 +262,7 @@ pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
             stem: format!("bastings_full_{}", super::file_safe(&model)),
             title: format!(
                 "Precision (P) and mean rank (R) of every method config for {model} ({}), as Bastings et al. Tables 10–11",
-                architecture_label(&architecture)
+                architecture_label(architecture)
             ),
             notes: failed_notes(&rows),
             frame: string_frame(&header, &rows)?,
@@ -286,7 +286,7 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
+    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture, r.dataset.clone())));
     let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
     let table: Vec<Vec<Option<String>>> = groups
         .iter()
@@ -297,7 +297,7 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
             let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
             vec![
                 Some(model.clone()),
-                Some(architecture_label(architecture)),
+                Some(architecture_label(*architecture).to_string()),
                 Some(dataset.clone()),
                 pct(mean(of.iter().map(|r| r.original_model_on_original))),
                 pct(drop),
@@ -335,7 +335,7 @@ pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture.clone(), r.dataset.clone())));
+    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture, r.dataset.clone())));
     let pct = |values: Vec<f64>| {
         crate::report::tables::mean_and_sd(&values).map(|(m, sd)| match sd {
             Some(sd) => format!("{} ± {}", format_fixed(m * 100.0, 1), format_fixed(sd * 100.0, 1)),
@@ -349,7 +349,7 @@ pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option
                 rows.iter().filter(|r| &r.model == model && &r.dataset == dataset).collect();
             vec![
                 Some(model.clone()),
-                Some(architecture_label(architecture)),
+                Some(architecture_label(*architecture).to_string()),
                 Some(dataset.clone()),
                 Some(of.len().to_string()),
                 Some(of[0].examples.to_string()),
@@ -384,7 +384,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
-    let models = first_appearance(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let models = first_appearance(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
     let header_tail: Vec<String> = metrics.iter().map(|m| m.title().to_string()).collect();
     let value = |of: &dyn Fn(&SeedSummary) -> bool, m: ErasureMetric| {
         mean(diag.iter().filter(|s| s.cell.metric == Metric::Diagnosticity(m) && of(s)).map(|s| s.cell.value))
@@ -395,7 +395,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
         let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.model == model).collect();
         let methods = first_appearance(of_model.iter().map(|s| s.cell.method));
         let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
-        let arch = architecture_label(&architecture);
+        let arch = architecture_label(architecture);
         let safe = super::file_safe(&model);
 
         let by_method: Vec<Vec<Option<String>>> = methods
@@ -559,7 +559,7 @@ fn by_ratio_tables(
 ) -> PolarsResult<Vec<DisplayTable>> {
     let hard: Vec<&SeedSummary> =
         cells.iter().filter(|s| metrics.contains(&s.cell.metric) && !s.cell.by_ratio.is_empty()).collect();
-    let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture.clone())));
+    let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
     let mut out = Vec::new();
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.model == model).collect();
@@ -592,7 +592,7 @@ fn by_ratio_tables(
             .collect();
         out.push(DisplayTable {
             stem: format!("{stem}_{}", super::file_safe(&model)),
-            title: format!("{title}, for {model} ({})", architecture_label(&architecture)),
+            title: format!("{title}, for {model} ({})", architecture_label(architecture)),
             notes: vec![note.into()],
             frame: string_frame(&header, &rows)?,
             align: align(2, header.len() - 2),
@@ -606,7 +606,7 @@ fn by_ratio_tables(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recommendation {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub shortcut: String,
     pub best: String,
@@ -625,10 +625,11 @@ pub struct Recommendation {
 pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
         cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != Method::Random).collect();
-    let groups =
-        first_appearance(precision.iter().map(|s| {
-            (s.cell.model.clone(), s.cell.architecture.clone(), s.cell.dataset.clone(), s.cell.shortcut.clone())
-        }));
+    let groups = first_appearance(
+        precision
+            .iter()
+            .map(|s| (s.cell.model.clone(), s.cell.architecture, s.cell.dataset.clone(), s.cell.shortcut.clone())),
+    );
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
         find(cells, &c.model, c.method, Metric::Rank, &column_key(&c.dataset, &c.shortcut))
@@ -689,7 +690,7 @@ pub fn recommendation_table(recommendations: &[Recommendation]) -> PolarsResult<
             }
             vec![
                 Some(r.model.clone()),
-                Some(architecture_label(&r.architecture)),
+                Some(architecture_label(r.architecture).to_string()),
                 Some(r.dataset.clone()),
                 Some(r.shortcut.clone()),
                 Some(r.best.clone()),
@@ -744,7 +745,11 @@ mod tests {
         let [lo, hi] = Bootstrap::default().interval(values).unwrap();
         CellResult {
             model: model.into(),
-            architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+            architecture: if model == "bert" {
+                crate::spec::Architecture::Bert
+            } else {
+                crate::spec::Architecture::Bilstm
+            },
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
@@ -897,7 +902,7 @@ mod tests {
     fn table1_from_verification() {
         let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
             model: "lstm".into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             seed: 1,

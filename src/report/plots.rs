@@ -163,7 +163,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
     let interval = super::tables::interval_over_seeds(seeds).map(|[low, high]| (low, high));
     Mean {
         model: &first.model,
-        architecture: &first.architecture,
+        architecture: first.architecture.name(),
         dataset: &first.dataset,
         shortcut: &first.shortcut,
         method: first.method.to_string(),
@@ -842,7 +842,11 @@ mod tests {
     fn cell(model: &str, shortcut: &str, method: &str, value: f64) -> CellResult {
         CellResult {
             model: model.into(),
-            architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+            architecture: if model == "bert" {
+                crate::spec::Architecture::Bert
+            } else {
+                crate::spec::Architecture::Bilstm
+            },
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
@@ -884,7 +888,7 @@ mod tests {
     fn ver(model: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
             model: model.into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             seed: 1,

@@ -11,6 +11,7 @@ use polars::prelude::*;
 
 use crate::metrics::Metric;
 use crate::salience::Method;
+use crate::spec::Architecture;
 
 use super::{CellResult, ReportError, VerificationRow};
 
@@ -28,7 +29,7 @@ pub const METHOD_COLUMN: &str = "method";
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub metric: Metric,
     /// `method` then one string column per `dataset:shortcut`; null where the grid
     /// has no cell.
@@ -94,7 +95,7 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
         cells.len(),
         vec![
             Column::new("model".into(), strings(|c| &c.model)),
-            Column::new("architecture".into(), strings(|c| &c.architecture)),
+            Column::new("architecture".into(), strings(|c| c.architecture.name())),
             Column::new("dataset".into(), strings(|c| &c.dataset)),
             Column::new("shortcut".into(), strings(|c| &c.shortcut)),
             Column::new("method".into(), cells.iter().map(|c| c.method.to_string()).collect::<Vec<String>>()),
@@ -135,7 +136,7 @@ type Key = (&'static str, fn(&VerificationRow) -> &str);
 
 const VERIFICATION_KEYS: [Key; 4] = [
     ("model", |r| &r.model),
-    ("architecture", |r| &r.architecture),
+    ("architecture", |r| r.architecture.name()),
     ("dataset", |r| &r.dataset),
     ("shortcut", |r| &r.shortcut),
 ];
@@ -350,7 +351,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
             // Rows in method order, so the pivot's first-appearance grouping gives
             // the wanted row order.
             subset.sort_by_key(|(i, c)| (method_rank(c.method), column_rank(&keys[*i])));
-            let architecture = subset[0].1.architecture.clone();
+            let architecture = subset[0].1.architecture;
             let places = metric.decimals();
             let mut any_failed = false;
             let mut method_col = Vec::with_capacity(subset.len());
@@ -410,7 +411,7 @@ mod tests {
     fn cell(model: &str, key: (&str, &str), method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
             model: model.into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: key.0.into(),
             shortcut: key.1.into(),
             method: method.parse().expect("a method"),
@@ -521,7 +522,7 @@ mod tests {
     fn macro_f1_is_shown_only_when_measured() {
         let mut row = VerificationRow {
             model: "lstm".into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: "sst2".into(),
             shortcut: "st".into(),
             seed: 1,

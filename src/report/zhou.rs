@@ -218,7 +218,7 @@ mod tests {
     fn cell(shortcut: &str, method: &str, metric: &str, seed: u64, value: f64, share: f64) -> CellResult {
         CellResult {
             model: "lstm".into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
@@ -291,7 +291,7 @@ mod tests {
     fn accuracy_table_keeps_article_rows() {
         let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
             model: "lstm".into(),
-            architecture: "bilstm".into(),
+            architecture: crate::spec::Architecture::Bilstm,
             dataset: "sst2".into(),
             shortcut: shortcut.into(),
             seed: 1,

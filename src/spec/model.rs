@@ -44,6 +44,12 @@ impl Architecture {
     }
 }
 
+impl std::fmt::Display for Architecture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What an architecture says of itself to the grid file and the planner.
 #[derive(Debug)]
 pub struct Family {

@@ -50,7 +50,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         passed.insert(v.verify, result.passed);
         rows.push(VerificationRow {
             model: v.model.clone(),
-            architecture: v.architecture.clone(),
+            architecture: v.architecture,
             dataset: v.dataset.clone(),
             shortcut: v.shortcut.name().into(),
             seed: v.seed,
@@ -72,7 +72,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         let result: Evaluation = read_json(&input_dir(ctx, e.evaluate)?.join(EVALUATE_FILE))?;
         evaluations.push(EvaluationRow {
             model: e.model.clone(),
-            architecture: e.architecture.clone(),
+            architecture: e.architecture,
             dataset: e.dataset.clone(),
             seed: e.seed,
             examples: result.examples,
@@ -85,7 +85,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         let score: Score = read_json(&input_dir(ctx, c.score)?.join(SCORE_FILE))?;
         results.push(CellResult {
             model: c.model.clone(),
-            architecture: c.architecture.clone(),
+            architecture: c.architecture,
             dataset: c.dataset.clone(),
             shortcut: c.regime.name().into(),
             method: c.method,
@@ -108,7 +108,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         let a: Agreement = read_json(&input_dir(ctx, g.agreement)?.join(AGREEMENT_FILE))?;
         agreements.push(AgreementResult {
             model: g.model.clone(),
-            architecture: g.architecture.clone(),
+            architecture: g.architecture,
             dataset: g.dataset.clone(),
             shortcut: g.regime.name().into(),
             seed: g.seed,

@@ -9,6 +9,7 @@ use crate::model::ModelAssets;
 use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
+use crate::spec::Architecture;
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 
 /// What a step does, with everything it needs that is not in its key (such as
@@ -69,7 +70,7 @@ pub struct AgreementCoordinates {
     /// Position of the agreement step among the report's inputs.
     pub agreement: usize,
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub regime: Regime,
     pub seed: u64,
@@ -94,7 +95,7 @@ pub struct CellCoordinates {
     pub score: usize,
     pub verify: Option<usize>,
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub regime: Regime,
     pub method: Method,
@@ -108,7 +109,7 @@ pub struct EvaluateCoordinates {
     /// Position of the evaluate step among the report's inputs.
     pub evaluate: usize,
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub seed: u64,
 }
@@ -119,7 +120,7 @@ pub struct VerifyCoordinates {
     /// Position of the verify step among the report's inputs.
     pub verify: usize,
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     pub dataset: String,
     pub shortcut: ShortcutKind,
     pub seed: u64,

@@ -331,7 +331,7 @@ pub(super) fn compare_source_accuracy(
     let mut unmatched_ours = 0;
     for group in verification_groups(verification) {
         let first = group[0];
-        let arch = PaperArch::of_architecture(&first.architecture);
+        let arch = PaperArch::of_architecture(first.architecture.name());
         let hits: Vec<usize> = (0..rows.len())
             .filter(|&i| Some(rows[i].arch) == arch && aliases.matches(&first.dataset, &rows[i].dataset))
             .collect();
@@ -391,7 +391,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
     let first = group[0];
     let cell = |metric: &str, ours: f64, published: f64| ComparedCell {
         model: first.model.clone(),
-        architecture: first.architecture.clone(),
+        architecture: first.architecture.name().to_string(),
         dataset: first.dataset.clone(),
         published_dataset: row.dataset.clone(),
         shortcut: distinct_shortcuts(group).join("+"),

@@ -405,7 +405,7 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -
             OurCell {
                 method: cell.method.to_string(),
                 model: cell.model,
-                architecture: cell.architecture,
+                architecture: cell.architecture.name().to_string(),
                 dataset: cell.dataset,
                 shortcut: cell.shortcut,
                 metric: cell.metric.name().to_string(),

@@ -141,7 +141,11 @@ fn aliases_parse() {
 fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, seed: u64, v: [f64; 3]) -> CellResult {
     CellResult {
         model: model.into(),
-        architecture: if model.starts_with("bert") { "bert" } else { "bilstm" }.into(),
+        architecture: if model.starts_with("bert") {
+            crate::spec::Architecture::Bert
+        } else {
+            crate::spec::Architecture::Bilstm
+        },
         dataset: dataset.into(),
         shortcut: shortcut.into(),
         method: method.parse().expect("a method"),
@@ -365,7 +369,7 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
     VerificationRow {
         seed: 1,
         model: model.into(),
-        architecture: if model == "bert" { "bert" } else { "bilstm" }.into(),
+        architecture: if model == "bert" { crate::spec::Architecture::Bert } else { crate::spec::Architecture::Bilstm },
         dataset: dataset.into(),
         shortcut: shortcut.into(),
         shortcut_model_on_synthetic: 1.0,

@@ -87,6 +87,10 @@ fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
     let table1 = std::fs::read_to_string(t.reports().join("tiny/zhao_table1.md")).unwrap();
     let accuracy = grid::report::tables::format_fixed(evaluation.accuracy * 100.0, 1);
     assert!(table1.contains(&format!(" {accuracy} |")), "{table1}");
+    // Nothing was planted, so nothing was verified: no empty verification table.
+    assert!(!names.iter().any(|n| n.starts_with("verification")), "{names:?}");
+    let html = std::fs::read_to_string(t.reports().join("tiny/report.html")).unwrap();
+    assert!(!html.contains("Verification of the shortcut models") && html.contains("1 natural models"), "natural page");
 
     // A second run computes nothing.
     let again = t.run();

@@ -263,9 +263,13 @@ pub fn write_reports(
 /// missing), and returns them with the console rendering.
 ///
 /// Empty inputs are fine: the long and verification tables are written with their
-/// header and no rows, no layout is written, and the console says so.
+/// header and no rows, no layout is written, and the console says so. A natural
+/// grid (models evaluated on their own task, nothing planted) has nothing to
+/// verify: it gets no verification table, and its console opens with the
+/// models' accuracy and macro-F1 (Zhao & Aletras Table 1) instead.
 pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -> Result<WrittenReport, ReportError> {
     let (cells, verification) = (input.cells, input.verification);
+    let plants_shortcuts = !verification.is_empty() || input.evaluations.is_empty();
     tables::check_unique_cells(cells)?;
     tables::check_unique_verification(verification)?;
     let wants = |f: ReportFormat| formats.contains(&f);
@@ -284,7 +288,9 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();
     names.claim(dir, "results_long", "the long results table")?;
-    names.claim(dir, "verification", "the verification table")?;
+    if plants_shortcuts {
+        names.claim(dir, "verification", "the verification table")?;
+    }
     names.claim(dir, "report", "the HTML report")?;
     let display: Vec<&DisplayTable> = recommendation.iter().chain(&paper_tables).chain(&layout_tables).collect();
     for t in &display {
@@ -301,13 +307,13 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     if wants(ReportFormat::Parquet) {
         files.push(write_parquet(dir, "results_long.parquet", &mut long)?);
     }
-    if wants(ReportFormat::Csv) {
+    if plants_shortcuts && wants(ReportFormat::Csv) {
         files.push(write_csv(dir, "verification.csv", &mut ver)?);
     }
-    if wants(ReportFormat::Markdown) {
+    if plants_shortcuts && wants(ReportFormat::Markdown) {
         files.push(write_text(dir, "verification.md", &ver_md)?);
     }
-    if wants(ReportFormat::Parquet) {
+    if plants_shortcuts && wants(ReportFormat::Parquet) {
         files.push(write_parquet(dir, "verification.parquet", &mut ver)?);
     }
     let mut rendered_md = Vec::with_capacity(display.len());
@@ -349,17 +355,26 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         let page_tables: Vec<DisplayTable> = recommendation
             .iter()
             .cloned()
-            .chain(std::iter::once(verification_table))
+            .chain(plants_shortcuts.then_some(verification_table))
             .chain(paper_tables.iter().cloned())
             .chain(layout_tables.iter().cloned())
             .collect();
         let summary = summary_lines(&recommendations, verification);
-        let subtitle = format!(
-            "{} result cells, {} shortcut models, {} example views",
-            cells.len(),
-            verification.len(),
-            input.examples.len()
-        );
+        let subtitle = if plants_shortcuts {
+            format!(
+                "{} result cells, {} shortcut models, {} example views",
+                cells.len(),
+                verification.len(),
+                input.examples.len()
+            )
+        } else {
+            format!(
+                "{} result cells, {} natural models, {} example views",
+                cells.len(),
+                input.evaluations.len(),
+                input.examples.len()
+            )
+        };
         let page = html::render(&html::Page {
             title: &format!("grid report: {}", input.title),
             subtitle: &subtitle,
@@ -371,7 +386,12 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         files.push(write_text(dir, "report.html", &page)?);
     }
 
-    let mut console = ver_md;
+    let mut console = if plants_shortcuts {
+        ver_md
+    } else {
+        let evaluated = |t: &&&DisplayTable| t.stem == "zhao_table1";
+        display.iter().zip(&rendered_md).find(|(t, _)| evaluated(t)).map(|(_, md)| md.clone()).unwrap_or_default()
+    };
     if layouts.is_empty() {
         console.push_str("\n(no result cells)\n");
     }

@@ -45,23 +45,32 @@ use crate::spec::Architecture;
 use markdown::Align;
 use tables::Layout;
 
-/// One (model, dataset, shortcut, method, metric) cell: an aggregate over the
-/// attributed examples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellResult {
+/// The trained model a result belongs to — one grid model on one dataset and
+/// regime, at one training seed: the coordinates every result row shares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CellKey {
     /// The grid's model name, e.g. "lstm".
     pub model: String,
     pub architecture: Architecture,
     /// e.g. "sst2".
     pub dataset: String,
-    /// "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc".
+    /// The regime: "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc" | "natural".
     pub shortcut: String,
+    /// The training seed (`seeds = [..]` trains one model per seed).
+    pub seed: u64,
+}
+
+/// One (model, dataset, shortcut, method, metric) cell: an aggregate over the
+/// attributed examples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The trained model the cell measures.
+    #[serde(flatten)]
+    pub key: CellKey,
     /// The salience method config (written by its canonical name, e.g. `gradl-l1`).
     pub method: Method,
     /// The metric (written by its name: `precision`, `diag-soft-ns`, …).
     pub metric: Metric,
-    /// The training seed of the cell's model (`seeds = [..]` trains one per seed).
-    pub seed: u64,
     /// Mean over examples.
     pub value: f64,
     /// Percentile-bootstrap 95% interval of the mean, when the score has one.
@@ -124,12 +133,9 @@ pub struct EvaluationRow {
 /// The verification of one shortcut model (PROTOCOL §1): accuracies as fractions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationRow {
-    pub model: String,
-    pub architecture: Architecture,
-    pub dataset: String,
-    pub shortcut: String,
-    /// The training seed of both models.
-    pub seed: u64,
+    /// The shortcut model (and its original model, same seed).
+    #[serde(flatten)]
+    pub key: CellKey,
     pub shortcut_model_on_synthetic: f64,
     pub original_model_on_synthetic: f64,
     pub shortcut_model_on_flip: f64,
@@ -181,11 +187,8 @@ impl ReportFormat {
 /// Pairwise agreement of the methods of one model cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgreementResult {
-    pub model: String,
-    pub architecture: Architecture,
-    pub dataset: String,
-    pub shortcut: String,
-    pub seed: u64,
+    /// The model whose methods are compared.
+    pub key: CellKey,
     pub methods: Vec<String>,
     pub top_k: usize,
     pub examples: usize,
@@ -452,10 +455,10 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
     for v in verification.iter().filter(|v| !v.passed) {
         lines.push(format!(
             "warning: {} on {}:{} (seed {}) failed verification: {}",
-            v.model,
-            v.dataset,
-            v.shortcut,
-            v.seed,
+            v.key.model,
+            v.key.dataset,
+            v.key.shortcut,
+            v.key.seed,
             v.failures.join("; ")
         ));
     }
@@ -482,18 +485,18 @@ fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
     Ok(DisplayTable {
         stem: format!(
             "agreement_{}_{}_{}_seed{}",
-            file_safe(&a.model),
-            file_safe(&a.dataset),
-            file_safe(&a.shortcut),
-            a.seed
+            file_safe(&a.key.model),
+            file_safe(&a.key.dataset),
+            file_safe(&a.key.shortcut),
+            a.key.seed
         ),
         title: format!(
             "Method agreement for {} ({}) on {}:{}, seed {}: top-{} overlap above the diagonal, Spearman ρ below",
-            a.model,
-            paper::architecture_label(a.architecture),
-            a.dataset,
-            a.shortcut,
-            a.seed,
+            a.key.model,
+            paper::architecture_label(a.key.architecture),
+            a.key.dataset,
+            a.key.shortcut,
+            a.key.seed,
             a.top_k
         ),
         frame: DataFrame::new(n, columns)?,
@@ -616,14 +619,17 @@ mod tests {
 
     fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
-            model: model.into(),
-            architecture: if model == "bert" {
-                crate::spec::Architecture::Bert
-            } else {
-                crate::spec::Architecture::Bilstm
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: if model == "bert" {
+                    crate::spec::Architecture::Bert
+                } else {
+                    crate::spec::Architecture::Bilstm
+                },
+                dataset: dataset.into(),
+                shortcut: shortcut.into(),
+                seed: 1,
             },
-            dataset: dataset.into(),
-            shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             value,
@@ -631,7 +637,6 @@ mod tests {
             ci_high: Some(value + 0.01),
             n_examples: 1000,
             verified: true,
-            seed: 1,
             values: vec![],
             by_ratio: vec![],
             region_share: None,
@@ -640,11 +645,13 @@ mod tests {
 
     fn ver(model: &str, dataset: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
-            model: model.into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: dataset.into(),
-            shortcut: shortcut.into(),
-            seed: 1,
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: dataset.into(),
+                shortcut: shortcut.into(),
+                seed: 1,
+            },
             shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 0.996,
@@ -814,7 +821,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (mut cells, v) = sample();
         cells[0].value = 0.1 + 0.2; // not exactly representable in short decimal
-        cells[1].dataset = "odd, \"name\"".into(); // a quoted CSV field
+        cells[1].key.dataset = "odd, \"name\"".into(); // a quoted CSV field
         write_reports(tmp.path(), &cells, &v, &ALL).unwrap();
         let expected = tables::long_frame(&cells).unwrap();
 

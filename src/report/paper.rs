@@ -151,7 +151,10 @@ fn find<'a>(
 ) -> Option<&'a SeedSummary> {
     cells.iter().find(|s| {
         let c = &s.cell;
-        c.model == model && c.method == method && c.metric == metric && column_key(&c.dataset, &c.shortcut) == key
+        c.key.model == model
+            && c.method == method
+            && c.metric == metric
+            && column_key(&c.key.dataset, &c.key.shortcut) == key
     })
 }
 
@@ -177,13 +180,13 @@ pub(super) fn is_inserted(shortcut: &str) -> bool {
 fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
     let ranked: Vec<&SeedSummary> = cells
         .iter()
-        .filter(|s| matches!(s.cell.metric, Metric::Precision | Metric::Rank) && is_inserted(&s.cell.shortcut))
+        .filter(|s| matches!(s.cell.metric, Metric::Precision | Metric::Rank) && is_inserted(&s.cell.key.shortcut))
         .collect();
     if ranked.is_empty() {
         return None;
     }
-    let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
-    let models = first_appearance(ranked.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
+    let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.key.dataset, &s.cell.key.shortcut)));
+    let models = first_appearance(ranked.iter().map(|s| (s.cell.key.model.clone(), s.cell.key.architecture)));
     Some(RankedCells { keys, ranked, models })
 }
 
@@ -247,7 +250,7 @@ pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
     let Some(RankedCells { keys, ranked, models }) = ranked_cells(cells) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for (model, architecture) in models {
-        let methods = first_appearance(ranked.iter().filter(|s| s.cell.model == model).map(|s| s.cell.method));
+        let methods = first_appearance(ranked.iter().filter(|s| s.cell.key.model == model).map(|s| s.cell.method));
         let rows: Vec<Vec<Option<String>>> = methods
             .iter()
             .map(|method| {
@@ -282,17 +285,18 @@ pub(super) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
     // A label reassignment removes the original task on purpose: its drop
     // would swamp the shortcut's.
-    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_inserted(&r.shortcut)).collect();
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_inserted(&r.key.shortcut)).collect();
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture, r.dataset.clone())));
+    let groups =
+        first_appearance(rows.iter().map(|r| (r.key.model.clone(), r.key.architecture, r.key.dataset.clone())));
     let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
     let table: Vec<Vec<Option<String>>> = groups
         .iter()
         .map(|(model, architecture, dataset)| {
             let of: Vec<&VerificationRow> =
-                rows.iter().copied().filter(|r| &r.model == model && &r.dataset == dataset).collect();
+                rows.iter().copied().filter(|r| &r.key.model == model && &r.key.dataset == dataset).collect();
             let drop = mean(of.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original));
             let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
             vec![
@@ -384,7 +388,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     if metrics.is_empty() {
         return Ok(Vec::new());
     }
-    let models = first_appearance(diag.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
+    let models = first_appearance(diag.iter().map(|s| (s.cell.key.model.clone(), s.cell.key.architecture)));
     let header_tail: Vec<String> = metrics.iter().map(|m| m.title().to_string()).collect();
     let value = |of: &dyn Fn(&SeedSummary) -> bool, m: ErasureMetric| {
         mean(diag.iter().filter(|s| s.cell.metric == Metric::Diagnosticity(m) && of(s)).map(|s| s.cell.value))
@@ -392,9 +396,9 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     };
     let mut out = Vec::new();
     for (model, architecture) in models {
-        let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.model == model).collect();
+        let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.key.model == model).collect();
         let methods = first_appearance(of_model.iter().map(|s| s.cell.method));
-        let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.dataset, &s.cell.shortcut)));
+        let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.key.dataset, &s.cell.key.shortcut)));
         let arch = architecture_label(architecture);
         let safe = super::file_safe(&model);
 
@@ -402,7 +406,9 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
             .iter()
             .map(|method| {
                 let mut row = vec![Some(method.to_string())];
-                row.extend(metrics.iter().map(|&m| value(&|s| s.cell.model == model && &s.cell.method == method, m)));
+                row.extend(
+                    metrics.iter().map(|&m| value(&|s| s.cell.key.model == model && &s.cell.method == method, m)),
+                );
                 row
             })
             .collect();
@@ -411,7 +417,10 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
             .map(|key| {
                 let mut row = vec![Some(key.clone())];
                 row.extend(metrics.iter().map(|&m| {
-                    value(&|s| s.cell.model == model && &column_key(&s.cell.dataset, &s.cell.shortcut) == key, m)
+                    value(
+                        &|s| s.cell.key.model == model && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key,
+                        m,
+                    )
                 }));
                 row
             })
@@ -424,9 +433,9 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
                 row.extend(metrics.iter().map(|&m| {
                     value(
                         &|s| {
-                            s.cell.model == model
+                            s.cell.key.model == model
                                 && &s.cell.method == method
-                                && &column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                                && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
                         },
                         m,
                     )
@@ -481,12 +490,13 @@ fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
         diag.iter()
             .find(|s| {
                 s.cell.method == method
-                    && column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                    && column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
                     && s.cell.metric == Metric::Diagnosticity(m)
             })
             .map(|s| s.cell.value)
     };
-    let sites = first_appearance(diag.iter().map(|s| (s.cell.method, column_key(&s.cell.dataset, &s.cell.shortcut))));
+    let sites =
+        first_appearance(diag.iter().map(|s| (s.cell.method, column_key(&s.cell.key.dataset, &s.cell.key.shortcut))));
     let mut notes = Vec::new();
     for (soft, hard) in [(ErasureMetric::SoftNs, ErasureMetric::Ns), (ErasureMetric::SoftNc, ErasureMetric::Nc)] {
         let pairs: Vec<(f64, f64)> = sites
@@ -559,13 +569,14 @@ fn by_ratio_tables(
 ) -> PolarsResult<Vec<DisplayTable>> {
     let hard: Vec<&SeedSummary> =
         cells.iter().filter(|s| metrics.contains(&s.cell.metric) && !s.cell.by_ratio.is_empty()).collect();
-    let models = first_appearance(hard.iter().map(|s| (s.cell.model.clone(), s.cell.architecture)));
+    let models = first_appearance(hard.iter().map(|s| (s.cell.key.model.clone(), s.cell.key.architecture)));
     let mut out = Vec::new();
     for (model, architecture) in models {
-        let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.model == model).collect();
+        let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.key.model == model).collect();
         let ratios = first_appearance(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
-        let rows_keys =
-            first_appearance(of_model.iter().map(|s| (column_key(&s.cell.dataset, &s.cell.shortcut), s.cell.method)));
+        let rows_keys = first_appearance(
+            of_model.iter().map(|s| (column_key(&s.cell.key.dataset, &s.cell.key.shortcut), s.cell.method)),
+        );
         let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
         for metric in ["NS", "NC"] {
             header.extend(ratios.iter().map(|r| format!("{metric} {r}")));
@@ -579,7 +590,7 @@ fn by_ratio_tables(
                     let cell = of_model.iter().find(|s| {
                         s.cell.metric == metric
                             && &s.cell.method == method
-                            && &column_key(&s.cell.dataset, &s.cell.shortcut) == key
+                            && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
                     });
                     row.extend(ratios.iter().map(|r| {
                         cell.and_then(|c| c.cell.by_ratio.iter().find(|[x, _]| &percent(*x) == r))
@@ -625,14 +636,12 @@ pub struct Recommendation {
 pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
         cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != Method::Random).collect();
-    let groups = first_appearance(
-        precision
-            .iter()
-            .map(|s| (s.cell.model.clone(), s.cell.architecture, s.cell.dataset.clone(), s.cell.shortcut.clone())),
-    );
+    let groups = first_appearance(precision.iter().map(|s| {
+        (s.cell.key.model.clone(), s.cell.key.architecture, s.cell.key.dataset.clone(), s.cell.key.shortcut.clone())
+    }));
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
-        find(cells, &c.model, c.method, Metric::Rank, &column_key(&c.dataset, &c.shortcut))
+        find(cells, &c.key.model, c.method, Metric::Rank, &column_key(&c.key.dataset, &c.key.shortcut))
             .map(|r| r.cell.value)
             .unwrap_or(f64::INFINITY)
     };
@@ -642,7 +651,9 @@ pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
         .filter_map(|(model, architecture, dataset, shortcut)| {
             let candidates: Vec<&&SeedSummary> = precision
                 .iter()
-                .filter(|s| s.cell.model == model && s.cell.dataset == dataset && s.cell.shortcut == shortcut)
+                .filter(|s| {
+                    s.cell.key.model == model && s.cell.key.dataset == dataset && s.cell.key.shortcut == shortcut
+                })
                 .filter(|s| s.cell.value.is_finite())
                 .collect();
             let best = candidates.iter().copied().fold(None::<&&SeedSummary>, |best, s| match best {
@@ -744,17 +755,19 @@ mod tests {
         let value = values.iter().sum::<f64>() / values.len() as f64;
         let [lo, hi] = Bootstrap::default().interval(values).unwrap();
         CellResult {
-            model: model.into(),
-            architecture: if model == "bert" {
-                crate::spec::Architecture::Bert
-            } else {
-                crate::spec::Architecture::Bilstm
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: if model == "bert" {
+                    crate::spec::Architecture::Bert
+                } else {
+                    crate::spec::Architecture::Bilstm
+                },
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed: 1,
             },
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
-            seed: 1,
             value,
             ci_low: Some(lo),
             ci_high: Some(hi),
@@ -901,11 +914,13 @@ mod tests {
     #[test]
     fn table1_from_verification() {
         let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
-            model: "lstm".into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
-            seed: 1,
+            key: crate::report::CellKey {
+                model: "lstm".into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed: 1,
+            },
             shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 1.0,

@@ -162,10 +162,10 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
     let value = seeds.iter().map(|c| c.value).sum::<f64>() / seeds.len() as f64;
     let interval = super::tables::interval_over_seeds(seeds).map(|[low, high]| (low, high));
     Mean {
-        model: &first.model,
-        architecture: first.architecture.name(),
-        dataset: &first.dataset,
-        shortcut: &first.shortcut,
+        model: &first.key.model,
+        architecture: first.key.architecture.name(),
+        dataset: &first.key.dataset,
+        shortcut: &first.key.shortcut,
         method: first.method.to_string(),
         metric: first.metric.name(),
         value,
@@ -422,7 +422,7 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
         .map(|((name, _), color)| Series { name: name.to_string(), color })
         .collect();
     // One group per row: each seed's models pass or fail on their own.
-    let several_seeds = first_appearance(rows.iter().map(|r| r.seed)).len() > 1;
+    let several_seeds = first_appearance(rows.iter().map(|r| r.key.seed)).len() > 1;
     let groups = rows
         .iter()
         .map(|r| Group {
@@ -460,8 +460,8 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
 }
 
 fn verification_label(row: &VerificationRow, with_seed: bool) -> String {
-    let label = format!("{} · {} · {}", row.model, row.dataset, row.shortcut);
-    if with_seed { format!("{label} · seed {}", row.seed) } else { label }
+    let label = format!("{} · {} · {}", row.key.model, row.key.dataset, row.key.shortcut);
+    if with_seed { format!("{label} · seed {}", row.key.seed) } else { label }
 }
 
 // ---------------------------------------------------------------------------
@@ -841,17 +841,19 @@ mod tests {
 
     fn cell(model: &str, shortcut: &str, method: &str, value: f64) -> CellResult {
         CellResult {
-            model: model.into(),
-            architecture: if model == "bert" {
-                crate::spec::Architecture::Bert
-            } else {
-                crate::spec::Architecture::Bilstm
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: if model == "bert" {
+                    crate::spec::Architecture::Bert
+                } else {
+                    crate::spec::Architecture::Bilstm
+                },
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed: 1,
             },
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
             method: method.parse().expect("a method"),
             metric: PRECISION.parse().expect("a metric"),
-            seed: 1,
             value,
             ci_low: Some((value - 0.05).max(0.0)),
             ci_high: Some((value + 0.05).min(1.0)),
@@ -887,11 +889,13 @@ mod tests {
 
     fn ver(model: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
-            model: model.into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
-            seed: 1,
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed: 1,
+            },
             shortcut_model_on_synthetic: if passed { 0.997 } else { 0.81 },
             original_model_on_synthetic: 0.52,
             shortcut_model_on_flip: 0.99,
@@ -1038,7 +1042,7 @@ mod tests {
 
         // Several seeds: one group per seed, named.
         let mut second = ver("lstm", "st", true);
-        second.seed = 2;
+        second.key.seed = 2;
         let plots = write_plots(tmp.path(), &[], &[ver("lstm", "st", true), second]).unwrap();
         let svg = &plots[0].svg;
         assert!(has_text(svg, "lstm · sst2 · st · seed 1") && has_text(svg, "lstm · sst2 · st · seed 2"));
@@ -1077,7 +1081,7 @@ mod tests {
 
     #[test]
     fn height_grows_with_methods() {
-        let few: Vec<CellResult> = sample_cells().into_iter().filter(|c| c.model == "lstm").collect();
+        let few: Vec<CellResult> = sample_cells().into_iter().filter(|c| c.key.model == "lstm").collect();
         let fewer: Vec<CellResult> = few.iter().filter(|c| c.method.to_string() != "gradl-l1").cloned().collect();
         let height = |cells: &[CellResult]| {
             let means = mean_over_seeds(cells);
@@ -1093,7 +1097,7 @@ mod tests {
         a.values = vec![0.0, 0.5, 0.0, 0.5];
         let mut b = cell("lstm", "st", "gradl-l1", 0.5);
         b.values = vec![1.0, 0.0, 1.0, 0.0];
-        b.seed = 2;
+        b.key.seed = 2;
         b.verified = false;
         let other = cell("lstm", "op", "gradl-l1", 0.9);
         let cells = [a.clone(), other, b.clone()];

@@ -59,12 +59,13 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method, c.metric, c.seed);
+        let key =
+            (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut.as_str(), c.method, c.metric, c.key.seed);
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
-                model: c.model.clone(),
-                dataset: c.dataset.clone(),
-                shortcut: c.shortcut.clone(),
+                model: c.key.model.clone(),
+                dataset: c.key.dataset.clone(),
+                shortcut: c.key.shortcut.clone(),
                 method: c.method.to_string(),
                 metric: c.metric.name().to_string(),
             });
@@ -77,11 +78,11 @@ pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
 pub fn check_unique_verification(rows: &[VerificationRow]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(rows.len());
     for r in rows {
-        if !seen.insert((r.model.as_str(), r.dataset.as_str(), r.shortcut.as_str(), r.seed)) {
+        if !seen.insert((r.key.model.as_str(), r.key.dataset.as_str(), r.key.shortcut.as_str(), r.key.seed)) {
             return Err(ReportError::DuplicateVerification {
-                model: r.model.clone(),
-                dataset: r.dataset.clone(),
-                shortcut: r.shortcut.clone(),
+                model: r.key.model.clone(),
+                dataset: r.key.dataset.clone(),
+                shortcut: r.key.shortcut.clone(),
             });
         }
     }
@@ -94,13 +95,13 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
     DataFrame::new(
         cells.len(),
         vec![
-            Column::new("model".into(), strings(|c| &c.model)),
-            Column::new("architecture".into(), strings(|c| c.architecture.name())),
-            Column::new("dataset".into(), strings(|c| &c.dataset)),
-            Column::new("shortcut".into(), strings(|c| &c.shortcut)),
+            Column::new("model".into(), strings(|c| &c.key.model)),
+            Column::new("architecture".into(), strings(|c| c.key.architecture.name())),
+            Column::new("dataset".into(), strings(|c| &c.key.dataset)),
+            Column::new("shortcut".into(), strings(|c| &c.key.shortcut)),
             Column::new("method".into(), cells.iter().map(|c| c.method.to_string()).collect::<Vec<String>>()),
             Column::new("metric".into(), strings(|c| c.metric.name())),
-            Column::new("seed".into(), cells.iter().map(|c| c.seed).collect::<Vec<u64>>()),
+            Column::new("seed".into(), cells.iter().map(|c| c.key.seed).collect::<Vec<u64>>()),
             Column::new("value".into(), cells.iter().map(|c| c.value).collect::<Vec<f64>>()),
             Column::new("ci_low".into(), cells.iter().map(|c| c.ci_low).collect::<Vec<Option<f64>>>()),
             Column::new("ci_high".into(), cells.iter().map(|c| c.ci_high).collect::<Vec<Option<f64>>>()),
@@ -135,10 +136,10 @@ const MACRO_F1: [MacroF1; 2] = [
 type Key = (&'static str, fn(&VerificationRow) -> &str);
 
 const VERIFICATION_KEYS: [Key; 4] = [
-    ("model", |r| &r.model),
-    ("architecture", |r| r.architecture.name()),
-    ("dataset", |r| &r.dataset),
-    ("shortcut", |r| &r.shortcut),
+    ("model", |r| &r.key.model),
+    ("architecture", |r| r.key.architecture.name()),
+    ("dataset", |r| &r.key.dataset),
+    ("shortcut", |r| &r.key.shortcut),
 ];
 
 /// One row per verification, accuracies as fractions (0..1), `failures` joined
@@ -148,7 +149,7 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     for (name, get) in VERIFICATION_KEYS {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
     }
-    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.seed).collect::<Vec<u64>>()));
+    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.key.seed).collect::<Vec<u64>>()));
     for (name, _, get) in ACCURACIES {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<f64>>()));
     }
@@ -170,7 +171,7 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<&str>>()));
         numeric.push(false);
     }
-    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.seed.to_string()).collect::<Vec<String>>()));
+    columns.push(Column::new("seed".into(), rows.iter().map(|r| r.key.seed.to_string()).collect::<Vec<String>>()));
     numeric.push(true);
     for (_, header, get) in ACCURACIES {
         columns.push(Column::new(
@@ -201,7 +202,7 @@ pub fn seed_groups<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<V
     let mut groups: Vec<Vec<&CellResult>> = Vec::new();
     let mut index: std::collections::HashMap<(&str, &str, &str, Method, Metric), usize> = Default::default();
     for c in cells {
-        let key = (c.model.as_str(), c.dataset.as_str(), c.shortcut.as_str(), c.method, c.metric);
+        let key = (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut.as_str(), c.method, c.metric);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Vec::new());
             groups.len() - 1
@@ -332,10 +333,10 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     let summaries = over_seeds(cells);
     let cells: Vec<CellResult> = summaries.iter().map(|s| s.cell.clone()).collect();
     let cells = cells.as_slice();
-    let models = first_appearance(cells.iter().map(|c| c.model.as_str()));
+    let models = first_appearance(cells.iter().map(|c| c.key.model.as_str()));
     let metrics = first_appearance(cells.iter().map(|c| c.metric));
     let methods = first_appearance(cells.iter().map(|c| c.method));
-    let keys: Vec<String> = cells.iter().map(|c| column_key(&c.dataset, &c.shortcut)).collect();
+    let keys: Vec<String> = cells.iter().map(|c| column_key(&c.key.dataset, &c.key.shortcut)).collect();
     let columns = first_appearance(keys.iter().map(String::as_str));
     let method_rank = |method: Method| methods.iter().position(|&m| m == method);
     let column_rank = |key: &str| columns.iter().position(|&c| c == key);
@@ -344,14 +345,14 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     for model in &models {
         for metric in &metrics {
             let mut subset: Vec<(usize, &CellResult)> =
-                cells.iter().enumerate().filter(|(_, c)| c.model == *model && c.metric == *metric).collect();
+                cells.iter().enumerate().filter(|(_, c)| c.key.model == *model && c.metric == *metric).collect();
             if subset.is_empty() {
                 continue;
             }
             // Rows in method order, so the pivot's first-appearance grouping gives
             // the wanted row order.
             subset.sort_by_key(|(i, c)| (method_rank(c.method), column_rank(&keys[*i])));
-            let architecture = subset[0].1.architecture;
+            let architecture = subset[0].1.key.architecture;
             let places = metric.decimals();
             let mut any_failed = false;
             let mut method_col = Vec::with_capacity(subset.len());
@@ -410,10 +411,13 @@ mod tests {
 
     fn cell(model: &str, key: (&str, &str), method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
-            model: model.into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: key.0.into(),
-            shortcut: key.1.into(),
+            key: crate::report::CellKey {
+                model: model.into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: key.0.into(),
+                shortcut: key.1.into(),
+                seed: 1,
+            },
             method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
             value,
@@ -421,7 +425,6 @@ mod tests {
             ci_high: None,
             n_examples: 10,
             verified: true,
-            seed: 1,
             values: vec![],
             by_ratio: vec![],
             region_share: None,
@@ -521,11 +524,13 @@ mod tests {
     #[test]
     fn macro_f1_is_shown_only_when_measured() {
         let mut row = VerificationRow {
-            model: "lstm".into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: "sst2".into(),
-            shortcut: "st".into(),
-            seed: 1,
+            key: crate::report::CellKey {
+                model: "lstm".into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: "sst2".into(),
+                shortcut: "st".into(),
+                seed: 1,
+            },
             shortcut_model_on_synthetic: 1.0,
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 1.0,

@@ -41,7 +41,7 @@ pub(super) fn other_words(
         .iter()
         .filter_map(|c| {
             let (n, verified) = if split {
-                let d = non_correlating.iter().find(|d| d.seed == c.seed)?;
+                let d = non_correlating.iter().find(|d| d.key.seed == c.key.seed)?;
                 (d.value, d.verified)
             } else {
                 (0.0, true)
@@ -70,15 +70,15 @@ fn seeds_of<'a>(cells: &'a [CellResult], key: &RowKey, metric: Metric) -> Vec<&'
     let mut of: Vec<&CellResult> = cells
         .iter()
         .filter(|c| {
-            c.model == key.model
-                && c.dataset == key.dataset
-                && c.shortcut == key.shortcut
+            c.key.model == key.model
+                && c.key.dataset == key.dataset
+                && c.key.shortcut == key.shortcut
                 && c.method == key.method
                 && c.metric == metric
                 && c.value.is_finite()
         })
         .collect();
-    of.sort_by_key(|c| c.seed);
+    of.sort_by_key(|c| c.key.seed);
     of
 }
 
@@ -98,13 +98,13 @@ fn share_of(cells: &[&CellResult]) -> Option<f64> {
 /// Zhou et al. Table 1, one per model, every method of the grid as a row.
 pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable>> {
     let attr: Vec<&CellResult> =
-        cells.iter().filter(|c| c.metric == Metric::AttrShare && is_article(&c.shortcut)).collect();
+        cells.iter().filter(|c| c.metric == Metric::AttrShare && is_article(&c.key.shortcut)).collect();
     let mut out = Vec::new();
-    for model in first_appearance(attr.iter().map(|c| c.model.clone())) {
-        let keys = first_appearance(attr.iter().filter(|c| c.model == model).map(|c| RowKey {
-            model: c.model.clone(),
-            dataset: c.dataset.clone(),
-            shortcut: c.shortcut.clone(),
+    for model in first_appearance(attr.iter().map(|c| c.key.model.clone())) {
+        let keys = first_appearance(attr.iter().filter(|c| c.key.model == model).map(|c| RowKey {
+            model: c.key.model.clone(),
+            dataset: c.key.dataset.clone(),
+            shortcut: c.key.shortcut.clone(),
             method: c.method,
         }));
         let rows: Vec<Vec<Option<String>>> = keys
@@ -159,17 +159,20 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
 /// The accuracies behind Zhou et al.'s sanity check, per manipulated model:
 /// only an accuracy well above the bound proves the model reads the articles.
 pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
-    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_article(&r.shortcut)).collect();
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_article(&r.key.shortcut)).collect();
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.dataset.clone(), r.shortcut.clone())));
+    let groups =
+        first_appearance(rows.iter().map(|r| (r.key.model.clone(), r.key.dataset.clone(), r.key.shortcut.clone())));
     let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
     let table: Vec<Vec<Option<String>>> = groups
         .iter()
         .map(|(model, dataset, shortcut)| {
-            let of: Vec<&&VerificationRow> =
-                rows.iter().filter(|r| &r.model == model && &r.dataset == dataset && &r.shortcut == shortcut).collect();
+            let of: Vec<&&VerificationRow> = rows
+                .iter()
+                .filter(|r| &r.key.model == model && &r.key.dataset == dataset && &r.key.shortcut == shortcut)
+                .collect();
             let avg = |f: &dyn Fn(&VerificationRow) -> f64| pct(mean(of.iter().map(|r| f(r))));
             let passed = of.iter().filter(|r| r.passed).count();
             vec![
@@ -217,13 +220,15 @@ mod tests {
 
     fn cell(shortcut: &str, method: &str, metric: &str, seed: u64, value: f64, share: f64) -> CellResult {
         CellResult {
-            model: "lstm".into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
+            key: crate::report::CellKey {
+                model: "lstm".into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed,
+            },
             method: method.parse().expect("a method"),
             metric: metric.parse().expect("a metric"),
-            seed,
             value,
             ci_low: None,
             ci_high: None,
@@ -290,11 +295,13 @@ mod tests {
     #[test]
     fn accuracy_table_keeps_article_rows() {
         let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
-            model: "lstm".into(),
-            architecture: crate::spec::Architecture::Bilstm,
-            dataset: "sst2".into(),
-            shortcut: shortcut.into(),
-            seed: 1,
+            key: crate::report::CellKey {
+                model: "lstm".into(),
+                architecture: crate::spec::Architecture::Bilstm,
+                dataset: "sst2".into(),
+                shortcut: shortcut.into(),
+                seed: 1,
+            },
             shortcut_model_on_synthetic: synthetic,
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 0.98,

@@ -49,11 +49,13 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         let result: Verification = read_json(&input_dir(ctx, v.verify)?.join(VERIFY_FILE))?;
         passed.insert(v.verify, result.passed);
         rows.push(VerificationRow {
-            model: v.model.clone(),
-            architecture: v.architecture,
-            dataset: v.dataset.clone(),
-            shortcut: v.shortcut.name().into(),
-            seed: v.seed,
+            key: crate::report::CellKey {
+                model: v.model.clone(),
+                architecture: v.architecture,
+                dataset: v.dataset.clone(),
+                shortcut: v.shortcut.name().into(),
+                seed: v.seed,
+            },
             shortcut_model_on_synthetic: result.shortcut_model_on_synthetic,
             original_model_on_synthetic: result.original_model_on_synthetic,
             shortcut_model_on_flip: result.shortcut_model_on_flip,
@@ -84,13 +86,15 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     for c in &work.cells {
         let score: Score = read_json(&input_dir(ctx, c.score)?.join(SCORE_FILE))?;
         results.push(CellResult {
-            model: c.model.clone(),
-            architecture: c.architecture,
-            dataset: c.dataset.clone(),
-            shortcut: c.regime.name().into(),
+            key: crate::report::CellKey {
+                model: c.model.clone(),
+                architecture: c.architecture,
+                dataset: c.dataset.clone(),
+                shortcut: c.regime.name().into(),
+                seed: c.seed,
+            },
             method: c.method,
             metric: c.metric,
-            seed: c.seed,
             value: score.mean,
             ci_low: score.interval.map(|i| i[0]),
             ci_high: score.interval.map(|i| i[1]),
@@ -107,11 +111,13 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     for g in &work.agreements {
         let a: Agreement = read_json(&input_dir(ctx, g.agreement)?.join(AGREEMENT_FILE))?;
         agreements.push(AgreementResult {
-            model: g.model.clone(),
-            architecture: g.architecture,
-            dataset: g.dataset.clone(),
-            shortcut: g.regime.name().into(),
-            seed: g.seed,
+            key: crate::report::CellKey {
+                model: g.model.clone(),
+                architecture: g.architecture,
+                dataset: g.dataset.clone(),
+                shortcut: g.regime.name().into(),
+                seed: g.seed,
+            },
             methods: a.methods,
             top_k: a.top_k,
             examples: a.examples,

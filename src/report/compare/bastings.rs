@@ -331,9 +331,9 @@ pub(super) fn compare_source_accuracy(
     let mut unmatched_ours = 0;
     for group in verification_groups(verification) {
         let first = group[0];
-        let arch = PaperArch::of_architecture(first.architecture.name());
+        let arch = PaperArch::of_architecture(first.key.architecture.name());
         let hits: Vec<usize> = (0..rows.len())
-            .filter(|&i| Some(rows[i].arch) == arch && aliases.matches(&first.dataset, &rows[i].dataset))
+            .filter(|&i| Some(rows[i].arch) == arch && aliases.matches(&first.key.dataset, &rows[i].dataset))
             .collect();
         if hits.is_empty() {
             unmatched_ours += 1;
@@ -363,7 +363,7 @@ pub(super) fn compare_source_accuracy(
 pub(super) fn verification_groups(rows: &[VerificationRow]) -> Vec<Vec<&VerificationRow>> {
     let mut out: Vec<Vec<&VerificationRow>> = Vec::new();
     for r in rows {
-        match out.iter_mut().find(|g| g[0].model == r.model && g[0].dataset == r.dataset) {
+        match out.iter_mut().find(|g| g[0].key.model == r.key.model && g[0].key.dataset == r.key.dataset) {
             Some(g) => g.push(r),
             None => out.push(vec![r]),
         }
@@ -374,8 +374,8 @@ pub(super) fn verification_groups(rows: &[VerificationRow]) -> Vec<Vec<&Verifica
 pub(super) fn distinct_shortcuts<'a>(group: &[&'a VerificationRow]) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
     for r in group {
-        if !out.contains(&r.shortcut.as_str()) {
-            out.push(&r.shortcut);
+        if !out.contains(&r.key.shortcut.as_str()) {
+            out.push(&r.key.shortcut);
         }
     }
     out
@@ -390,9 +390,9 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         100.0 * group.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original).sum::<f64>() / n;
     let first = group[0];
     let cell = |metric: &str, ours: f64, published: f64| ComparedCell {
-        model: first.model.clone(),
-        architecture: first.architecture.name().to_string(),
-        dataset: first.dataset.clone(),
+        model: first.key.model.clone(),
+        architecture: first.key.architecture.name().to_string(),
+        dataset: first.key.dataset.clone(),
         published_dataset: row.dataset.clone(),
         shortcut: distinct_shortcuts(group).join("+"),
         method: None,

@@ -404,10 +404,10 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -
             let cell = summary.cell;
             OurCell {
                 method: cell.method.to_string(),
-                model: cell.model,
-                architecture: cell.architecture.name().to_string(),
-                dataset: cell.dataset,
-                shortcut: cell.shortcut,
+                model: cell.key.model,
+                architecture: cell.key.architecture.name().to_string(),
+                dataset: cell.key.dataset,
+                shortcut: cell.key.shortcut,
                 metric: cell.metric.name().to_string(),
                 runs: summary.seeds as u32,
                 value: cell.value,

@@ -140,17 +140,19 @@ fn aliases_parse() {
 
 fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, seed: u64, v: [f64; 3]) -> CellResult {
     CellResult {
-        model: model.into(),
-        architecture: if model.starts_with("bert") {
-            crate::spec::Architecture::Bert
-        } else {
-            crate::spec::Architecture::Bilstm
+        key: crate::report::CellKey {
+            model: model.into(),
+            architecture: if model.starts_with("bert") {
+                crate::spec::Architecture::Bert
+            } else {
+                crate::spec::Architecture::Bilstm
+            },
+            dataset: dataset.into(),
+            shortcut: shortcut.into(),
+            seed,
         },
-        dataset: dataset.into(),
-        shortcut: shortcut.into(),
         method: method.parse().expect("a method"),
         metric: metric.parse().expect("a metric"),
-        seed,
         value: v[0],
         ci_low: Some(v[1]),
         ci_high: Some(v[2]),
@@ -367,11 +369,17 @@ fn zhao_preferences() {
 
 fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, shortcut_acc: f64) -> VerificationRow {
     VerificationRow {
-        seed: 1,
-        model: model.into(),
-        architecture: if model == "bert" { crate::spec::Architecture::Bert } else { crate::spec::Architecture::Bilstm },
-        dataset: dataset.into(),
-        shortcut: shortcut.into(),
+        key: crate::report::CellKey {
+            model: model.into(),
+            architecture: if model == "bert" {
+                crate::spec::Architecture::Bert
+            } else {
+                crate::spec::Architecture::Bilstm
+            },
+            dataset: dataset.into(),
+            shortcut: shortcut.into(),
+            seed: 1,
+        },
         shortcut_model_on_synthetic: 1.0,
         original_model_on_synthetic: 0.5,
         shortcut_model_on_flip: 1.0,
@@ -396,7 +404,11 @@ fn source_accuracy() {
     let rows = vec![
         verification("lstm", "sst2", "st", 0.88, 0.875),
         verification("lstm", "sst2", "tic", 0.88, 0.86),
-        VerificationRow { seed: 2, ..verification("lstm", "sst2", "tic", 0.88, 0.86) },
+        {
+            let mut second_seed = verification("lstm", "sst2", "tic", 0.88, 0.86);
+            second_seed.key.seed = 2;
+            second_seed
+        },
         verification("bert", "imdb", "st", 0.80, 0.80),
         verification("bert", "yelp", "st", 0.80, 0.80),
     ];
@@ -764,7 +776,7 @@ fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
     assert!(c.cells.iter().all(|x| (x.ours - 0.4).abs() < 1e-12), "the natural cells");
     assert_eq!(c.unmatched_ours, 4, "the st cells are left out");
     // Without natural cells the shortcut cells are compared, as before.
-    let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.shortcut == "st").collect();
+    let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.key.shortcut == "st").collect();
     let c = compare(&published, &shortcut_only, &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 4);
 }

@@ -129,9 +129,9 @@ pub(super) fn other_words(
         cells
             .iter()
             .filter(|c| {
-                c.model == correlating.model
-                    && c.dataset == correlating.dataset
-                    && c.shortcut == correlating.shortcut
+                c.key.model == correlating.model
+                    && c.key.dataset == correlating.dataset
+                    && c.key.shortcut == correlating.shortcut
                     && c.metric == metric
                     && c.method.to_string() == correlating.method
             })
@@ -186,7 +186,7 @@ pub(super) fn manipulated_accuracy(
 ) -> Option<f64> {
     let of: Vec<f64> = rows
         .iter()
-        .filter(|r| r.model == model && r.dataset == dataset && r.shortcut == shortcut)
+        .filter(|r| r.key.model == model && r.key.dataset == dataset && r.key.shortcut == shortcut)
         .map(|r| r.shortcut_model_on_synthetic)
         .collect();
     (!of.is_empty()).then(|| of.iter().sum::<f64>() / of.len() as f64)

@@ -149,7 +149,7 @@ fn bench_model<B: AutodiffBackend>(
     let mut checkpoint = checkpoint::load::<B>(model_dir, device)?;
     checkpoint.model = checkpoint.model.frozen();
     let test = crate::steps::synth::load_test(synth_dir, template.test_set)?;
-    let (prepared, _) = attribute::prepare(&checkpoint, &test, template, device);
+    let (prepared, _) = attribute::prepare(&checkpoint, &test, template, buckets, device);
     let architecture = checkpoint.config.architecture();
     let traits: ModelTraits = architecture.traits();
     let mean_tokens = prepared.iter().map(|p| p.encoded.ids.len()).sum::<usize>() as f64 / prepared.len().max(1) as f64;

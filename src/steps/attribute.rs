@@ -100,7 +100,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let mut checkpoint = checkpoint::load::<B>(&ctx.inputs[0], device)?;
     checkpoint.model = checkpoint.model.frozen();
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set)?;
-    let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, device);
+    let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, ctx.compute.buckets, device);
     ctx.progress.set_length(examples.len() as u64);
     let shapes = ShapeLog::default();
     explain_all(&checkpoint, options, (ctx.compute.buckets, &shapes), &mut examples, device, |n| {
@@ -171,15 +171,17 @@ pub struct Prepared {
 
 /// Encodes the sampled test examples and maps the ground truth to token
 /// positions; returns them with the number left out because truncation cut a
-/// shortcut token (a pattern) or every token of G (a region).
+/// shortcut token (a pattern) or every token of G (a region). A `subset` is
+/// found by predicting in batches padded to `buckets`, as verification does.
 pub fn prepare<B: Backend>(
     checkpoint: &Checkpoint<B>,
     test: &[SyntheticExample],
     options: &Options,
+    buckets: Buckets,
     device: &B::Device,
 ) -> (Vec<Prepared>, usize) {
     let max_length = options.max_length.min(checkpoint.config.max_length());
-    let candidates = subset_indices(checkpoint, test, options, max_length, device);
+    let candidates = subset_indices(checkpoint, test, options, max_length, buckets, device);
     let sampled = sample_indices(candidates.len(), options.sample, options.seed).into_iter().map(|k| candidates[k]);
     prepare_indices(checkpoint, test, sampled, options)
 }
@@ -237,6 +239,7 @@ fn subset_indices<B: Backend>(
     test: &[SyntheticExample],
     options: &Options,
     max_length: usize,
+    buckets: Buckets,
     device: &B::Device,
 ) -> Vec<usize> {
     let keep_correct = match options.subset {
@@ -247,7 +250,7 @@ fn subset_indices<B: Backend>(
     let ids: Vec<Vec<u32>> = test.iter().map(|e| checkpoint.encoder.encode(&e.text, max_length).ids).collect();
     let sequences: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
     let predicted = crate::model::predict::predict(
-        &checkpoint.model,
+        &Shaped::new(&checkpoint.model, buckets),
         &sequences,
         options.batch_size.max(1),
         checkpoint.encoder.pad_id(),

@@ -114,3 +114,61 @@ fn a_failed_write_publishes_nothing_and_loses_nothing_else() {
     assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
     assert!(states(&t).iter().all(|(_, s)| s == "cached"));
 }
+
+/// A training step killed with `kill -9` part way goes on from its last
+/// snapshot on the next run — `grid plan` says from which step — and the run
+/// ends with tables byte-identical to an unbroken run's.
+#[cfg(unix)]
+#[test]
+fn a_killed_training_resumes_from_its_snapshot() {
+    use std::os::unix::process::CommandExt;
+    let grid_text = TINY
+        .replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
+        .replace("max_steps = 120", "max_steps = 1200")
+        .replace("patience = 80", "patience = 1200");
+    let snapshot_often = |mut command: Command| {
+        command.env("GRID_SNAPSHOT_SECONDS", "0");
+        command
+    };
+    let clean = GridTest::new(&grid_text);
+    let run = snapshot_often(grid(clean.path())).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let t = GridTest::new(&grid_text);
+    let mut child = snapshot_often(grid(t.path()))
+        .args(["run", "grid.toml", "-q", "-j", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let resume = t.cache().join("resume");
+    let snapshot = || -> Option<std::path::PathBuf> {
+        let folder = std::fs::read_dir(&resume).ok()?.flatten().next()?.path();
+        folder.join("snapshot.json").exists().then_some(folder)
+    };
+    let started = Instant::now();
+    let folder = loop {
+        if let Some(folder) = snapshot() {
+            break folder;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before any snapshot");
+        assert!(started.elapsed() < Duration::from_secs(300), "no snapshot after 5 minutes");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
+    let _ = child.wait();
+    assert!(folder.join("snapshot.json").exists(), "the snapshot outlives the kill");
+
+    let plan = grid(t.path()).args(["plan", "grid.toml"]).output().unwrap();
+    let planned = String::from_utf8_lossy(&plan.stdout);
+    assert!(planned.contains("training resumes from its snapshot at step"), "{planned}");
+
+    let rerun = snapshot_often(grid(t.path())).args(["run", "grid.toml", "-v"]).output().unwrap();
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert!(rerun.status.success(), "{said}");
+    assert!(said.contains("resuming from the snapshot at step"), "{said}");
+    assert!(!folder.exists(), "the resume folder is removed once the step is cached");
+    assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+}

@@ -24,13 +24,13 @@ impl Cache {
     }
 
     /// Removes (or, dry, lists) every staging folder whose step no process is
-    /// computing. Folders of steps being computed, and names this version did
-    /// not write, are left alone.
+    /// computing, and the resume folders of cached steps. Folders of steps
+    /// being computed, and names this version did not write, are left alone.
     pub fn sweep_leftovers(&self, dry_run: bool) -> Result<Vec<PathBuf>, CacheError> {
         let tmp = self.root.join("tmp");
         let entries = match fs::read_dir(&tmp) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.sweep_resumed(dry_run),
             Err(e) => return Err(CacheError::Io { path: tmp, source: e }),
         };
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
@@ -46,6 +46,7 @@ impl Cache {
             }
             swept.push(path);
         }
+        swept.extend(self.sweep_resumed(dry_run)?);
         Ok(swept)
     }
 }

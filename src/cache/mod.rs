@@ -35,6 +35,7 @@ mod failures;
 pub mod files;
 pub mod gc;
 mod leftovers;
+mod resume;
 pub mod stale;
 
 use std::fs::{self, File};
@@ -167,6 +168,12 @@ impl StepKey {
         });
         let digest = Sha256::digest(canonical.to_string().as_bytes());
         StepKey(hex::encode(digest))
+    }
+
+    /// A key as written in folder names: 64 lowercase hex digits.
+    pub fn parse(text: &str) -> Option<StepKey> {
+        let is_key = text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        is_key.then(|| StepKey(text.to_string()))
     }
 
     pub fn as_str(&self) -> &str {

@@ -17,6 +17,9 @@ pub enum StaleReason {
     InputChanged { input: String },
     /// An earlier attempt was interrupted and left a temporary folder.
     Incomplete,
+    /// An earlier training run was interrupted after a snapshot: it goes on
+    /// from that step.
+    Resumes { step: usize },
     /// The key was computed before but its folder is gone (e.g. `grid gc`).
     Removed,
 }
@@ -32,6 +35,9 @@ impl std::fmt::Display for StaleReason {
             }
             StaleReason::InputChanged { input } => write!(f, "input `{input}` changed"),
             StaleReason::Incomplete => write!(f, "an earlier run was interrupted"),
+            StaleReason::Resumes { step } => {
+                write!(f, "an earlier run was interrupted; training resumes from its snapshot at step {step}")
+            }
             StaleReason::Removed => write!(f, "the cached result was removed"),
         }
     }
@@ -46,6 +52,9 @@ pub fn explain(
     params: &Value,
     inputs: &[(String, StepKey)],
 ) -> StaleReason {
+    if let Some(step) = crate::train::Snapshots::step_in(&cache.resume_dir(kind, key)) {
+        return StaleReason::Resumes { step };
+    }
     if cache.has_leftover(kind, key) {
         return StaleReason::Incomplete;
     }

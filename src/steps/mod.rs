@@ -32,6 +32,9 @@ pub struct StepContext<'a> {
     pub progress: &'a ProgressBar,
     /// Progress lines for logs when no bar is drawn.
     pub log: &'a (dyn Fn(String) + Sync),
+    /// Where a training step keeps snapshots to resume from after an
+    /// interruption (the step's resume folder in the cache).
+    pub snapshots: Option<crate::train::Snapshots>,
 }
 
 /// Runs one step, writing its payload into `out`.

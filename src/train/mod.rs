@@ -8,6 +8,7 @@
 //! device-side dropout masks from the backend's RNG, seeded by the run.
 
 mod data;
+mod snapshot;
 
 use std::time::Instant;
 
@@ -30,21 +31,37 @@ use crate::model::{Classifier, TokenBatch};
 use crate::spec::{Keep, Optimizer as OptimizerSpec, TrainingSpec};
 
 pub use data::TrainData;
+use snapshot::LoopState;
+pub use snapshot::Snapshots;
 
 /// A model the trainer can fit: a forward pass with training noise.
 pub trait Trainable<B: Backend>: Classifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2>;
+
+    /// Whether training draws randomness from the backend's RNG (dropout masks
+    /// on the device). Its state cannot be saved, so such a run is not
+    /// resumed from a snapshot: it would not end where an unbroken run ends.
+    fn draws_on_device(&self) -> bool;
 }
 
 impl<B: Backend> Trainable<B> for crate::model::bilstm::BiLstmClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.forward_with(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise)).0
     }
+
+    /// Every mask of the BiLSTM comes from the host RNG.
+    fn draws_on_device(&self) -> bool {
+        false
+    }
 }
 
 impl<B: Backend> Trainable<B> for crate::model::bert::BertClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.forward(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise))
+    }
+
+    fn draws_on_device(&self) -> bool {
+        true
     }
 }
 
@@ -65,6 +82,10 @@ pub struct TrainSetup<'a> {
     pub log: &'a (dyn Fn(String) + Sync),
     /// Padding of batch shapes (see [`crate::model::shapes`]).
     pub buckets: Buckets,
+    /// Where the run keeps snapshots to resume from (`None`: it keeps none).
+    pub snapshots: Option<&'a Snapshots>,
+    /// Asked before every step: whether to stop ([`crate::interrupt::requested`]).
+    pub stop: &'a (dyn Fn() -> bool + Sync),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,9 +171,13 @@ pub struct Diverged {
 pub enum Stopped {
     #[error(transparent)]
     Diverged(#[from] Diverged),
-    /// The run was asked to stop (Ctrl-C); nothing is saved.
-    #[error("training interrupted before step {step}")]
-    Interrupted { step: usize },
+    /// The run was asked to stop (Ctrl-C, SIGTERM): a rerun resumes from the
+    /// last snapshot, if one was taken.
+    #[error("training interrupted before step {step}{}", match resumes_from {
+        Some(s) => format!("; a rerun resumes from the snapshot at step {s}"),
+        None => String::new(),
+    })]
+    Interrupted { step: usize, resumes_from: Option<usize> },
 }
 
 /// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
@@ -276,6 +301,7 @@ where
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
+    let mut earlier_seconds = 0.0;
     let mut validation_seconds = 0.0;
     let shapes = ShapeLog::default();
     let limit = model.max_length();
@@ -291,11 +317,47 @@ where
     let mut step = 0;
     let mut seen = 0usize;
     let mut stopped_early = false;
+
+    let snapshots = setup.snapshots.filter(|_| !model.draws_on_device());
+    // Where the restored epoch is: the RNG position and batches taken, applied
+    // once its batches are drawn again.
+    let mut resume_in_epoch = None;
+    let mut last_snapshot = (Instant::now(), None);
+    if let Some(snapshots) = snapshots {
+        match snapshots.load::<B, M, O>(device) {
+            Ok(None) => {}
+            Ok(Some(loaded)) => {
+                model = model.load_record(loaded.model);
+                optimizer = optimizer.load_record(loaded.optimizer);
+                best = best.load_record(loaded.best);
+                let state = loaded.state;
+                (step, best_step, best_accuracy, log) = (state.step, state.best_step, state.best_accuracy, state.log);
+                (last_finite, seen) = (state.last_finite, state.seen);
+                (earlier_seconds, validation_seconds) = (state.seconds, state.validation_seconds);
+                for [rows, time] in state.shapes {
+                    shapes.record(rows, time);
+                }
+                rng.set_word_pos(loaded.epoch_rng_position);
+                resume_in_epoch = Some((loaded.rng_position, state.batches_done));
+                last_snapshot.1 = Some(step);
+                (setup.log)(format!("resuming from the snapshot at step {step}"));
+            }
+            Err(e) => (setup.log)(format!("snapshot not used ({e:#}); training from step 0")),
+        }
+    }
     setup.progress.set_length(max_steps as u64);
+    setup.progress.set_position(step as u64);
     'epochs: while step < max_steps && !train_set.is_empty() {
-        for batch_indices in bucketed_batches(train_set, batch_size, &mut rng) {
-            if crate::interrupt::requested() {
-                return Err(Stopped::Interrupted { step: step + 1 });
+        let epoch_rng_position = rng.get_word_pos();
+        let batches = bucketed_batches(train_set, batch_size, &mut rng);
+        let mut batches_done = 0;
+        if let Some((position, done)) = resume_in_epoch.take() {
+            rng.set_word_pos(position);
+            batches_done = done;
+        }
+        for batch_indices in batches.into_iter().skip(batches_done) {
+            if (setup.stop)() {
+                return Err(Stopped::Interrupted { step: step + 1, resumes_from: last_snapshot.1 });
             }
             let mut sequences: Vec<Vec<u32>> = batch_indices.iter().map(|&i| train_set[i].ids.clone()).collect();
             let labels: Vec<u32> = batch_indices.iter().map(|&i| train_set[i].label).collect();
@@ -322,6 +384,7 @@ where
             let grads = GradientsParams::from_grads(batch_loss.backward(), &model);
             model = optimizer.step(learning_rate * schedule.factor(step, max_steps), model, grads);
             step += 1;
+            batches_done += 1;
             setup.progress.inc(1);
 
             if step % eval_every == 0 || step == max_steps {
@@ -346,13 +409,36 @@ where
                     stopped_early = true;
                     break 'epochs;
                 }
+                if let Some(snapshots) = snapshots
+                    && step < max_steps
+                    && snapshots.due(last_snapshot.0)
+                {
+                    let state = LoopState {
+                        step,
+                        epoch_rng_position: epoch_rng_position.to_string(),
+                        rng_position: rng.get_word_pos().to_string(),
+                        batches_done,
+                        best_step,
+                        best_accuracy,
+                        log: log.clone(),
+                        last_finite,
+                        seen,
+                        seconds: earlier_seconds + started.elapsed().as_secs_f64(),
+                        validation_seconds,
+                        shapes: shapes.shapes(),
+                    };
+                    match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
+                        Ok(()) => last_snapshot = (Instant::now(), Some(step)),
+                        Err(e) => (setup.log)(format!("snapshot at step {step} not written: {e:#}")),
+                    }
+                }
             }
             if step >= max_steps {
                 break 'epochs;
             }
         }
     }
-    let seconds = started.elapsed().as_secs_f64();
+    let seconds = earlier_seconds + started.elapsed().as_secs_f64();
     let summary = TrainSummary {
         steps: step,
         best_step,
@@ -442,6 +528,29 @@ mod tests {
         keep: Keep,
         prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
     ) -> (BiLstmClassifier<Flex>, TrainSummary) {
+        let run = Run { seed, dropout, buckets, keep, eval_every: 50, snapshots: None, stop_after: None, lines: None };
+        fit_run(run, prepare).unwrap()
+    }
+
+    /// A toy training run's settings, for the tests that vary them.
+    struct Run<'a> {
+        seed: u64,
+        dropout: f64,
+        buckets: Buckets,
+        keep: Keep,
+        eval_every: usize,
+        snapshots: Option<&'a Snapshots>,
+        /// Stop (as Ctrl-C does) before this many batches have run.
+        stop_after: Option<usize>,
+        /// Where the run's log lines go.
+        lines: Option<&'a std::sync::Mutex<Vec<String>>>,
+    }
+
+    fn fit_run(
+        run: Run,
+        prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
+    ) -> Result<(BiLstmClassifier<Flex>, TrainSummary), Stopped> {
+        let Run { seed, dropout, buckets, keep, eval_every, snapshots, stop_after, lines } = run;
         let config = BiLstmConfig {
             vocab_size: 12,
             embedding_dim: 8,
@@ -466,15 +575,91 @@ mod tests {
             weight_decay: 5e-6,
             schedule: crate::spec::Schedule::Constant,
             max_steps: Positive::new(200),
-            eval_every: Positive::new(50),
+            eval_every: Positive::new(eval_every),
             keep,
             max_grad_norm: None,
             seed,
         };
         let progress = indicatif::ProgressBar::hidden();
-        let log = |_: String| {};
-        let setup = TrainSetup { pad_id: 0, unk_id: 1, word_dropout: 0.1, progress: &progress, log: &log, buckets };
-        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device).unwrap()
+        let log = |line: String| {
+            if let Some(lines) = lines {
+                lines.lock().unwrap().push(line);
+            }
+        };
+        let batches = std::sync::atomic::AtomicUsize::new(0);
+        let stop = || {
+            let taken = batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            stop_after.is_some_and(|n| taken >= n)
+        };
+        let setup = TrainSetup {
+            pad_id: 0,
+            unk_id: 1,
+            word_dropout: 0.1,
+            progress: &progress,
+            log: &log,
+            buckets,
+            snapshots,
+            stop: &stop,
+        };
+        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
+    }
+
+    /// A run stopped part way and started again goes on from its last snapshot
+    /// and ends where a run never stopped ends: same curve, same weights, bit
+    /// for bit (dropout and word dropout included). A damaged snapshot is not
+    /// used: the run starts over and still ends there.
+    #[test]
+    fn a_stopped_run_resumes_from_its_snapshot_and_ends_as_an_unbroken_one() {
+        let keep = Keep::Best { patience: Positive::new(500) };
+        let lines = std::sync::Mutex::new(Vec::new());
+        let run = |snapshots, stop_after| Run {
+            seed: 5,
+            dropout: 0.1,
+            buckets: Buckets::EXACT,
+            keep,
+            // 25 batches an epoch: evaluations at 30, 60, 90 fall inside epochs.
+            eval_every: 30,
+            snapshots,
+            stop_after,
+            lines: Some(&lines),
+        };
+        let (unbroken, whole) = fit_run(run(None, None), |m| m).unwrap();
+        let probe: Vec<Vec<u32>> = toy_data(50, 9).into_iter().map(|e| e.ids).collect();
+        let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
+        let logits = |m: &BiLstmClassifier<Flex>| -> Vec<f32> {
+            m.logits(&TokenBatch::<Flex>::from_sequences(&refs, 0, &Default::default())).into_data().to_vec().unwrap()
+        };
+
+        let dir = tempfile::tempdir().unwrap();
+        let snapshots = Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
+        let stopped = fit_run(run(Some(&snapshots), Some(100)), |m| m).expect_err("stopped");
+        assert_eq!(stopped, Stopped::Interrupted { step: 101, resumes_from: Some(90) });
+        assert!(stopped.to_string().contains("resumes from the snapshot at step 90"), "{stopped}");
+        assert_eq!(Snapshots::step_in(&snapshots.dir), Some(90));
+        let folders = std::fs::read_dir(&snapshots.dir).unwrap().count();
+        assert_eq!(folders, 2, "snapshot.json and step-90 only");
+
+        lines.lock().unwrap().clear();
+        let (resumed, summary) = fit_run(run(Some(&snapshots), None), |m| m).unwrap();
+        assert_eq!(lines.lock().unwrap()[0], "resuming from the snapshot at step 90");
+        assert_eq!(summary.log, whole.log);
+        assert_eq!((summary.steps, summary.best_step), (whole.steps, whole.best_step));
+        assert_eq!(logits(&resumed), logits(&unbroken));
+
+        // Stopped again, then a byte of the weights flipped.
+        snapshots.clear();
+        fit_run(run(Some(&snapshots), Some(70)), |m| m).expect_err("stopped");
+        let weights = snapshots.dir.join("step-60").join("model.mpk");
+        let mut bytes = std::fs::read(&weights).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(&weights, bytes).unwrap();
+        lines.lock().unwrap().clear();
+        let (restarted, again) = fit_run(run(Some(&snapshots), None), |m| m).unwrap();
+        let first = lines.lock().unwrap()[0].clone();
+        assert!(first.starts_with("snapshot not used (") && first.contains("does not match its checksum"), "{first}");
+        assert_eq!(again.log, whole.log);
+        assert_eq!(logits(&restarted), logits(&unbroken));
     }
 
     #[test]
@@ -569,6 +754,8 @@ mod tests {
             progress: &progress,
             log: &log,
             buckets: Buckets::EXACT,
+            snapshots: None,
+            stop: &|| false,
         };
         let stopped = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
             .err()

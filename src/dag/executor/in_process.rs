@@ -1,13 +1,14 @@
 //! Runs a step on the calling thread of this process.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Executor, Finished, Job};
 use crate::backend::Compute;
-use crate::cache::{Entry, InputRef};
+use crate::cache::{Entry, InputRef, StepKind};
 use crate::dag::StepStatus;
 use crate::steps::{self, StepContext};
+use crate::train::Snapshots;
 
 pub struct InProcess {
     pub compute: Compute,
@@ -40,7 +41,9 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let started = Instant::now();
         let staging = cache.begin(step.kind, &step.key)?;
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
-        let ctx = StepContext { inputs, compute, progress, log };
+        let snapshots = (step.kind == StepKind::Train)
+            .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
+        let ctx = StepContext { inputs, compute, progress, log, snapshots };
         let result =
             catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
                 let message = panic
@@ -65,7 +68,25 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             })
             .collect();
         cache.publish(staging, &step.label, &step.params, input_refs, seconds, &compute.to_string())?;
+        // The result is in place: what it was resumed from has served.
+        cache.remove_resume(step.kind, &step.key)?;
         Ok(StepStatus::Ran { seconds })
     };
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
+}
+
+/// The least time between two training snapshots: `GRID_SNAPSHOT_SECONDS`
+/// (0: at every evaluation), 120 s when unset or not a number.
+fn snapshot_interval() -> Duration {
+    const DEFAULT: Duration = Duration::from_secs(120);
+    match std::env::var("GRID_SNAPSHOT_SECONDS") {
+        Err(_) => DEFAULT,
+        Ok(text) => text.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map_or_else(
+            || {
+                eprintln!("warning: GRID_SNAPSHOT_SECONDS={text:?} is not a number of seconds; using 120");
+                DEFAULT
+            },
+            Duration::from_secs_f64,
+        ),
+    }
 }

@@ -127,6 +127,8 @@ pub fn fit<B: AutodiffBackend>(
         progress: ctx.progress,
         log: ctx.log,
         buckets: ctx.compute.buckets,
+        snapshots: ctx.snapshots.as_ref(),
+        stop: &crate::interrupt::requested,
     };
     let fine_tune = !matches!(spec.init, BertInit::Pretrained { fine_tune: false, .. });
     let (best, summary) = if fine_tune {

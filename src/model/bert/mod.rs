@@ -296,6 +296,8 @@ mod tests {
             progress: &progress,
             log: &log,
             buckets: crate::model::shapes::Buckets::EXACT,
+            snapshots: None,
+            stop: &|| false,
         };
         let (model, summary) =
             train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default()).unwrap();

@@ -74,6 +74,8 @@ pub fn fit<B: AutodiffBackend>(
         progress: ctx.progress,
         log: ctx.log,
         buckets: ctx.compute.buckets,
+        snapshots: ctx.snapshots.as_ref(),
+        stop: &crate::interrupt::requested,
     };
     let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
         .with_context(|| format!("model `{}`", model.name))?;

@@ -1,0 +1,237 @@
+//! Snapshots of a training run, so that a run stopped part way (Ctrl-C, a
+//! cluster's time limit, a killed process, a device call that ends) resumes
+//! where it stopped instead of from step 0, and ends with the weights a run
+//! never stopped would have: bit for bit on one machine.
+//!
+//! A snapshot is taken at an evaluation step, at most every
+//! [`Snapshots::every`]: the weights, the optimizer's state (momentum, Adam's
+//! moments), the best weights so far, and the loop's state — the step, the
+//! position of the host RNG at the start of the epoch and now, the batch the
+//! epoch is at, the log and the early-stopping state. On disk:
+//!
+//! ```text
+//! <dir>/snapshot.json      what the snapshot is, and the SHA-256 of each file
+//! <dir>/step-<N>/model.mpk, optimizer.mpk, best.mpk
+//! ```
+//!
+//! `snapshot.json` is renamed into place after its folder is complete, so a
+//! process killed while writing leaves the previous snapshot in force. One that
+//! fails its checksums, or does not decode, is not used: training starts from
+//! step 0 and says why.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use burn::module::{AutodiffModule, Module};
+use burn::optim::Optimizer;
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
+use burn::tensor::backend::AutodiffBackend;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::LogEntry;
+
+/// Bumped when the layout or the loop state changes: an older snapshot is then
+/// not used.
+const FORMAT: u32 = 1;
+
+const MANIFEST: &str = "snapshot.json";
+
+/// Where a training run keeps its snapshots, and how often it takes one.
+#[derive(Debug, Clone)]
+pub struct Snapshots {
+    pub dir: PathBuf,
+    /// The least time between two snapshots (zero: at every evaluation).
+    pub every: Duration,
+}
+
+/// The training loop's state at an evaluation step: with the three weight
+/// records, everything a resumed run needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopState {
+    /// Steps taken.
+    pub step: usize,
+    /// The host RNG's word position when the current epoch drew its batches,
+    /// and now (decimal strings: JSON numbers stop at 64 bits).
+    pub epoch_rng_position: String,
+    pub rng_position: String,
+    /// Batches of the current epoch already taken.
+    pub batches_done: usize,
+    pub best_step: usize,
+    pub best_accuracy: f64,
+    pub log: Vec<LogEntry>,
+    pub last_finite: Option<f64>,
+    /// Examples seen, and seconds spent (all attempts together).
+    pub seen: usize,
+    pub seconds: f64,
+    pub validation_seconds: f64,
+    pub shapes: Vec<[usize; 2]>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    state: LoopState,
+    /// File name (in `step-<N>/`) → SHA-256 and length.
+    files: Vec<FileSum>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct FileSum {
+    name: String,
+    sha256: String,
+    bytes: u64,
+}
+
+/// A snapshot read back and checked: the loop's state and the three records,
+/// for `load_record` on a model and optimizer built as a fresh run builds them.
+pub struct Loaded<B, M, O>
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+    O: Optimizer<M, B>,
+{
+    pub state: LoopState,
+    pub epoch_rng_position: u128,
+    pub rng_position: u128,
+    pub model: <M as Module<B>>::Record,
+    pub optimizer: O::Record,
+    pub best: <M::InnerModule as Module<B::InnerBackend>>::Record,
+}
+
+type Bytes = NamedMpkBytesRecorder<FullPrecisionSettings>;
+
+impl Snapshots {
+    /// The step of the snapshot in `dir`, if one is there (not verified):
+    /// what `grid plan` reports.
+    pub fn step_in(dir: &Path) -> Option<usize> {
+        let text = fs::read_to_string(dir.join(MANIFEST)).ok()?;
+        let manifest: Manifest = serde_json::from_str(&text).ok()?;
+        (manifest.format == FORMAT).then_some(manifest.state.step)
+    }
+
+    /// Whether a snapshot is due, `last` being when the previous one was taken.
+    pub fn due(&self, last: Instant) -> bool {
+        last.elapsed() >= self.every
+    }
+
+    /// Writes a snapshot; the previous one stays in force until this one is whole.
+    pub fn save<B, M, O>(&self, model: &M, optimizer: &O, best: &M::InnerModule, state: &LoopState) -> Result<()>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        O: Optimizer<M, B>,
+    {
+        let folder = format!("step-{}", state.step);
+        let staging = self.dir.join(format!("{folder}.partial"));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).with_context(|| format!("removing {}", staging.display()))?;
+        }
+        fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
+        let recorder = Bytes::default();
+        let records: [(&str, Vec<u8>); 3] = [
+            ("model.mpk", Recorder::<B>::record(&recorder, model.clone().into_record(), ())?),
+            ("optimizer.mpk", Recorder::<B>::record(&recorder, optimizer.to_record(), ())?),
+            ("best.mpk", Recorder::<B::InnerBackend>::record(&recorder, best.clone().into_record(), ())?),
+        ];
+        let mut files = Vec::new();
+        for (name, bytes) in &records {
+            let path = staging.join(name);
+            fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            files.push(FileSum { name: (*name).into(), sha256: sha256(bytes), bytes: bytes.len() as u64 });
+        }
+        let done = self.dir.join(&folder);
+        if done.exists() {
+            fs::remove_dir_all(&done).with_context(|| format!("removing {}", done.display()))?;
+        }
+        fs::rename(&staging, &done).with_context(|| format!("renaming {}", staging.display()))?;
+        let manifest = Manifest { format: FORMAT, state: state.clone(), files };
+        let temporary = self.dir.join(format!("{MANIFEST}.partial"));
+        fs::write(&temporary, serde_json::to_vec_pretty(&manifest)?)
+            .with_context(|| format!("writing {}", temporary.display()))?;
+        fs::rename(&temporary, self.dir.join(MANIFEST)).with_context(|| format!("renaming {}", temporary.display()))?;
+        self.remove_folders_except(Some(&folder));
+        Ok(())
+    }
+
+    /// The snapshot in the folder. `Ok(None)`: there is none. `Err`: there is
+    /// one that cannot be used (the reason); the folder is then emptied.
+    pub fn load<B, M, O>(&self, device: &B::Device) -> Result<Option<Loaded<B, M, O>>>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        O: Optimizer<M, B>,
+    {
+        let path = self.dir.join(MANIFEST);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let loaded = self.read::<B, M, O>(&text, device);
+        if loaded.is_err() {
+            self.clear();
+        }
+        loaded.map(Some)
+    }
+
+    fn read<B, M, O>(&self, text: &str, device: &B::Device) -> Result<Loaded<B, M, O>>
+    where
+        B: AutodiffBackend,
+        M: AutodiffModule<B>,
+        O: Optimizer<M, B>,
+    {
+        let manifest: Manifest = serde_json::from_str(text)
+            .with_context(|| format!("{} does not parse", self.dir.join(MANIFEST).display()))?;
+        if manifest.format != FORMAT {
+            bail!("snapshot format {} (this version reads {FORMAT})", manifest.format);
+        }
+        let position = |text: &str| -> Result<u128> {
+            text.parse().with_context(|| format!("snapshot.json: RNG position `{text}` is not a number"))
+        };
+        let epoch_rng_position = position(&manifest.state.epoch_rng_position)?;
+        let rng_position = position(&manifest.state.rng_position)?;
+        let folder = self.dir.join(format!("step-{}", manifest.state.step));
+        let read = |name: &str| -> Result<Vec<u8>> {
+            let sum = manifest
+                .files
+                .iter()
+                .find(|f| f.name == name)
+                .with_context(|| format!("snapshot.json lists no `{name}`"))?;
+            let path = folder.join(name);
+            let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            if bytes.len() as u64 != sum.bytes || sha256(&bytes) != sum.sha256 {
+                bail!("{} does not match its checksum", path.display());
+            }
+            Ok(bytes)
+        };
+        let recorder = Bytes::default();
+        let model = Recorder::<B>::load(&recorder, read("model.mpk")?, device).context("model.mpk")?;
+        let optimizer = Recorder::<B>::load(&recorder, read("optimizer.mpk")?, device).context("optimizer.mpk")?;
+        let best = Recorder::<B::InnerBackend>::load(&recorder, read("best.mpk")?, device).context("best.mpk")?;
+        Ok(Loaded { state: manifest.state, epoch_rng_position, rng_position, model, optimizer, best })
+    }
+
+    /// Removes every snapshot (the run finished, or one could not be used).
+    pub fn clear(&self) {
+        let _ = fs::remove_file(self.dir.join(MANIFEST));
+        self.remove_folders_except(None);
+    }
+
+    fn remove_folders_except(&self, keep: Option<&str>) {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("step-") && Some(name.as_ref()) != keep {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

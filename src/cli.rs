@@ -842,7 +842,16 @@ fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
                 "{} answers from {} workers{}; tables in {}",
                 imported.answers,
                 imported.workers.len(),
-                if outcome.cached { " (cached: the same study and answers were imported before)" } else { "" },
+                if outcome.cached {
+                    " (cached: the same study and answers were imported before)".to_string()
+                } else if outcome.cells_cached > 0 {
+                    format!(
+                        " ({} model cells scored, {} unchanged since an earlier import and taken from the cache)",
+                        outcome.cells_scored, outcome.cells_cached
+                    )
+                } else {
+                    String::new()
+                },
                 outcome.files.first().and_then(|f| f.parent()).map(|p| p.display().to_string()).unwrap_or_default()
             );
             Ok(ExitCode::SUCCESS)

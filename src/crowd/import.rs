@@ -64,7 +64,73 @@ pub struct ImportOptions {
     pub exclude_failed_checks: bool,
 }
 
+/// One model cell's salience tasks with the answers that count (after
+/// `--exclude-failed-checks`): all its scores depend on, so a new answers file
+/// that leaves a cell's input as it was leaves its scores as they were.
+#[derive(Debug, Serialize)]
+pub struct CellInput<'a> {
+    pub cell: &'a str,
+    pub answers_per_task: usize,
+    /// The study's method order, which the rows follow.
+    pub method_order: &'a [String],
+    pub tasks: Vec<TaskInput<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskInput<'a> {
+    pub id: &'a str,
+    pub label: u32,
+    pub example: usize,
+    pub method: &'a str,
+    pub k: usize,
+    pub answers: Vec<Answer>,
+}
+
+/// A cell's scores, its tasks' outcomes, and how many tasks had no answer,
+/// fewer or more answers than asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellOutcome {
+    pub scores: CellScores,
+    pub tasks: Vec<TaskResult>,
+    pub unanswered: usize,
+    pub fewer: usize,
+    pub more: usize,
+}
+
+/// Lu et al.'s numbers for one cell.
+pub fn score_cell(input: &CellInput) -> Result<CellOutcome> {
+    let expected = input.answers_per_task;
+    let (mut unanswered, mut fewer, mut more) = (0, 0, 0);
+    let mut outcomes = Vec::new();
+    let mut tasks = Vec::new();
+    for task in &input.tasks {
+        match task.answers.len() {
+            0 => unanswered += 1,
+            n if n < expected => fewer += 1,
+            n if n > expected => more += 1,
+            _ => {}
+        }
+        let correct = score::majority_correct(&task.answers, task.label);
+        tasks.push(TaskResult { task: task.id.to_string(), correct, answers: task.answers.len() });
+        outcomes.push(TaskOutcome { example: task.example, method: task.method.to_string(), k: task.k, correct });
+    }
+    let mut methods = score::score(&outcomes).map_err(|e| anyhow!("{}: {e}", input.cell))?;
+    // The study's method order, not first appearance.
+    methods.sort_by_key(|m| input.method_order.iter().position(|x| *x == m.method));
+    Ok(CellOutcome { scores: CellScores { cell: input.cell.to_string(), methods }, tasks, unanswered, fewer, more })
+}
+
 pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> Result<Imported> {
+    score_study_with(study, answers, options, score_cell)
+}
+
+/// [`score_study`], each cell scored by `score` (which may take it from a cache).
+pub fn score_study_with(
+    study: &Study,
+    answers: &Answers,
+    options: ImportOptions,
+    mut score: impl FnMut(&CellInput) -> Result<CellOutcome>,
+) -> Result<Imported> {
     let mut warnings = answers.warnings.clone();
     // Attention checks, per worker.
     let mut workers: BTreeMap<&str, WorkerChecks> = BTreeMap::new();
@@ -106,28 +172,34 @@ pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> 
     for row in answers.rows.iter().filter(|r| !excluded.contains(r.worker.as_str())) {
         by_task.entry(&row.task).or_default().push(row.answer);
     }
-    let expected = study.answers_per_task;
-    let (mut none, mut fewer, mut more) = (0, 0, 0);
-    let mut outcomes: BTreeMap<&str, Vec<TaskOutcome>> = BTreeMap::new();
-    let mut results = Vec::new();
+    let mut inputs: BTreeMap<&str, CellInput> = BTreeMap::new();
     for task in study.salience_tasks() {
         let TaskKind::Salience { cell, example, method, k } = &task.kind else { continue };
-        let given = by_task.get(task.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-        match given.len() {
-            0 => none += 1,
-            n if n < expected => fewer += 1,
-            n if n > expected => more += 1,
-            _ => {}
-        }
-        let correct = score::majority_correct(given, task.label);
-        results.push(TaskResult { task: task.id.clone(), correct, answers: given.len() });
-        outcomes.entry(cell).or_default().push(TaskOutcome {
+        let input = inputs.entry(cell).or_insert_with(|| CellInput {
+            cell,
+            answers_per_task: study.answers_per_task,
+            method_order: &study.methods,
+            tasks: Vec::new(),
+        });
+        input.tasks.push(TaskInput {
+            id: &task.id,
+            label: task.label,
             example: *example,
-            method: method.clone(),
+            method,
             k: *k,
-            correct,
+            answers: by_task.get(task.id.as_str()).cloned().unwrap_or_default(),
         });
     }
+    let (mut none, mut fewer, mut more) = (0, 0, 0);
+    let mut cells = Vec::new();
+    let mut results: BTreeMap<String, TaskResult> = BTreeMap::new();
+    for input in inputs.values() {
+        let outcome = score(input)?;
+        (none, fewer, more) = (none + outcome.unanswered, fewer + outcome.fewer, more + outcome.more);
+        results.extend(outcome.tasks.into_iter().map(|t| (t.task.clone(), t)));
+        cells.push(outcome.scores);
+    }
+    let expected = study.answers_per_task;
     if none > 0 {
         warnings.push(format!("{none} tasks have no answer: each counts as not recognised (A = 0)"));
     }
@@ -137,13 +209,7 @@ pub fn score_study(study: &Study, answers: &Answers, options: ImportOptions) -> 
     if more > 0 {
         warnings.push(format!("{more} tasks have more than the {expected} answers asked for: all count"));
     }
-    let mut cells = Vec::new();
-    for (cell, outcomes) in outcomes {
-        let mut methods = score::score(&outcomes).map_err(|e| anyhow!("{cell}: {e}"))?;
-        // The study's method order, not first appearance.
-        methods.sort_by_key(|m| study.methods.iter().position(|x| *x == m.method));
-        cells.push(CellScores { cell: cell.to_string(), methods });
-    }
+    let results = study.salience_tasks().filter_map(|t| results.remove(&t.id)).collect();
     let answered: BTreeSet<&str> = answers.rows.iter().map(|r| r.worker.as_str()).collect();
     Ok(Imported {
         grid: study.grid.clone(),

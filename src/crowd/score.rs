@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One person's answer to a task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Answer {
     Label(u32),
     DontKnow,

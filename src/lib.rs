@@ -15,6 +15,7 @@ pub mod dag;
 pub mod data;
 pub mod errors;
 pub mod interrupt;
+pub mod kernels;
 pub mod metrics;
 pub mod model;
 pub mod report;

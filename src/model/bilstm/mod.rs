@@ -82,30 +82,49 @@ impl<B: Backend> LstmDirection<B> {
     fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
         let [batch, time, d_input] = x.dims();
         let hidden = self.hidden_size();
-        let device = x.device();
         let bias = (self.bias_ih.val() + self.bias_hh.val()).reshape([1, 1, 4 * hidden]);
         let projected =
             x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden]) + bias;
-        let weight_hh = self.weight_hh.val();
-
-        let mut h = Tensor::<B, 2>::zeros([batch, hidden], &device);
-        let mut c = Tensor::<B, 2>::zeros([batch, hidden], &device);
-        let mut outputs = Vec::with_capacity(time);
-        for input in time_steps(projected) {
-            let gates = input + h.matmul(weight_hh.clone());
-            // One sigmoid over all four blocks (the `g` block's is unused) costs
-            // less than four small activations.
-            let sig = rules.sigmoid(gates.clone());
-            let i = sig.clone().slice([0..batch, 0..hidden]);
-            let f = sig.clone().slice([0..batch, hidden..2 * hidden]);
-            let o = sig.slice([0..batch, 3 * hidden..4 * hidden]);
-            let g = rules.tanh(gates.slice([0..batch, 2 * hidden..3 * hidden]));
-            c = rules.mul(f, c) + rules.mul(i, g);
-            h = rules.mul(o, rules.tanh(c.clone()));
-            outputs.push(h.clone());
-        }
-        Tensor::stack(outputs, 1)
+        recurrence(projected, self.weight_hh.val(), rules)
     }
+}
+
+/// Every hidden state of the recurrence over `projected` (`[batch, time, 4h]`,
+/// inputs already multiplied by `W_ih`, biases added) with `weight_hh`
+/// (`[h, 4h]`): the fused kernel where the backend has one
+/// (`crate::kernels`), else [`recurrence_ops`]. DeepLift's rules
+/// differentiate the operations, so they always take those.
+fn recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
+    if rules == Rules::Plain
+        && let Some(states) = crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone())
+    {
+        return states;
+    }
+    recurrence_ops(projected, weight_hh, rules)
+}
+
+/// [`recurrence`] in burn's operations, a few per time step.
+fn recurrence_ops<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
+    let [batch, time, width] = projected.dims();
+    let hidden = width / 4;
+    let device = projected.device();
+    let mut h = Tensor::<B, 2>::zeros([batch, hidden], &device);
+    let mut c = Tensor::<B, 2>::zeros([batch, hidden], &device);
+    let mut outputs = Vec::with_capacity(time);
+    for input in time_steps(projected) {
+        let gates = input + h.matmul(weight_hh.clone());
+        // One sigmoid over all four blocks (the `g` block's is unused) costs
+        // less than four small activations.
+        let sig = rules.sigmoid(gates.clone());
+        let i = sig.clone().slice([0..batch, 0..hidden]);
+        let f = sig.clone().slice([0..batch, hidden..2 * hidden]);
+        let o = sig.slice([0..batch, 3 * hidden..4 * hidden]);
+        let g = rules.tanh(gates.slice([0..batch, 2 * hidden..3 * hidden]));
+        c = rules.mul(f, c) + rules.mul(i, g);
+        h = rules.mul(o, rules.tanh(c.clone()));
+        outputs.push(h.clone());
+    }
+    Tensor::stack(outputs, 1)
 }
 
 /// The steps of a `[batch, time, width]` sequence, each `[batch, width]`,
@@ -369,6 +388,57 @@ mod tests {
 
     fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
         t.into_data().to_vec().unwrap()
+    }
+
+    /// The fused recurrence (`crate::kernels`) computes what burn's operations
+    /// compute, values and gradients (of the inputs and the recurrent
+    /// weights), up to float rounding; and without autodiff too.
+    #[test]
+    fn the_fused_recurrence_matches_the_operations() {
+        use rand::Rng;
+        type A = burn::backend::Autodiff<Flex>;
+        let device = Default::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for (batch, time, hidden) in [(1, 1, 3), (3, 7, 5), (4, 12, 16)] {
+            let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.5f32..1.5)).collect() };
+            let (inputs, weights, probe) =
+                (draw(batch * time * 4 * hidden), draw(hidden * 4 * hidden), draw(batch * time * hidden));
+            let leaf = |values: &[f32], shape: [usize; 3]| {
+                Tensor::<A, 1>::from_floats(values, &device).reshape(shape).require_grad()
+            };
+            let run = |fused: bool| {
+                let projected = leaf(&inputs, [batch, time, 4 * hidden]);
+                let weight_hh = Tensor::<A, 1>::from_floats(weights.as_slice(), &device)
+                    .reshape([hidden, 4 * hidden])
+                    .require_grad();
+                let states = if fused {
+                    crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone()).expect("a kernel on Flex")
+                } else {
+                    recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Plain)
+                };
+                let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
+                let grads = (states.clone() * probe).sum().backward();
+                let flat = |t: Tensor<burn::backend::Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+                let weight_grad = weight_hh.grad(&grads).unwrap().reshape([1, hidden, 4 * hidden]);
+                (flat(states.inner()), flat(projected.grad(&grads).unwrap()), flat(weight_grad))
+            };
+            let (fused, ops) = (run(true), run(false));
+            let close = |a: &[f32], b: &[f32], what: &str| {
+                for (x, y) in a.iter().zip(b) {
+                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what} ({batch}, {time}, {hidden}): {x} vs {y}");
+                }
+            };
+            close(&fused.0, &ops.0, "states");
+            close(&fused.1, &ops.1, "input gradients");
+            close(&fused.2, &ops.2, "weight gradients");
+            // Inference (no autodiff) through the same kernel.
+            let plain = crate::kernels::lstm_recurrence(
+                Tensor::<B, 1>::from_floats(inputs.as_slice(), &device).reshape([batch, time, 4 * hidden]),
+                Tensor::<B, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]),
+            )
+            .expect("a kernel on Flex");
+            close(&values(plain), &ops.0, "states without autodiff");
+        }
     }
 
     #[test]

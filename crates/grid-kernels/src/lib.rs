@@ -1,0 +1,6 @@
+//! `grid`'s fused CPU kernels, on plain slices: a crate of their own so that
+//! they are optimised in every build profile (a debug build of `grid`, which
+//! CI and the tests run, compiles its own code unoptimised), and so that they
+//! carry no burn types. The glue to burn is `grid::kernels`.
+
+pub mod lstm;

@@ -1,0 +1,248 @@
+//! The LSTM recurrence as one CPU kernel, forward and backward, over the whole
+//! sequence (what PyTorch's and cuDNN's LSTM kernels do). Built from burn's
+//! operations, each time step costs a dozen tensor ops, their allocations and
+//! copies, and scalar `exp` / `tanh` passes; here a step is one GEMM for
+//! `h_{t-1} W_hh` and one pass over the gates that computes everything else.
+//!
+//! Inputs: `projected` `[batch, time, 4h]` (`x W_ih + b_ih + b_hh`, gates
+//! `i, f, g, o` as PyTorch orders them) and `weight_hh` `[h, 4h]`, row-major.
+//! Output: every hidden state, `[batch, time, h]`, from `h_0 = c_0 = 0`.
+
+use wide::f32x8;
+
+/// Sizes of one recurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    pub batch: usize,
+    pub time: usize,
+    pub hidden: usize,
+}
+
+impl Dims {
+    fn gates(self) -> usize {
+        4 * self.hidden
+    }
+}
+
+/// What the backward pass needs from the forward: the activated gates and
+/// the cell states (and their tanh) of every step, time-major.
+#[derive(Debug, Clone)]
+pub struct Tape {
+    /// `[time, batch, 4h]`: σ(i), σ(f), tanh(g), σ(o).
+    gates: Vec<f32>,
+    /// `[time, batch, h]`.
+    cells: Vec<f32>,
+    tanh_cells: Vec<f32>,
+}
+
+/// One row of one step: activates the gates in place (σ(i), σ(f), tanh(g),
+/// σ(o)), then `c = f·c + i·g`, `tanh(c)` and `h = o·tanh(c)`. Eight units
+/// at a time in SIMD lanes (`wide`, SSE or AVX as the build allows); a last
+/// partial group goes through the same lanes, so every unit gets the same
+/// arithmetic wherever it sits.
+fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], states: &mut [f32]) {
+    let hidden = cells.len();
+    let one = f32x8::ONE;
+    let mut j = 0;
+    while j < hidden {
+        let n = (hidden - j).min(LANES);
+        let load = |from: &[f32], at: usize| {
+            let mut lanes = [0.0f32; LANES];
+            lanes[..n].copy_from_slice(&from[at..at + n]);
+            f32x8::from(lanes)
+        };
+        let store = |to: &mut [f32], at: usize, value: f32x8| to[at..at + n].copy_from_slice(&value.to_array()[..n]);
+        let sigmoid = |x: f32x8| one / (one + (-x).exp());
+        let i = sigmoid(load(gates, j));
+        let f = sigmoid(load(gates, hidden + j));
+        let candidate = load(gates, 2 * hidden + j).tanh();
+        let o = sigmoid(load(gates, 3 * hidden + j));
+        let c = f * load(cells, j) + i * candidate;
+        let tc = c.tanh();
+        store(gates, j, i);
+        store(gates, hidden + j, f);
+        store(gates, 2 * hidden + j, candidate);
+        store(gates, 3 * hidden + j, o);
+        store(cells, j, c);
+        store(tanh_cells, j, tc);
+        store(states, j, o * tc);
+        j += LANES;
+    }
+}
+
+const LANES: usize = 8;
+
+/// `dst[m × n] = lhs[m × k] · rhs[k × n]` (with `accumulate`: `+=`), each
+/// given by its row and column strides.
+fn gemm(
+    accumulate: bool,
+    (m, n, k): (usize, usize, usize),
+    dst: &mut [f32],
+    dst_rs: usize,
+    lhs: &[f32],
+    (lhs_rs, lhs_cs): (usize, usize),
+    rhs: &[f32],
+    (rhs_rs, rhs_cs): (usize, usize),
+) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    // The last element each operand is read or written at must lie inside it.
+    assert!((m - 1) * dst_rs + n <= dst.len(), "gemm: destination too small");
+    assert!((m - 1) * lhs_rs + (k - 1) * lhs_cs < lhs.len(), "gemm: left operand too small");
+    assert!((k - 1) * rhs_rs + (n - 1) * rhs_cs < rhs.len(), "gemm: right operand too small");
+    // Split over threads only where the product is large enough to pay for it;
+    // the split is over rows and columns, so each sum keeps its order.
+    let parallelism = if m * n * k >= 1 << 21 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    // SAFETY: the asserts above keep every access inside the slices; `dst`
+    // does not alias `lhs` or `rhs` (it is borrowed mutably).
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_rs as isize,
+            accumulate,
+            lhs.as_ptr(),
+            lhs_cs as isize,
+            lhs_rs as isize,
+            rhs.as_ptr(),
+            rhs_cs as isize,
+            rhs_rs as isize,
+            1.0f32,
+            1.0f32,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+/// Runs the recurrence; with `record`, keeps what [`backward`] needs.
+pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -> (Vec<f32>, Option<Tape>) {
+    let Dims { batch, time, hidden } = dims;
+    let width = dims.gates();
+    assert_eq!(projected.len(), batch * time * width, "projected inputs");
+    assert_eq!(weight_hh.len(), hidden * width, "recurrent weights");
+    let mut states = vec![0.0f32; batch * time * hidden];
+    let mut gates = vec![0.0f32; batch * width];
+    let mut cells = vec![0.0f32; batch * hidden];
+    let mut tape = record.then(|| Tape {
+        gates: Vec::with_capacity(time * batch * width),
+        cells: Vec::with_capacity(time * batch * hidden),
+        tanh_cells: Vec::with_capacity(time * batch * hidden),
+    });
+    let mut tanh_cells = vec![0.0f32; batch * hidden];
+    for step in 0..time {
+        // gates = h_{t-1} W_hh (h_{t-1} read in place from the states: row
+        // stride time·h), then + the step's inputs. The product is taken
+        // alone, not accumulated onto the inputs, so that its rounding does
+        // not depend on how many rows the batch has.
+        if step > 0 {
+            gemm(
+                false,
+                (batch, width, hidden),
+                &mut gates,
+                width,
+                &states[(step - 1) * hidden..],
+                (time * hidden, 1),
+                weight_hh,
+                (width, 1),
+            );
+        }
+        for row in 0..batch {
+            let from = (row * time + step) * width;
+            let inputs = &projected[from..from + width];
+            let g = &mut gates[row * width..(row + 1) * width];
+            if step > 0 {
+                g.iter_mut().zip(inputs).for_each(|(g, x)| *g += x);
+            } else {
+                g.copy_from_slice(inputs);
+            }
+            let c = &mut cells[row * hidden..(row + 1) * hidden];
+            let tc = &mut tanh_cells[row * hidden..(row + 1) * hidden];
+            let h = &mut states[(row * time + step) * hidden..(row * time + step + 1) * hidden];
+            update_cell(g, c, tc, h);
+        }
+        if let Some(tape) = tape.as_mut() {
+            tape.gates.extend_from_slice(&gates);
+            tape.cells.extend_from_slice(&cells);
+            tape.tanh_cells.extend_from_slice(&tanh_cells);
+        }
+    }
+    (states, tape)
+}
+
+/// Gradients of the inputs (`[batch, time, 4h]`) and of the recurrent weights
+/// (`[h, 4h]`) from the gradient of the states (`[batch, time, h]`).
+pub fn backward(
+    dims: Dims,
+    weight_hh: &[f32],
+    states: &[f32],
+    tape: &Tape,
+    grad_states: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let Dims { batch, time, hidden } = dims;
+    let width = dims.gates();
+    assert_eq!(grad_states.len(), batch * time * hidden, "state gradients");
+    let mut grad_projected = vec![0.0f32; batch * time * width];
+    let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
+    let mut grad_cell = vec![0.0f32; batch * hidden];
+    for step in (0..time).rev() {
+        let gates = &tape.gates[step * batch * width..(step + 1) * batch * width];
+        let tanh_cells = &tape.tanh_cells[step * batch * hidden..(step + 1) * batch * hidden];
+        let previous = (step > 0).then(|| &tape.cells[(step - 1) * batch * hidden..step * batch * hidden]);
+        for row in 0..batch {
+            let g = &gates[row * width..(row + 1) * width];
+            let out = &mut grad_projected[(row * time + step) * width..(row * time + step + 1) * width];
+            for j in 0..hidden {
+                let at = row * hidden + j;
+                let (i, f, cand, o) = (g[j], g[hidden + j], g[2 * hidden + j], g[3 * hidden + j]);
+                let tc = tanh_cells[at];
+                let dh = grad_states[(row * time + step) * hidden + j] + grad_hidden[at];
+                let dc = grad_cell[at] + dh * o * (1.0 - tc * tc);
+                let c_prev = previous.map_or(0.0, |p| p[at]);
+                out[j] = dc * cand * i * (1.0 - i);
+                out[hidden + j] = dc * c_prev * f * (1.0 - f);
+                out[2 * hidden + j] = dc * i * (1.0 - cand * cand);
+                out[3 * hidden + j] = dh * tc * o * (1.0 - o);
+                grad_cell[at] = dc * f;
+            }
+        }
+        // dh_{t-1} = dgates_t · W_hhᵀ (W_hhᵀ read through strides).
+        if step > 0 {
+            gemm(
+                false,
+                (batch, hidden, width),
+                &mut grad_hidden,
+                hidden,
+                &grad_projected[step * width..],
+                (time * width, 1),
+                weight_hh,
+                (1, width),
+            );
+        }
+    }
+    // dW_hh = Σ_t h_{t-1}ᵀ dgates_t: one product over every (row, step) with
+    // step > 0, h_{t-1} read from the states shifted by one step.
+    let mut grad_weight = vec![0.0f32; hidden * width];
+    for row in 0..batch {
+        if time < 2 {
+            break;
+        }
+        gemm(
+            true,
+            (hidden, width, time - 1),
+            &mut grad_weight,
+            width,
+            &states[row * time * hidden..],
+            (1, hidden),
+            &grad_projected[(row * time + 1) * width..],
+            (width, 1),
+        );
+    }
+    (grad_projected, grad_weight)
+}

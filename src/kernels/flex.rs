@@ -5,6 +5,7 @@
 //! without a kernel gets `None` and runs the model's own operations.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use burn::backend::Autodiff;
@@ -15,6 +16,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
+use burn_flex::FlexTensor;
 
 use grid_kernels::lstm::{self, Dims, Tape};
 
@@ -29,12 +31,22 @@ fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
     }
 }
 
-fn host<const D: usize>(tensor: Tensor<Flex, D>) -> Vec<f32> {
-    tensor.into_data().into_vec::<f32>().expect("an f32 tensor")
+/// A Flex tensor's values in row-major order: borrowed where its storage is
+/// laid out so (the usual case), else copied once.
+fn values(tensor: &FlexTensor) -> Cow<'_, [f32]> {
+    match tensor.as_slice::<f32>() {
+        Some(values) => Cow::Borrowed(values),
+        None => Cow::Owned(tensor.clone().into_data().into_vec::<f32>().expect("an f32 tensor")),
+    }
 }
 
-fn device_tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> Tensor<Flex, D> {
-    Tensor::from_data(TensorData::new(values, shape), &Default::default())
+/// A Flex tensor that takes over `values` (no copy).
+fn flex_tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(values, shape))
+}
+
+fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FlexTensor {
+    tensor.into_primitive().tensor()
 }
 
 /// The LSTM recurrence (see [`lstm`]) over `projected` `[batch, time, 4h]`
@@ -56,18 +68,22 @@ pub fn lstm_recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B,
     let weight_hh = cast::<_, Tensor<Flex, 2>>(weight_hh).ok()?;
     let [batch, time, _] = projected.dims();
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
-    let (states, _) = lstm::forward(dims, &host(projected), &host(weight_hh), false);
-    cast(device_tensor(states, [batch, time, dims.hidden])).ok()
+    let (projected, weight_hh) = (primitive(projected), primitive(weight_hh));
+    let (states, _) = lstm::forward(dims, &values(&projected), &values(&weight_hh), false);
+    let states = flex_tensor(states, [batch, time, dims.hidden]);
+    cast(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(states))).ok()
 }
 
 #[derive(Debug)]
 struct RecurrenceBackward;
 
+/// What the backward pass reads: the weights and the output states (shared
+/// with the graph, not copied) and the forward's tape.
 #[derive(Debug, Clone)]
 struct RecurrenceState {
     dims: Dims,
-    weight_hh: Arc<Vec<f32>>,
-    states: Arc<Vec<f32>>,
+    weight_hh: FlexTensor,
+    states: FlexTensor,
     tape: Arc<Tape>,
 }
 
@@ -77,17 +93,15 @@ impl Backward<Flex, 2> for RecurrenceBackward {
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let RecurrenceState { dims, weight_hh, states, tape } = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
-        let grad = host(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(grad)));
-        let (grad_projected, grad_weight) = lstm::backward(dims, &weight_hh, &states, &tape, &grad);
+        let (grad_projected, grad_weight) =
+            lstm::backward(dims, &values(&weight_hh), &values(&states), &tape, &values(&grad));
         let [projected_node, weight_node] = ops.parents;
         let Dims { batch, time, hidden } = dims;
         if let Some(node) = projected_node {
-            let grad = device_tensor(grad_projected, [batch, time, 4 * hidden]);
-            grads.register::<Flex>(node.id, grad.into_primitive().tensor());
+            grads.register::<Flex>(node.id, flex_tensor(grad_projected, [batch, time, 4 * hidden]));
         }
         if let Some(node) = weight_node {
-            let grad = device_tensor(grad_weight, [hidden, 4 * hidden]);
-            grads.register::<Flex>(node.id, grad.into_primitive().tensor());
+            grads.register::<Flex>(node.id, flex_tensor(grad_weight, [hidden, 4 * hidden]));
         }
     }
 }
@@ -97,8 +111,6 @@ fn autodiff_recurrence(projected: Tensor<Ad, 3>, weight_hh: Tensor<Ad, 2>) -> Te
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
     let projected = projected.into_primitive().tensor();
     let weight_hh = weight_hh.into_primitive().tensor();
-    let inputs = host(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(projected.primitive.clone())));
-    let weights = host(Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(weight_hh.primitive.clone())));
     let shape = [batch, time, dims.hidden];
     let output = match RecurrenceBackward
         .prepare::<NoCheckpointing>([projected.node.clone(), weight_hh.node.clone()])
@@ -106,19 +118,20 @@ fn autodiff_recurrence(projected: Tensor<Ad, 3>, weight_hh: Tensor<Ad, 2>) -> Te
         .stateful()
     {
         OpsKind::Tracked(prep) => {
-            let (states, tape) = lstm::forward(dims, &inputs, &weights, true);
-            let output = device_tensor(states.clone(), shape).into_primitive().tensor();
+            let (states, tape) =
+                lstm::forward(dims, &values(&projected.primitive), &values(&weight_hh.primitive), true);
+            let states = flex_tensor(states, shape);
             let state = RecurrenceState {
                 dims,
-                weight_hh: Arc::new(weights),
-                states: Arc::new(states),
+                weight_hh: weight_hh.primitive.clone(),
+                states: states.clone(),
                 tape: Arc::new(tape.expect("recorded")),
             };
-            prep.finish(state, output)
+            prep.finish(state, states)
         }
         OpsKind::UnTracked(prep) => {
-            let (states, _) = lstm::forward(dims, &inputs, &weights, false);
-            prep.finish(device_tensor(states, shape).into_primitive().tensor())
+            let (states, _) = lstm::forward(dims, &values(&projected.primitive), &values(&weight_hh.primitive), false);
+            prep.finish(flex_tensor(states, shape))
         }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))

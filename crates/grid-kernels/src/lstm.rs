@@ -93,8 +93,7 @@ fn tanh(x: f32x8) -> f32x8 {
 fn gemm(
     accumulate: bool,
     (m, n, k): (usize, usize, usize),
-    dst: &mut [f32],
-    dst_rs: usize,
+    (dst, dst_rs): (&mut [f32], usize),
     lhs: &[f32],
     (lhs_rs, lhs_cs): (usize, usize),
     rhs: &[f32],
@@ -137,6 +136,9 @@ fn gemm(
     }
 }
 
+/// One row's slices in a step: gates, cell, tanh(cell), and all its states.
+type RowOfStep<'a> = (((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
+
 /// Runs the recurrence; with `record`, keeps what [`backward`] needs.
 pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -> (Vec<f32>, Option<Tape>) {
     let Dims { batch, time, hidden } = dims;
@@ -161,15 +163,14 @@ pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -
             gemm(
                 false,
                 (batch, width, hidden),
-                &mut gates,
-                width,
+                (&mut gates, width),
                 &states[(step - 1) * hidden..],
                 (time * hidden, 1),
                 weight_hh,
                 (width, 1),
             );
         }
-        let update = |(row, (((g, c), tc), h)): (usize, (((&mut [f32], &mut [f32]), &mut [f32]), &mut [f32]))| {
+        let update = |(row, (((g, c), tc), h)): (usize, RowOfStep)| {
             let from = (row * time + step) * width;
             let inputs = &projected[from..from + width];
             if step > 0 {
@@ -250,15 +251,18 @@ pub fn backward(
                 .enumerate()
                 .for_each(row_gradients);
         } else {
-            grad_projected.chunks_mut(time * width).zip(grad_cell.chunks_mut(hidden)).enumerate().for_each(row_gradients);
+            grad_projected
+                .chunks_mut(time * width)
+                .zip(grad_cell.chunks_mut(hidden))
+                .enumerate()
+                .for_each(row_gradients);
         }
         // dh_{t-1} = dgates_t · W_hhᵀ (W_hhᵀ read through strides).
         if step > 0 {
             gemm(
                 false,
                 (batch, hidden, width),
-                &mut grad_hidden,
-                hidden,
+                (&mut grad_hidden, hidden),
                 &grad_projected[step * width..],
                 (time * width, 1),
                 weight_hh,
@@ -276,8 +280,7 @@ pub fn backward(
         gemm(
             true,
             (hidden, width, time - 1),
-            &mut grad_weight,
-            width,
+            (&mut grad_weight, width),
             &states[row * time * hidden..],
             (1, hidden),
             &grad_projected[(row * time + 1) * width..],

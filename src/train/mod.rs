@@ -37,31 +37,17 @@ pub use snapshot::Snapshots;
 /// A model the trainer can fit: a forward pass with training noise.
 pub trait Trainable<B: Backend>: Classifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2>;
-
-    /// Whether training draws randomness from the backend's RNG (dropout masks
-    /// on the device). Its state cannot be saved, so such a run is not
-    /// resumed from a snapshot: it would not end where an unbroken run ends.
-    fn draws_on_device(&self) -> bool;
 }
 
 impl<B: Backend> Trainable<B> for crate::model::bilstm::BiLstmClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.forward_with(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise)).0
     }
-
-    /// Every mask of the BiLSTM comes from the host RNG.
-    fn draws_on_device(&self) -> bool {
-        false
-    }
 }
 
 impl<B: Backend> Trainable<B> for crate::model::bert::BertClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.forward(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise))
-    }
-
-    fn draws_on_device(&self) -> bool {
-        true
     }
 }
 
@@ -133,6 +119,22 @@ pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
         let log_probs = burn::tensor::activation::log_softmax(logits, 1);
         log_probs.gather(1, index).mean().neg()
     }
+}
+
+/// burn's CPU backend has one RNG per process, and the unit tests train on
+/// parallel threads: they take turns, or one test's seeding would move
+/// another's dropout masks. (`grid run` gives each training a process of
+/// its own when several run at once.)
+#[cfg(test)]
+static ONE_TRAINING_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
+/// run's seed and the step).
+fn device_seed(seed: u64, step: usize) -> u64 {
+    let mut z = seed ^ (step as u64).rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Batches of example indices, each of similar lengths, in a shuffled order.
@@ -298,6 +300,8 @@ where
         Keep::Best { patience } => Some(patience.get()),
         Keep::Last => None,
     };
+    #[cfg(test)]
+    let _turn = ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
@@ -318,7 +322,7 @@ where
     let mut seen = 0usize;
     let mut stopped_early = false;
 
-    let snapshots = setup.snapshots.filter(|_| !model.draws_on_device());
+    let snapshots = setup.snapshots;
     // Where the restored epoch is: the RNG position and batches taken, applied
     // once its batches are drawn again.
     let mut resume_in_epoch = None;
@@ -339,6 +343,7 @@ where
                 }
                 rng.set_word_pos(loaded.epoch_rng_position);
                 resume_in_epoch = Some((loaded.rng_position, state.batches_done));
+                B::seed(device, device_seed(seed, step));
                 last_snapshot.1 = Some(step);
                 (setup.log)(format!("resuming from the snapshot at step {step}"));
             }
@@ -409,6 +414,10 @@ where
                     stopped_early = true;
                     break 'epochs;
                 }
+                // The backend's RNG (dropout masks drawn on the device) cannot
+                // be saved, so it starts again here from a seed of its own: a
+                // run resumed at this step draws what an unbroken run draws.
+                B::seed(device, device_seed(seed, step));
                 if let Some(snapshots) = snapshots
                     && step < max_steps
                     && snapshots.due(last_snapshot.0)

@@ -187,6 +187,7 @@ pub fn parse(raw: &RawModel, name: &str) -> Result<BertSpec, SpanError> {
 /// Its part of a train step's key (field by field, as the BiLSTM's).
 pub fn key(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
     let BertSpec { init, dropout } = spec;
+    let init_spec = init;
     let init = match init {
         // The checkpoint is hashed by content; only a kept head joins the key, so
         // the keys of existing grids hold.
@@ -225,7 +226,19 @@ pub fn key(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
             json!({ "random": random })
         }
     };
-    json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } })
+    let mut key = json!({ "bert": { "init": init, "dropout": dropout.map(Share::get) } });
+    // Training with dropout draws its masks from the backend's RNG, re-seeded
+    // at every evaluation step so that a run resumes exactly (`train::Snapshots`);
+    // that changed the masks after the first evaluation, so those keys changed.
+    let trains = !matches!(init_spec, BertInit::Pretrained { fine_tune: false, .. });
+    let draws = dropout.is_none_or(|p| p.get() > 0.0);
+    if trains
+        && draws
+        && let Some(bert) = key.get_mut("bert").and_then(|b| b.as_object_mut())
+    {
+        bert.insert("device_rng".into(), json!("reseeded at evaluations"));
+    }
+    key
 }
 
 /// What a local checkpoint's content is, for its key.

@@ -409,3 +409,39 @@ fn ctrl_c_stops_the_run_and_its_workers_and_exits_130() {
     assert!(steps.iter().any(|s| s["label"] == "corpus/gen" && s["state"] == "cached"), "{steps:#?}");
     assert!(steps.iter().filter(|s| s["kind"] == "train").all(|s| s["state"] == "missing"), "{steps:#?}");
 }
+
+/// `grid bench` times the cached models' methods, pass after pass until a
+/// second has gone by for a fast method, and reports the fastest pass: rows in
+/// JSON and Markdown, one per (shortcut model, method).
+#[test]
+fn bench_times_cached_models_over_several_passes() {
+    let t = GridTest::tiny_after_first_run();
+    let json = t.path().join("bench.json");
+    let out = t.grid(&[
+        "bench",
+        "grid.toml",
+        "--only",
+        "/st/",
+        "--methods",
+        "gradl-l1,gxil",
+        "--examples",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("| passes | seconds (fastest) | examples/s |"), "{stdout}");
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = rows["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        assert_eq!(row["cell"], "gen/st/lstm");
+        assert_eq!(row["examples"], 8);
+        // Eight gradient explanations of a tiny BiLSTM take milliseconds: timed again and again.
+        let passes = row["passes"].as_u64().unwrap();
+        assert!(passes > 1 && passes <= 50, "{row}");
+        let (seconds, rate) = (row["seconds"].as_f64().unwrap(), row["examples_per_second"].as_f64().unwrap());
+        assert!((rate - 8.0 / seconds).abs() < 1e-6 * rate, "{row}");
+    }
+}

@@ -337,15 +337,15 @@ mod tests {
             max_grad_norm: Some(1.0),
             seed: 4,
         };
-        let model = || {
+        let model = |dropout: f64| {
             let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
-            config.hidden_dropout_prob = 0.2;
-            config.attention_probs_dropout_prob = 0.2;
+            config.hidden_dropout_prob = dropout;
+            config.attention_probs_dropout_prob = dropout;
             BertClassifier::<Ad>::new(&config, 1, &mut ChaCha8Rng::seed_from_u64(3), &Default::default())
         };
         let dir = tempfile::tempdir().unwrap();
         let snapshots = Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
-        let run = |snapshots: Option<&Snapshots>, stop_after: Option<usize>| {
+        let run = |dropout: f64, snapshots: Option<&Snapshots>, stop_after: Option<usize>| {
             let progress = indicatif::ProgressBar::hidden();
             let log = |_: String| {};
             let batches = std::sync::atomic::AtomicUsize::new(0);
@@ -360,7 +360,7 @@ mod tests {
                 snapshots,
                 stop: &stop,
             };
-            train::<Ad, _>(model(), &spec, &setup, &data(300, 1), &data(60, 2), &Default::default())
+            train::<Ad, _>(model(dropout), &spec, &setup, &data(300, 1), &data(60, 2), &Default::default())
         };
         let probe: Vec<Vec<u32>> = data(20, 9).into_iter().map(|e| e.ids).collect();
         let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
@@ -368,34 +368,15 @@ mod tests {
             let batch = TokenBatch::from_sequences(&refs, 0, &Default::default());
             m.logits(&batch).into_data().to_vec().unwrap()
         };
-        let (unbroken, whole) = run(None, None).unwrap();
-        let stopped = run(Some(&snapshots), Some(30)).expect_err("stopped");
+        let (unbroken, whole) = run(0.2, None, None).unwrap();
+        let stopped = run(0.2, Some(&snapshots), Some(30)).expect_err("stopped");
         assert_eq!(stopped, Stopped::Interrupted { step: 31, resumes_from: Some(20) });
-        let (resumed, summary) = run(Some(&snapshots), None).unwrap();
+        let (resumed, summary) = run(0.2, Some(&snapshots), None).unwrap();
         assert_eq!(summary.log, whole.log);
         assert_eq!(outputs(&resumed), outputs(&unbroken));
         // The masks matter: the same run without dropout ends elsewhere, so
         // the resumed run matched because it drew the same masks.
-        let (other, _) = {
-            let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
-            config.hidden_dropout_prob = 0.0;
-            config.attention_probs_dropout_prob = 0.0;
-            let undropped =
-                BertClassifier::<Ad>::new(&config, 1, &mut ChaCha8Rng::seed_from_u64(3), &Default::default());
-            let progress = indicatif::ProgressBar::hidden();
-            let log = |_: String| {};
-            let setup = TrainSetup {
-                pad_id: 0,
-                unk_id: 1,
-                word_dropout: 0.0,
-                progress: &progress,
-                log: &log,
-                buckets: crate::model::shapes::Buckets::EXACT,
-                snapshots: None,
-                stop: &|| false,
-            };
-            train::<Ad, _>(undropped, &spec, &setup, &data(300, 1), &data(60, 2), &Default::default()).unwrap()
-        };
+        let (other, _) = run(0.0, None, None).unwrap();
         assert_ne!(outputs(&other), outputs(&unbroken));
     }
 }

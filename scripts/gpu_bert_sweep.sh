@@ -49,6 +49,8 @@ case "$dataset" in sst2) other=imdb ;; imdb) other=sst2 ;; *) echo "DATASET must
 steps="${STEPS:-1200}"     # training steps (the paper: up to 35,000)
 # Model steps sharing the GPU. IMDB's 500-token rows: an IG pass of 65 rows holds
 # about 20 GB with MiniLM (four 256-row passes at once exhausted an H200), so two.
+# P1_GPU_JOBS / P2_GPU_JOBS set it per phase (training four models at once, then
+# IG two at a time).
 gpu_jobs="${GPU_JOBS:-$([ "$dataset" = imdb ] && echo 2 || echo 4)}"
 common=(--data-root "$carry/data" "${dev[@]}" --cache /tmp/bs/cache
   --set "~datasets.$other" --set models.bert.checkpoint=/tmp/minilm
@@ -61,13 +63,13 @@ cpu_methods='["grad{p,l}-{l1,l2,mean}", "gxi{p,l}", "ig{p,l}-{zero,pad,mask}-100
 [ -n "${P1_METHODS:-}" ] && cpu_methods=$P1_METHODS   # phase 1's configs (a TOML array)
 all_methods=$(printf '%s ' grad{p,l}-{l1,l2,mean} gxi{p,l} ig{p,l}-{zero,pad,mask}-{100,1000} lime{unk,erase}-{100,1000,3000} limemask-3000 random)
 
-phase() {  # name, deadline (s since start), methods TOML array or "" for the file's
-    local name=$1 deadline=$2 methods=$3 set_methods=()
+phase() {  # name, deadline (s since start), methods TOML array or "" for the file's, GPU jobs
+    local name=$1 deadline=$2 methods=$3 jobs=$4 set_methods=()
     [ -n "$methods" ] && set_methods=(--set "attribution.methods=$methods")
     local t0=$(at)
     echo "== $name: start at $t0 s, until $deadline s" | tee -a "$log"
     timeout -s INT -k 25 "$(until_t "$deadline")" /tmp/grid run "$grid_file" "${common[@]}" "${set_methods[@]}" \
-        -j 8 --gpu-jobs "$gpu_jobs" --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
+        -j 8 --gpu-jobs "$jobs" --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
     local rc=$?
     echo "== $name: grid run rc=$rc at $(at) s ($(( $(at) - t0 )) s)" | tee -a "$log"
     if [ $rc -ne 0 ]; then
@@ -84,8 +86,9 @@ phase() {  # name, deadline (s since start), methods TOML array or "" for the fi
         --reports "/tmp/bs/reports-$name" >> "$log" 2>&1
     echo "== $name: compare rc=$? at $(at) s" | tee -a "$log"
 }
-phase cpu-configs "${P1_END:-300}" "$cpu_methods"
-[ "$(at)" -lt "${P2_LATEST:-400}" ] && phase table11 "${P2_END:-470}" ""
+phase cpu-configs "${P1_END:-300}" "$cpu_methods" "${P1_GPU_JOBS:-$gpu_jobs}"
+# P2_METHODS: phase 2's configs (a TOML array; default the file's whole Table 11).
+[ "$(at)" -lt "${P2_LATEST:-400}" ] && phase table11 "${P2_END:-470}" "${P2_METHODS:-}" "${P2_GPU_JOBS:-$gpu_jobs}"
 
 kill $smi 2>/dev/null
 python3 scripts/stage_times.py /tmp/bs/cache "$out/stages.json" > "$out/stages.txt" 2>&1

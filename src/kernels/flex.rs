@@ -18,7 +18,7 @@ use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn_flex::FlexTensor;
 
-use grid_kernels::lstm::{self, Dims, Tape};
+use grid_kernels::lstm::{self, Dims, Order, Tape};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
 
@@ -50,17 +50,23 @@ fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FlexTensor {
 }
 
 /// The LSTM recurrence (see [`lstm`]) over `projected` `[batch, time, 4h]`
-/// with `weight_hh` `[h, 4h]`: every hidden state, `[batch, time, h]`. `None`
-/// where no kernel applies (another backend, another float type, or
-/// `GRID_KERNELS=burn`): the caller runs its own operations.
-pub fn lstm_recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B, 2>) -> Option<Tensor<B, 3>> {
-    if !super::enabled() || projected.dtype() != burn::tensor::DType::F32 {
+/// with `weight_hh` `[h, 4h]`: every hidden state, `[batch, time, h]`. With
+/// `reversed_lengths` (one per row), each row runs over its real tokens from
+/// last to first ([`Order::Reversed`]). `None` where no kernel applies
+/// (another backend, another float type, or `GRID_KERNELS=burn`): the caller
+/// runs its own operations.
+pub fn lstm_recurrence<B: Backend>(
+    projected: Tensor<B, 3>,
+    weight_hh: Tensor<B, 2>,
+    reversed_lengths: Option<&[usize]>,
+) -> Option<Tensor<B, 3>> {
+    if !applies(&projected) {
         return None;
     }
     let (projected, weight_hh) = match cast::<_, Tensor<Ad, 3>>(projected) {
         Ok(projected) => {
             let weight_hh = cast::<_, Tensor<Ad, 2>>(weight_hh).ok()?;
-            return cast(autodiff_recurrence(projected, weight_hh)).ok();
+            return cast(autodiff_recurrence(projected, weight_hh, reversed_lengths)).ok();
         }
         Err(projected) => (projected, weight_hh),
     };
@@ -69,9 +75,23 @@ pub fn lstm_recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B,
     let [batch, time, _] = projected.dims();
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
     let (projected, weight_hh) = (primitive(projected), primitive(weight_hh));
-    let (states, _) = lstm::forward(dims, &values(&projected), &values(&weight_hh), false);
+    let (states, _) = lstm::forward(dims, order(reversed_lengths), &values(&projected), &values(&weight_hh), false);
     let states = flex_tensor(states, [batch, time, dims.hidden]);
     cast(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(states))).ok()
+}
+
+/// Whether [`lstm_recurrence`] runs the kernel for this tensor (so that a
+/// caller can skip preparing for it otherwise).
+pub fn applies<B: Backend, const D: usize>(tensor: &Tensor<B, D>) -> bool {
+    use std::any::TypeId;
+    let backend = TypeId::of::<B>();
+    super::enabled()
+        && tensor.dtype() == burn::tensor::DType::F32
+        && (backend == TypeId::of::<Flex>() || backend == TypeId::of::<Ad>())
+}
+
+fn order(reversed_lengths: Option<&[usize]>) -> Order<'_> {
+    reversed_lengths.map_or(Order::Forward, Order::Reversed)
 }
 
 #[derive(Debug)]
@@ -82,6 +102,7 @@ struct RecurrenceBackward;
 #[derive(Debug, Clone)]
 struct RecurrenceState {
     dims: Dims,
+    reversed_lengths: Option<Arc<[usize]>>,
     weight_hh: FlexTensor,
     states: FlexTensor,
     tape: Arc<Tape>,
@@ -91,27 +112,40 @@ impl Backward<Flex, 2> for RecurrenceBackward {
     type State = RecurrenceState;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let RecurrenceState { dims, weight_hh, states, tape } = ops.state;
+        let RecurrenceState { dims, reversed_lengths, weight_hh, states, tape } = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
-        let (grad_projected, grad_weight) =
-            lstm::backward(dims, &values(&weight_hh), &values(&states), &tape, &values(&grad));
         let [projected_node, weight_node] = ops.parents;
+        // Attribution tracks the inputs only: no dW_hh then.
+        let (grad_projected, grad_weight) = lstm::backward(
+            dims,
+            order(reversed_lengths.as_deref()),
+            &values(&weight_hh),
+            &values(&states),
+            &tape,
+            &values(&grad),
+            weight_node.is_some(),
+        );
         let Dims { batch, time, hidden } = dims;
         if let Some(node) = projected_node {
             grads.register::<Flex>(node.id, flex_tensor(grad_projected, [batch, time, 4 * hidden]));
         }
-        if let Some(node) = weight_node {
+        if let (Some(node), Some(grad_weight)) = (weight_node, grad_weight) {
             grads.register::<Flex>(node.id, flex_tensor(grad_weight, [hidden, 4 * hidden]));
         }
     }
 }
 
-fn autodiff_recurrence(projected: Tensor<Ad, 3>, weight_hh: Tensor<Ad, 2>) -> Tensor<Ad, 3> {
+fn autodiff_recurrence(
+    projected: Tensor<Ad, 3>,
+    weight_hh: Tensor<Ad, 2>,
+    reversed_lengths: Option<&[usize]>,
+) -> Tensor<Ad, 3> {
     let [batch, time, _] = projected.dims();
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
     let projected = projected.into_primitive().tensor();
     let weight_hh = weight_hh.into_primitive().tensor();
     let shape = [batch, time, dims.hidden];
+    let order = order(reversed_lengths);
     let output = match RecurrenceBackward
         .prepare::<NoCheckpointing>([projected.node.clone(), weight_hh.node.clone()])
         .compute_bound()
@@ -119,10 +153,11 @@ fn autodiff_recurrence(projected: Tensor<Ad, 3>, weight_hh: Tensor<Ad, 2>) -> Te
     {
         OpsKind::Tracked(prep) => {
             let (states, tape) =
-                lstm::forward(dims, &values(&projected.primitive), &values(&weight_hh.primitive), true);
+                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), true);
             let states = flex_tensor(states, shape);
             let state = RecurrenceState {
                 dims,
+                reversed_lengths: reversed_lengths.map(Arc::from),
                 weight_hh: weight_hh.primitive.clone(),
                 states: states.clone(),
                 tape: Arc::new(tape.expect("recorded")),
@@ -130,7 +165,8 @@ fn autodiff_recurrence(projected: Tensor<Ad, 3>, weight_hh: Tensor<Ad, 2>) -> Te
             prep.finish(state, states)
         }
         OpsKind::UnTracked(prep) => {
-            let (states, _) = lstm::forward(dims, &values(&projected.primitive), &values(&weight_hh.primitive), false);
+            let (states, _) =
+                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), false);
             prep.finish(flex_tensor(states, shape))
         }
     };

@@ -29,6 +29,38 @@ impl Dims {
     }
 }
 
+/// The order in which each row's positions are visited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order<'a> {
+    /// Left to right.
+    Forward,
+    /// The backward direction of a BiLSTM on right-padded rows: each row's
+    /// real tokens (its length, one per row) from last to first, then its
+    /// padding left to right; every state is returned at its token's own
+    /// position. The same as reversing each row's real tokens, running
+    /// [`Order::Forward`] and reversing the states back, without the two
+    /// copies of the inputs and states that costs.
+    Reversed(&'a [usize]),
+}
+
+impl Order<'_> {
+    /// The position of `row`'s `step`-th step.
+    fn position(self, row: usize, step: usize) -> usize {
+        match self {
+            Order::Forward => step,
+            Order::Reversed(lengths) if step < lengths[row] => lengths[row] - 1 - step,
+            Order::Reversed(_) => step,
+        }
+    }
+
+    fn check(self, dims: Dims) {
+        if let Order::Reversed(lengths) = self {
+            assert_eq!(lengths.len(), dims.batch, "one length per row");
+            assert!(lengths.iter().all(|&l| l <= dims.time), "lengths within the sequence");
+        }
+    }
+}
+
 /// What the backward pass needs from the forward: the activated gates and
 /// the cell states (and their tanh) of every step, time-major.
 #[derive(Debug, Clone)]
@@ -136,18 +168,29 @@ fn gemm(
     }
 }
 
-/// One row's slices in a step: gates, cell, tanh(cell), and all its states.
-type RowOfStep<'a> = (((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
+/// One row's slices in a step: gates, cell, tanh(cell), state, and all its
+/// states.
+type RowOfStep<'a> = ((((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
 
-/// Runs the recurrence; with `record`, keeps what [`backward`] needs.
-pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -> (Vec<f32>, Option<Tape>) {
+/// Runs the recurrence, visiting each row's positions in `order`; with
+/// `record`, keeps what [`backward`] needs.
+pub fn forward(
+    dims: Dims,
+    order: Order,
+    projected: &[f32],
+    weight_hh: &[f32],
+    record: bool,
+) -> (Vec<f32>, Option<Tape>) {
     let Dims { batch, time, hidden } = dims;
     let width = dims.gates();
     assert_eq!(projected.len(), batch * time * width, "projected inputs");
     assert_eq!(weight_hh.len(), hidden * width, "recurrent weights");
+    order.check(dims);
     let mut states = vec![0.0f32; batch * time * hidden];
     let mut gates = vec![0.0f32; batch * width];
     let mut cells = vec![0.0f32; batch * hidden];
+    // h_{t-1} of every row, contiguous whatever the positions visited.
+    let mut previous = vec![0.0f32; batch * hidden];
     let mut tape = record.then(|| Tape {
         gates: Vec::with_capacity(time * batch * width),
         cells: Vec::with_capacity(time * batch * hidden),
@@ -155,30 +198,23 @@ pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -
     });
     let mut tanh_cells = vec![0.0f32; batch * hidden];
     for step in 0..time {
-        // gates = h_{t-1} W_hh (h_{t-1} read in place from the states: row
-        // stride time·h), then + the step's inputs. The product is taken
-        // alone, not accumulated onto the inputs, so that its rounding does
-        // not depend on how many rows the batch has.
+        // gates = h_{t-1} W_hh, then + the step's inputs. The product is
+        // taken alone, not accumulated onto the inputs, so that its rounding
+        // does not depend on how many rows the batch has.
         if step > 0 {
-            gemm(
-                false,
-                (batch, width, hidden),
-                (&mut gates, width),
-                &states[(step - 1) * hidden..],
-                (time * hidden, 1),
-                weight_hh,
-                (width, 1),
-            );
+            gemm(false, (batch, width, hidden), (&mut gates, width), &previous, (hidden, 1), weight_hh, (width, 1));
         }
-        let update = |(row, (((g, c), tc), h)): (usize, RowOfStep)| {
-            let from = (row * time + step) * width;
+        let update = |(row, ((((g, c), tc), h), all)): (usize, RowOfStep)| {
+            let at = order.position(row, step);
+            let from = (row * time + at) * width;
             let inputs = &projected[from..from + width];
             if step > 0 {
                 g.iter_mut().zip(inputs).for_each(|(g, x)| *g += x);
             } else {
                 g.copy_from_slice(inputs);
             }
-            update_cell(g, c, tc, &mut h[step * hidden..(step + 1) * hidden]);
+            update_cell(g, c, tc, h);
+            all[at * hidden..(at + 1) * hidden].copy_from_slice(h);
         };
         // Rows are independent: split over threads when there are enough of
         // them (each row's arithmetic is the same either way).
@@ -187,6 +223,7 @@ pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -
                 .par_chunks_mut(width)
                 .zip(cells.par_chunks_mut(hidden))
                 .zip(tanh_cells.par_chunks_mut(hidden))
+                .zip(previous.par_chunks_mut(hidden))
                 .zip(states.par_chunks_mut(time * hidden))
                 .enumerate()
                 .for_each(update);
@@ -195,6 +232,7 @@ pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -
                 .chunks_mut(width)
                 .zip(cells.chunks_mut(hidden))
                 .zip(tanh_cells.chunks_mut(hidden))
+                .zip(previous.chunks_mut(hidden))
                 .zip(states.chunks_mut(time * hidden))
                 .enumerate()
                 .for_each(update);
@@ -208,52 +246,63 @@ pub fn forward(dims: Dims, projected: &[f32], weight_hh: &[f32], record: bool) -
     (states, tape)
 }
 
-/// Gradients of the inputs (`[batch, time, 4h]`) and of the recurrent weights
-/// (`[h, 4h]`) from the gradient of the states (`[batch, time, h]`).
+/// One row's slices in a backward step: its gate gradients, its cell's
+/// gradient, and all its input gradients.
+type RowOfBackwardStep<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
+
+/// Gradients of the inputs (`[batch, time, 4h]`) and, with `weight_grad`, of
+/// the recurrent weights (`[h, 4h]`) from the gradient of the states
+/// (`[batch, time, h]`), for a [`forward`] run in `order`. Attribution
+/// differentiates the inputs alone (the weights are not tracked), and
+/// skipping `dW_hh` saves a third of the recurrence's products.
 pub fn backward(
     dims: Dims,
+    order: Order,
     weight_hh: &[f32],
     states: &[f32],
     tape: &Tape,
     grad_states: &[f32],
-) -> (Vec<f32>, Vec<f32>) {
+    weight_grad: bool,
+) -> (Vec<f32>, Option<Vec<f32>>) {
     let Dims { batch, time, hidden } = dims;
     let width = dims.gates();
     assert_eq!(grad_states.len(), batch * time * hidden, "state gradients");
+    order.check(dims);
     let mut grad_projected = vec![0.0f32; batch * time * width];
+    // The step's gate gradients, contiguous whatever the positions visited.
+    let mut grad_gates = vec![0.0f32; batch * width];
     let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
     let mut grad_cell = vec![0.0f32; batch * hidden];
     for step in (0..time).rev() {
         let gates = &tape.gates[step * batch * width..(step + 1) * batch * width];
         let tanh_cells = &tape.tanh_cells[step * batch * hidden..(step + 1) * batch * hidden];
         let previous = (step > 0).then(|| &tape.cells[(step - 1) * batch * hidden..step * batch * hidden]);
-        let row_gradients = |(row, (out, grad_cell)): (usize, (&mut [f32], &mut [f32]))| {
-            let g = &gates[row * width..(row + 1) * width];
-            let out = &mut out[step * width..(step + 1) * width];
-            for j in 0..hidden {
-                let at = row * hidden + j;
-                let (i, f, cand, o) = (g[j], g[hidden + j], g[2 * hidden + j], g[3 * hidden + j]);
-                let tc = tanh_cells[at];
-                let dh = grad_states[(row * time + step) * hidden + j] + grad_hidden[at];
-                let dc = grad_cell[j] + dh * o * (1.0 - tc * tc);
-                let c_prev = previous.map_or(0.0, |p| p[at]);
-                out[j] = dc * cand * i * (1.0 - i);
-                out[hidden + j] = dc * c_prev * f * (1.0 - f);
-                out[2 * hidden + j] = dc * i * (1.0 - cand * cand);
-                out[3 * hidden + j] = dh * tc * o * (1.0 - o);
-                grad_cell[j] = dc * f;
-            }
+        let row_gradients = |(row, ((out, grad_cell), all)): (usize, RowOfBackwardStep)| {
+            let rows = row * hidden..(row + 1) * hidden;
+            let at = order.position(row, step);
+            gate_gradients(
+                &gates[row * width..(row + 1) * width],
+                &tanh_cells[rows.clone()],
+                previous.map(|p| &p[rows.clone()]),
+                &grad_states[(row * time + at) * hidden..(row * time + at + 1) * hidden],
+                &grad_hidden[rows],
+                grad_cell,
+                out,
+            );
+            all[at * width..(at + 1) * width].copy_from_slice(out);
         };
         if batch * hidden >= PARALLEL_ELEMENTS {
-            grad_projected
-                .par_chunks_mut(time * width)
+            grad_gates
+                .par_chunks_mut(width)
                 .zip(grad_cell.par_chunks_mut(hidden))
+                .zip(grad_projected.par_chunks_mut(time * width))
                 .enumerate()
                 .for_each(row_gradients);
         } else {
-            grad_projected
-                .chunks_mut(time * width)
+            grad_gates
+                .chunks_mut(width)
                 .zip(grad_cell.chunks_mut(hidden))
+                .zip(grad_projected.chunks_mut(time * width))
                 .enumerate()
                 .for_each(row_gradients);
         }
@@ -263,29 +312,90 @@ pub fn backward(
                 false,
                 (batch, hidden, width),
                 (&mut grad_hidden, hidden),
-                &grad_projected[step * width..],
-                (time * width, 1),
+                &grad_gates,
+                (width, 1),
                 weight_hh,
                 (1, width),
             );
         }
     }
-    // dW_hh = Σ_t h_{t-1}ᵀ dgates_t: one product over every (row, step) with
-    // step > 0, h_{t-1} read from the states shifted by one step.
+    if !weight_grad {
+        return (grad_projected, None);
+    }
+    // dW_hh = Σ_t h_{t-1}ᵀ dgates_t: one product per row over its steps
+    // t > 0, in step order (h_{t-1} is the state one step earlier).
     let mut grad_weight = vec![0.0f32; hidden * width];
+    if time < 2 {
+        return (grad_projected, Some(grad_weight));
+    }
+    let (mut row_states, mut row_gates) = (Vec::new(), Vec::new());
     for row in 0..batch {
-        if time < 2 {
-            break;
-        }
+        let (row_states, row_gates): (&[f32], &[f32]) = match order {
+            // Step order is position order: read in place.
+            Order::Forward => (&states[row * time * hidden..], &grad_projected[(row * time + 1) * width..]),
+            Order::Reversed(_) => {
+                row_states.clear();
+                row_gates.clear();
+                for step in 0..time {
+                    let at = row * time + order.position(row, step);
+                    row_states.extend_from_slice(&states[at * hidden..(at + 1) * hidden]);
+                    if step > 0 {
+                        row_gates.extend_from_slice(&grad_projected[at * width..(at + 1) * width]);
+                    }
+                }
+                (&row_states, &row_gates)
+            }
+        };
         gemm(
             true,
             (hidden, width, time - 1),
             (&mut grad_weight, width),
-            &states[row * time * hidden..],
+            row_states,
             (1, hidden),
-            &grad_projected[(row * time + 1) * width..],
+            row_gates,
             (width, 1),
         );
     }
-    (grad_projected, grad_weight)
+    (grad_projected, Some(grad_weight))
+}
+
+/// One row of one step, backward: the gradients of the four gates'
+/// pre-activations from the state's gradient (`dh`, from the output and from
+/// step t+1) and the cell's; `grad_cell` becomes the gradient passed to step
+/// t−1. Eight units at a time, each lane computing exactly the scalar
+/// expression (same operations in the same order: no fused multiply-add), so
+/// the result does not depend on the lane width.
+fn gate_gradients(
+    gates: &[f32],
+    tanh_cells: &[f32],
+    previous_cells: Option<&[f32]>,
+    grad_states: &[f32],
+    grad_hidden: &[f32],
+    grad_cell: &mut [f32],
+    out: &mut [f32],
+) {
+    let hidden = grad_cell.len();
+    let one = f32x8::ONE;
+    let mut j = 0;
+    while j < hidden {
+        let n = (hidden - j).min(LANES);
+        let load = |from: &[f32], at: usize| {
+            let mut lanes = [0.0f32; LANES];
+            lanes[..n].copy_from_slice(&from[at..at + n]);
+            f32x8::from(lanes)
+        };
+        let store = |to: &mut [f32], at: usize, value: f32x8| to[at..at + n].copy_from_slice(&value.to_array()[..n]);
+        let (i, f) = (load(gates, j), load(gates, hidden + j));
+        let (candidate, o) = (load(gates, 2 * hidden + j), load(gates, 3 * hidden + j));
+        let tc = load(tanh_cells, j);
+        let dh = load(grad_states, j) + load(grad_hidden, j);
+        let dc = load(grad_cell, j) + dh * o * (one - tc * tc);
+        let c_prev = previous_cells.map_or(f32x8::ZERO, |p| load(p, j));
+        store(out, j, dc * candidate * i * (one - i));
+        store(out, hidden + j, dc * c_prev * f * (one - f));
+        store(out, 2 * hidden + j, dc * i * (one - candidate * candidate));
+        store(out, 3 * hidden + j, dh * tc * o * (one - o));
+        store(grad_cell, j, dc * f);
+        j += LANES;
+    }
 }

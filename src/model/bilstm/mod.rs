@@ -80,12 +80,35 @@ impl<B: Backend> LstmDirection<B> {
     /// returns every hidden state, `[batch, time, hidden]`. Causal, so on a
     /// right-padded batch the states at real tokens never see the padding.
     fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
+        recurrence(self.project(x), self.weight_hh.val(), rules)
+    }
+
+    /// The backward direction on a right-padded batch: the recurrence over
+    /// each sequence's real tokens from last to first (then its padding),
+    /// the states returned at the tokens' own positions. The fused kernel
+    /// visits the positions in that order; burn's operations (another
+    /// backend, or DeepLift's rules) permute the inputs and the states.
+    fn reversed(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
+        if rules == Rules::Plain && crate::kernels::applies(&x) {
+            let lengths: Vec<usize> =
+                mask.clone().sum_dim(1).into_data().iter::<f32>().map(|l| l.round() as usize).collect();
+            if let Some(states) =
+                crate::kernels::lstm_recurrence(self.project(x.clone()), self.weight_hh.val(), Some(&lengths))
+            {
+                return states;
+            }
+        }
+        let reverse = reversal_index(mask);
+        permute_time(self.forward(permute_time(x, reverse.clone()), rules), reverse)
+    }
+
+    /// `x W_ih + b_ih + b_hh`, `[batch, time, 4h]`: every step's input to the
+    /// gates, in one product.
+    fn project(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let [batch, time, d_input] = x.dims();
         let hidden = self.hidden_size();
         let bias = (self.bias_ih.val() + self.bias_hh.val()).reshape([1, 1, 4 * hidden]);
-        let projected =
-            x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden]) + bias;
-        recurrence(projected, self.weight_hh.val(), rules)
+        x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden]) + bias
     }
 }
 
@@ -96,7 +119,7 @@ impl<B: Backend> LstmDirection<B> {
 /// differentiate the operations, so they always take those.
 fn recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
     if rules == Rules::Plain
-        && let Some(states) = crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone())
+        && let Some(states) = crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), None)
     {
         return states;
     }
@@ -289,9 +312,7 @@ impl<B: Backend> BiLstmClassifier<B> {
     ) -> Tensor<B, 3> {
         let embeddings = dropout(embeddings, self.dropout, noise.as_deref_mut());
         let forward = self.lstm_forward.forward(embeddings.clone(), rules);
-        let reverse = reversal_index(mask);
-        let backward = self.lstm_backward.forward(permute_time(embeddings, reverse.clone()), rules);
-        let backward = permute_time(backward, reverse);
+        let backward = self.lstm_backward.reversed(embeddings, mask, rules);
         dropout(Tensor::cat(vec![forward, backward], 2), self.dropout, noise)
     }
 
@@ -392,7 +413,8 @@ mod tests {
 
     /// The fused recurrence (`crate::kernels`) computes what burn's operations
     /// compute, values and gradients (of the inputs and the recurrent
-    /// weights), up to float rounding; and without autodiff too.
+    /// weights), up to float rounding, in both directions; and without
+    /// autodiff too.
     #[test]
     fn the_fused_recurrence_matches_the_operations() {
         use rand::Rng;
@@ -404,41 +426,109 @@ mod tests {
             let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.5f32..1.5)).collect() };
             let (inputs, weights, probe) =
                 (draw(batch * time * 4 * hidden), draw(hidden * 4 * hidden), draw(batch * time * hidden));
-            let leaf = |values: &[f32], shape: [usize; 3]| {
-                Tensor::<A, 1>::from_floats(values, &device).reshape(shape).require_grad()
-            };
-            let run = |fused: bool| {
-                let projected = leaf(&inputs, [batch, time, 4 * hidden]);
+            // Every length from 0 to the whole row, and the backward direction's
+            // permutation that the operations need.
+            let lengths: Vec<usize> = (0..batch).map(|row| (row * 5 + time) % (time + 1)).collect();
+            let mask: Vec<f32> =
+                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            for reversed in [false, true] {
+                let order = reversed.then_some(lengths.as_slice());
+                // (states, input gradients, weight gradients if tracked)
+                let run = |fused: bool, track_weights: bool| {
+                    let projected = Tensor::<A, 1>::from_floats(inputs.as_slice(), &device)
+                        .reshape([batch, time, 4 * hidden])
+                        .require_grad();
+                    let weight_hh =
+                        Tensor::<A, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]);
+                    let weight_hh = if track_weights { weight_hh.require_grad() } else { weight_hh };
+                    let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
+                    let states = match (fused, reversed) {
+                        (true, _) => crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order)
+                            .expect("a kernel on Flex"),
+                        (false, false) => recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Plain),
+                        (false, true) => {
+                            let permuted = permute_time(projected.clone(), reverse.clone());
+                            permute_time(recurrence_ops(permuted, weight_hh.clone(), Rules::Plain), reverse.clone())
+                        }
+                    };
+                    let grads = (states.clone() * probe).sum().backward();
+                    let flat = |t: Tensor<burn::backend::Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+                    let weight_grad = weight_hh.grad(&grads).map(|g| flat(g.reshape([1, hidden, 4 * hidden])));
+                    (flat(states.inner()), flat(projected.grad(&grads).unwrap()), weight_grad)
+                };
+                let (fused, ops) = (run(true, true), run(false, true));
+                let close = |a: &[f32], b: &[f32], what: &str| {
+                    assert_eq!(a.len(), b.len());
+                    for (x, y) in a.iter().zip(b) {
+                        assert!(
+                            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                            "{what} ({batch}, {time}, {hidden}, reversed {reversed}): {x} vs {y}"
+                        );
+                    }
+                };
+                close(&fused.0, &ops.0, "states");
+                close(&fused.1, &ops.1, "input gradients");
+                close(fused.2.as_deref().unwrap(), ops.2.as_deref().unwrap(), "weight gradients");
+                // Attribution's case: the weights untracked (the kernel skips
+                // dW_hh); the states and input gradients are the same, bit for bit.
+                let untracked = run(true, false);
+                assert!(untracked.2.is_none());
+                assert_eq!((&untracked.0, &untracked.1), (&fused.0, &fused.1), "weights untracked");
+                // Inference (no autodiff) through the same kernel.
+                let plain = crate::kernels::lstm_recurrence(
+                    Tensor::<B, 1>::from_floats(inputs.as_slice(), &device).reshape([batch, time, 4 * hidden]),
+                    Tensor::<B, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]),
+                    order,
+                )
+                .expect("a kernel on Flex");
+                assert_eq!(values(plain), fused.0, "states without autodiff");
+            }
+        }
+    }
+
+    /// The backward direction through the kernel's reversed order is, bit for
+    /// bit, the forward order over each row's reversed tokens, reversed back
+    /// (what the model computed before the kernel could reverse): values,
+    /// input gradients and weight gradients.
+    #[test]
+    fn the_kernels_reversed_order_is_the_permuted_forward_order_exactly() {
+        use rand::Rng;
+        type A = burn::backend::Autodiff<Flex>;
+        let device = Default::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for (batch, time, hidden) in [(5, 9, 8), (130, 6, 64)] {
+            let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.5f32..1.5)).collect() };
+            let (inputs, weights, probe) =
+                (draw(batch * time * 4 * hidden), draw(hidden * 4 * hidden), draw(batch * time * hidden));
+            let lengths: Vec<usize> = (0..batch).map(|row| (row * 3 + 2) % (time + 1)).collect();
+            let mask: Vec<f32> =
+                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            let run = |in_kernel: bool| {
+                let projected = Tensor::<A, 1>::from_floats(inputs.as_slice(), &device)
+                    .reshape([batch, time, 4 * hidden])
+                    .require_grad();
                 let weight_hh = Tensor::<A, 1>::from_floats(weights.as_slice(), &device)
                     .reshape([hidden, 4 * hidden])
                     .require_grad();
-                let states = if fused {
-                    crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone()).expect("a kernel on Flex")
+                let states = if in_kernel {
+                    crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), Some(&lengths))
                 } else {
-                    recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Plain)
-                };
+                    let permuted = permute_time(projected.clone(), reverse.clone());
+                    crate::kernels::lstm_recurrence(permuted, weight_hh.clone(), None)
+                        .map(|states| permute_time(states, reverse.clone()))
+                }
+                .expect("a kernel on Flex");
                 let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
                 let grads = (states.clone() * probe).sum().backward();
-                let flat = |t: Tensor<burn::backend::Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
-                let weight_grad = weight_hh.grad(&grads).unwrap().reshape([1, hidden, 4 * hidden]);
-                (flat(states.inner()), flat(projected.grad(&grads).unwrap()), flat(weight_grad))
+                (
+                    states.inner().into_data().to_vec::<f32>().unwrap(),
+                    projected.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap(),
+                    weight_hh.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap(),
+                )
             };
-            let (fused, ops) = (run(true), run(false));
-            let close = |a: &[f32], b: &[f32], what: &str| {
-                for (x, y) in a.iter().zip(b) {
-                    assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what} ({batch}, {time}, {hidden}): {x} vs {y}");
-                }
-            };
-            close(&fused.0, &ops.0, "states");
-            close(&fused.1, &ops.1, "input gradients");
-            close(&fused.2, &ops.2, "weight gradients");
-            // Inference (no autodiff) through the same kernel.
-            let plain = crate::kernels::lstm_recurrence(
-                Tensor::<B, 1>::from_floats(inputs.as_slice(), &device).reshape([batch, time, 4 * hidden]),
-                Tensor::<B, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]),
-            )
-            .expect("a kernel on Flex");
-            close(&values(plain), &ops.0, "states without autodiff");
+            assert_eq!(run(true), run(false), "({batch}, {time}, {hidden})");
         }
     }
 

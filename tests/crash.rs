@@ -34,7 +34,8 @@ fn kill_9_at_random_moments_never_leaves_a_bad_entry() {
     // Longer trainings than TINY's, so that the kills land mid-step.
     let grid_text = TINY
         .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil", "random"]"#)
-        .replace("max_steps = 120", "max_steps = 480");
+        .replace("max_steps = 120", "max_steps = 1200")
+        .replace("patience = 80", "patience = 1200");
     let clean = GridTest::new(&grid_text);
     let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));

@@ -18,6 +18,7 @@ use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn_flex::FlexTensor;
 
+use grid_kernels::activation;
 use grid_kernels::lstm::{self, Dims, Order, Tape};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
@@ -169,6 +170,60 @@ fn autodiff_recurrence(
                 lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), false);
             prep.finish(flex_tensor(states, shape))
         }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// `tanh` of every element in SIMD lanes (see [`activation::tanh`]), with
+/// its backward `grad · (1 − y²)`. `None` where no kernel applies.
+pub fn tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    if !applies(&x) {
+        return None;
+    }
+    match cast::<_, Tensor<Ad, D>>(x) {
+        Ok(x) => cast(autodiff_tanh(x)).ok(),
+        Err(x) => {
+            let x = cast::<_, Tensor<Flex, D>>(x).ok()?;
+            let shape = x.dims();
+            let output = tanh_values(&primitive(x), shape);
+            cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(output))).ok()
+        }
+    }
+}
+
+fn tanh_values<const D: usize>(x: &FlexTensor, shape: [usize; D]) -> FlexTensor {
+    let mut values = values(x).into_owned();
+    activation::tanh(&mut values);
+    flex_tensor(values, shape)
+}
+
+#[derive(Debug)]
+struct TanhBackward<const D: usize>;
+
+impl<const D: usize> Backward<Flex, 1> for TanhBackward<D> {
+    /// The output and its shape.
+    type State = (FlexTensor, [usize; D]);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (output, shape) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let [parent] = ops.parents;
+        if let Some(node) = parent {
+            let input_grad = activation::tanh_backward(&values(&output), &values(&grad));
+            grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
+        }
+    }
+}
+
+fn autodiff_tanh<const D: usize>(x: Tensor<Ad, D>) -> Tensor<Ad, D> {
+    let shape = x.dims();
+    let x = x.into_primitive().tensor();
+    let output = match TanhBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let output = tanh_values(&x.primitive, shape);
+            prep.finish((output.clone(), shape), output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(tanh_values(&x.primitive, shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -44,6 +44,12 @@ pub enum Rules {
     Rescale,
 }
 
+/// tanh through the fused kernel where the backend has one (burn's CPU
+/// backend calls libm once per element), else burn's.
+fn tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    crate::kernels::tanh(x.clone()).unwrap_or_else(|| x.tanh())
+}
+
 impl Rules {
     pub fn sigmoid<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
@@ -57,8 +63,8 @@ impl Rules {
 
     pub fn tanh<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
-            Rules::Plain => x.tanh(),
-            Rules::Rescale => rescale(x, Tensor::tanh, Smooth::Yes, |m| m.tanh().powi_scalar(2).neg() + 1.0),
+            Rules::Plain => tanh(x),
+            Rules::Rescale => rescale(x, tanh, Smooth::Yes, |m| tanh(m).powi_scalar(2).neg() + 1.0),
         }
     }
 

@@ -3,4 +3,6 @@
 //! CI and the tests run, compiles its own code unoptimised), and so that they
 //! carry no burn types. The glue to burn is `grid::kernels`.
 
+pub mod activation;
+pub mod lanes;
 pub mod lstm;

@@ -11,6 +11,8 @@
 use rayon::prelude::*;
 use wide::f32x8;
 
+use crate::lanes::{LANES, load_lanes, store_lanes, tanh};
+
 /// Rows × hidden units from which a step's element-wise pass is split over
 /// threads.
 const PARALLEL_ELEMENTS: usize = 8192;
@@ -83,12 +85,8 @@ fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], sta
     let mut j = 0;
     while j < hidden {
         let n = (hidden - j).min(LANES);
-        let load = |from: &[f32], at: usize| {
-            let mut lanes = [0.0f32; LANES];
-            lanes[..n].copy_from_slice(&from[at..at + n]);
-            f32x8::from(lanes)
-        };
-        let store = |to: &mut [f32], at: usize, value: f32x8| to[at..at + n].copy_from_slice(&value.to_array()[..n]);
+        let load = |from: &[f32], at: usize| load_lanes(from, at, n);
+        let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
         let sigmoid = |x: f32x8| one / (one + (-x).exp());
         let i = sigmoid(load(gates, j));
         let f = sigmoid(load(gates, hidden + j));
@@ -105,19 +103,6 @@ fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], sta
         store(states, j, o * tc);
         j += LANES;
     }
-}
-
-const LANES: usize = 8;
-
-/// tanh from one vectorised `exp`: `(1 − e) / (1 + e)` with `e = exp(−2|x|)`,
-/// the sign put back; below 4e-4, `x` itself (the error, x³/3, is under
-/// 2.2e-11). `wide`'s own `tanh` goes through a scalar `expm1` per lane.
-/// Absolute error ≤ 6e-8 (the `exp`'s, halved), relative ≤ 1e-4 near 4e-4.
-fn tanh(x: f32x8) -> f32x8 {
-    let magnitude = x.abs();
-    let e = (magnitude * f32x8::from(-2.0)).exp();
-    let t = (f32x8::ONE - e) / (f32x8::ONE + e);
-    magnitude.simd_lt(f32x8::from(4e-4)).select(magnitude, t).flip_signs(x)
 }
 
 /// `dst[m × n] = lhs[m × k] · rhs[k × n]` (with `accumulate`: `+=`), each
@@ -379,12 +364,8 @@ fn gate_gradients(
     let mut j = 0;
     while j < hidden {
         let n = (hidden - j).min(LANES);
-        let load = |from: &[f32], at: usize| {
-            let mut lanes = [0.0f32; LANES];
-            lanes[..n].copy_from_slice(&from[at..at + n]);
-            f32x8::from(lanes)
-        };
-        let store = |to: &mut [f32], at: usize, value: f32x8| to[at..at + n].copy_from_slice(&value.to_array()[..n]);
+        let load = |from: &[f32], at: usize| load_lanes(from, at, n);
+        let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
         let (i, f) = (load(gates, j), load(gates, hidden + j));
         let (candidate, o) = (load(gates, 2 * hidden + j), load(gates, 3 * hidden + j));
         let tc = load(tanh_cells, j);

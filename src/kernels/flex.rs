@@ -177,53 +177,90 @@ fn autodiff_recurrence(
 /// `tanh` of every element in SIMD lanes (see [`activation::tanh`]), with
 /// its backward `grad · (1 − y²)`. `None` where no kernel applies.
 pub fn tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    elementwise(x, &TANH)
+}
+
+/// The exact GELU in SIMD lanes (see [`activation::gelu`]), with its
+/// backward. `None` where no kernel applies.
+pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    elementwise(x, &GELU)
+}
+
+/// An element-wise kernel: its forward, and its backward from the tensor it
+/// keeps (its input or its output) and the output's gradient.
+#[derive(Debug)]
+struct Elementwise {
+    forward: fn(&[f32]) -> Vec<f32>,
+    backward: fn(&[f32], &[f32]) -> Vec<f32>,
+    keeps: Kept,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    Input,
+    Output,
+}
+
+const TANH: Elementwise = Elementwise {
+    forward: |x| {
+        let mut y = x.to_vec();
+        activation::tanh(&mut y);
+        y
+    },
+    backward: activation::tanh_backward,
+    keeps: Kept::Output,
+};
+
+const GELU: Elementwise =
+    Elementwise { forward: activation::gelu, backward: activation::gelu_backward, keeps: Kept::Input };
+
+fn elementwise<B: Backend, const D: usize>(x: Tensor<B, D>, kernel: &'static Elementwise) -> Option<Tensor<B, D>> {
     if !applies(&x) {
         return None;
     }
     match cast::<_, Tensor<Ad, D>>(x) {
-        Ok(x) => cast(autodiff_tanh(x)).ok(),
+        Ok(x) => cast(autodiff_elementwise(x, kernel)).ok(),
         Err(x) => {
             let x = cast::<_, Tensor<Flex, D>>(x).ok()?;
             let shape = x.dims();
-            let output = tanh_values(&primitive(x), shape);
+            let output = flex_tensor((kernel.forward)(&values(&primitive(x))), shape);
             cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(output))).ok()
         }
     }
 }
 
-fn tanh_values<const D: usize>(x: &FlexTensor, shape: [usize; D]) -> FlexTensor {
-    let mut values = values(x).into_owned();
-    activation::tanh(&mut values);
-    flex_tensor(values, shape)
-}
-
 #[derive(Debug)]
-struct TanhBackward<const D: usize>;
+struct ElementwiseBackward<const D: usize>;
 
-impl<const D: usize> Backward<Flex, 1> for TanhBackward<D> {
-    /// The output and its shape.
-    type State = (FlexTensor, [usize; D]);
+impl<const D: usize> Backward<Flex, 1> for ElementwiseBackward<D> {
+    /// The tensor the kernel keeps, its shape, and the kernel.
+    type State = (FlexTensor, [usize; D], &'static Elementwise);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (output, shape) = ops.state;
+        let (kept, shape, kernel) = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
         let [parent] = ops.parents;
         if let Some(node) = parent {
-            let input_grad = activation::tanh_backward(&values(&output), &values(&grad));
+            let input_grad = (kernel.backward)(&values(&kept), &values(&grad));
             grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
         }
     }
 }
 
-fn autodiff_tanh<const D: usize>(x: Tensor<Ad, D>) -> Tensor<Ad, D> {
+fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Elementwise) -> Tensor<Ad, D> {
     let shape = x.dims();
     let x = x.into_primitive().tensor();
-    let output = match TanhBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
+    let output = match ElementwiseBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful()
+    {
         OpsKind::Tracked(prep) => {
-            let output = tanh_values(&x.primitive, shape);
-            prep.finish((output.clone(), shape), output)
+            let output = flex_tensor((kernel.forward)(&values(&x.primitive)), shape);
+            let kept = match kernel.keeps {
+                Kept::Input => x.primitive.clone(),
+                Kept::Output => output.clone(),
+            };
+            prep.finish((kept, shape, kernel), output)
         }
-        OpsKind::UnTracked(prep) => prep.finish(tanh_values(&x.primitive, shape)),
+        OpsKind::UnTracked(prep) => prep.finish(flex_tensor((kernel.forward)(&values(&x.primitive)), shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

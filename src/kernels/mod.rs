@@ -11,7 +11,7 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, lstm_recurrence, tanh};
+pub use flex::{applies, gelu, lstm_recurrence, tanh};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {

@@ -50,6 +50,12 @@ fn tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     crate::kernels::tanh(x.clone()).unwrap_or_else(|| x.tanh())
 }
 
+/// The exact GELU through the fused kernel where the backend has one
+/// (burn's CPU backend calls libm's `erff` once per element), else burn's.
+fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    crate::kernels::gelu(x.clone()).unwrap_or_else(|| activation::gelu(x))
+}
+
 impl Rules {
     pub fn sigmoid<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
@@ -79,8 +85,8 @@ impl Rules {
     /// The exact, erf-based GELU.
     pub fn gelu<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
-            Rules::Plain => activation::gelu(x),
-            Rules::Rescale => rescale(x, activation::gelu, Smooth::Yes, |m| {
+            Rules::Plain => gelu(x),
+            Rules::Rescale => rescale(x, gelu, Smooth::Yes, |m| {
                 // Φ(x) + x φ(x)
                 let cdf = (m.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
                 let pdf = m.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);

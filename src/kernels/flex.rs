@@ -18,8 +18,8 @@ use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn_flex::FlexTensor;
 
-use grid_kernels::activation;
 use grid_kernels::lstm::{self, Dims, Order, Tape};
+use grid_kernels::{activation, layout};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
 
@@ -261,6 +261,55 @@ fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Eleme
             prep.finish((kept, shape, kernel), output)
         }
         OpsKind::UnTracked(prep) => prep.finish(flex_tensor((kernel.forward)(&values(&x.primitive)), shape)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// `[a, b, c, d]` → `[a, c, b, d]` as a contiguous copy (see
+/// [`layout::swap_middle`]); burn's `swap_dims(1, 2)` is a strided view that
+/// a later operation copies one computed index at a time. `None` where no
+/// kernel applies.
+pub fn swap_middle<B: Backend>(x: Tensor<B, 4>) -> Option<Tensor<B, 4>> {
+    if !applies(&x) {
+        return None;
+    }
+    match cast::<_, Tensor<Ad, 4>>(x) {
+        Ok(x) => cast(autodiff_swap_middle(x)).ok(),
+        Err(x) => {
+            let x = cast::<_, Tensor<Flex, 4>>(x).ok()?;
+            let [a, b, c, d] = x.dims();
+            let output = flex_tensor(layout::swap_middle(&values(&primitive(x)), [a, b, c, d]), [a, c, b, d]);
+            cast(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(output))).ok()
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SwapMiddleBackward;
+
+impl Backward<Flex, 1> for SwapMiddleBackward {
+    /// The input's shape.
+    type State = [usize; 4];
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let [a, b, c, d] = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let [parent] = ops.parents;
+        if let Some(node) = parent {
+            // The gradient has the output's shape; swapping back is the inverse.
+            let input_grad = layout::swap_middle(&values(&grad), [a, c, b, d]);
+            grads.register::<Flex>(node.id, flex_tensor(input_grad, [a, b, c, d]));
+        }
+    }
+}
+
+fn autodiff_swap_middle(x: Tensor<Ad, 4>) -> Tensor<Ad, 4> {
+    let [a, b, c, d] = x.dims();
+    let x = x.into_primitive().tensor();
+    let swapped = |x: &FlexTensor| flex_tensor(layout::swap_middle(&values(x), [a, b, c, d]), [a, c, b, d]);
+    let output = match SwapMiddleBackward.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish([a, b, c, d], swapped(&x.primitive)),
+        OpsKind::UnTracked(prep) => prep.finish(swapped(&x.primitive)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -5,4 +5,5 @@
 
 pub mod activation;
 pub mod lanes;
+pub mod layout;
 pub mod lstm;

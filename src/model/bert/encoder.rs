@@ -85,7 +85,7 @@ impl<B: Backend> BertSelfAttention<B> {
     ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, time, hidden] = x.dims();
         let head_size = hidden / self.num_heads;
-        let heads = |t: Tensor<B, 3>| t.reshape([batch, time, self.num_heads, head_size]).swap_dims(1, 2);
+        let heads = |t: Tensor<B, 3>| swap_middle(t.reshape([batch, time, self.num_heads, head_size]));
         let q = heads(self.query.forward(x.clone()));
         let k = heads(self.key.forward(x.clone()));
         let v = heads(self.value.forward(x));
@@ -96,8 +96,14 @@ impl<B: Backend> BertSelfAttention<B> {
             None => probs,
         };
         let context = rules.matmul(dropout(probs.clone(), self.dropout, noise), v);
-        (context.swap_dims(1, 2).reshape([batch, time, hidden]), probs)
+        (swap_middle(context).reshape([batch, time, hidden]), probs)
     }
+}
+
+/// `swap_dims(1, 2)` as a contiguous copy where the backend has the kernel
+/// (the matmuls after it would copy the strided view element by element).
+fn swap_middle<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
+    crate::kernels::swap_middle(x.clone()).unwrap_or_else(|| x.swap_dims(1, 2))
 }
 
 /// `BertSelfOutput` and `BertOutput` alike: dense, dropout, residual, LayerNorm.

@@ -81,8 +81,9 @@ pub fn lstm_recurrence<B: Backend>(
     cast(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(states))).ok()
 }
 
-/// Whether [`lstm_recurrence`] runs the kernel for this tensor (so that a
-/// caller can skip preparing for it otherwise).
+/// Whether the kernels here run for this tensor: burn's CPU backend (or its
+/// autodiff wrapper), f32, kernels not turned off. A caller can skip
+/// preparing for a kernel otherwise.
 pub fn applies<B: Backend, const D: usize>(tensor: &Tensor<B, D>) -> bool {
     use std::any::TypeId;
     let backend = TypeId::of::<B>();
@@ -201,32 +202,42 @@ enum Kept {
     Output,
 }
 
-const TANH: Elementwise = Elementwise {
-    forward: |x| {
-        let mut y = x.to_vec();
-        activation::tanh(&mut y);
-        y
-    },
-    backward: activation::tanh_backward,
-    keeps: Kept::Output,
-};
+const TANH: Elementwise =
+    Elementwise { forward: activation::tanh, backward: activation::tanh_backward, keeps: Kept::Output };
 
 const GELU: Elementwise =
     Elementwise { forward: activation::gelu, backward: activation::gelu_backward, keeps: Kept::Input };
 
-fn elementwise<B: Backend, const D: usize>(x: Tensor<B, D>, kernel: &'static Elementwise) -> Option<Tensor<B, D>> {
+impl Elementwise {
+    fn apply<const D: usize>(&self, x: &FlexTensor, shape: [usize; D]) -> FlexTensor {
+        flex_tensor((self.forward)(&values(x)), shape)
+    }
+}
+
+/// Runs a one-input kernel on `x`: `on_autodiff` on `Autodiff<Flex>`,
+/// `on_flex` (given the values and their shape) on `Flex`; `None` where no
+/// kernel applies.
+fn unary<B: Backend, const D: usize, const E: usize>(
+    x: Tensor<B, D>,
+    on_autodiff: impl FnOnce(Tensor<Ad, D>) -> Tensor<Ad, E>,
+    on_flex: impl FnOnce(&FlexTensor, [usize; D]) -> FlexTensor,
+) -> Option<Tensor<B, E>> {
     if !applies(&x) {
         return None;
     }
     match cast::<_, Tensor<Ad, D>>(x) {
-        Ok(x) => cast(autodiff_elementwise(x, kernel)).ok(),
+        Ok(x) => cast(on_autodiff(x)).ok(),
         Err(x) => {
             let x = cast::<_, Tensor<Flex, D>>(x).ok()?;
             let shape = x.dims();
-            let output = flex_tensor((kernel.forward)(&values(&primitive(x))), shape);
-            cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(output))).ok()
+            let output = on_flex(&primitive(x), shape);
+            cast(Tensor::<Flex, E>::from_primitive(TensorPrimitive::Float(output))).ok()
         }
     }
+}
+
+fn elementwise<B: Backend, const D: usize>(x: Tensor<B, D>, kernel: &'static Elementwise) -> Option<Tensor<B, D>> {
+    unary(x, |x| autodiff_elementwise(x, kernel), |x, shape| kernel.apply(x, shape))
 }
 
 #[derive(Debug)]
@@ -253,14 +264,14 @@ fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Eleme
     let output = match ElementwiseBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful()
     {
         OpsKind::Tracked(prep) => {
-            let output = flex_tensor((kernel.forward)(&values(&x.primitive)), shape);
+            let output = kernel.apply(&x.primitive, shape);
             let kept = match kernel.keeps {
                 Kept::Input => x.primitive.clone(),
                 Kept::Output => output.clone(),
             };
             prep.finish((kept, shape, kernel), output)
         }
-        OpsKind::UnTracked(prep) => prep.finish(flex_tensor((kernel.forward)(&values(&x.primitive)), shape)),
+        OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }
@@ -270,18 +281,12 @@ fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Eleme
 /// a later operation copies one computed index at a time. `None` where no
 /// kernel applies.
 pub fn swap_middle<B: Backend>(x: Tensor<B, 4>) -> Option<Tensor<B, 4>> {
-    if !applies(&x) {
-        return None;
-    }
-    match cast::<_, Tensor<Ad, 4>>(x) {
-        Ok(x) => cast(autodiff_swap_middle(x)).ok(),
-        Err(x) => {
-            let x = cast::<_, Tensor<Flex, 4>>(x).ok()?;
-            let [a, b, c, d] = x.dims();
-            let output = flex_tensor(layout::swap_middle(&values(&primitive(x)), [a, b, c, d]), [a, c, b, d]);
-            cast(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(output))).ok()
-        }
-    }
+    unary(x, autodiff_swap_middle, swapped)
+}
+
+/// `x` of shape `[a, b, c, d]` as `[a, c, b, d]`.
+fn swapped(x: &FlexTensor, [a, b, c, d]: [usize; 4]) -> FlexTensor {
+    flex_tensor(layout::swap_middle(&values(x), [a, b, c, d]), [a, c, b, d])
 }
 
 #[derive(Debug)]
@@ -297,19 +302,17 @@ impl Backward<Flex, 1> for SwapMiddleBackward {
         let [parent] = ops.parents;
         if let Some(node) = parent {
             // The gradient has the output's shape; swapping back is the inverse.
-            let input_grad = layout::swap_middle(&values(&grad), [a, c, b, d]);
-            grads.register::<Flex>(node.id, flex_tensor(input_grad, [a, b, c, d]));
+            grads.register::<Flex>(node.id, swapped(&grad, [a, c, b, d]));
         }
     }
 }
 
 fn autodiff_swap_middle(x: Tensor<Ad, 4>) -> Tensor<Ad, 4> {
-    let [a, b, c, d] = x.dims();
+    let shape = x.dims();
     let x = x.into_primitive().tensor();
-    let swapped = |x: &FlexTensor| flex_tensor(layout::swap_middle(&values(x), [a, b, c, d]), [a, c, b, d]);
     let output = match SwapMiddleBackward.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
-        OpsKind::Tracked(prep) => prep.finish([a, b, c, d], swapped(&x.primitive)),
-        OpsKind::UnTracked(prep) => prep.finish(swapped(&x.primitive)),
+        OpsKind::Tracked(prep) => prep.finish(shape, swapped(&x.primitive, shape)),
+        OpsKind::UnTracked(prep) => prep.finish(swapped(&x.primitive, shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -3,10 +3,10 @@
 //! whose `expm1f` was 9% of the BiLSTM's integrated-gradients profile through
 //! its attention's tanh; `erff` 6% of the tiny BERT's training through GELU).
 
-use rayon::prelude::*;
 use wide::f32x8;
 
-use crate::lanes::{LANES, load_lanes, store_lanes, tanh as tanh_lanes};
+use crate::chunks::for_each_chunk;
+use crate::lanes::{LANES, groups, load_lanes, store_lanes, tanh as tanh_lanes};
 
 /// From this many values, split over threads.
 const PARALLEL_ELEMENTS: usize = 1 << 15;
@@ -14,41 +14,17 @@ const PARALLEL_ELEMENTS: usize = 1 << 15;
 /// computed the same way however the work is split.
 const CHUNK: usize = 512 * LANES;
 
-/// `tanh` of every value, in place (within 1.8e-7 of libm's: see
+/// `tanh` of every value (within 1.8e-7 of libm's: see
 /// [`crate::lanes::tanh`]).
-pub fn tanh(values: &mut [f32]) {
-    let apply = |chunk: &mut [f32]| {
-        let mut j = 0;
-        while j < chunk.len() {
-            let n = (chunk.len() - j).min(LANES);
-            let t = tanh_lanes(load_lanes(chunk, j, n));
-            store_lanes(chunk, j, n, t);
-            j += LANES;
-        }
-    };
-    if values.len() >= PARALLEL_ELEMENTS {
-        values.par_chunks_mut(CHUNK).for_each(apply);
-    } else {
-        values.chunks_mut(CHUNK).for_each(apply);
-    }
+pub fn tanh(inputs: &[f32]) -> Vec<f32> {
+    map_lanes(inputs, &[], |x, _| tanh_lanes(x))
 }
 
 /// The gradient of tanh's input from its output `y` and the output's
 /// gradient: `grad · (1 − y²)`.
 pub fn tanh_backward(output: &[f32], grad: &[f32]) -> Vec<f32> {
     assert_eq!(output.len(), grad.len(), "one gradient per output");
-    let mut result = vec![0.0f32; grad.len()];
-    let apply = |(chunk, (y, g)): (&mut [f32], (&[f32], &[f32]))| {
-        for ((r, &y), &g) in chunk.iter_mut().zip(y).zip(g) {
-            *r = g * (1.0 - y * y);
-        }
-    };
-    if grad.len() >= PARALLEL_ELEMENTS {
-        result.par_chunks_mut(CHUNK).zip(output.par_chunks(CHUNK).zip(grad.par_chunks(CHUNK))).for_each(apply);
-    } else {
-        result.chunks_mut(CHUNK).zip(output.chunks(CHUNK).zip(grad.chunks(CHUNK))).for_each(apply);
-    }
-    result
+    map_lanes(output, grad, |y, g| g * (f32x8::ONE - y * y))
 }
 
 /// The exact (erf-based) GELU of every value: `x · Φ(x)`, with
@@ -93,20 +69,13 @@ fn map_lanes(inputs: &[f32], others: &[f32], f: impl Fn(f32x8, f32x8) -> f32x8 +
     let mut out = vec![0.0f32; inputs.len()];
     let apply = |(at, chunk): (usize, &mut [f32])| {
         let from = at * CHUNK;
-        let mut j = 0;
-        while j < chunk.len() {
-            let n = (chunk.len() - j).min(LANES);
+        for (j, n) in groups(chunk.len()) {
             let x = load_lanes(inputs, from + j, n);
             let y = if others.is_empty() { f32x8::ZERO } else { load_lanes(others, from + j, n) };
             store_lanes(chunk, j, n, f(x, y));
-            j += LANES;
         }
     };
-    if inputs.len() >= PARALLEL_ELEMENTS {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(apply);
-    } else {
-        out.chunks_mut(CHUNK).enumerate().for_each(apply);
-    }
+    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, apply);
     out
 }
 
@@ -153,17 +122,12 @@ mod tests {
         // past the threshold for threads and with a partial last group.
         let n = PARALLEL_ELEMENTS + 5;
         let inputs: Vec<f32> = (0..n).map(|i| (i as f32 / n as f32 - 0.5) * 24.0).collect();
-        let mut ours = inputs.clone();
-        tanh(&mut ours);
+        let ours = tanh(&inputs);
         let worst = inputs.iter().zip(&ours).map(|(x, t)| (t - x.tanh()).abs()).fold(0.0f32, f32::max);
         assert!(worst <= 3e-7, "worst absolute difference from libm {worst}");
         // The same values computed without threads, group by group.
-        let mut serial = inputs[..PARALLEL_ELEMENTS - 3].to_vec();
-        tanh(&mut serial);
-        assert_eq!(serial, ours[..PARALLEL_ELEMENTS - 3]);
-        let mut tiny = vec![1e-5f32, -2e-4, 0.0, -0.0];
-        tanh(&mut tiny);
-        assert_eq!(tiny, [1e-5, -2e-4, 0.0, -0.0]);
+        assert_eq!(tanh(&inputs[..PARALLEL_ELEMENTS - 3]), ours[..PARALLEL_ELEMENTS - 3]);
+        assert_eq!(tanh(&[1e-5f32, -2e-4, 0.0, -0.0]), [1e-5, -2e-4, 0.0, -0.0]);
     }
 
     #[test]

@@ -9,6 +9,12 @@ use wide::f32x8;
 /// Values per SIMD group.
 pub const LANES: usize = 8;
 
+/// The groups of a run of `len` values: `(start, n)` with `n` ≤ 8 values
+/// each, the last one partial when `len` is not a multiple of eight.
+pub fn groups(len: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..len).step_by(LANES).map(move |at| (at, (len - at).min(LANES)))
+}
+
 /// `n` ≤ 8 values from `at` in SIMD lanes (the rest zero). A whole group is
 /// one fixed-size load; a copy of a run-time length would be a call to
 /// `memcpy` per group.

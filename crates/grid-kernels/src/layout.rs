@@ -4,7 +4,7 @@
 //! the tiny BERT's training profile, from splitting and merging attention
 //! heads); here each contiguous run of the innermost dimension is one copy.
 
-use rayon::prelude::*;
+use crate::chunks::for_each_chunk;
 
 /// From this many values, split over threads (by the first dimension).
 const PARALLEL_ELEMENTS: usize = 1 << 16;
@@ -28,11 +28,7 @@ pub fn swap_middle(values: &[f32], [a, b, c, d]: [usize; 4]) -> Vec<f32> {
             }
         }
     };
-    if values.len() >= PARALLEL_ELEMENTS {
-        out.par_chunks_mut(block).enumerate().for_each(copy);
-    } else {
-        out.chunks_mut(block).enumerate().for_each(copy);
-    }
+    for_each_chunk(&mut out, block, values.len() >= PARALLEL_ELEMENTS, copy);
     out
 }
 

@@ -4,6 +4,7 @@
 //! carry no burn types. The glue to burn is `grid::kernels`.
 
 pub mod activation;
+mod chunks;
 pub mod lanes;
 pub mod layout;
 pub mod lstm;

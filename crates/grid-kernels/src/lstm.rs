@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 use wide::f32x8;
 
-use crate::lanes::{LANES, load_lanes, store_lanes, tanh};
+use crate::lanes::{groups, load_lanes, store_lanes, tanh};
 
 /// Rows × hidden units from which a step's element-wise pass is split over
 /// threads.
@@ -82,9 +82,7 @@ pub struct Tape {
 fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], states: &mut [f32]) {
     let hidden = cells.len();
     let one = f32x8::ONE;
-    let mut j = 0;
-    while j < hidden {
-        let n = (hidden - j).min(LANES);
+    for (j, n) in groups(hidden) {
         let load = |from: &[f32], at: usize| load_lanes(from, at, n);
         let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
         let sigmoid = |x: f32x8| one / (one + (-x).exp());
@@ -101,7 +99,6 @@ fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], sta
         store(cells, j, c);
         store(tanh_cells, j, tc);
         store(states, j, o * tc);
-        j += LANES;
     }
 }
 
@@ -361,9 +358,7 @@ fn gate_gradients(
 ) {
     let hidden = grad_cell.len();
     let one = f32x8::ONE;
-    let mut j = 0;
-    while j < hidden {
-        let n = (hidden - j).min(LANES);
+    for (j, n) in groups(hidden) {
         let load = |from: &[f32], at: usize| load_lanes(from, at, n);
         let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
         let (i, f) = (load(gates, j), load(gates, hidden + j));
@@ -377,6 +372,5 @@ fn gate_gradients(
         store(out, 2 * hidden + j, dc * i * (one - candidate * candidate));
         store(out, 3 * hidden + j, dh * tc * o * (one - o));
         store(grad_cell, j, dc * f);
-        j += LANES;
     }
 }

@@ -1,0 +1,19 @@
+//! Splitting an output into chunks, over threads when it is long.
+
+use rayon::prelude::*;
+
+/// `f(index, chunk)` for each `chunk`-long piece of `out` (the last may be
+/// shorter), on rayon's threads when `parallel`, else in order. Each piece
+/// is computed the same way either way, so the split never changes a value.
+pub(crate) fn for_each_chunk(
+    out: &mut [f32],
+    chunk: usize,
+    parallel: bool,
+    f: impl Fn((usize, &mut [f32])) + Sync + Send,
+) {
+    if parallel {
+        out.par_chunks_mut(chunk).enumerate().for_each(f);
+    } else {
+        out.chunks_mut(chunk).enumerate().for_each(f);
+    }
+}

@@ -74,6 +74,24 @@ pub struct TrainSetup<'a> {
     pub stop: &'a (dyn Fn() -> bool + Sync),
 }
 
+#[cfg(test)]
+impl<'a> TrainSetup<'a> {
+    /// The unit tests' set-up: pad 0, unknown 1, no word dropout, no log
+    /// lines, exact shapes, no snapshots, never stopped.
+    pub(crate) fn quiet(progress: &'a indicatif::ProgressBar) -> Self {
+        TrainSetup {
+            pad_id: 0,
+            unk_id: 1,
+            word_dropout: 0.0,
+            progress,
+            log: &|_| {},
+            buckets: Buckets::EXACT,
+            snapshots: None,
+            stop: &|| false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogEntry {
     pub step: usize,
@@ -601,14 +619,12 @@ mod tests {
             stop_after.is_some_and(|n| taken >= n)
         };
         let setup = TrainSetup {
-            pad_id: 0,
-            unk_id: 1,
             word_dropout: 0.1,
-            progress: &progress,
             log: &log,
             buckets,
             snapshots,
             stop: &stop,
+            ..TrainSetup::quiet(&progress)
         };
         train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
     }
@@ -755,17 +771,7 @@ mod tests {
             seed: 1,
         };
         let progress = indicatif::ProgressBar::hidden();
-        let log = |_: String| {};
-        let setup = TrainSetup {
-            pad_id: 0,
-            unk_id: 1,
-            word_dropout: 0.0,
-            progress: &progress,
-            log: &log,
-            buckets: Buckets::EXACT,
-            snapshots: None,
-            stop: &|| false,
-        };
+        let setup = TrainSetup::quiet(&progress);
         let stopped = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
             .err()
             .expect("diverges");

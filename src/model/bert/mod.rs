@@ -288,17 +288,7 @@ mod tests {
             seed: 4,
         };
         let progress = indicatif::ProgressBar::hidden();
-        let log = |_: String| {};
-        let setup = TrainSetup {
-            pad_id: 0,
-            unk_id: 1,
-            word_dropout: 0.0,
-            progress: &progress,
-            log: &log,
-            buckets: crate::model::shapes::Buckets::EXACT,
-            snapshots: None,
-            stop: &|| false,
-        };
+        let setup = TrainSetup::quiet(&progress);
         let (model, summary) =
             train::<Ad, _>(tiny(3, 5), &spec, &setup, &data(600, 1), &data(150, 2), &Default::default()).unwrap();
         assert_eq!(model.num_outputs(), 3);
@@ -347,19 +337,9 @@ mod tests {
         let snapshots = Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
         let run = |dropout: f64, snapshots: Option<&Snapshots>, stop_after: Option<usize>| {
             let progress = indicatif::ProgressBar::hidden();
-            let log = |_: String| {};
             let batches = std::sync::atomic::AtomicUsize::new(0);
             let stop = || stop_after.is_some_and(|n| batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= n);
-            let setup = TrainSetup {
-                pad_id: 0,
-                unk_id: 1,
-                word_dropout: 0.0,
-                progress: &progress,
-                log: &log,
-                buckets: crate::model::shapes::Buckets::EXACT,
-                snapshots,
-                stop: &stop,
-            };
+            let setup = TrainSetup { snapshots, stop: &stop, ..TrainSetup::quiet(&progress) };
             train::<Ad, _>(model(dropout), &spec, &setup, &data(300, 1), &data(60, 2), &Default::default())
         };
         let probe: Vec<Vec<u32>> = data(20, 9).into_iter().map(|e| e.ids).collect();

@@ -35,15 +35,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-
-def batches(lengths, batch_size, generator):
-    order = torch.randperm(len(lengths), generator=generator).tolist()
-    pool = batch_size * 50
-    out = []
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
-        out.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
-    return [out[i] for i in torch.randperm(len(out), generator=generator).tolist()]
+from grid_batches import batches
 
 
 def read_table(path):

@@ -32,6 +32,7 @@ from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from captum_bench import BiLstmClassifier  # noqa: E402
+from grid_batches import batches  # noqa: E402
 
 
 class Training(nn.Module):
@@ -55,16 +56,6 @@ class Training(nn.Module):
         alpha = torch.softmax(scores.masked_fill(~real, -1.0e9), dim=1) * real
         context = (states * alpha.unsqueeze(-1)).sum(1)
         return m.output(self.drop(torch.relu(m.hidden(context))))
-
-
-def batches(lengths, batch_size, generator):
-    order = torch.randperm(len(lengths), generator=generator).tolist()
-    pool = batch_size * 50
-    out = []
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
-        out.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
-    return [out[i] for i in torch.randperm(len(out), generator=generator).tolist()]
 
 
 def main():

@@ -46,6 +46,14 @@ negated for class 0 of a one-logit model, or the class probability):
   one example at a time, torch's global generator seeded per example. With one
   ordinary token Captum's size distribution is empty, and the score is
   p(full) - p(empty) computed directly, as ours gives.
+- `deeplift[-{zero,unk,pad,mask}]`: `DeepLift` (Rescale) on the predicted
+  class's logit, with IG's baselines. Captum hooks only the nonlinear modules it
+  knows (not HF's GELU module, the attention's functional softmax, or nn.LSTM),
+  ours every nonlinearity: the cost compares, the scores do not (top-1 agreement);
+- `smooth-{grad*,gxi*}-{n}-{σ}`: `NoiseTunnel(nt_type="smoothgrad")` over
+  `Saliency` / `InputXGradient`, `nt_samples=n`, one standard deviation per
+  call (σ times the batch's mean embedding range; ours: per example), the noise
+  sampled differently from ours (top-1 agreement only).
 `erase` deletes tokens: hidden positions carry the id -1, and the forward pass
 moves the remaining tokens together.
 
@@ -95,7 +103,16 @@ import captum
 import torch
 import transformers
 from captum._utils.models.linear_model import SkLearnRidge
-from captum.attr import InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion, Saliency
+from captum.attr import (
+    DeepLift,
+    InputXGradient,
+    IntegratedGradients,
+    KernelShap,
+    Lime,
+    NoiseTunnel,
+    Occlusion,
+    Saliency,
+)
 from safetensors.torch import load_file
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -291,6 +308,18 @@ def predicted_class_scalar(logits, classes, target):
     return _ClassProbability.apply(logits, classes)
 
 
+class ExplainedScore(nn.Module):
+    """The predicted class's logit as a module of its own: Captum's DeepLift hooks
+    the modules of the model it is given."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, embeddings, mask, classes):
+        return predicted_class_scalar(self.model.logits(embeddings, mask), classes, "l")
+
+
 def predicted_classes(logits):
     if logits.shape[1] == 1:
         return (logits[:, 0] > 0).long()
@@ -322,6 +351,11 @@ def parse_method(name):
         return "occlusion", {"hiding": m.group(1)}
     if m := re.fullmatch(r"kernelshap-(unk|mask|erase)-(\d+)", name):
         return "kernelshap", {"hiding": m.group(1), "samples": int(m.group(2))}
+    if m := re.fullmatch(r"deeplift(?:-(zero|unk|pad|mask))?", name):
+        return "deeplift", {"target": "l", "baseline": m.group(1) or "zero"}
+    if m := re.fullmatch(r"smooth-(grad[pl]-(?:l1|l2|mean)|gxi[pl])-(\d+)-([0-9.]+)", name):
+        inner, options = parse_method(m.group(1))
+        return "smooth", {**options, "inner": inner, "samples": int(m.group(2)), "sigma": float(m.group(3))}
     return None
 
 
@@ -411,13 +445,45 @@ class Runner:
                 scale = g.abs().mean(-1).amax(1).detach().cpu()
         elif family == "gxi":
             scores = InputXGradient(forward).attribute(inputs, additional_forward_args=(mask,)).sum(-1)
-        else:
-            # IG explains the input's prediction at every point of the path.
-            token = self.replacement(options["baseline"])
+        elif family == "deeplift":
+            # Captum's Rescale rule covers the nonlinearities it can hook (nn.ReLU,
+            # nn.Sigmoid, nn.Tanh, nn.Softmax, ...): neither HF's GELU module, the
+            # functional softmax of its attention, nor nn.LSTM's gates; those pass
+            # plain gradients. Ours applies Rescale to every nonlinearity
+            # (src/model/rules.rs), so only the cost compares, not the scores.
             with torch.no_grad():
                 classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
-                replaced = torch.zeros_like(embeddings) if token is None else self.model.embed(torch.full_like(ids, token))
-                baselines = torch.where(special.unsqueeze(-1), embeddings, replaced)
+            baselines = self.baselines(options["baseline"], ids, special, embeddings)
+            attributions, gaps = DeepLift(ExplainedScore(self.model)).attribute(
+                inputs, baselines=baselines, additional_forward_args=(mask, classes), return_convergence_delta=True
+            )
+            scores = attributions.sum(-1)
+        elif family == "smooth":
+            # NoiseTunnel averages the inner method's raw attributions over the noisy
+            # copies, then we reduce; ours reduces each copy, then averages (the same
+            # cost). Captum's noise has one standard deviation per call, so it is σ
+            # times the batch's mean embedding range (ours: each example's), and it
+            # lands on special tokens too (ours: ordinary tokens only).
+            with torch.no_grad():
+                classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            ordinary = ~special.unsqueeze(-1)
+            high = embeddings.masked_fill(~ordinary, -math.inf).amax(dim=(1, 2))
+            low = embeddings.masked_fill(~ordinary, math.inf).amin(dim=(1, 2))
+            stdev = float(options["sigma"] * (high - low).mean())
+            inner = Saliency(forward) if options["inner"] == "grad" else InputXGradient(forward)
+            extra = {"abs": False} if options["inner"] == "grad" else {}
+            per_call = max(1, self.args.internal_batch_size // len(examples))
+            g = NoiseTunnel(inner).attribute(
+                inputs, nt_type="smoothgrad", nt_samples=options["samples"], nt_samples_batch_size=per_call,
+                stdevs=stdev, additional_forward_args=(mask, classes), **extra,
+            )  # fmt: skip
+            reduction = options.get("reduction", "sum")
+            scores = {"l1": g.abs().sum(-1), "l2": g.norm(dim=-1), "mean": g.mean(-1), "sum": g.sum(-1)}[reduction]
+        else:
+            # IG explains the input's prediction at every point of the path.
+            with torch.no_grad():
+                classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            baselines = self.baselines(options["baseline"], ids, special, embeddings)
             attributions, gaps = IntegratedGradients(forward).attribute(
                 inputs,
                 baselines=baselines,
@@ -430,6 +496,14 @@ class Runner:
             scores = attributions.sum(-1)
         gaps = None if gaps is None else gaps.detach().cpu()
         return scores.detach().cpu(), seen["classes"].cpu(), gaps, scale
+
+    def baselines(self, baseline, ids, special, embeddings):
+        """IG's and DeepLift's reference: special tokens and padding keep their
+        embedding; the other positions take zero or the baseline token's."""
+        token = self.replacement(baseline)
+        with torch.no_grad():
+            replaced = torch.zeros_like(embeddings) if token is None else self.model.embed(torch.full_like(ids, token))
+            return torch.where(special.unsqueeze(-1), embeddings, replaced)
 
     def hider(self, example, hiding):
         """One example's value function: (the ordinary positions, their ids as

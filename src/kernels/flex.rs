@@ -19,6 +19,7 @@ use burn::tensor::TensorPrimitive;
 use burn_flex::FlexTensor;
 
 use grid_kernels::lstm::{self, Dims, Order, Tape};
+use grid_kernels::softmax::{self, Rows};
 use grid_kernels::{activation, layout};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
@@ -314,5 +315,63 @@ fn autodiff_swap_middle(x: Tensor<Ad, 4>) -> Tensor<Ad, 4> {
         OpsKind::Tracked(prep) => prep.finish(shape, swapped(&x.primitive, shape)),
         OpsKind::UnTracked(prep) => prep.finish(swapped(&x.primitive, shape)),
     };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// Attention's probabilities, `softmax(scores / divisor + bias)` over the
+/// keys (see [`softmax`]), with the backward to the scores. `scores` is
+/// `[batch, heads, queries, keys]`; `bias` `[batch, 1, 1, keys]`, a constant
+/// (the padding mask: no gradient flows to it). `None` where no kernel
+/// applies, or the bias has another shape or is tracked.
+pub fn attention_softmax<B: Backend>(scores: Tensor<B, 4>, bias: Tensor<B, 4>, divisor: f32) -> Option<Tensor<B, 4>> {
+    let [batch, heads, queries, keys] = scores.dims();
+    if !applies(&scores) || bias.dims() != [batch, 1, 1, keys] || bias.is_require_grad() || keys == 0 {
+        return None;
+    }
+    let rows = Rows { len: keys, rows_per_bias: heads * queries };
+    let bias = match cast::<_, Tensor<Ad, 4>>(bias) {
+        Ok(bias) => bias.inner(),
+        Err(bias) => cast::<_, Tensor<Flex, 4>>(bias).ok()?,
+    };
+    let bias = primitive(bias);
+    let bias = values(&bias);
+    let shape = [batch, heads, queries, keys];
+    unary(
+        scores,
+        |scores| autodiff_attention_softmax(scores, &bias, rows, divisor),
+        |scores, _| flex_tensor(softmax::forward(&values(scores), &bias, rows, divisor), shape),
+    )
+}
+
+#[derive(Debug)]
+struct AttentionSoftmaxBackward;
+
+impl Backward<Flex, 1> for AttentionSoftmaxBackward {
+    /// The probabilities, their shape, and the divisor.
+    type State = (FlexTensor, [usize; 4], f32);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (probs, shape, divisor) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let [parent] = ops.parents;
+        if let Some(node) = parent {
+            let scores_grad = softmax::backward(&values(&probs), &values(&grad), shape[3], divisor);
+            grads.register::<Flex>(node.id, flex_tensor(scores_grad, shape));
+        }
+    }
+}
+
+fn autodiff_attention_softmax(scores: Tensor<Ad, 4>, bias: &[f32], rows: Rows, divisor: f32) -> Tensor<Ad, 4> {
+    let shape = scores.dims();
+    let scores = scores.into_primitive().tensor();
+    let probs = |scores: &FlexTensor| flex_tensor(softmax::forward(&values(scores), bias, rows, divisor), shape);
+    let output =
+        match AttentionSoftmaxBackward.prepare::<NoCheckpointing>([scores.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let output = probs(&scores.primitive);
+                prep.finish((output.clone(), shape, divisor), output)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(probs(&scores.primitive)),
+        };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

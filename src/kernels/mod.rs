@@ -11,7 +11,9 @@
 //! - [`tanh`], [`gelu`]: element-wise activations in SIMD lanes
 //!   (`grid_kernels::activation`), reached through `model::rules::Rules`;
 //! - [`swap_middle`]: attention's head split and merge as one contiguous copy
-//!   (`grid_kernels::layout`).
+//!   (`grid_kernels::layout`);
+//! - [`attention_softmax`]: attention's scaling, padding mask and softmax in
+//!   one pass per row (`grid_kernels::softmax`), reached through `Rules`.
 //!
 //! A new element-wise kernel is a function pair in `activation.rs` and one
 //! `Elementwise` entry in `flex.rs`.
@@ -22,7 +24,7 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, gelu, lstm_recurrence, swap_middle, tanh};
+pub use flex::{applies, attention_softmax, gelu, lstm_recurrence, swap_middle, tanh};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
@@ -63,5 +65,44 @@ mod tests {
             super::swap_middle(plain.clone()).unwrap().into_data().to_vec::<f32>().unwrap(),
             plain.swap_dims(1, 2).into_data().to_vec::<f32>().unwrap()
         );
+    }
+
+    /// The fused attention softmax gives burn's `softmax(scores / d + bias)`
+    /// and its gradient, to float rounding (its `exp` is SIMD, burn's libm's),
+    /// on the autodiff backend and the plain one; padded keys get weight 0.
+    #[test]
+    fn attention_softmax_is_burns_with_its_gradient() {
+        let device = Default::default();
+        let (shape, keys) = ([2, 3, 5, 7], 7);
+        let scores: Vec<f32> = (0..210).map(|v| (v as f32 * 0.61).sin() * 6.0).collect();
+        let probe: Vec<f32> = (0..210).map(|v| (v as f32 * 0.23).cos()).collect();
+        // Row 0 has two padded keys, row 1 none.
+        let bias: Vec<f32> = (0..2 * keys).map(|i| if i == 5 || i == 6 { -1e9 } else { 0.0 }).collect();
+        let run = |kernel: bool| {
+            let x = Tensor::<A, 1>::from_floats(scores.as_slice(), &device).reshape(shape).require_grad();
+            let bias = Tensor::<A, 1>::from_floats(bias.as_slice(), &device).reshape([2, 1, 1, keys]);
+            let p = if kernel {
+                super::attention_softmax(x.clone(), bias, 8f32.sqrt()).expect("a kernel on Flex")
+            } else {
+                burn::tensor::activation::softmax(x.clone().div_scalar(8f64.sqrt()) + bias, 3)
+            };
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (p.clone() * probe).sum().backward();
+            let grad = x.grad(&grads).unwrap();
+            (p.inner().into_data().to_vec::<f32>().unwrap(), grad.into_data().to_vec::<f32>().unwrap())
+        };
+        let ((p, g), (p_burn, g_burn)) = (run(true), run(false));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst(&p, &p_burn) <= 2e-7, "probabilities differ by {}", worst(&p, &p_burn));
+        assert!(worst(&g, &g_burn) <= 2e-7, "gradients differ by {}", worst(&g, &g_burn));
+        for (i, &p) in p.iter().enumerate() {
+            if i < 105 && i % keys >= 5 {
+                assert_eq!(p, 0.0, "a padded key has weight 0");
+            }
+        }
+        let plain = Tensor::<Flex, 1>::from_floats(scores.as_slice(), &device).reshape(shape);
+        let plain_bias = Tensor::<Flex, 1>::from_floats(bias.as_slice(), &device).reshape([2, 1, 1, keys]);
+        let inference = super::attention_softmax(plain, plain_bias, 8f32.sqrt()).unwrap();
+        assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), p, "the same kernel with or without autodiff");
     }
 }

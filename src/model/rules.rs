@@ -148,6 +148,18 @@ impl Rules {
         }
     }
 
+    /// Attention's probabilities: softmax over the keys of `scores / divisor +
+    /// bias`, `bias` (`[batch, 1, 1, keys]`) the padding mask's constant.
+    /// Plain: one fused kernel where the backend has it.
+    pub fn attention_softmax<B: Backend>(self, scores: Tensor<B, 4>, bias: Tensor<B, 4>, divisor: f64) -> Tensor<B, 4> {
+        let masked = |scores: Tensor<B, 4>| scores.div_scalar(divisor) + bias.clone();
+        match self {
+            Rules::Plain => crate::kernels::attention_softmax(scores.clone(), bias.clone(), divisor as f32)
+                .unwrap_or_else(|| activation::softmax(masked(scores), 3)),
+            Rules::Rescale => rescaled_softmax(masked(scores), 3),
+        }
+    }
+
     /// `norm` over the last dimension with its `epsilon` (burn's `LayerNorm` keeps its own private).
     pub fn layer_norm<B: Backend, const D: usize>(
         self,

@@ -8,3 +8,4 @@ mod chunks;
 pub mod lanes;
 pub mod layout;
 pub mod lstm;
+pub mod softmax;

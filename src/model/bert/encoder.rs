@@ -50,15 +50,20 @@ impl<B: Backend> BertEmbeddings<B> {
 
     /// Adds positions and token types (segment 0) to word embeddings.
     pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
-        let [batch, time, _] = words.dims();
+        let [batch, time, hidden] = words.dims();
         let device = words.device();
         let start = self.position_offset as i64;
         let positions = Tensor::<B, 1, Int>::arange(start..start + time as i64, &device).reshape([1, time]);
-        let mut x = words + self.position_embeddings.forward(positions).expand([batch as i64, -1, -1]);
+        // Each example's `[time · hidden]` values plus one shared row: burn's CPU
+        // backend adds a broadcast row in SIMD, but walks a `[batch, time, hidden]`
+        // broadcast view one computed index at a time.
+        let shared_row = |t: Tensor<B, 3>| t.reshape([1, time * hidden]);
+        let mut x = words.reshape([batch, time * hidden]) + shared_row(self.position_embeddings.forward(positions));
         if let Some(token_types) = &self.token_type_embeddings {
             let segment = Tensor::<B, 2, Int>::zeros([1, time], &device);
-            x = x + token_types.forward(segment).expand([batch as i64, -1, -1]);
+            x = x + shared_row(token_types.forward(segment));
         }
+        let x = x.reshape([batch, time, hidden]);
         dropout(rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps), self.dropout, noise)
     }
 }
@@ -89,8 +94,8 @@ impl<B: Backend> BertSelfAttention<B> {
         let q = heads(self.query.forward(x.clone()));
         let k = heads(self.key.forward(x.clone()));
         let v = heads(self.value.forward(x));
-        let scores = rules.matmul(q, k.transpose()).div_scalar((head_size as f64).sqrt()) + mask_bias;
-        let probs = rules.softmax(scores, 3);
+        let scores = rules.matmul(q, k.transpose());
+        let probs = rules.attention_softmax(scores, mask_bias, (head_size as f64).sqrt());
         let probs = match hook {
             Some(hook) => hook(probs),
             None => probs,

@@ -1,0 +1,161 @@
+//! Attention's softmax over the keys, fused with its scaling and padding
+//! mask: `p = softmax(s / divisor + bias)` along each row. burn's autodiff
+//! runs this as seven tensor operations (a division, the mask's broadcast
+//! add, max, subtraction, exp, sum, division), each allocating its output,
+//! with the mask's add walked one computed index at a time and `exp` a libm
+//! call per element; their backward passes are as many again. Here a row is
+//! computed in one place, `exp` in SIMD lanes.
+
+use wide::f32x8;
+
+use crate::chunks::for_each_chunk;
+use crate::lanes::{groups, load_lanes, store_lanes};
+
+/// From this many values, split over threads (in whole rows).
+const PARALLEL_ELEMENTS: usize = 1 << 15;
+/// About this many values per thread's share.
+const CHUNK_VALUES: usize = 1 << 12;
+
+/// Rows of `len` values; every `rows_per_bias` consecutive rows share one
+/// `len`-long row of `bias` (attention's `[batch, heads, queries, keys]`
+/// scores with a `[batch, keys]` mask: `heads · queries` rows per bias row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    pub len: usize,
+    pub rows_per_bias: usize,
+}
+
+/// `softmax(scores / divisor + bias)` of every row. The operations and their
+/// order are burn's decomposition (`exp(x − max) / Σ exp`), the sum taken in
+/// index order.
+pub fn forward(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f32> {
+    let Rows { len, rows_per_bias } = rows;
+    assert!(len > 0 && rows_per_bias > 0, "non-empty rows");
+    assert_eq!(scores.len() % len, 0, "whole rows");
+    assert_eq!(bias.len() * rows_per_bias, scores.len(), "one bias row per {rows_per_bias} rows");
+    let mut out = vec![0.0f32; scores.len()];
+    let rows_per_chunk = (CHUNK_VALUES / len).max(1);
+    let apply = |(index, chunk): (usize, &mut [f32])| {
+        let first = index * rows_per_chunk;
+        for (k, out) in chunk.chunks_mut(len).enumerate() {
+            let row = first + k;
+            let bias_row = row / rows_per_bias;
+            row_forward(&scores[row * len..(row + 1) * len], &bias[bias_row * len..(bias_row + 1) * len], divisor, out);
+        }
+    };
+    for_each_chunk(&mut out, rows_per_chunk * len, scores.len() >= PARALLEL_ELEMENTS, apply);
+    out
+}
+
+fn row_forward(scores: &[f32], bias: &[f32], divisor: f32, out: &mut [f32]) {
+    let mut max = f32::NEG_INFINITY;
+    for ((out, &s), &b) in out.iter_mut().zip(scores).zip(bias) {
+        *out = s / divisor + b;
+        max = max.max(*out);
+    }
+    let max_lanes = f32x8::splat(max);
+    for (at, n) in groups(out.len()) {
+        let x = load_lanes(out, at, n);
+        store_lanes(out, at, n, (x - max_lanes).exp());
+    }
+    let sum = f32x8::splat(out.iter().sum());
+    for (at, n) in groups(out.len()) {
+        let e = load_lanes(out, at, n);
+        store_lanes(out, at, n, e / sum);
+    }
+}
+
+/// The gradient of the scores from the probabilities `forward` returned and
+/// their gradient: `p · (g − Σ g p) / divisor` per row (the mask is a
+/// constant: it has none).
+pub fn backward(probs: &[f32], grad: &[f32], len: usize, divisor: f32) -> Vec<f32> {
+    assert!(len > 0, "non-empty rows");
+    assert_eq!(probs.len(), grad.len(), "one gradient per probability");
+    assert_eq!(probs.len() % len, 0, "whole rows");
+    let mut out = vec![0.0f32; probs.len()];
+    let rows_per_chunk = (CHUNK_VALUES / len).max(1);
+    let apply = |(index, chunk): (usize, &mut [f32])| {
+        let first = index * rows_per_chunk * len;
+        for (k, out) in chunk.chunks_mut(len).enumerate() {
+            let at = first + k * len;
+            let (p, g) = (&probs[at..at + len], &grad[at..at + len]);
+            let dot = f32x8::splat(p.iter().zip(g).map(|(p, g)| p * g).sum());
+            let divisor = f32x8::splat(divisor);
+            for (j, n) in groups(len) {
+                let (p, g) = (load_lanes(p, j, n), load_lanes(g, j, n));
+                store_lanes(out, j, n, p * (g - dot) / divisor);
+            }
+        }
+    };
+    for_each_chunk(&mut out, rows_per_chunk * len, probs.len() >= PARALLEL_ELEMENTS, apply);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scores across rows and magnitudes, with masked keys.
+    fn case(rows: usize, len: usize, rows_per_bias: usize) -> (Vec<f32>, Vec<f32>) {
+        let scores = (0..rows * len).map(|i| ((i as f32) * 0.731).sin() * 9.0).collect();
+        let bias = (0..rows / rows_per_bias * len).map(|i| if i % 5 == 3 { -1e9 } else { 0.0 }).collect();
+        (scores, bias)
+    }
+
+    fn reference(scores: &[f32], bias: &[f32], rows: Rows, divisor: f64) -> Vec<f64> {
+        let mut out = Vec::new();
+        for (r, row) in scores.chunks(rows.len).enumerate() {
+            let b = &bias[r / rows.rows_per_bias * rows.len..][..rows.len];
+            let x: Vec<f64> = row.iter().zip(b).map(|(&s, &b)| s as f64 / divisor + b as f64).collect();
+            let max = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = x.iter().map(|x| (x - max).exp()).sum();
+            out.extend(x.iter().map(|x| (x - max).exp() / sum));
+        }
+        out
+    }
+
+    #[test]
+    fn forward_is_the_softmax_of_the_scaled_masked_scores() {
+        // Past the threshold for threads, rows not a multiple of eight long.
+        for (rows, len, per_bias) in [(4, 1, 2), (12, 13, 3), (4 * 8 * 37, 37, 8 * 37)] {
+            let (scores, bias) = case(rows, len, per_bias);
+            let shape = Rows { len, rows_per_bias: per_bias };
+            let ours = forward(&scores, &bias, shape, 2.0);
+            let exact = reference(&scores, &bias, shape, 2.0);
+            for (i, (&p, &e)) in ours.iter().zip(&exact).enumerate() {
+                assert!((p as f64 - e).abs() <= 2e-7, "row {} key {}: {p} vs {e}", i / len, i % len);
+                if bias[(i / len) / per_bias * len + i % len] < -1.0 {
+                    assert_eq!(p, 0.0, "a masked key has weight 0");
+                }
+            }
+        }
+        // Split over threads or not, the same values.
+        let (scores, bias) = case(4 * 8 * 37, 37, 8 * 37);
+        let shape = Rows { len: 37, rows_per_bias: 8 * 37 };
+        let whole = forward(&scores, &bias, shape, 2.0);
+        let part = 37 * 8 * 37;
+        assert_eq!(forward(&scores[..part], &bias[..37], shape, 2.0), whole[..part]);
+    }
+
+    #[test]
+    fn backward_is_the_softmax_jacobian_times_the_gradient() {
+        let (len, rows) = (11, 6);
+        let (scores, bias) = case(rows, len, 2);
+        let probs = forward(&scores, &bias, Rows { len, rows_per_bias: 2 }, 4.0);
+        let grad: Vec<f32> = (0..rows * len).map(|i| ((i as f32) * 0.37).cos()).collect();
+        let ours = backward(&probs, &grad, len, 4.0);
+        for r in 0..rows {
+            let (p, g) = (&probs[r * len..][..len], &grad[r * len..][..len]);
+            for i in 0..len {
+                // Σ_j g_j ∂p_j/∂s_i, with ∂p_j/∂x_i = p_j (δ_ij − p_i) and ∂x_i/∂s_i = 1/4.
+                let exact: f64 = (0..len)
+                    .map(|j| {
+                        let delta = if i == j { 1.0 } else { 0.0 };
+                        g[j] as f64 * p[j] as f64 * (delta - p[i] as f64) / 4.0
+                    })
+                    .sum();
+                assert!((ours[r * len + i] as f64 - exact).abs() <= 1e-7, "row {r} key {i}");
+            }
+        }
+    }
+}

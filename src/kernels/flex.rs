@@ -19,6 +19,7 @@ use burn::tensor::TensorPrimitive;
 use burn_flex::FlexTensor;
 
 use grid_kernels::lstm::{self, Dims, Order, Tape};
+use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
 use grid_kernels::{activation, layout};
 
@@ -373,5 +374,87 @@ fn autodiff_attention_softmax(scores: Tensor<Ad, 4>, bias: &[f32], rows: Rows, d
             }
             OpsKind::UnTracked(prep) => prep.finish(probs(&scores.primitive)),
         };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// Layer normalisation over the last dimension (see [`norm`]), `x` scaled by
+/// `gamma` and shifted by `beta`, with its backward to all three (`γ` and `β`
+/// only when tracked: training). `None` where no kernel applies.
+pub fn layer_norm<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    epsilon: f64,
+) -> Option<Tensor<B, D>> {
+    if !applies(&x) || gamma.dims()[0] != x.dims()[D - 1] || gamma.dims() != beta.dims() || gamma.dims()[0] == 0 {
+        return None;
+    }
+    let epsilon = epsilon as f32;
+    match cast::<_, Tensor<Ad, D>>(x) {
+        Ok(x) => {
+            let gamma = cast::<_, Tensor<Ad, 1>>(gamma).ok()?;
+            let beta = cast::<_, Tensor<Ad, 1>>(beta).ok()?;
+            cast(autodiff_layer_norm(x, gamma, beta, epsilon)).ok()
+        }
+        Err(x) => {
+            let x = cast::<_, Tensor<Flex, D>>(x).ok()?;
+            let gamma = primitive(cast::<_, Tensor<Flex, 1>>(gamma).ok()?);
+            let beta = primitive(cast::<_, Tensor<Flex, 1>>(beta).ok()?);
+            let shape = x.dims();
+            let (y, _) = norm::forward(&values(&primitive(x)), &values(&gamma), &values(&beta), epsilon, false);
+            cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(flex_tensor(y, shape)))).ok()
+        }
+    }
+}
+
+#[derive(Debug)]
+struct LayerNormBackward<const D: usize>;
+
+impl<const D: usize> Backward<Flex, 3> for LayerNormBackward<D> {
+    /// What the forward saved, γ, and the input's shape.
+    type State = (Arc<norm::Saved>, FlexTensor, [usize; D]);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (saved, gamma, shape) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let [x_node, gamma_node, beta_node] = ops.parents;
+        let affine = gamma_node.is_some() || beta_node.is_some();
+        let (dx, d_affine) = norm::backward(&saved, &values(&gamma), &values(&grad), affine);
+        if let Some(node) = x_node {
+            grads.register::<Flex>(node.id, flex_tensor(dx, shape));
+        }
+        if let Some(norm::AffineGradients { gamma, beta }) = d_affine {
+            let len = gamma.len();
+            if let Some(node) = gamma_node {
+                grads.register::<Flex>(node.id, flex_tensor(gamma, [len]));
+            }
+            if let Some(node) = beta_node {
+                grads.register::<Flex>(node.id, flex_tensor(beta, [len]));
+            }
+        }
+    }
+}
+
+fn autodiff_layer_norm<const D: usize>(
+    x: Tensor<Ad, D>,
+    gamma: Tensor<Ad, 1>,
+    beta: Tensor<Ad, 1>,
+    epsilon: f32,
+) -> Tensor<Ad, D> {
+    let shape = x.dims();
+    let (x, gamma, beta) =
+        (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
+    let run = |save: bool| {
+        norm::forward(&values(&x.primitive), &values(&gamma.primitive), &values(&beta.primitive), epsilon, save)
+    };
+    let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+    let output = match LayerNormBackward::<D>.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let (y, saved) = run(true);
+            let state = (Arc::new(saved.expect("saved when asked")), gamma.primitive.clone(), shape);
+            prep.finish(state, flex_tensor(y, shape))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(flex_tensor(run(false).0, shape)),
+    };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -13,7 +13,9 @@
 //! - [`swap_middle`]: attention's head split and merge as one contiguous copy
 //!   (`grid_kernels::layout`);
 //! - [`attention_softmax`]: attention's scaling, padding mask and softmax in
-//!   one pass per row (`grid_kernels::softmax`), reached through `Rules`.
+//!   one pass per row (`grid_kernels::softmax`), reached through `Rules`;
+//! - [`layer_norm`]: layer normalisation with its affine map, one pass per
+//!   row forward and backward (`grid_kernels::norm`), reached through `Rules`.
 //!
 //! A new element-wise kernel is a function pair in `activation.rs` and one
 //! `Elementwise` entry in `flex.rs`.
@@ -24,7 +26,7 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, attention_softmax, gelu, lstm_recurrence, swap_middle, tanh};
+pub use flex::{applies, attention_softmax, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
@@ -104,5 +106,46 @@ mod tests {
         let plain_bias = Tensor::<Flex, 1>::from_floats(bias.as_slice(), &device).reshape([2, 1, 1, keys]);
         let inference = super::attention_softmax(plain, plain_bias, 8f32.sqrt()).unwrap();
         assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), p, "the same kernel with or without autodiff");
+    }
+
+    /// The fused layer norm gives burn's `LayerNorm` and the gradients of the
+    /// input, γ and β, to float rounding; the same values without autodiff.
+    #[test]
+    fn layer_norm_is_burns_with_its_gradients() {
+        use burn::nn::LayerNormConfig;
+        let device = Default::default();
+        let shape = [3, 4, 6];
+        let values: Vec<f32> = (0..72).map(|v| (v as f32 * 0.53).sin() * 4.0 + (v / 6) as f32).collect();
+        let probe: Vec<f32> = (0..72).map(|v| (v as f32 * 0.29).cos()).collect();
+        let mut norm = LayerNormConfig::new(6).with_epsilon(1e-12).init::<A>(&device);
+        let gamma = Tensor::<A, 1>::from_floats([0.5f32, 1.0, 1.5, 2.0, -1.0, 0.25], &device);
+        let beta = Tensor::<A, 1>::from_floats([0.1f32, -0.2, 0.3, 0.0, 0.5, -0.5], &device);
+        norm.gamma = burn::module::Param::from_tensor(gamma);
+        norm.beta = Some(burn::module::Param::from_tensor(beta));
+        let run = |kernel: bool| {
+            let x = Tensor::<A, 1>::from_floats(values.as_slice(), &device).reshape(shape).require_grad();
+            let (gamma, beta) = (norm.gamma.val(), norm.beta.as_ref().unwrap().val());
+            let y = if kernel {
+                super::layer_norm(x.clone(), gamma.clone(), beta.clone(), 1e-12).expect("a kernel on Flex")
+            } else {
+                norm.forward(x.clone())
+            };
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (y.clone() * probe).sum().backward();
+            let flat = |t: Tensor<Flex, 1>| t.into_data().to_vec::<f32>().unwrap();
+            let dx = x.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+            let (dg, db) = (flat(gamma.grad(&grads).unwrap()), flat(beta.grad(&grads).unwrap()));
+            (y.inner().into_data().to_vec::<f32>().unwrap(), dx, dg, db)
+        };
+        let (ours, burns) = (run(true), run(false));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst(&ours.0, &burns.0) <= 2e-6, "outputs differ by {}", worst(&ours.0, &burns.0));
+        assert!(worst(&ours.1, &burns.1) <= 2e-6, "input gradients differ by {}", worst(&ours.1, &burns.1));
+        assert!(worst(&ours.2, &burns.2) <= 2e-6, "γ gradients differ by {}", worst(&ours.2, &burns.2));
+        assert!(worst(&ours.3, &burns.3) <= 2e-6, "β gradients differ by {}", worst(&ours.3, &burns.3));
+        let plain = Tensor::<Flex, 1>::from_floats(values.as_slice(), &device).reshape(shape);
+        let (gamma, beta) = (norm.gamma.val().inner(), norm.beta.as_ref().unwrap().val().inner());
+        let inference = super::layer_norm(plain, gamma, beta, 1e-12).unwrap();
+        assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
     }
 }

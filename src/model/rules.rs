@@ -168,7 +168,11 @@ impl Rules {
         epsilon: f64,
     ) -> Tensor<B, D> {
         match self {
-            Rules::Plain => norm.forward(x),
+            Rules::Plain => match &norm.beta {
+                Some(beta) => crate::kernels::layer_norm(x.clone(), norm.gamma.val(), beta.val(), epsilon)
+                    .unwrap_or_else(|| norm.forward(x)),
+                None => norm.forward(x),
+            },
             Rules::Rescale => {
                 let centred = x.clone() - x.mean_dim(D - 1);
                 let variance = self.mul(centred.clone(), centred.clone()).mean_dim(D - 1);

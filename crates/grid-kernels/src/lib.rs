@@ -8,4 +8,5 @@ mod chunks;
 pub mod lanes;
 pub mod layout;
 pub mod lstm;
+pub mod norm;
 pub mod softmax;

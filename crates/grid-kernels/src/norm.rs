@@ -1,0 +1,208 @@
+//! Layer normalisation over the last dimension, forward and backward. burn's
+//! autodiff runs it as nine tensor operations (mean, subtraction, square,
+//! mean, `+ ε`, square root, division, `· γ`, `+ β`), each allocating a
+//! tensor of the input's size, and their backward passes as many again; a
+//! BERT layer normalises twice. Here a row is one pass of each.
+
+use rayon::prelude::*;
+
+use crate::chunks::{for_each_chunk, for_each_chunk_pair};
+
+/// From this many values, split over threads (in whole rows).
+const PARALLEL_ELEMENTS: usize = 1 << 15;
+/// About this many values per share. The backward's sums over rows (`dγ`,
+/// `dβ`) are taken per share, then added in share order: the split depends
+/// on the shape only, so the values never depend on the threads.
+const CHUNK_VALUES: usize = 1 << 13;
+
+/// What the backward pass needs from the forward: `x̂ = (x − μ) / σ` per
+/// value and `σ = √(var + ε)` per row.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    pub normalized: Vec<f32>,
+    pub deviation: Vec<f32>,
+}
+
+fn rows_per_chunk(len: usize) -> usize {
+    (CHUNK_VALUES / len).max(1)
+}
+
+/// `y = (x − μ) / √(var + ε) · γ + β` over rows of `γ.len()` values, μ and
+/// var each row's mean and (biased) variance, as burn's decomposition
+/// computes them (sums in index order). With `save`, also what
+/// [`backward`] needs.
+pub fn forward(x: &[f32], gamma: &[f32], beta: &[f32], epsilon: f32, save: bool) -> (Vec<f32>, Option<Saved>) {
+    let len = gamma.len();
+    assert!(len > 0 && beta.len() == len, "γ and β of the row's length");
+    assert_eq!(x.len() % len, 0, "whole rows");
+    let rows = x.len() / len;
+    let (mut normalized, mut deviation) = (vec![0.0f32; x.len()], vec![0.0f32; rows]);
+    let per_chunk = rows_per_chunk(len);
+    let parallel = x.len() >= PARALLEL_ELEMENTS;
+    let normalize = |(index, (chunk, deviation)): (usize, (&mut [f32], &mut [f32]))| {
+        for (k, (out, sigma)) in chunk.chunks_mut(len).zip(deviation.iter_mut()).enumerate() {
+            let row = index * per_chunk + k;
+            let x = &x[row * len..(row + 1) * len];
+            let mean = x.iter().sum::<f32>() / len as f32;
+            let mut variance = 0.0f32;
+            for (out, &x) in out.iter_mut().zip(x) {
+                *out = x - mean;
+                variance += *out * *out;
+            }
+            *sigma = (variance / len as f32 + epsilon).sqrt();
+            out.iter_mut().for_each(|v| *v /= *sigma);
+        }
+    };
+    for_each_chunk_pair(&mut normalized, per_chunk * len, &mut deviation, per_chunk, parallel, normalize);
+    let mut out = vec![0.0f32; x.len()];
+    let affine = |(index, chunk): (usize, &mut [f32])| {
+        let from = index * per_chunk * len;
+        for (k, out) in chunk.chunks_mut(len).enumerate() {
+            let n = &normalized[from + k * len..][..len];
+            for (((y, &n), &g), &b) in out.iter_mut().zip(n).zip(gamma).zip(beta) {
+                *y = n * g + b;
+            }
+        }
+    };
+    for_each_chunk(&mut out, per_chunk * len, parallel, affine);
+    (out, save.then_some(Saved { normalized, deviation }))
+}
+
+/// The gradients of γ and β.
+#[derive(Debug, Clone)]
+pub struct AffineGradients {
+    pub gamma: Vec<f32>,
+    pub beta: Vec<f32>,
+}
+
+/// The gradients of `x`, `γ` and `β` from the output's gradient `grad`:
+/// with `ĝ = grad · γ`, `dx = (ĝ − mean(ĝ) − x̂ · mean(ĝ x̂)) / σ` per row,
+/// `dγ = Σ_rows grad · x̂`, `dβ = Σ_rows grad`. `dγ` and `dβ` only when
+/// asked for (attribution tracks the input alone).
+pub fn backward(saved: &Saved, gamma: &[f32], grad: &[f32], affine: bool) -> (Vec<f32>, Option<AffineGradients>) {
+    let len = gamma.len();
+    let Saved { normalized, deviation } = saved;
+    assert_eq!(grad.len(), normalized.len(), "one gradient per value");
+    let per_chunk = rows_per_chunk(len);
+    let mut dx = vec![0.0f32; grad.len()];
+    let apply = |(index, chunk): (usize, &mut [f32])| {
+        let mut scaled = vec![0.0f32; len];
+        for (k, dx) in chunk.chunks_mut(len).enumerate() {
+            let row = index * per_chunk + k;
+            let (g, n) = (&grad[row * len..(row + 1) * len], &normalized[row * len..(row + 1) * len]);
+            let (mut mean_scaled, mut mean_product) = (0.0f32, 0.0f32);
+            for j in 0..len {
+                scaled[j] = g[j] * gamma[j];
+                mean_scaled += scaled[j];
+                mean_product += scaled[j] * n[j];
+            }
+            let (mean_scaled, mean_product) = (mean_scaled / len as f32, mean_product / len as f32);
+            let sigma = deviation[row];
+            for j in 0..len {
+                dx[j] = (scaled[j] - mean_scaled - n[j] * mean_product) / sigma;
+            }
+        }
+    };
+    for_each_chunk(&mut dx, per_chunk * len, grad.len() >= PARALLEL_ELEMENTS, apply);
+    let affine = affine.then(|| {
+        // Per share of rows, then the shares in order.
+        let share = |(g, n): (&[f32], &[f32])| {
+            let mut sums = vec![0.0f32; 2 * len];
+            for (g, n) in g.chunks(len).zip(n.chunks(len)) {
+                for j in 0..len {
+                    sums[j] += g[j] * n[j];
+                    sums[len + j] += g[j];
+                }
+            }
+            sums
+        };
+        let values = per_chunk * len;
+        let shares: Vec<Vec<f32>> = if grad.len() >= PARALLEL_ELEMENTS {
+            grad.par_chunks(values).zip(normalized.par_chunks(values)).map(share).collect()
+        } else {
+            grad.chunks(values).zip(normalized.chunks(values)).map(share).collect()
+        };
+        let mut sums = vec![0.0f32; 2 * len];
+        for share in shares {
+            sums.iter_mut().zip(share).for_each(|(sum, v)| *sum += v);
+        }
+        let beta = sums.split_off(len);
+        AffineGradients { gamma: sums, beta }
+    });
+    (dx, affine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(n: usize, len: usize) -> Vec<f32> {
+        (0..n * len).map(|i| ((i as f32) * 0.377).sin() * 3.0 + (i / len) as f32 * 0.1).collect()
+    }
+
+    #[test]
+    fn forward_normalises_each_row_and_applies_the_affine_map() {
+        let (n, len) = (5, 7);
+        let x = rows(n, len);
+        let gamma: Vec<f32> = (0..len).map(|j| 0.5 + j as f32 * 0.25).collect();
+        let beta: Vec<f32> = (0..len).map(|j| j as f32 * -0.1).collect();
+        let (y, saved) = forward(&x, &gamma, &beta, 1e-5, true);
+        let saved = saved.expect("saved");
+        for r in 0..n {
+            let row: Vec<f64> = x[r * len..][..len].iter().map(|&v| v as f64).collect();
+            let mean = row.iter().sum::<f64>() / len as f64;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / len as f64;
+            let sigma = (var + 1e-5).sqrt();
+            assert!((saved.deviation[r] as f64 - sigma).abs() <= 1e-6 * sigma);
+            for j in 0..len {
+                let exact = (row[j] - mean) / sigma * gamma[j] as f64 + beta[j] as f64;
+                assert!((y[r * len + j] as f64 - exact).abs() <= 1e-6, "row {r} value {j}");
+            }
+        }
+    }
+
+    /// Finite differences of `Σ y · probe` in f64 against the backward, and
+    /// the same values whether or not the rows are split over threads.
+    #[test]
+    fn backward_matches_finite_differences() {
+        let (n, len) = (3, 6);
+        let x = rows(n, len);
+        let gamma: Vec<f32> = (0..len).map(|j| 1.0 + j as f32 * 0.3).collect();
+        let beta = vec![0.25f32; len];
+        let probe: Vec<f32> = (0..n * len).map(|i| ((i as f32) * 0.91).cos()).collect();
+        let (_, saved) = forward(&x, &gamma, &beta, 1e-5, true);
+        let (dx, affine) = backward(&saved.expect("saved"), &gamma, &probe, true);
+        let AffineGradients { gamma: d_gamma, beta: d_beta } = affine.expect("asked for");
+        let loss = |x: &[f32], gamma: &[f32], beta: &[f32]| -> f64 {
+            let (y, _) = forward(x, gamma, beta, 1e-5, false);
+            y.iter().zip(&probe).map(|(&y, &p)| y as f64 * p as f64).sum()
+        };
+        let h = 1e-2f32;
+        let numeric = |bump: &dyn Fn(f32) -> f64| (bump(h) - bump(-h)) / (2.0 * h as f64);
+        for i in 0..x.len() {
+            let fd = numeric(&|d| {
+                let mut x = x.clone();
+                x[i] += d;
+                loss(&x, &gamma, &beta)
+            });
+            assert!((dx[i] as f64 - fd).abs() <= 2e-3, "dx[{i}] = {}, finite difference {fd}", dx[i]);
+        }
+        for j in 0..len {
+            let fd = numeric(&|d| {
+                let mut gamma = gamma.clone();
+                gamma[j] += d;
+                loss(&x, &gamma, &beta)
+            });
+            assert!((d_gamma[j] as f64 - fd).abs() <= 2e-3, "dγ[{j}]");
+            let sum: f32 = (0..n).map(|r| probe[r * len + j]).sum();
+            assert_eq!(d_beta[j], sum, "dβ is the gradient summed over rows");
+        }
+        // Long enough for threads: the same as row by row.
+        let (n, len) = (PARALLEL_ELEMENTS / 16 + 3, 16);
+        let x = rows(n, len);
+        let (gamma, beta) = (vec![1.5f32; len], vec![0.0f32; len]);
+        let (y, _) = forward(&x, &gamma, &beta, 1e-12, false);
+        let (head, _) = forward(&x[..64 * len], &gamma, &beta, 1e-12, false);
+        assert_eq!(head, y[..64 * len]);
+    }
+}

@@ -189,30 +189,58 @@ pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>>
     elementwise(x, &GELU)
 }
 
-/// An element-wise kernel: its forward, and its backward from the tensor it
-/// keeps (its input or its output) and the output's gradient.
+/// An element-wise kernel: its forward, and how its backward gets the
+/// input's gradient.
 #[derive(Debug)]
 struct Elementwise {
     forward: fn(&[f32]) -> Vec<f32>,
-    backward: fn(&[f32], &[f32]) -> Vec<f32>,
-    keeps: Kept,
+    gradient: Gradient,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kept {
-    Input,
-    Output,
+/// A forward that also returns each value's derivative.
+type ValuesAndDerivative = fn(&[f32]) -> (Vec<f32>, Vec<f32>);
+
+/// What a differentiated forward pass keeps, and the backward from it.
+#[derive(Debug, Clone, Copy)]
+enum Gradient {
+    /// Keeps the output; the input's gradient from it and the output's
+    /// gradient (tanh: `grad · (1 − y²)`).
+    FromOutput(fn(&[f32], &[f32]) -> Vec<f32>),
+    /// Computes the derivative beside the values and keeps it; the backward
+    /// is one product (GELU, whose erf would otherwise run again).
+    KeptDerivative(ValuesAndDerivative),
 }
 
 const TANH: Elementwise =
-    Elementwise { forward: activation::tanh, backward: activation::tanh_backward, keeps: Kept::Output };
+    Elementwise { forward: activation::tanh, gradient: Gradient::FromOutput(activation::tanh_backward) };
 
 const GELU: Elementwise =
-    Elementwise { forward: activation::gelu, backward: activation::gelu_backward, keeps: Kept::Input };
+    Elementwise { forward: activation::gelu, gradient: Gradient::KeptDerivative(activation::gelu_with_derivative) };
 
 impl Elementwise {
     fn apply<const D: usize>(&self, x: &FlexTensor, shape: [usize; D]) -> FlexTensor {
         flex_tensor((self.forward)(&values(x)), shape)
+    }
+
+    /// The output, and what the backward pass keeps.
+    fn apply_tracked<const D: usize>(&self, x: &FlexTensor, shape: [usize; D]) -> (FlexTensor, FlexTensor) {
+        match self.gradient {
+            Gradient::FromOutput(_) => {
+                let output = self.apply(x, shape);
+                (output.clone(), output)
+            }
+            Gradient::KeptDerivative(forward) => {
+                let (output, derivative) = forward(&values(x));
+                (flex_tensor(output, shape), flex_tensor(derivative, shape))
+            }
+        }
+    }
+
+    fn input_gradient(&self, kept: &[f32], grad: &[f32]) -> Vec<f32> {
+        match self.gradient {
+            Gradient::FromOutput(backward) => backward(kept, grad),
+            Gradient::KeptDerivative(_) => activation::times_derivative(kept, grad),
+        }
     }
 }
 
@@ -246,7 +274,7 @@ fn elementwise<B: Backend, const D: usize>(x: Tensor<B, D>, kernel: &'static Ele
 struct ElementwiseBackward<const D: usize>;
 
 impl<const D: usize> Backward<Flex, 1> for ElementwiseBackward<D> {
-    /// The tensor the kernel keeps, its shape, and the kernel.
+    /// What the kernel kept, its shape, and the kernel.
     type State = (FlexTensor, [usize; D], &'static Elementwise);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
@@ -254,7 +282,7 @@ impl<const D: usize> Backward<Flex, 1> for ElementwiseBackward<D> {
         let grad = grads.consume::<Flex>(&ops.node);
         let [parent] = ops.parents;
         if let Some(node) = parent {
-            let input_grad = (kernel.backward)(&values(&kept), &values(&grad));
+            let input_grad = kernel.input_gradient(&values(&kept), &values(&grad));
             grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
         }
     }
@@ -266,11 +294,7 @@ fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Eleme
     let output = match ElementwiseBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful()
     {
         OpsKind::Tracked(prep) => {
-            let output = kernel.apply(&x.primitive, shape);
-            let kept = match kernel.keeps {
-                Kept::Input => x.primitive.clone(),
-                Kept::Output => output.clone(),
-            };
+            let (output, kept) = kernel.apply_tracked(&x.primitive, shape);
             prep.finish((kept, shape, kernel), output)
         }
         OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),

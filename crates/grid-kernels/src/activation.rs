@@ -5,7 +5,7 @@
 
 use wide::f32x8;
 
-use crate::chunks::for_each_chunk;
+use crate::chunks::{for_each_chunk, for_each_chunk_pair};
 use crate::lanes::{LANES, groups, load_lanes, store_lanes, tanh as tanh_lanes};
 
 /// From this many values, split over threads.
@@ -34,17 +34,41 @@ pub fn gelu(inputs: &[f32]) -> Vec<f32> {
     map_lanes(inputs, &[], |x, _| HALF * x * (f32x8::ONE + erf(x * SQRT_HALF).0))
 }
 
+/// GELU and its derivative `Φ(x) + x φ(x)` (`φ` the standard normal
+/// density) of every value, from one erf: what a forward pass that will be
+/// differentiated keeps, so that its backward is one product
+/// ([`times_derivative`]) instead of a second erf.
+pub fn gelu_with_derivative(inputs: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let mut derivative = vec![0.0f32; inputs.len()];
+    let values = map_lanes_with(inputs, &mut derivative, |x| {
+        let (cdf, slope) = gelu_parts(x);
+        (x * cdf, slope)
+    });
+    (values, derivative)
+}
+
 /// The gradient of GELU's input from the input and the output's gradient:
-/// `grad · (Φ(x) + x φ(x))`, `φ` the standard normal density.
+/// `grad · (Φ(x) + x φ(x))`.
 pub fn gelu_backward(inputs: &[f32], grad: &[f32]) -> Vec<f32> {
     assert_eq!(inputs.len(), grad.len(), "one gradient per input");
-    map_lanes(inputs, grad, |x, g| {
-        // erf(x / √2) is built on e^{−x²/2}, the density's own exponential: one `exp`.
-        let (erf, gaussian) = erf(x * SQRT_HALF);
-        let cdf = HALF * (f32x8::ONE + erf);
-        let pdf = gaussian * f32x8::from(0.398_942_3);
-        g * (cdf + x * pdf)
-    })
+    map_lanes(inputs, grad, |x, g| g * gelu_parts(x).1)
+}
+
+/// `Φ(x)` and GELU's derivative `Φ(x) + x φ(x)`. erf(x / √2) is built on
+/// e^{−x²/2}, the density's own exponential: one `exp` for both.
+#[inline(always)]
+fn gelu_parts(x: f32x8) -> (f32x8, f32x8) {
+    let (erf, gaussian) = erf(x * SQRT_HALF);
+    let cdf = HALF * (f32x8::ONE + erf);
+    let pdf = gaussian * f32x8::from(0.398_942_3);
+    (cdf, cdf + x * pdf)
+}
+
+/// An input's gradient from a derivative kept by the forward pass:
+/// `grad · derivative`.
+pub fn times_derivative(derivative: &[f32], grad: &[f32]) -> Vec<f32> {
+    assert_eq!(derivative.len(), grad.len(), "one gradient per value");
+    map_lanes(derivative, grad, |d, g| g * d)
 }
 
 const HALF: f32x8 = f32x8::new([0.5; LANES]);
@@ -64,6 +88,24 @@ fn erf(x: f32x8) -> (f32x8, f32x8) {
         + f32x8::from(0.254_829_6))
         * t;
     ((f32x8::ONE - poly * gaussian).flip_signs(x), gaussian)
+}
+
+/// `f` over `inputs` in SIMD groups, its first result returned and its
+/// second written to `second` (the same length), split over threads in
+/// whole groups for long inputs.
+fn map_lanes_with(inputs: &[f32], second: &mut [f32], f: impl Fn(f32x8) -> (f32x8, f32x8) + Sync) -> Vec<f32> {
+    assert_eq!(inputs.len(), second.len(), "one second value per input");
+    let mut out = vec![0.0f32; inputs.len()];
+    let apply = |(at, (chunk, second)): (usize, (&mut [f32], &mut [f32]))| {
+        let from = at * CHUNK;
+        for (j, n) in groups(chunk.len()) {
+            let (y, z) = f(load_lanes(inputs, from + j, n));
+            store_lanes(chunk, j, n, y);
+            store_lanes(second, j, n, z);
+        }
+    };
+    for_each_chunk_pair(&mut out, CHUNK, second, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, apply);
+    out
 }
 
 /// `f` over `inputs` (and `others`, the same length, or empty) in SIMD
@@ -114,6 +156,11 @@ mod tests {
             assert!((y as f64 - x64 * cdf).abs() <= bound, "gelu({x}) = {y}, exact {}", x64 * cdf);
             assert!((d as f64 - (cdf + x64 * pdf)).abs() <= bound, "gelu'({x}) = {d}, exact {}", cdf + x64 * pdf);
         }
+        // Kept by the forward pass: the same values and slopes.
+        let (values, derivative) = gelu_with_derivative(&inputs);
+        assert_eq!(values, ours);
+        assert_eq!(derivative, slopes);
+        assert_eq!(times_derivative(&derivative, &ones), slopes);
         // Threads or not, the same values.
         assert_eq!(gelu(&inputs[..PARALLEL_ELEMENTS - 1]), ours[..PARALLEL_ELEMENTS - 1]);
         assert_eq!(gelu(&[0.0, -0.0]), [0.0, 0.0]);

@@ -320,6 +320,17 @@ class ExplainedScore(nn.Module):
         return predicted_class_scalar(self.model.logits(embeddings, mask), classes, "l")
 
 
+def per_token(g, reduction):
+    """Token scores from gradients [n, T, D]: their L1 or L2 norm, mean or sum over D."""
+    if reduction == "l1":
+        return g.abs().sum(-1)
+    if reduction == "l2":
+        return g.norm(dim=-1)
+    if reduction == "mean":
+        return g.mean(-1)
+    return g.sum(-1)
+
+
 def predicted_classes(logits):
     if logits.shape[1] == 1:
         return (logits[:, 0] > 0).long()
@@ -429,17 +440,20 @@ class Runner:
                 classes = seen["classes"] = predicted_classes(logits.detach())
             return predicted_class_scalar(logits, classes, target)
 
+        def clean_classes():
+            """The clean input's predicted classes, for methods that explain them at
+            other inputs (IG's path, DeepLift's reference, SmoothGrad's noise)."""
+            with torch.no_grad():
+                seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            return seen["classes"]
+
         inputs = embeddings.detach().requires_grad_(True)
         gaps, scale = None, None
         if family == "grad":
             g = Saliency(forward).attribute(inputs, additional_forward_args=(mask,), abs=False)
             reduction = options["reduction"]
-            if reduction == "l1":
-                scores = g.abs().sum(-1)
-            elif reduction == "l2":
-                scores = g.norm(dim=-1)
-            else:
-                scores = g.mean(-1)
+            scores = per_token(g, reduction)
+            if reduction == "mean":
                 # A mean of signed entries cancels (on BERT exactly: LayerNorm makes
                 # every row of g sum to 0), so rounding is judged against mean |g|.
                 scale = g.abs().mean(-1).amax(1).detach().cpu()
@@ -451,8 +465,7 @@ class Runner:
             # functional softmax of its attention, nor nn.LSTM's gates; those pass
             # plain gradients. Ours applies Rescale to every nonlinearity
             # (src/model/rules.rs), so only the cost compares, not the scores.
-            with torch.no_grad():
-                classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            classes = clean_classes()
             baselines = self.baselines(options["baseline"], ids, special, embeddings)
             attributions, gaps = DeepLift(ExplainedScore(self.model)).attribute(
                 inputs, baselines=baselines, additional_forward_args=(mask, classes), return_convergence_delta=True
@@ -464,8 +477,7 @@ class Runner:
             # cost). Captum's noise has one standard deviation per call, so it is σ
             # times the batch's mean embedding range (ours: each example's), and it
             # lands on special tokens too (ours: ordinary tokens only).
-            with torch.no_grad():
-                classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            classes = clean_classes()
             ordinary = ~special.unsqueeze(-1)
             high = embeddings.masked_fill(~ordinary, -math.inf).amax(dim=(1, 2))
             low = embeddings.masked_fill(~ordinary, math.inf).amin(dim=(1, 2))
@@ -477,12 +489,10 @@ class Runner:
                 inputs, nt_type="smoothgrad", nt_samples=options["samples"], nt_samples_batch_size=per_call,
                 stdevs=stdev, additional_forward_args=(mask, classes), **extra,
             )  # fmt: skip
-            reduction = options.get("reduction", "sum")
-            scores = {"l1": g.abs().sum(-1), "l2": g.norm(dim=-1), "mean": g.mean(-1), "sum": g.sum(-1)}[reduction]
+            scores = per_token(g, options.get("reduction", "sum"))
         else:
             # IG explains the input's prediction at every point of the path.
-            with torch.no_grad():
-                classes = seen["classes"] = predicted_classes(self.model.logits(embeddings, mask))
+            classes = clean_classes()
             baselines = self.baselines(options["baseline"], ids, special, embeddings)
             attributions, gaps = IntegratedGradients(forward).attribute(
                 inputs,

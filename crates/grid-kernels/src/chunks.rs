@@ -35,3 +35,45 @@ pub(crate) fn for_each_chunk_pair(
         a.chunks_mut(chunk_a).zip(b.chunks_mut(chunk_b)).enumerate().for_each(f);
     }
 }
+
+/// `f(row, values)` for each `len`-long row of `out`, split into shares of
+/// whole rows (about `share_values` values each; at least one row), on
+/// rayon's threads when `parallel`. Rows are computed alone, so the split
+/// never changes a value.
+pub(crate) fn for_each_row(
+    out: &mut [f32],
+    len: usize,
+    share_values: usize,
+    parallel: bool,
+    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+) {
+    let rows = rows_per_share(len, share_values);
+    for_each_chunk(out, rows * len, parallel, |(share, chunk)| {
+        for (k, values) in chunk.chunks_mut(len).enumerate() {
+            f(share * rows + k, values);
+        }
+    });
+}
+
+/// [`for_each_row`] with one more output of one value per row:
+/// `f(row, values, &mut that row's value)`.
+pub(crate) fn for_each_row_with_scalar(
+    out: &mut [f32],
+    len: usize,
+    per_row: &mut [f32],
+    share_values: usize,
+    parallel: bool,
+    f: impl Fn(usize, &mut [f32], &mut f32) + Sync + Send,
+) {
+    let rows = rows_per_share(len, share_values);
+    for_each_chunk_pair(out, rows * len, per_row, rows, parallel, |(share, (chunk, scalars))| {
+        for (k, (values, scalar)) in chunk.chunks_mut(len).zip(scalars.iter_mut()).enumerate() {
+            f(share * rows + k, values, scalar);
+        }
+    });
+}
+
+/// Whole `len`-long rows in a share of about `share_values` values.
+pub(crate) fn rows_per_share(len: usize, share_values: usize) -> usize {
+    (share_values / len).max(1)
+}

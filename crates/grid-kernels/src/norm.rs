@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use crate::chunks::{for_each_chunk, for_each_chunk_pair};
+use crate::chunks::{for_each_row, for_each_row_with_scalar, rows_per_share};
 
 /// From this many values, split over threads (in whole rows).
 const PARALLEL_ELEMENTS: usize = 1 << 15;
@@ -23,10 +23,6 @@ pub struct Saved {
     pub deviation: Vec<f32>,
 }
 
-fn rows_per_chunk(len: usize) -> usize {
-    (CHUNK_VALUES / len).max(1)
-}
-
 /// `y = (x − μ) / √(var + ε) · γ + β` over rows of `γ.len()` values, μ and
 /// var each row's mean and (biased) variance, as burn's decomposition
 /// computes them (sums in index order). With `save`, also what
@@ -35,37 +31,28 @@ pub fn forward(x: &[f32], gamma: &[f32], beta: &[f32], epsilon: f32, save: bool)
     let len = gamma.len();
     assert!(len > 0 && beta.len() == len, "γ and β of the row's length");
     assert_eq!(x.len() % len, 0, "whole rows");
-    let rows = x.len() / len;
-    let (mut normalized, mut deviation) = (vec![0.0f32; x.len()], vec![0.0f32; rows]);
-    let per_chunk = rows_per_chunk(len);
-    let parallel = x.len() >= PARALLEL_ELEMENTS;
-    let normalize = |(index, (chunk, deviation)): (usize, (&mut [f32], &mut [f32]))| {
-        for (k, (out, sigma)) in chunk.chunks_mut(len).zip(deviation.iter_mut()).enumerate() {
-            let row = index * per_chunk + k;
-            let x = &x[row * len..(row + 1) * len];
-            let mean = x.iter().sum::<f32>() / len as f32;
-            let mut variance = 0.0f32;
-            for (out, &x) in out.iter_mut().zip(x) {
-                *out = x - mean;
-                variance += *out * *out;
-            }
-            *sigma = (variance / len as f32 + epsilon).sqrt();
-            out.iter_mut().for_each(|v| *v /= *sigma);
-        }
-    };
-    for_each_chunk_pair(&mut normalized, per_chunk * len, &mut deviation, per_chunk, parallel, normalize);
     let mut out = vec![0.0f32; x.len()];
-    let affine = |(index, chunk): (usize, &mut [f32])| {
-        let from = index * per_chunk * len;
-        for (k, out) in chunk.chunks_mut(len).enumerate() {
-            let n = &normalized[from + k * len..][..len];
-            for (((y, &n), &g), &b) in out.iter_mut().zip(n).zip(gamma).zip(beta) {
-                *y = n * g + b;
-            }
+    let mut deviation = vec![0.0f32; x.len() / len];
+    let parallel = x.len() >= PARALLEL_ELEMENTS;
+    // The normalised values land in `out` first; y is made from them in place.
+    for_each_row_with_scalar(&mut out, len, &mut deviation, CHUNK_VALUES, parallel, |row, out, sigma| {
+        let x = &x[row * len..(row + 1) * len];
+        let mean = x.iter().sum::<f32>() / len as f32;
+        let mut variance = 0.0f32;
+        for (out, &x) in out.iter_mut().zip(x) {
+            *out = x - mean;
+            variance += *out * *out;
         }
-    };
-    for_each_chunk(&mut out, per_chunk * len, parallel, affine);
-    (out, save.then_some(Saved { normalized, deviation }))
+        *sigma = (variance / len as f32 + epsilon).sqrt();
+        out.iter_mut().for_each(|v| *v /= *sigma);
+    });
+    let saved = save.then(|| Saved { normalized: out.clone(), deviation });
+    for_each_row(&mut out, len, CHUNK_VALUES, parallel, |_, row| {
+        for ((y, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+            *y = *y * g + b;
+        }
+    });
+    (out, saved)
 }
 
 /// The gradients of γ and β.
@@ -83,27 +70,22 @@ pub fn backward(saved: &Saved, gamma: &[f32], grad: &[f32], affine: bool) -> (Ve
     let len = gamma.len();
     let Saved { normalized, deviation } = saved;
     assert_eq!(grad.len(), normalized.len(), "one gradient per value");
-    let per_chunk = rows_per_chunk(len);
     let mut dx = vec![0.0f32; grad.len()];
-    let apply = |(index, chunk): (usize, &mut [f32])| {
-        let mut scaled = vec![0.0f32; len];
-        for (k, dx) in chunk.chunks_mut(len).enumerate() {
-            let row = index * per_chunk + k;
-            let (g, n) = (&grad[row * len..(row + 1) * len], &normalized[row * len..(row + 1) * len]);
-            let (mut mean_scaled, mut mean_product) = (0.0f32, 0.0f32);
-            for j in 0..len {
-                scaled[j] = g[j] * gamma[j];
-                mean_scaled += scaled[j];
-                mean_product += scaled[j] * n[j];
-            }
-            let (mean_scaled, mean_product) = (mean_scaled / len as f32, mean_product / len as f32);
-            let sigma = deviation[row];
-            for j in 0..len {
-                dx[j] = (scaled[j] - mean_scaled - n[j] * mean_product) / sigma;
-            }
+    let parallel = grad.len() >= PARALLEL_ELEMENTS;
+    for_each_row(&mut dx, len, CHUNK_VALUES, parallel, |row, dx| {
+        let (g, n) = (&grad[row * len..(row + 1) * len], &normalized[row * len..(row + 1) * len]);
+        let (mut mean_scaled, mut mean_product) = (0.0f32, 0.0f32);
+        for j in 0..len {
+            let scaled = g[j] * gamma[j];
+            mean_scaled += scaled;
+            mean_product += scaled * n[j];
         }
-    };
-    for_each_chunk(&mut dx, per_chunk * len, grad.len() >= PARALLEL_ELEMENTS, apply);
+        let (mean_scaled, mean_product) = (mean_scaled / len as f32, mean_product / len as f32);
+        let sigma = deviation[row];
+        for j in 0..len {
+            dx[j] = (g[j] * gamma[j] - mean_scaled - n[j] * mean_product) / sigma;
+        }
+    });
     let affine = affine.then(|| {
         // Per share of rows, then the shares in order.
         let share = |(g, n): (&[f32], &[f32])| {
@@ -116,8 +98,8 @@ pub fn backward(saved: &Saved, gamma: &[f32], grad: &[f32], affine: bool) -> (Ve
             }
             sums
         };
-        let values = per_chunk * len;
-        let shares: Vec<Vec<f32>> = if grad.len() >= PARALLEL_ELEMENTS {
+        let values = rows_per_share(len, CHUNK_VALUES) * len;
+        let shares: Vec<Vec<f32>> = if parallel {
             grad.par_chunks(values).zip(normalized.par_chunks(values)).map(share).collect()
         } else {
             grad.chunks(values).zip(normalized.chunks(values)).map(share).collect()

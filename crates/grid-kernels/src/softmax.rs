@@ -8,7 +8,7 @@
 
 use wide::f32x8;
 
-use crate::chunks::for_each_chunk;
+use crate::chunks::for_each_row;
 use crate::lanes::{groups, load_lanes, store_lanes};
 
 /// From this many values, split over threads (in whole rows).
@@ -34,16 +34,11 @@ pub fn forward(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f3
     assert_eq!(scores.len() % len, 0, "whole rows");
     assert_eq!(bias.len() * rows_per_bias, scores.len(), "one bias row per {rows_per_bias} rows");
     let mut out = vec![0.0f32; scores.len()];
-    let rows_per_chunk = (CHUNK_VALUES / len).max(1);
-    let apply = |(index, chunk): (usize, &mut [f32])| {
-        let first = index * rows_per_chunk;
-        for (k, out) in chunk.chunks_mut(len).enumerate() {
-            let row = first + k;
-            let bias_row = row / rows_per_bias;
-            row_forward(&scores[row * len..(row + 1) * len], &bias[bias_row * len..(bias_row + 1) * len], divisor, out);
-        }
-    };
-    for_each_chunk(&mut out, rows_per_chunk * len, scores.len() >= PARALLEL_ELEMENTS, apply);
+    let parallel = scores.len() >= PARALLEL_ELEMENTS;
+    for_each_row(&mut out, len, CHUNK_VALUES, parallel, |row, out| {
+        let bias_row = row / rows_per_bias;
+        row_forward(&scores[row * len..(row + 1) * len], &bias[bias_row * len..(bias_row + 1) * len], divisor, out);
+    });
     out
 }
 
@@ -73,21 +68,15 @@ pub fn backward(probs: &[f32], grad: &[f32], len: usize, divisor: f32) -> Vec<f3
     assert_eq!(probs.len(), grad.len(), "one gradient per probability");
     assert_eq!(probs.len() % len, 0, "whole rows");
     let mut out = vec![0.0f32; probs.len()];
-    let rows_per_chunk = (CHUNK_VALUES / len).max(1);
-    let apply = |(index, chunk): (usize, &mut [f32])| {
-        let first = index * rows_per_chunk * len;
-        for (k, out) in chunk.chunks_mut(len).enumerate() {
-            let at = first + k * len;
-            let (p, g) = (&probs[at..at + len], &grad[at..at + len]);
-            let dot = f32x8::splat(p.iter().zip(g).map(|(p, g)| p * g).sum());
-            let divisor = f32x8::splat(divisor);
-            for (j, n) in groups(len) {
-                let (p, g) = (load_lanes(p, j, n), load_lanes(g, j, n));
-                store_lanes(out, j, n, p * (g - dot) / divisor);
-            }
+    let divisor = f32x8::splat(divisor);
+    for_each_row(&mut out, len, CHUNK_VALUES, probs.len() >= PARALLEL_ELEMENTS, |row, out| {
+        let (p, g) = (&probs[row * len..(row + 1) * len], &grad[row * len..(row + 1) * len]);
+        let dot = f32x8::splat(p.iter().zip(g).map(|(p, g)| p * g).sum());
+        for (j, n) in groups(len) {
+            let (p, g) = (load_lanes(p, j, n), load_lanes(g, j, n));
+            store_lanes(out, j, n, p * (g - dot) / divisor);
         }
-    };
-    for_each_chunk(&mut out, rows_per_chunk * len, probs.len() >= PARALLEL_ELEMENTS, apply);
+    });
     out
 }
 

@@ -21,7 +21,7 @@ use burn_flex::FlexTensor;
 use grid_kernels::lstm::{self, Dims, Order, Tape};
 use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
-use grid_kernels::{activation, layout};
+use grid_kernels::{activation, attention, layout};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
 
@@ -481,4 +481,121 @@ fn autodiff_layer_norm<const D: usize>(
         OpsKind::UnTracked(prep) => prep.finish(flex_tensor(run(false).0, shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// Self-attention's `softmax(query keyᵀ / divisor + bias) value` over `heads`
+/// heads as one kernel (see [`attention`]), with its backward to the three
+/// inputs: `query`, `key` and `value` are the projections
+/// `[batch, time, heads · d]`, `bias` `[batch, 1, 1, time]` a constant (the
+/// padding mask). Returns the context `[batch, time, heads · d]` and the
+/// probabilities `[batch, heads, time, time]`, which are values only: no
+/// gradient flows back through them (a caller that differentiates through the
+/// probabilities runs its own operations). `None` where no kernel applies.
+pub fn attention<B: Backend>(
+    query: Tensor<B, 3>,
+    key: Tensor<B, 3>,
+    value: Tensor<B, 3>,
+    bias: Tensor<B, 4>,
+    heads: usize,
+    divisor: f32,
+) -> Option<(Tensor<B, 3>, Tensor<B, 4>)> {
+    let [batch, time, width] = query.dims();
+    let fits =
+        heads > 0 && width % heads == 0 && time > 0 && key.dims() == query.dims() && value.dims() == query.dims();
+    if !applies(&query) || !fits || bias.dims() != [batch, 1, 1, time] || bias.is_require_grad() {
+        return None;
+    }
+    let dims = attention::Dims { batch, time, heads, head_size: width / heads };
+    let bias = match cast::<_, Tensor<Ad, 4>>(bias) {
+        Ok(bias) => bias.inner(),
+        Err(bias) => cast::<_, Tensor<Flex, 4>>(bias).ok()?,
+    };
+    let bias = primitive(bias);
+    let bias = values(&bias);
+    match cast::<_, Tensor<Ad, 3>>(query) {
+        Ok(query) => {
+            let key = cast::<_, Tensor<Ad, 3>>(key).ok()?;
+            let value = cast::<_, Tensor<Ad, 3>>(value).ok()?;
+            let (context, probs) = autodiff_attention(dims, [query, key, value], &bias, divisor);
+            Some((cast(context).ok()?, cast(probs).ok()?))
+        }
+        Err(query) => {
+            let [query, key, value] = [
+                cast::<_, Tensor<Flex, 3>>(query).ok()?,
+                cast::<_, Tensor<Flex, 3>>(key).ok()?,
+                cast::<_, Tensor<Flex, 3>>(value).ok()?,
+            ]
+            .map(primitive);
+            let (context, probs) =
+                attention::forward(dims, &values(&query), &values(&key), &values(&value), &bias, divisor);
+            let context =
+                Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(flex_tensor(context, [batch, time, width])));
+            let probs = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(flex_tensor(
+                probs,
+                [batch, heads, time, time],
+            )));
+            Some((cast(context).ok()?, cast(probs).ok()?))
+        }
+    }
+}
+
+#[derive(Debug)]
+struct AttentionBackward;
+
+/// What the backward pass reads: the three inputs and the probabilities
+/// (shared with the graph, not copied).
+#[derive(Debug, Clone)]
+struct AttentionState {
+    dims: attention::Dims,
+    divisor: f32,
+    inputs: [FlexTensor; 3],
+    probs: FlexTensor,
+}
+
+impl Backward<Flex, 3> for AttentionBackward {
+    type State = AttentionState;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let AttentionState { dims, divisor, inputs: [query, key, value], probs } = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let attention::Gradients { query: dq, key: dk, value: dv } = attention::backward(
+            dims,
+            &values(&query),
+            &values(&key),
+            &values(&value),
+            &values(&probs),
+            &values(&grad),
+            divisor,
+        );
+        let shape = [dims.batch, dims.time, dims.heads * dims.head_size];
+        for (parent, gradient) in ops.parents.into_iter().zip([dq, dk, dv]) {
+            if let Some(node) = parent {
+                grads.register::<Flex>(node.id, flex_tensor(gradient, shape));
+            }
+        }
+    }
+}
+
+fn autodiff_attention(
+    dims: attention::Dims,
+    inputs: [Tensor<Ad, 3>; 3],
+    bias: &[f32],
+    divisor: f32,
+) -> (Tensor<Ad, 3>, Tensor<Ad, 4>) {
+    let attention::Dims { batch, time, heads, head_size } = dims;
+    let inputs = inputs.map(|input| input.into_primitive().tensor());
+    let parents = [inputs[0].node.clone(), inputs[1].node.clone(), inputs[2].node.clone()];
+    let [query, key, value] = [0, 1, 2].map(|i| inputs[i].primitive.clone());
+    let (context, probs) = attention::forward(dims, &values(&query), &values(&key), &values(&value), bias, divisor);
+    let context = flex_tensor(context, [batch, time, heads * head_size]);
+    let probs = flex_tensor(probs, [batch, heads, time, time]);
+    let output = match AttentionBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let state = AttentionState { dims, divisor, inputs: [query, key, value], probs: probs.clone() };
+            prep.finish(state, context)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(context),
+    };
+    let probs = Tensor::<Ad, 4>::from_inner(Tensor::from_primitive(TensorPrimitive::Float(probs)));
+    (Tensor::from_primitive(TensorPrimitive::Float(output)), probs)
 }

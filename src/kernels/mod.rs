@@ -14,6 +14,9 @@
 //!   (`grid_kernels::layout`);
 //! - [`attention_softmax`]: attention's scaling, padding mask and softmax in
 //!   one pass per row (`grid_kernels::softmax`), reached through `Rules`;
+//! - [`attention`]: self-attention's `softmax(q kᵀ / √d + mask) v` for every
+//!   head, straight from the projections' layout (`grid_kernels::attention`),
+//!   reached through `Rules`;
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
 //!   row forward and backward (`grid_kernels::norm`), reached through `Rules`.
 //!
@@ -26,7 +29,7 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, attention_softmax, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
+pub use flex::{applies, attention, attention_softmax, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
@@ -147,5 +150,64 @@ mod tests {
         let (gamma, beta) = (norm.gamma.val().inner(), norm.beta.as_ref().unwrap().val().inner());
         let inference = super::layer_norm(plain, gamma, beta, 1e-12).unwrap();
         assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
+    }
+
+    /// The fused attention gives burn's head split, `softmax(q kᵀ / √d + bias)`,
+    /// product with `v` and head merge, and the gradients of all three
+    /// inputs, to float rounding; padded keys get weight 0; the same values
+    /// without autodiff.
+    #[test]
+    fn attention_is_burns_with_its_gradients() {
+        let device = Default::default();
+        let (batch, time, heads, d) = (3, 6, 2, 4);
+        let width = heads * d;
+        let len = batch * time * width;
+        let wave =
+            |scale: f32, phase: f32| (0..len).map(|i| ((i as f32) * scale + phase).sin() * 2.0).collect::<Vec<_>>();
+        let inputs = [wave(0.37, 0.1), wave(0.53, 0.7), wave(0.71, 1.3)];
+        let probe = wave(0.19, 0.4);
+        // Example 1 has its last two positions padded.
+        let bias: Vec<f32> =
+            (0..batch * time).map(|i| if i / time == 1 && i % time >= 4 { -1e9 } else { 0.0 }).collect();
+        let divisor = (d as f32).sqrt();
+        let run = |kernel: bool| {
+            let [q, k, v] = inputs.clone().map(|x| {
+                Tensor::<A, 1>::from_floats(x.as_slice(), &device).reshape([batch, time, width]).require_grad()
+            });
+            let bias = Tensor::<A, 1>::from_floats(bias.as_slice(), &device).reshape([batch, 1, 1, time]);
+            let (context, probs) = if kernel {
+                super::attention(q.clone(), k.clone(), v.clone(), bias, heads, divisor).expect("a kernel on Flex")
+            } else {
+                let split = |t: Tensor<A, 3>| t.reshape([batch, time, heads, d]).swap_dims(1, 2);
+                let scores = split(q.clone()).matmul(split(k.clone()).transpose());
+                let probs = burn::tensor::activation::softmax(scores.div_scalar(divisor as f64) + bias, 3);
+                let context = probs.clone().matmul(split(v.clone())).swap_dims(1, 2).reshape([batch, time, width]);
+                (context, probs)
+            };
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, width]);
+            let grads = (context.clone() * probe).sum().backward();
+            let flat = |t: Tensor<Flex, 3>| t.into_data().to_vec::<f32>().unwrap();
+            let gradients = [&q, &k, &v].map(|x| flat(x.grad(&grads).unwrap()));
+            let values = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
+            (flat(context.inner()), values(probs.inner()), gradients)
+        };
+        let (ours, burns) = (run(true), run(false));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst(&ours.0, &burns.0) <= 1e-6, "contexts differ by {}", worst(&ours.0, &burns.0));
+        assert!(worst(&ours.1, &burns.1) <= 1e-6, "probabilities differ by {}", worst(&ours.1, &burns.1));
+        for (name, (a, b)) in ["query", "key", "value"].iter().zip(ours.2.iter().zip(&burns.2)) {
+            assert!(worst(a, b) <= 1e-5, "{name} gradients differ by {}", worst(a, b));
+        }
+        for (i, &p) in ours.1.iter().enumerate() {
+            if i / (heads * time * time) == 1 && i % time >= 4 {
+                assert_eq!(p, 0.0, "a padded key has weight 0");
+            }
+        }
+        let [q, k, v] =
+            inputs.map(|x| Tensor::<Flex, 1>::from_floats(x.as_slice(), &device).reshape([batch, time, width]));
+        let bias = Tensor::<Flex, 1>::from_floats(bias.as_slice(), &device).reshape([batch, 1, 1, time]);
+        let (context, probs) = super::attention(q, k, v, bias, heads, divisor).unwrap();
+        assert_eq!(context.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
+        assert_eq!(probs.into_data().to_vec::<f32>().unwrap(), ours.1);
     }
 }

@@ -160,6 +160,24 @@ impl Rules {
         }
     }
 
+    /// Self-attention's `softmax(query keyᵀ / divisor + bias) value` over
+    /// `heads` heads, from and to the `[batch, time, heads · d]` layout, with
+    /// the probabilities as values (not differentiable): one fused kernel
+    /// (`kernels::attention`) under the ordinary rules where the backend has
+    /// it, else `None` and the caller runs its own operations.
+    pub fn fused_attention<B: Backend>(
+        self,
+        [query, key, value]: [Tensor<B, 3>; 3],
+        bias: Tensor<B, 4>,
+        heads: usize,
+        divisor: f64,
+    ) -> Option<(Tensor<B, 3>, Tensor<B, 4>)> {
+        match self {
+            Rules::Plain => crate::kernels::attention(query, key, value, bias, heads, divisor as f32),
+            Rules::Rescale => None,
+        }
+    }
+
     /// `norm` over the last dimension with its `epsilon` (burn's `LayerNorm` keeps its own private).
     pub fn layer_norm<B: Backend, const D: usize>(
         self,

@@ -4,9 +4,11 @@
 //! carry no burn types. The glue to burn is `grid::kernels`.
 
 pub mod activation;
+pub mod attention;
 mod chunks;
 pub mod lanes;
 pub mod layout;
 pub mod lstm;
+mod matmul;
 pub mod norm;
 pub mod softmax;

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use wide::f32x8;
 
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
+use crate::matmul::gemm;
 
 /// Rows × hidden units from which a step's element-wise pass is split over
 /// threads.
@@ -99,54 +100,6 @@ fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], sta
         store(cells, j, c);
         store(tanh_cells, j, tc);
         store(states, j, o * tc);
-    }
-}
-
-/// `dst[m × n] = lhs[m × k] · rhs[k × n]` (with `accumulate`: `+=`), each
-/// given by its row and column strides.
-fn gemm(
-    accumulate: bool,
-    (m, n, k): (usize, usize, usize),
-    (dst, dst_rs): (&mut [f32], usize),
-    lhs: &[f32],
-    (lhs_rs, lhs_cs): (usize, usize),
-    rhs: &[f32],
-    (rhs_rs, rhs_cs): (usize, usize),
-) {
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
-    // The last element each operand is read or written at must lie inside it.
-    assert!((m - 1) * dst_rs + n <= dst.len(), "gemm: destination too small");
-    assert!((m - 1) * lhs_rs + (k - 1) * lhs_cs < lhs.len(), "gemm: left operand too small");
-    assert!((k - 1) * rhs_rs + (n - 1) * rhs_cs < rhs.len(), "gemm: right operand too small");
-    // Split over threads only where the product is large enough to pay for it;
-    // the split is over rows and columns, so each sum keeps its order.
-    let parallelism = if m * n * k >= 1 << 21 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-    // SAFETY: the asserts above keep every access inside the slices; `dst`
-    // does not alias `lhs` or `rhs` (it is borrowed mutably).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            dst_rs as isize,
-            accumulate,
-            lhs.as_ptr(),
-            lhs_cs as isize,
-            lhs_rs as isize,
-            rhs.as_ptr(),
-            rhs_cs as isize,
-            rhs_rs as isize,
-            1.0f32,
-            1.0f32,
-            false,
-            false,
-            false,
-            parallelism,
-        );
     }
 }
 

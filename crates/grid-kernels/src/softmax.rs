@@ -33,30 +33,31 @@ pub fn forward(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f3
     assert!(len > 0 && rows_per_bias > 0, "non-empty rows");
     assert_eq!(scores.len() % len, 0, "whole rows");
     assert_eq!(bias.len() * rows_per_bias, scores.len(), "one bias row per {rows_per_bias} rows");
-    let mut out = vec![0.0f32; scores.len()];
+    let mut out = scores.to_vec();
     let parallel = scores.len() >= PARALLEL_ELEMENTS;
     for_each_row(&mut out, len, CHUNK_VALUES, parallel, |row, out| {
         let bias_row = row / rows_per_bias;
-        row_forward(&scores[row * len..(row + 1) * len], &bias[bias_row * len..(bias_row + 1) * len], divisor, out);
+        row_in_place(out, &bias[bias_row * len..(bias_row + 1) * len], divisor);
     });
     out
 }
 
-fn row_forward(scores: &[f32], bias: &[f32], divisor: f32, out: &mut [f32]) {
+/// One row of [`forward`], its scores replaced by their probabilities.
+pub(crate) fn row_in_place(row: &mut [f32], bias: &[f32], divisor: f32) {
     let mut max = f32::NEG_INFINITY;
-    for ((out, &s), &b) in out.iter_mut().zip(scores).zip(bias) {
-        *out = s / divisor + b;
-        max = max.max(*out);
+    for (x, &b) in row.iter_mut().zip(bias) {
+        *x = *x / divisor + b;
+        max = max.max(*x);
     }
     let max_lanes = f32x8::splat(max);
-    for (at, n) in groups(out.len()) {
-        let x = load_lanes(out, at, n);
-        store_lanes(out, at, n, (x - max_lanes).exp());
+    for (at, n) in groups(row.len()) {
+        let x = load_lanes(row, at, n);
+        store_lanes(row, at, n, (x - max_lanes).exp());
     }
-    let sum = f32x8::splat(out.iter().sum());
-    for (at, n) in groups(out.len()) {
-        let e = load_lanes(out, at, n);
-        store_lanes(out, at, n, e / sum);
+    let sum = f32x8::splat(row.iter().sum());
+    for (at, n) in groups(row.len()) {
+        let e = load_lanes(row, at, n);
+        store_lanes(row, at, n, e / sum);
     }
 }
 
@@ -67,17 +68,22 @@ pub fn backward(probs: &[f32], grad: &[f32], len: usize, divisor: f32) -> Vec<f3
     assert!(len > 0, "non-empty rows");
     assert_eq!(probs.len(), grad.len(), "one gradient per probability");
     assert_eq!(probs.len() % len, 0, "whole rows");
-    let mut out = vec![0.0f32; probs.len()];
-    let divisor = f32x8::splat(divisor);
+    let mut out = grad.to_vec();
     for_each_row(&mut out, len, CHUNK_VALUES, probs.len() >= PARALLEL_ELEMENTS, |row, out| {
-        let (p, g) = (&probs[row * len..(row + 1) * len], &grad[row * len..(row + 1) * len]);
-        let dot = f32x8::splat(p.iter().zip(g).map(|(p, g)| p * g).sum());
-        for (j, n) in groups(len) {
-            let (p, g) = (load_lanes(p, j, n), load_lanes(g, j, n));
-            store_lanes(out, j, n, p * (g - dot) / divisor);
-        }
+        row_backward_in_place(&probs[row * len..(row + 1) * len], out, divisor);
     });
     out
+}
+
+/// One row of [`backward`]: `grad` (the probabilities' gradient) replaced by
+/// the scores'.
+pub(crate) fn row_backward_in_place(probs: &[f32], grad: &mut [f32], divisor: f32) {
+    let dot = f32x8::splat(probs.iter().zip(grad.iter()).map(|(p, g)| p * g).sum());
+    let divisor = f32x8::splat(divisor);
+    for (j, n) in groups(probs.len()) {
+        let (p, g) = (load_lanes(probs, j, n), load_lanes(grad, j, n));
+        store_lanes(grad, j, n, p * (g - dot) / divisor);
+    }
 }
 
 #[cfg(test)]

@@ -90,12 +90,20 @@ impl<B: Backend> BertSelfAttention<B> {
     ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, time, hidden] = x.dims();
         let head_size = hidden / self.num_heads;
+        let divisor = (head_size as f64).sqrt();
+        let (q, k, v) = (self.query.forward(x.clone()), self.key.forward(x.clone()), self.value.forward(x));
+        // One fused kernel where nothing needs the probabilities as a node of
+        // the graph: no hook replacing them, no dropout drawn on them.
+        if hook.is_none() && (self.dropout == 0.0 || noise.is_none()) {
+            let projections = [q.clone(), k.clone(), v.clone()];
+            if let Some(fused) = rules.fused_attention(projections, mask_bias.clone(), self.num_heads, divisor) {
+                return fused;
+            }
+        }
         let heads = |t: Tensor<B, 3>| swap_middle(t.reshape([batch, time, self.num_heads, head_size]));
-        let q = heads(self.query.forward(x.clone()));
-        let k = heads(self.key.forward(x.clone()));
-        let v = heads(self.value.forward(x));
+        let (q, k, v) = (heads(q), heads(k), heads(v));
         let scores = rules.matmul(q, k.transpose());
-        let probs = rules.attention_softmax(scores, mask_bias, (head_size as f64).sqrt());
+        let probs = rules.attention_softmax(scores, mask_bias, divisor);
         let probs = match hook {
             Some(hook) => hook(probs),
             None => probs,

@@ -150,7 +150,10 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     let mut schedule = Schedule::new(plan, &cached, Limits { jobs, model_jobs }, options.cache_only);
     let executors = Executors {
         in_process: InProcess { compute: options.compute },
-        model_steps: options.worker.clone().map(|command| ChildProcess { command }),
+        model_steps: options
+            .worker
+            .clone()
+            .map(|command| ChildProcess::new(command, options.compute.device, model_jobs)),
     };
     let log_lines = options.verbosity >= Verbosity::Verbose || (options.verbosity == Verbosity::Normal && !terminal);
 

@@ -25,9 +25,20 @@ impl<'a> Noise<'a> {
         let n = shape.num_elements();
         let keep = 1.0 - p;
         let scale = (1.0 / keep) as f32;
-        let mask: Vec<f32> = (0..n).map(|_| if self.rng.random::<f64>() < keep { scale } else { 0.0 }).collect();
-        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
+        let mask = Tensor::<B, D>::from_data(TensorData::new(self.mask(n, keep, scale), shape), &x.device());
         x * mask
+    }
+
+    /// `n` values, each `scale` with probability `keep`, else 0: element `i`
+    /// keeps when the `i`-th uniform draw of the stream (`rng.random::<f64>()`)
+    /// is below `keep`. The draws' 64-bit words come in one fill and are made
+    /// uniforms here as rand makes them, so the mask and the stream's state
+    /// afterwards are those of `n` calls, at a fraction of the cost (the
+    /// calls were a tenth of the BiLSTM's training time).
+    fn mask(&mut self, n: usize, keep: f64, scale: f32) -> Vec<f32> {
+        let mut words = vec![0u64; n];
+        self.rng.fill(words.as_mut_slice());
+        words.iter().map(|&word| if unit_interval(word) < keep { scale } else { 0.0 }).collect()
     }
 
     /// Inverted dropout with the mask drawn on the device from the backend's RNG
@@ -51,6 +62,41 @@ impl<'a> Noise<'a> {
             if self.rng.random::<f64>() < p {
                 *id = unk_id;
             }
+        }
+    }
+}
+
+/// rand's `StandardUniform` f64 from one 64-bit word: its top 53 bits, scaled
+/// to `[0, 1)`.
+fn unit_interval(word: u64) -> f64 {
+    (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, RngCore, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::Noise;
+
+    /// The mask from one fill is the mask of one `random::<f64>()` per
+    /// element, and leaves the stream where those calls leave it, whatever
+    /// the stream's position in its block (even after a lone 32-bit draw).
+    #[test]
+    fn the_mask_is_that_of_one_draw_per_element() {
+        for (seed, offset_u32s, n) in [(1, 0, 1), (7, 1, 63), (11, 0, 4096), (13, 3, 1000), (17, 15, 17)] {
+            let (keep, scale) = (0.7, 1.0 / 0.7f32);
+            let mut ours = ChaCha8Rng::seed_from_u64(seed);
+            let mut calls = ours.clone();
+            for _ in 0..offset_u32s {
+                ours.next_u32();
+                calls.next_u32();
+            }
+            let mask = Noise::new(&mut ours).mask(n, keep, scale);
+            let expected: Vec<f32> = (0..n).map(|_| if calls.random::<f64>() < keep { scale } else { 0.0 }).collect();
+            assert_eq!(mask, expected, "seed {seed}, {n} values");
+            assert_eq!(ours.next_u64(), calls.next_u64(), "the stream goes on alike");
+            assert!(mask.iter().any(|&m| m == 0.0) || n < 10, "some are dropped");
         }
     }
 }

@@ -963,7 +963,10 @@ fn bench(
         internal_batch_size: internal_batch_size.map(|n| n.max(1)),
         perturbations_per_eval: perturbations_per_eval.map(|n| n.max(1)),
     };
-    let rows = crate::bench::run(&plan, &cache, compute, &bench_options).map_err(runtime)?;
+    // As `grid run` computes a step: on the pool's thread (see `on_worker_thread`).
+    let rows =
+        crate::backend::on_worker_thread(compute.device, || crate::bench::run(&plan, &cache, compute, &bench_options))
+            .map_err(runtime)?;
     let context = crate::bench::context(compute, &common.grid);
     print!("{}", crate::bench::markdown(&context, &rows));
     if let Some(path) = json {

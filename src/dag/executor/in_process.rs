@@ -4,7 +4,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use super::{Executor, Finished, Job};
-use crate::backend::{Compute, DeviceChoice};
+use crate::backend::Compute;
 use crate::cache::{Entry, InputRef, StepKind};
 use crate::dag::StepStatus;
 use crate::steps::{self, StepContext};
@@ -45,7 +45,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
         let ctx = StepContext { inputs, compute, progress, log, snapshots };
         let result = catch_unwind(AssertUnwindSafe(|| {
-            on_worker_thread(compute, || steps::execute(&step.work, &ctx, &staging.dir))
+            crate::backend::on_worker_thread(compute.device, || steps::execute(&step.work, &ctx, &staging.dir))
         }))
         .unwrap_or_else(|panic| {
             let message = panic
@@ -75,19 +75,6 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         Ok(StepStatus::Ran { seconds })
     };
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
-}
-
-/// Runs `f` on one of rayon's worker threads, on the CPU. The parallel
-/// loops inside (the kernels', burn's, the GEMM's) then start from a thread
-/// of the pool; from this thread, rayon hands each loop to the pool and puts
-/// this one to sleep until it is done: two context switches per loop,
-/// thousands per training, and most of the system time of a step running
-/// with one thread. On a GPU the step stays on this thread.
-fn on_worker_thread<T: Send>(compute: Compute, f: impl FnOnce() -> T + Send) -> T {
-    match compute.device {
-        DeviceChoice::Cpu => rayon::scope(|_| f()),
-        DeviceChoice::Cuda(_) => f(),
-    }
 }
 
 /// The least time between two training snapshots: `GRID_SNAPSHOT_SECONDS`

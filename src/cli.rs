@@ -568,7 +568,10 @@ fn run_steps(
             _ => eprintln!("{line}"),
         };
         let job = Job { plan, cache, index, progress: &bar, log: &log };
-        match executor::in_process::compute_step(&job, compute) {
+        // One step at a time in this process: on rayon's pool (see `InProcess`).
+        let status =
+            crate::backend::on_worker_thread(compute.device, || executor::in_process::compute_step(&job, compute));
+        match status {
             StepStatus::Failed { error } => {
                 if let Some(task_log) = &task_log {
                     crate::dag::slurm::task_failed(plan, cache, index, &error, task_log);

@@ -149,7 +149,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     let model_jobs = model_jobs(options.compute.device, jobs, options.gpu_jobs);
     let mut schedule = Schedule::new(plan, &cached, Limits { jobs, model_jobs }, options.cache_only);
     let executors = Executors {
-        in_process: InProcess { compute: options.compute },
+        in_process: InProcess { compute: options.compute, one_at_a_time: jobs == 1 },
         model_steps: options
             .worker
             .clone()

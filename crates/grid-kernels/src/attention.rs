@@ -103,6 +103,9 @@ pub struct Gradients {
     pub value: Vec<f32>,
 }
 
+/// One example's share of the three inputs' gradients: query and key, value.
+type InputGradients<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
+
 /// The inputs' gradients from the context's, `grad`, and the probabilities
 /// [`forward`] returned.
 pub fn backward(
@@ -120,7 +123,7 @@ pub fn backward(
     let (width, n, np) = (dims.width(), dims.example(), dims.example_probs());
     let zeros = || vec![0.0f32; dims.batch * n];
     let (mut dq, mut dk, mut dv) = (zeros(), zeros(), zeros());
-    let example = |(b, ((dq, dk), dv)): (usize, ((&mut [f32], &mut [f32]), &mut [f32]))| {
+    let example = |(b, ((dq, dk), dv)): (usize, InputGradients)| {
         let (q, k, v, g) = (&query[b * n..][..n], &key[b * n..][..n], &value[b * n..][..n], &grad[b * n..][..n]);
         // The scores' gradient of one head at a time.
         let mut scores = vec![0.0f32; time * time];

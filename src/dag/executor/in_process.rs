@@ -12,11 +12,22 @@ use crate::train::Snapshots;
 
 pub struct InProcess {
     pub compute: Compute,
+    /// Whether steps run here one at a time (`--jobs 1`): then each computes
+    /// on rayon's pool (`backend::on_worker_thread`). With several at once
+    /// they stay on their own threads: a pool thread waiting inside one step
+    /// could pick up another step's start and block on burn's autodiff lock,
+    /// which the step below it on that thread holds (a test run hung so).
+    pub one_at_a_time: bool,
 }
 
 impl Executor for InProcess {
     fn run(&self, job: &Job) -> Finished {
-        Finished { status: compute_step(job, self.compute), output: Vec::new() }
+        let status = if self.one_at_a_time {
+            crate::backend::on_worker_thread(self.compute.device, || compute_step(job, self.compute))
+        } else {
+            compute_step(job, self.compute)
+        };
+        Finished { status, output: Vec::new() }
     }
 }
 
@@ -44,17 +55,15 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let snapshots = (step.kind == StepKind::Train)
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
         let ctx = StepContext { inputs, compute, progress, log, snapshots };
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            crate::backend::on_worker_thread(compute.device, || steps::execute(&step.work, &ctx, &staging.dir))
-        }))
-        .unwrap_or_else(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
-            Err(anyhow::anyhow!("panicked: {message}"))
-        });
+        let result =
+            catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                Err(anyhow::anyhow!("panicked: {message}"))
+            });
         if let Err(e) = result {
             let _ = std::fs::remove_dir_all(&staging.dir);
             return Err(e);

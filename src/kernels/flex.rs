@@ -52,6 +52,15 @@ fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FlexTensor {
     tensor.into_primitive().tensor()
 }
 
+/// A constant input's Flex tensor (from the autodiff wrapper, its inner
+/// one): attention's padding mask. `None` on another backend.
+fn constant<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Option<FlexTensor> {
+    match cast::<_, Tensor<Ad, D>>(tensor) {
+        Ok(tensor) => Some(primitive(tensor.inner())),
+        Err(tensor) => cast::<_, Tensor<Flex, D>>(tensor).ok().map(primitive),
+    }
+}
+
 /// The LSTM recurrence (see [`lstm`]) over `projected` `[batch, time, 4h]`
 /// with `weight_hh` `[h, 4h]`: every hidden state, `[batch, time, h]`. With
 /// `reversed_lengths` (one per row), each row runs over its real tokens from
@@ -354,11 +363,7 @@ pub fn attention_softmax<B: Backend>(scores: Tensor<B, 4>, bias: Tensor<B, 4>, d
         return None;
     }
     let rows = Rows { len: keys, rows_per_bias: heads * queries };
-    let bias = match cast::<_, Tensor<Ad, 4>>(bias) {
-        Ok(bias) => bias.inner(),
-        Err(bias) => cast::<_, Tensor<Flex, 4>>(bias).ok()?,
-    };
-    let bias = primitive(bias);
+    let bias = constant(bias)?;
     let bias = values(&bias);
     let shape = [batch, heads, queries, keys];
     unary(
@@ -506,11 +511,7 @@ pub fn attention<B: Backend>(
         return None;
     }
     let dims = attention::Dims { batch, time, heads, head_size: width / heads };
-    let bias = match cast::<_, Tensor<Ad, 4>>(bias) {
-        Ok(bias) => bias.inner(),
-        Err(bias) => cast::<_, Tensor<Flex, 4>>(bias).ok()?,
-    };
-    let bias = primitive(bias);
+    let bias = constant(bias)?;
     let bias = values(&bias);
     match cast::<_, Tensor<Ad, 3>>(query) {
         Ok(query) => {

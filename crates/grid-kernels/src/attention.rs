@@ -16,6 +16,7 @@
 
 use rayon::prelude::*;
 
+use crate::chunks::for_each_chunk_pair;
 use crate::matmul::gemm;
 use crate::softmax::{row_backward_in_place, row_in_place};
 
@@ -87,11 +88,7 @@ pub fn forward(
             gemm(false, (time, d, time), (&mut context[head..], width), p, (time, 1), &v[head..], (width, 1));
         }
     };
-    if dims.parallel() {
-        context.par_chunks_mut(n).zip(probs.par_chunks_mut(np)).enumerate().for_each(example);
-    } else {
-        context.chunks_mut(n.max(1)).zip(probs.chunks_mut(np.max(1))).enumerate().for_each(example);
-    }
+    for_each_chunk_pair(&mut context, n.max(1), &mut probs, np.max(1), dims.parallel(), example);
     (context, probs)
 }
 

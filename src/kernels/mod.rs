@@ -17,6 +17,8 @@
 //! - [`attention`]: self-attention's `softmax(q kᵀ / √d + mask) v` for every
 //!   head, straight from the projections' layout (`grid_kernels::attention`),
 //!   reached through `Rules`;
+//! - [`dense`]: a dense layer at every position while its weights train, its
+//!   weight gradient one product over all positions (`grid_kernels::linear`);
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
 //!   row forward and backward (`grid_kernels::norm`), reached through `Rules`.
 //!
@@ -29,7 +31,7 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, attention, attention_softmax, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
+pub use flex::{applies, attention, attention_softmax, dense, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {

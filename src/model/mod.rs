@@ -10,6 +10,7 @@ pub mod assets;
 pub mod bert;
 pub mod bilstm;
 pub mod checkpoint;
+pub mod dense;
 pub mod dtype;
 pub mod glove;
 pub mod hub;

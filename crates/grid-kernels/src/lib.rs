@@ -8,6 +8,7 @@ pub mod attention;
 mod chunks;
 pub mod lanes;
 pub mod layout;
+pub mod linear;
 pub mod lstm;
 mod matmul;
 pub mod norm;

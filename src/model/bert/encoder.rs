@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::{BertConfig, HiddenAct};
 use super::family::HeadActivation;
+use crate::model::dense::at_every_position;
 use crate::model::init;
 use crate::model::noise::Noise;
 use crate::model::rules::Rules;
@@ -91,7 +92,11 @@ impl<B: Backend> BertSelfAttention<B> {
         let [batch, time, hidden] = x.dims();
         let head_size = hidden / self.num_heads;
         let divisor = (head_size as f64).sqrt();
-        let (q, k, v) = (self.query.forward(x.clone()), self.key.forward(x.clone()), self.value.forward(x));
+        let (q, k, v) = (
+            at_every_position(&self.query, x.clone()),
+            at_every_position(&self.key, x.clone()),
+            at_every_position(&self.value, x),
+        );
         // One fused kernel where nothing needs the probabilities as a node of
         // the graph: no hook replacing them, no dropout drawn on them.
         if hook.is_none() && (self.dropout == 0.0 || noise.is_none()) {
@@ -137,7 +142,7 @@ impl<B: Backend> BertResidual<B> {
         noise: Option<&mut Noise>,
         rules: Rules,
     ) -> Tensor<B, 3> {
-        let x = dropout(self.dense.forward(x), self.dropout, noise) + residual;
+        let x = dropout(at_every_position(&self.dense, x), self.dropout, noise) + residual;
         rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps)
     }
 }
@@ -157,7 +162,7 @@ pub struct BertIntermediate<B: Backend> {
 
 impl<B: Backend> BertIntermediate<B> {
     fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
-        let x = self.dense.forward(x);
+        let x = at_every_position(&self.dense, x);
         match self.act {
             HiddenAct::Gelu => rules.gelu(x),
             HiddenAct::GeluNew => rules.gelu_approximate(x),

@@ -27,6 +27,7 @@ use burn::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::dense::at_every_position;
 use super::init;
 use super::noise::Noise;
 use super::rules::Rules;
@@ -204,7 +205,8 @@ impl<B: Backend> AdditiveAttention<B> {
     /// Weights `[batch, time]` summing to 1 over real tokens; exactly 0 on padding.
     pub fn weights(&self, keys: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 2> {
         let [batch, time, _] = keys.dims();
-        let scores = self.scorer.forward(rules.tanh(self.projection.forward(keys))).reshape([batch, time]);
+        let scores = at_every_position(&self.scorer, rules.tanh(at_every_position(&self.projection, keys)))
+            .reshape([batch, time]);
         let padding = mask.clone().lower_elem(0.5);
         rules.softmax(scores.mask_fill(padding, -1.0e9), 1) * mask
     }

@@ -16,7 +16,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
-use burn::tensor::ops::{FloatTensorOps, ModuleOps};
+use burn::tensor::ops::ModuleOps;
 use burn_flex::FlexTensor;
 
 use grid_kernels::lstm::{self, Dims, Order, Tape};
@@ -603,14 +603,12 @@ fn autodiff_attention(
 }
 
 /// A dense layer `x W + b` at every position of `x` `[batch, time, inputs]`
-/// while its weights train, every product over all positions at once: the
-/// forward pass and the input gradient as burn's 2-D products of
-/// `batch · time` rows (burn runs a 3-D layer as one product per example),
-/// the parameter gradients as [`linear`]'s (burn: one `[inputs, outputs]`
-/// product per example, summed). `None` where that does not apply: another
-/// backend, no bias, or weights not tracked — inference and attribution keep
-/// burn's per-example products, whose values never depend on what else is in
-/// the batch.
+/// while its weights train: burn's own forward pass and input gradient (one
+/// product per example, the same values bit for bit), and the parameter
+/// gradients over all positions at once (see [`linear`]) instead of burn's
+/// one `[inputs, outputs]` product per example, summed. `None` where that
+/// does not apply: another backend, no bias, or weights not tracked
+/// (inference and attribution, which have no parameter gradients).
 pub fn dense<B: Backend>(x: Tensor<B, 3>, weight: Tensor<B, 2>, bias: Option<Tensor<B, 1>>) -> Option<Tensor<B, 3>> {
     if !applies(&x) || !weight.is_require_grad() {
         return None;
@@ -624,30 +622,11 @@ pub fn dense<B: Backend>(x: Tensor<B, 3>, weight: Tensor<B, 2>, bias: Option<Ten
 #[derive(Debug)]
 struct DenseBackward;
 
-#[derive(Debug, Clone, Copy)]
-struct DenseDims {
-    batch: usize,
-    time: usize,
-    inputs: usize,
-    outputs: usize,
-}
-
-impl DenseDims {
-    fn rows(self) -> linear::Dims {
-        linear::Dims { rows: self.batch * self.time, inputs: self.inputs, outputs: self.outputs }
-    }
-}
-
-/// `tensor` with another shape of as many values (free when contiguous).
-fn reshaped<const D: usize>(tensor: FlexTensor, shape: [usize; D]) -> FlexTensor {
-    <Flex as FloatTensorOps<Flex>>::float_reshape(tensor, shape.into())
-}
-
 /// What the backward pass reads (shared with the graph, not copied): the
 /// input for the weight gradient, the weight for the input gradient.
 #[derive(Debug, Clone)]
 struct DenseState {
-    dims: DenseDims,
+    dims: linear::Dims,
     x: FlexTensor,
     weight: FlexTensor,
 }
@@ -660,37 +639,32 @@ impl Backward<Flex, 3> for DenseBackward {
         let grad = grads.consume::<Flex>(&ops.node);
         let [x_node, weight_node, bias_node] = ops.parents;
         if let Some(node) = weight_node {
-            let gradient = linear::weight_gradient(dims.rows(), &values(&x), &values(&grad));
+            let gradient = linear::weight_gradient(dims, &values(&x), &values(&grad));
             grads.register::<Flex>(node.id, flex_tensor(gradient, [dims.inputs, dims.outputs]));
         }
         if let Some(node) = bias_node {
-            grads.register::<Flex>(
-                node.id,
-                flex_tensor(linear::bias_gradient(dims.rows(), &values(&grad)), [dims.outputs]),
-            );
+            grads.register::<Flex>(node.id, flex_tensor(linear::bias_gradient(dims, &values(&grad)), [dims.outputs]));
         }
         if let Some(node) = x_node {
-            let rows = reshaped(grad, [dims.batch * dims.time, dims.outputs]);
-            let gradient = <Flex as ModuleOps<Flex>>::linear_x_backward(weight, rows);
-            grads.register::<Flex>(node.id, reshaped(gradient, [dims.batch, dims.time, dims.inputs]));
+            grads.register::<Flex>(node.id, <Flex as ModuleOps<Flex>>::linear_x_backward(weight, grad));
         }
     }
 }
 
 fn autodiff_dense(x: Tensor<Ad, 3>, weight: Tensor<Ad, 2>, bias: Tensor<Ad, 1>) -> Tensor<Ad, 3> {
     let [batch, time, inputs] = x.dims();
-    let dims = DenseDims { batch, time, inputs, outputs: weight.dims()[1] };
+    let dims = linear::Dims { rows: batch * time, inputs, outputs: weight.dims()[1] };
     let [x, weight, bias] =
         [x.into_primitive().tensor(), weight.into_primitive().tensor(), bias.into_primitive().tensor()];
     let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
-    let forward =
-        |x: FlexTensor, weight: FlexTensor| <Flex as ModuleOps<Flex>>::linear(x, weight, Some(bias.primitive.clone()));
+    let (x, weight) = (x.primitive, weight.primitive);
+    let y = <Flex as ModuleOps<Flex>>::linear(x.clone(), weight.clone(), Some(bias.primitive));
     let output = match DenseBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
         OpsKind::Tracked(prep) => {
-            let state = DenseState { dims, x: x.primitive.clone(), weight: weight.primitive.clone() };
-            prep.finish(state, forward(x.primitive, weight.primitive))
+            let state = DenseState { dims, x, weight };
+            prep.finish(state, y)
         }
-        OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive, weight.primitive)),
+        OpsKind::UnTracked(prep) => prep.finish(y),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -2,11 +2,11 @@
 //! batch of sequences, `y = x W + b` with `x` `[rows, inputs]` (every
 //! position of every example, one row each) and `W` `[inputs, outputs]`.
 //!
-//! burn's CPU backend runs a 3-D layer as one product per example, and its
-//! weight gradient as one `[inputs, outputs]` product per example, summed
-//! afterwards: `batch` small products and `batch` full-size temporaries.
-//! Here `∂W = xᵀ ∂y` is one product over all rows, split into fixed blocks of
-//! the gradient's rows (never by thread count, so the threads never change a
+//! burn's CPU backend runs a 3-D layer's weight gradient as one
+//! `[inputs, outputs]` product per example, summed afterwards: `batch` small
+//! products and `batch` full-size temporaries. Here `∂W = xᵀ ∂y` is one
+//! product over all rows, split into fixed blocks of input features that the
+//! threads share (never by thread count, so the threads never change a
 //! value), and `∂b` sums the rows in order.
 
 use crate::chunks::for_each_chunk;
@@ -94,7 +94,8 @@ mod tests {
     /// Against sums in f64, for shapes around the block size.
     #[test]
     fn gradients_are_the_sums_over_rows() {
-        for (rows, inputs, outputs) in [(1, 1, 1), (7, 5, 3), (40, 33, 65), (130, 64, 17), (3, 97, 300)] {
+        for (rows, inputs, outputs) in [(1, 1, 1), (7, 5, 3), (40, 33, 65), (130, 64, 17), (3, 97, 300), (200, 48, 40)]
+        {
             let dims = Dims { rows, inputs, outputs };
             let (x, grad) = (wave(rows * inputs, 0.37, 0.1), wave(rows * outputs, 0.53, 0.7));
             let weight = weight_gradient(dims, &x, &grad);
@@ -119,12 +120,9 @@ mod tests {
     fn threads_never_change_a_value() {
         let dims = Dims { rows: 300, inputs: 96, outputs: 80 };
         let (x, grad) = (wave(300 * 96, 0.41, 0.3), wave(300 * 80, 0.29, 0.2));
-        let many = (weight_gradient(dims, &x, &grad), bias_gradient(dims, &grad));
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| (weight_gradient(dims, &x, &grad), bias_gradient(dims, &grad)));
+        let all = || (weight_gradient(dims, &x, &grad), bias_gradient(dims, &grad));
+        let many = all();
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(all);
         assert_eq!(many, one);
     }
 }

@@ -22,7 +22,7 @@ use burn_flex::FlexTensor;
 use grid_kernels::lstm::{self, Dims, Order, Tape};
 use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
-use grid_kernels::{activation, attention, layout, linear};
+use grid_kernels::{activation, attention, layout, linear, pool};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
 
@@ -665,6 +665,74 @@ fn autodiff_dense(x: Tensor<Ad, 3>, weight: Tensor<Ad, 2>, bias: Tensor<Ad, 1>) 
             prep.finish(state, y)
         }
         OpsKind::UnTracked(prep) => prep.finish(y),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// Attention pooling `Σ_t weights[b, t] · states[b, t]` (see [`pool`]):
+/// `states` `[batch, time, width]`, `weights` `[batch, time]`, the context
+/// `[batch, width]`, with its backward to both. `None` where no kernel
+/// applies.
+pub fn weighted_sum<B: Backend>(states: Tensor<B, 3>, weights: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+    let [batch, time, width] = states.dims();
+    if !applies(&states) || weights.dims() != [batch, time] {
+        return None;
+    }
+    let dims = pool::Dims { batch, time, width };
+    match cast::<_, Tensor<Ad, 3>>(states) {
+        Ok(states) => {
+            let weights = cast::<_, Tensor<Ad, 2>>(weights).ok()?;
+            cast(autodiff_weighted_sum(dims, states, weights)).ok()
+        }
+        Err(states) => {
+            let states = primitive(cast::<_, Tensor<Flex, 3>>(states).ok()?);
+            let weights = primitive(cast::<_, Tensor<Flex, 2>>(weights).ok()?);
+            let context = pool::forward(dims, &values(&states), &values(&weights));
+            let context =
+                Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(flex_tensor(context, [batch, width])));
+            cast(context).ok()
+        }
+    }
+}
+
+#[derive(Debug)]
+struct PoolBackward;
+
+/// What the backward pass reads: both inputs (shared with the graph).
+#[derive(Debug, Clone)]
+struct PoolState {
+    dims: pool::Dims,
+    states: FlexTensor,
+    weights: FlexTensor,
+}
+
+impl Backward<Flex, 2> for PoolBackward {
+    type State = PoolState;
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let PoolState { dims, states, weights } = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let pool::Gradients { states: d_states, weights: d_weights } =
+            pool::backward(dims, &values(&states), &values(&weights), &values(&grad));
+        let [states_node, weights_node] = ops.parents;
+        if let Some(node) = states_node {
+            grads.register::<Flex>(node.id, flex_tensor(d_states, [dims.batch, dims.time, dims.width]));
+        }
+        if let Some(node) = weights_node {
+            grads.register::<Flex>(node.id, flex_tensor(d_weights, [dims.batch, dims.time]));
+        }
+    }
+}
+
+fn autodiff_weighted_sum(dims: pool::Dims, states: Tensor<Ad, 3>, weights: Tensor<Ad, 2>) -> Tensor<Ad, 2> {
+    let (states, weights) = (states.into_primitive().tensor(), weights.into_primitive().tensor());
+    let parents = [states.node.clone(), weights.node.clone()];
+    let (states, weights) = (states.primitive, weights.primitive);
+    let context = pool::forward(dims, &values(&states), &values(&weights));
+    let context = flex_tensor(context, [dims.batch, dims.width]);
+    let output = match PoolBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish(PoolState { dims, states, weights }, context),
+        OpsKind::UnTracked(prep) => prep.finish(context),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

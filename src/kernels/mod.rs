@@ -19,6 +19,8 @@
 //!   reached through `Rules`;
 //! - [`dense`]: a dense layer at every position while its weights train, its
 //!   weight gradient one product over all positions (`grid_kernels::linear`);
+//! - [`weighted_sum`]: attention pooling `Σ_t α_t h_t` (`grid_kernels::pool`),
+//!   reached through `Rules`;
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
 //!   row forward and backward (`grid_kernels::norm`), reached through `Rules`.
 //!
@@ -31,7 +33,9 @@ mod flex;
 
 pub use grid_kernels::lstm;
 
-pub use flex::{applies, attention, attention_softmax, dense, gelu, layer_norm, lstm_recurrence, swap_middle, tanh};
+pub use flex::{
+    applies, attention, attention_softmax, dense, gelu, layer_norm, lstm_recurrence, swap_middle, tanh, weighted_sum,
+};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
@@ -211,5 +215,41 @@ mod tests {
         let (context, probs) = super::attention(q, k, v, bias, heads, divisor).unwrap();
         assert_eq!(context.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
         assert_eq!(probs.into_data().to_vec::<f32>().unwrap(), ours.1);
+    }
+
+    /// The fused attention pooling gives burn's broadcast multiply and sum
+    /// over time, and the gradients of the states and the weights, to float
+    /// rounding; the same values without autodiff.
+    #[test]
+    fn weighted_sum_is_burns_with_its_gradients() {
+        let device = Default::default();
+        let (batch, time, width) = (3, 5, 6);
+        let states: Vec<f32> = (0..batch * time * width).map(|v| (v as f32 * 0.37).sin()).collect();
+        let weights: Vec<f32> = (0..batch * time).map(|v| (v as f32 * 0.53).cos()).collect();
+        let probe: Vec<f32> = (0..batch * width).map(|v| (v as f32 * 0.29).sin()).collect();
+        let run = |kernel: bool| {
+            let h =
+                Tensor::<A, 1>::from_floats(states.as_slice(), &device).reshape([batch, time, width]).require_grad();
+            let a = Tensor::<A, 1>::from_floats(weights.as_slice(), &device).reshape([batch, time]).require_grad();
+            let c = if kernel {
+                super::weighted_sum(h.clone(), a.clone()).expect("a kernel on Flex")
+            } else {
+                (h.clone() * a.clone().reshape([batch, time, 1])).sum_dim(1).reshape([batch, width])
+            };
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, width]);
+            let grads = (c.clone() * probe).sum().backward();
+            let dh = h.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+            let da = a.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+            (c.inner().into_data().to_vec::<f32>().unwrap(), dh, da)
+        };
+        let (ours, burns) = (run(true), run(false));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst(&ours.0, &burns.0) <= 1e-6, "contexts differ by {}", worst(&ours.0, &burns.0));
+        assert!(worst(&ours.1, &burns.1) <= 1e-6, "state gradients differ by {}", worst(&ours.1, &burns.1));
+        assert!(worst(&ours.2, &burns.2) <= 1e-6, "weight gradients differ by {}", worst(&ours.2, &burns.2));
+        let h = Tensor::<Flex, 1>::from_floats(states.as_slice(), &device).reshape([batch, time, width]);
+        let a = Tensor::<Flex, 1>::from_floats(weights.as_slice(), &device).reshape([batch, time]);
+        let inference = super::weighted_sum(h, a).unwrap();
+        assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
     }
 }

@@ -129,6 +129,20 @@ impl Rules {
         }
     }
 
+    /// Attention pooling `Σ_t weights[b, t] · states[b, t]`: `states`
+    /// `[batch, time, width]`, `weights` `[batch, time]` (both
+    /// input-dependent), the context `[batch, width]`. The fused kernel where
+    /// the backend has one; DeepLift's rules take the product rule.
+    pub fn weighted_sum<B: Backend>(self, states: Tensor<B, 3>, weights: Tensor<B, 2>) -> Tensor<B, 2> {
+        let [batch, time, width] = states.dims();
+        if self == Rules::Plain
+            && let Some(context) = crate::kernels::weighted_sum(states.clone(), weights.clone())
+        {
+            return context;
+        }
+        self.mul(states, weights.reshape([batch, time, 1])).sum_dim(1).reshape([batch, width])
+    }
+
     /// `a · b` as matrices (over the last two dimensions), both input-dependent.
     pub fn matmul<B: Backend, const D: usize>(self, a: Tensor<B, D>, b: Tensor<B, D>) -> Tensor<B, D> {
         match self {

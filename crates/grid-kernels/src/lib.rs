@@ -12,4 +12,5 @@ pub mod linear;
 pub mod lstm;
 mod matmul;
 pub mod norm;
+pub mod pool;
 pub mod softmax;

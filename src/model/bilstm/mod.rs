@@ -327,8 +327,7 @@ impl<B: Backend> BiLstmClassifier<B> {
         noise: Option<&mut Noise>,
         rules: Rules,
     ) -> Tensor<B, 2> {
-        let [batch, time, width] = states.dims();
-        let context = rules.mul(states, alpha.reshape([batch, time, 1])).sum_dim(1).reshape([batch, width]);
+        let context = rules.weighted_sum(states, alpha);
         let hidden = dropout(rules.relu(self.hidden.forward(context)), self.dropout, noise);
         self.output.forward(hidden)
     }

@@ -19,7 +19,9 @@ use burn::tensor::TensorPrimitive;
 use burn::tensor::ops::ModuleOps;
 use burn_flex::FlexTensor;
 
-use grid_kernels::lstm::{self, Dims, Order, Tape};
+use crate::model::rules::Rules;
+
+use grid_kernels::lstm::{self, Dims, Keep, Order, Tape};
 use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
 use grid_kernels::{activation, attention, layout, linear, pool};
@@ -65,21 +67,24 @@ fn constant<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Option<FlexTens
 /// The LSTM recurrence (see [`lstm`]) over `projected` `[batch, time, 4h]`
 /// with `weight_hh` `[h, 4h]`: every hidden state, `[batch, time, h]`. With
 /// `reversed_lengths` (one per row), each row runs over its real tokens from
-/// last to first ([`Order::Reversed`]). `None` where no kernel applies
+/// last to first ([`Order::Reversed`]). Under [`Rules::Rescale`] (the batch
+/// stacks inputs over their references) the backward pass gives DeepLift's
+/// multipliers instead of gradients. `None` where no kernel applies
 /// (another backend, another float type, or `GRID_KERNELS=burn`): the caller
 /// runs its own operations.
 pub fn lstm_recurrence<B: Backend>(
     projected: Tensor<B, 3>,
     weight_hh: Tensor<B, 2>,
     reversed_lengths: Option<&[usize]>,
+    rules: Rules,
 ) -> Option<Tensor<B, 3>> {
-    if !applies(&projected) {
+    if !applies(&projected) || (rules == Rules::Rescale && projected.dims()[0] % 2 != 0) {
         return None;
     }
     let (projected, weight_hh) = match cast::<_, Tensor<Ad, 3>>(projected) {
         Ok(projected) => {
             let weight_hh = cast::<_, Tensor<Ad, 2>>(weight_hh).ok()?;
-            return cast(autodiff_recurrence(projected, weight_hh, reversed_lengths)).ok();
+            return cast(autodiff_recurrence(projected, weight_hh, reversed_lengths, rules)).ok();
         }
         Err(projected) => (projected, weight_hh),
     };
@@ -88,7 +93,8 @@ pub fn lstm_recurrence<B: Backend>(
     let [batch, time, _] = projected.dims();
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
     let (projected, weight_hh) = (primitive(projected), primitive(weight_hh));
-    let (states, _) = lstm::forward(dims, order(reversed_lengths), &values(&projected), &values(&weight_hh), false);
+    let (states, _) =
+        lstm::forward(dims, order(reversed_lengths), &values(&projected), &values(&weight_hh), Keep::Nothing);
     let states = flex_tensor(states, [batch, time, dims.hidden]);
     cast(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(states))).ok()
 }
@@ -153,7 +159,12 @@ fn autodiff_recurrence(
     projected: Tensor<Ad, 3>,
     weight_hh: Tensor<Ad, 2>,
     reversed_lengths: Option<&[usize]>,
+    rules: Rules,
 ) -> Tensor<Ad, 3> {
+    let keep = match rules {
+        Rules::Plain => Keep::Gradients,
+        Rules::Rescale => Keep::Multipliers,
+    };
     let [batch, time, _] = projected.dims();
     let dims = Dims { batch, time, hidden: weight_hh.dims()[0] };
     let projected = projected.into_primitive().tensor();
@@ -167,7 +178,7 @@ fn autodiff_recurrence(
     {
         OpsKind::Tracked(prep) => {
             let (states, tape) =
-                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), true);
+                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), keep);
             let states = flex_tensor(states, shape);
             let state = RecurrenceState {
                 dims,
@@ -180,7 +191,7 @@ fn autodiff_recurrence(
         }
         OpsKind::UnTracked(prep) => {
             let (states, _) =
-                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), false);
+                lstm::forward(dims, order, &values(&projected.primitive), &values(&weight_hh.primitive), Keep::Nothing);
             prep.finish(flex_tensor(states, shape))
         }
     };

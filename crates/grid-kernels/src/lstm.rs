@@ -7,6 +7,12 @@
 //! Inputs: `projected` `[batch, time, 4h]` (`x W_ih + b_ih + b_hh`, gates
 //! `i, f, g, o` as PyTorch orders them) and `weight_hh` `[h, 4h]`, row-major.
 //! Output: every hidden state, `[batch, time, h]`, from `h_0 = c_0 = 0`.
+//!
+//! The backward pass also computes DeepLift's multipliers (the Rescale rule,
+//! `Keep::Multipliers`): the batch then stacks inputs over their references,
+//! and each nonlinearity's derivative is replaced by the secant between a row
+//! and its counterpart, each product's by the pair's mean (see
+//! `grid::model::rules`).
 
 use rayon::prelude::*;
 use wide::f32x8;
@@ -64,6 +70,17 @@ impl Order<'_> {
     }
 }
 
+/// What a forward pass keeps for a backward one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing: inference.
+    Nothing,
+    /// What gradients need.
+    Gradients,
+    /// What DeepLift's multipliers need: also the gates' pre-activations.
+    Multipliers,
+}
+
 /// What the backward pass needs from the forward: the activated gates and
 /// the cell states (and their tanh) of every step, time-major.
 #[derive(Debug, Clone)]
@@ -73,6 +90,9 @@ pub struct Tape {
     /// `[time, batch, h]`.
     cells: Vec<f32>,
     tanh_cells: Vec<f32>,
+    /// `[time, batch, 4h]`, the gates before their activations
+    /// ([`Keep::Multipliers`] only).
+    pre_activations: Option<Vec<f32>>,
 }
 
 /// One row of one step: activates the gates in place (σ(i), σ(f), tanh(g),
@@ -103,19 +123,13 @@ fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], sta
     }
 }
 
-/// One row's slices in a step: gates, cell, tanh(cell), state, and all its
-/// states.
-type RowOfStep<'a> = ((((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
+/// One row's slices in a step: gates, their pre-activations, cell,
+/// tanh(cell), state, and all its states.
+type RowOfStep<'a> = (((((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
 
-/// Runs the recurrence, visiting each row's positions in `order`; with
-/// `record`, keeps what [`backward`] needs.
-pub fn forward(
-    dims: Dims,
-    order: Order,
-    projected: &[f32],
-    weight_hh: &[f32],
-    record: bool,
-) -> (Vec<f32>, Option<Tape>) {
+/// Runs the recurrence, visiting each row's positions in `order`; keeps what
+/// [`backward`] needs as `keep` says.
+pub fn forward(dims: Dims, order: Order, projected: &[f32], weight_hh: &[f32], keep: Keep) -> (Vec<f32>, Option<Tape>) {
     let Dims { batch, time, hidden } = dims;
     let width = dims.gates();
     assert_eq!(projected.len(), batch * time * width, "projected inputs");
@@ -126,12 +140,17 @@ pub fn forward(
     let mut cells = vec![0.0f32; batch * hidden];
     // h_{t-1} of every row, contiguous whatever the positions visited.
     let mut previous = vec![0.0f32; batch * hidden];
-    let mut tape = record.then(|| Tape {
+    let multipliers = keep == Keep::Multipliers;
+    let mut tape = (keep != Keep::Nothing).then(|| Tape {
         gates: Vec::with_capacity(time * batch * width),
         cells: Vec::with_capacity(time * batch * hidden),
         tanh_cells: Vec::with_capacity(time * batch * hidden),
+        pre_activations: multipliers.then(|| Vec::with_capacity(time * batch * width)),
     });
     let mut tanh_cells = vec![0.0f32; batch * hidden];
+    // The step's pre-activations, kept for DeepLift's secants only.
+    let mut pre = vec![0.0f32; if multipliers { batch * width } else { batch }];
+    let pre_len = pre.len() / batch.max(1);
     for step in 0..time {
         // gates = h_{t-1} W_hh, then + the step's inputs. The product is
         // taken alone, not accumulated onto the inputs, so that its rounding
@@ -139,7 +158,7 @@ pub fn forward(
         if step > 0 {
             gemm(false, (batch, width, hidden), (&mut gates, width), &previous, (hidden, 1), weight_hh, (width, 1));
         }
-        let update = |(row, ((((g, c), tc), h), all)): (usize, RowOfStep)| {
+        let update = |(row, (((((g, pre), c), tc), h), all)): (usize, RowOfStep)| {
             let at = order.position(row, step);
             let from = (row * time + at) * width;
             let inputs = &projected[from..from + width];
@@ -147,6 +166,9 @@ pub fn forward(
                 g.iter_mut().zip(inputs).for_each(|(g, x)| *g += x);
             } else {
                 g.copy_from_slice(inputs);
+            }
+            if multipliers {
+                pre.copy_from_slice(g);
             }
             update_cell(g, c, tc, h);
             all[at * hidden..(at + 1) * hidden].copy_from_slice(h);
@@ -156,6 +178,7 @@ pub fn forward(
         if batch * hidden >= PARALLEL_ELEMENTS {
             gates
                 .par_chunks_mut(width)
+                .zip(pre.par_chunks_mut(pre_len))
                 .zip(cells.par_chunks_mut(hidden))
                 .zip(tanh_cells.par_chunks_mut(hidden))
                 .zip(previous.par_chunks_mut(hidden))
@@ -165,6 +188,7 @@ pub fn forward(
         } else {
             gates
                 .chunks_mut(width)
+                .zip(pre.chunks_mut(pre_len))
                 .zip(cells.chunks_mut(hidden))
                 .zip(tanh_cells.chunks_mut(hidden))
                 .zip(previous.chunks_mut(hidden))
@@ -176,6 +200,9 @@ pub fn forward(
             tape.gates.extend_from_slice(&gates);
             tape.cells.extend_from_slice(&cells);
             tape.tanh_cells.extend_from_slice(&tanh_cells);
+            if let Some(kept) = tape.pre_activations.as_mut() {
+                kept.extend_from_slice(&pre);
+            }
         }
     }
     (states, tape)
@@ -189,7 +216,9 @@ type RowOfBackwardStep<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
 /// the recurrent weights (`[h, 4h]`) from the gradient of the states
 /// (`[batch, time, h]`), for a [`forward`] run in `order`. Attribution
 /// differentiates the inputs alone (the weights are not tracked), and
-/// skipping `dW_hh` saves a third of the recurrence's products.
+/// skipping `dW_hh` saves a third of the recurrence's products. On a tape
+/// kept with [`Keep::Multipliers`], DeepLift's multipliers instead of the
+/// gradients (rows `[0, n)` paired with `[n, 2n)`).
 pub fn backward(
     dims: Dims,
     order: Order,
@@ -208,22 +237,24 @@ pub fn backward(
     let mut grad_gates = vec![0.0f32; batch * width];
     let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
     let mut grad_cell = vec![0.0f32; batch * hidden];
+    if tape.pre_activations.is_some() {
+        assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
+    }
     for step in (0..time).rev() {
-        let gates = &tape.gates[step * batch * width..(step + 1) * batch * width];
-        let tanh_cells = &tape.tanh_cells[step * batch * hidden..(step + 1) * batch * hidden];
-        let previous = (step > 0).then(|| &tape.cells[(step - 1) * batch * hidden..step * batch * hidden]);
         let row_gradients = |(row, ((out, grad_cell), all)): (usize, RowOfBackwardStep)| {
-            let rows = row * hidden..(row + 1) * hidden;
             let at = order.position(row, step);
-            gate_gradients(
-                &gates[row * width..(row + 1) * width],
-                &tanh_cells[rows.clone()],
-                previous.map(|p| &p[rows.clone()]),
-                &grad_states[(row * time + at) * hidden..(row * time + at + 1) * hidden],
-                &grad_hidden[rows],
-                grad_cell,
-                out,
-            );
+            let grads = StepGradients {
+                states: &grad_states[(row * time + at) * hidden..(row * time + at + 1) * hidden],
+                hidden: &grad_hidden[row * hidden..(row + 1) * hidden],
+            };
+            match tape.pre_activations {
+                None => gate_gradients(&tape.step(dims, step, row), grads, grad_cell, out),
+                Some(_) => {
+                    let counterpart = (row + batch / 2) % batch;
+                    let pair = [tape.step(dims, step, row), tape.step(dims, step, counterpart)];
+                    gate_multipliers(&pair, grads, grad_cell, out);
+                }
+            }
             all[at * width..(at + 1) * width].copy_from_slice(out);
         };
         if batch * hidden >= PARALLEL_ELEMENTS {
@@ -294,30 +325,58 @@ pub fn backward(
     (grad_projected, Some(grad_weight))
 }
 
+/// One row's values of one step on the tape.
+struct StepValues<'a> {
+    /// σ(i), σ(f), tanh(g), σ(o).
+    gates: &'a [f32],
+    /// The gates before their activations ([`Keep::Multipliers`] only).
+    pre_activations: &'a [f32],
+    cells: &'a [f32],
+    tanh_cells: &'a [f32],
+    /// The cell one step earlier (`None` at the first step: zero).
+    previous_cells: Option<&'a [f32]>,
+}
+
+impl Tape {
+    fn step(&self, dims: Dims, step: usize, row: usize) -> StepValues<'_> {
+        let (hidden, width) = (dims.hidden, dims.gates());
+        let gates = (step * dims.batch + row) * width..(step * dims.batch + row + 1) * width;
+        let units = |step: usize| (step * dims.batch + row) * hidden..(step * dims.batch + row + 1) * hidden;
+        StepValues {
+            gates: &self.gates[gates.clone()],
+            pre_activations: self.pre_activations.as_ref().map_or(&[][..], |pre| &pre[gates]),
+            cells: &self.cells[units(step)],
+            tanh_cells: &self.tanh_cells[units(step)],
+            previous_cells: (step > 0).then(|| &self.cells[units(step - 1)]),
+        }
+    }
+}
+
+/// The gradient arriving at one row's state in one step: from the output at
+/// its position, and from step t+1 through `W_hh`.
+#[derive(Clone, Copy)]
+struct StepGradients<'a> {
+    states: &'a [f32],
+    hidden: &'a [f32],
+}
+
 /// One row of one step, backward: the gradients of the four gates'
 /// pre-activations from the state's gradient (`dh`, from the output and from
 /// step t+1) and the cell's; `grad_cell` becomes the gradient passed to step
 /// t−1. Eight units at a time, each lane computing exactly the scalar
 /// expression (same operations in the same order: no fused multiply-add), so
 /// the result does not depend on the lane width.
-fn gate_gradients(
-    gates: &[f32],
-    tanh_cells: &[f32],
-    previous_cells: Option<&[f32]>,
-    grad_states: &[f32],
-    grad_hidden: &[f32],
-    grad_cell: &mut [f32],
-    out: &mut [f32],
-) {
+fn gate_gradients(values: &StepValues, grads: StepGradients, grad_cell: &mut [f32], out: &mut [f32]) {
     let hidden = grad_cell.len();
     let one = f32x8::ONE;
+    let StepValues { gates, tanh_cells, previous_cells, .. } = *values;
     for (j, n) in groups(hidden) {
         let load = |from: &[f32], at: usize| load_lanes(from, at, n);
         let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
         let (i, f) = (load(gates, j), load(gates, hidden + j));
         let (candidate, o) = (load(gates, 2 * hidden + j), load(gates, 3 * hidden + j));
         let tc = load(tanh_cells, j);
-        let dh = load(grad_states, j) + load(grad_hidden, j);
+        let dh = load(grads.states, j) + load(grads.hidden, j);
         let dc = load(grad_cell, j) + dh * o * (one - tc * tc);
         let c_prev = previous_cells.map_or(f32x8::ZERO, |p| load(p, j));
         store(out, j, dc * candidate * i * (one - i));
@@ -325,5 +384,65 @@ fn gate_gradients(
         store(out, 2 * hidden + j, dc * i * (one - candidate * candidate));
         store(out, 3 * hidden + j, dh * tc * o * (one - o));
         store(grad_cell, j, dc * f);
+    }
+}
+
+/// Below this difference, relative to `1 + |x| + |x₀|`, a secant takes the
+/// slope at the midpoint (as `grid::model::rules` does, `NEAR` there).
+const NEAR: f32 = 1e-3;
+
+/// Rescale's multiplier of `φ` between `x` and its counterpart `x0`
+/// (`y = φ(x)`, `y0 = φ(x0)`): the secant, or `slope` at the midpoint where
+/// the two are too close for one.
+fn secant(x: f32x8, x0: f32x8, y: f32x8, y0: f32x8, slope: impl Fn(f32x8) -> f32x8) -> f32x8 {
+    let dx = x - x0;
+    let near = dx.abs().simd_lt((x.abs() + x0.abs() + f32x8::ONE) * f32x8::splat(NEAR));
+    let secant = (y - y0) / near.select(f32x8::ONE, dx);
+    near.select(slope((x + x0) * f32x8::splat(0.5)), secant)
+}
+
+fn sigmoid_slope(m: f32x8) -> f32x8 {
+    let s = f32x8::ONE / (f32x8::ONE + (-m).exp());
+    s * (f32x8::ONE - s)
+}
+
+fn tanh_slope(m: f32x8) -> f32x8 {
+    let t = tanh(m);
+    f32x8::ONE - t * t
+}
+
+/// [`gate_gradients`] with DeepLift's Rescale rule, for a row (`pair[0]`) and
+/// its counterpart (`pair[1]`): every activation's derivative becomes the
+/// secant between the two, each factor of a product (`f·c`, `i·g`,
+/// `o·tanh(c)`) the mean of the other factor over the two. The multipliers
+/// are the same numbers for both rows.
+fn gate_multipliers(pair: &[StepValues; 2], grads: StepGradients, grad_cell: &mut [f32], out: &mut [f32]) {
+    let hidden = grad_cell.len();
+    let half = f32x8::splat(0.5);
+    let [own, other] = pair;
+    for (j, n) in groups(hidden) {
+        let load = |from: &[f32], at: usize| load_lanes(from, at, n);
+        let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
+        let mean = |a: &[f32], b: &[f32], at: usize| (load(a, at) + load(b, at)) * half;
+        let gate = |k: usize, slope: &dyn Fn(f32x8) -> f32x8| {
+            let at = k * hidden + j;
+            let (x, x0) = (load(own.pre_activations, at), load(other.pre_activations, at));
+            secant(x, x0, load(own.gates, at), load(other.gates, at), slope)
+        };
+        let (m_i, m_f, m_g, m_o) =
+            (gate(0, &sigmoid_slope), gate(1, &sigmoid_slope), gate(2, &tanh_slope), gate(3, &sigmoid_slope));
+        let (c, c0) = (load(own.cells, j), load(other.cells, j));
+        let m_tc = secant(c, c0, load(own.tanh_cells, j), load(other.tanh_cells, j), tanh_slope);
+        let c_prev = match (own.previous_cells, other.previous_cells) {
+            (Some(a), Some(b)) => mean(a, b, j),
+            _ => f32x8::ZERO,
+        };
+        let dh = load(grads.states, j) + load(grads.hidden, j);
+        let dc = load(grad_cell, j) + dh * mean(own.gates, other.gates, 3 * hidden + j) * m_tc;
+        store(out, j, dc * mean(own.gates, other.gates, 2 * hidden + j) * m_i);
+        store(out, hidden + j, dc * c_prev * m_f);
+        store(out, 2 * hidden + j, dc * mean(own.gates, other.gates, j) * m_g);
+        store(out, 3 * hidden + j, dh * mean(own.tanh_cells, other.tanh_cells, j) * m_o);
+        store(grad_cell, j, dc * mean(own.gates, other.gates, hidden + j));
     }
 }

@@ -88,13 +88,13 @@ impl<B: Backend> LstmDirection<B> {
     /// each sequence's real tokens from last to first (then its padding),
     /// the states returned at the tokens' own positions. The fused kernel
     /// visits the positions in that order; burn's operations (another
-    /// backend, or DeepLift's rules) permute the inputs and the states.
+    /// backend) permute the inputs and the states.
     fn reversed(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
-        if rules == Rules::Plain && crate::kernels::applies(&x) {
+        if crate::kernels::applies(&x) {
             let lengths: Vec<usize> =
                 mask.clone().sum_dim(1).into_data().iter::<f32>().map(|l| l.round() as usize).collect();
             if let Some(states) =
-                crate::kernels::lstm_recurrence(self.project(x.clone()), self.weight_hh.val(), Some(&lengths))
+                crate::kernels::lstm_recurrence(self.project(x.clone()), self.weight_hh.val(), Some(&lengths), rules)
             {
                 return states;
             }
@@ -116,12 +116,9 @@ impl<B: Backend> LstmDirection<B> {
 /// Every hidden state of the recurrence over `projected` (`[batch, time, 4h]`,
 /// inputs already multiplied by `W_ih`, biases added) with `weight_hh`
 /// (`[h, 4h]`): the fused kernel where the backend has one
-/// (`crate::kernels`), else [`recurrence_ops`]. DeepLift's rules
-/// differentiate the operations, so they always take those.
+/// (`crate::kernels`, with DeepLift's rules too), else [`recurrence_ops`].
 fn recurrence<B: Backend>(projected: Tensor<B, 3>, weight_hh: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
-    if rules == Rules::Plain
-        && let Some(states) = crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), None)
-    {
+    if let Some(states) = crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), None, rules) {
         return states;
     }
     recurrence_ops(projected, weight_hh, rules)
@@ -445,8 +442,10 @@ mod tests {
                     let weight_hh = if track_weights { weight_hh.require_grad() } else { weight_hh };
                     let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
                     let states = match (fused, reversed) {
-                        (true, _) => crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order)
-                            .expect("a kernel on Flex"),
+                        (true, _) => {
+                            crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order, Rules::Plain)
+                                .expect("a kernel on Flex")
+                        }
                         (false, false) => recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Plain),
                         (false, true) => {
                             let permuted = permute_time(projected.clone(), reverse.clone());
@@ -481,11 +480,100 @@ mod tests {
                     Tensor::<B, 1>::from_floats(inputs.as_slice(), &device).reshape([batch, time, 4 * hidden]),
                     Tensor::<B, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]),
                     order,
+                    Rules::Plain,
                 )
                 .expect("a kernel on Flex");
                 assert_eq!(values(plain), fused.0, "states without autodiff");
             }
         }
+    }
+
+    /// Under DeepLift's rules the fused recurrence gives the states and the
+    /// multipliers burn's operations give through `Rules::Rescale`, in both
+    /// directions, up to float rounding (the secants divide differences of
+    /// activations, so their rounding is the activations' over `Δx`). One
+    /// pair of rows is its own reference, so the midpoint slopes are used
+    /// there.
+    #[test]
+    fn the_fused_recurrence_gives_deeplifts_multipliers() {
+        use rand::Rng;
+        type A = burn::backend::Autodiff<Flex>;
+        let device = Default::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for (pairs, time, hidden) in [(1, 1, 3), (3, 6, 5), (70, 4, 64)] {
+            let batch = 2 * pairs;
+            let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.5f32..1.5)).collect() };
+            let width = time * 4 * hidden;
+            let mut inputs = draw(batch * width);
+            // The last pair: the reference equals the input.
+            let last = inputs[(pairs - 1) * width..pairs * width].to_vec();
+            inputs[(batch - 1) * width..].copy_from_slice(&last);
+            let (weights, probe) = (draw(hidden * 4 * hidden), draw(batch * time * hidden));
+            let half: Vec<usize> = (0..pairs).map(|row| (row * 5 + time) % (time + 1)).collect();
+            let lengths: Vec<usize> = half.iter().chain(&half).copied().collect();
+            let mask: Vec<f32> =
+                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            for reversed in [false, true] {
+                let order = reversed.then_some(lengths.as_slice());
+                let run = |fused: bool| {
+                    let projected = Tensor::<A, 1>::from_floats(inputs.as_slice(), &device)
+                        .reshape([batch, time, 4 * hidden])
+                        .require_grad();
+                    let weight_hh =
+                        Tensor::<A, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]);
+                    let states = match (fused, reversed) {
+                        (true, _) => {
+                            crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order, Rules::Rescale)
+                                .expect("a kernel on Flex")
+                        }
+                        (false, false) => recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Rescale),
+                        (false, true) => {
+                            let permuted = permute_time(projected.clone(), reverse.clone());
+                            permute_time(recurrence_ops(permuted, weight_hh.clone(), Rules::Rescale), reverse.clone())
+                        }
+                    };
+                    let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
+                    let grads = (states.clone() * probe).sum().backward();
+                    let flat = |t: Tensor<Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+                    (flat(states.inner()), flat(projected.grad(&grads).unwrap()))
+                };
+                let (fused, ops) = (run(true), run(false));
+                for (what, a, b) in [("states", &fused.0, &ops.0), ("multipliers", &fused.1, &ops.1)] {
+                    assert_eq!(a.len(), b.len());
+                    for (x, y) in a.iter().zip(b) {
+                        assert!(
+                            (x - y).abs() <= 1e-4 * (1.0 + y.abs()),
+                            "{what} ({batch}, {time}, {hidden}, reversed {reversed}): {x} vs {y}"
+                        );
+                    }
+                }
+                if pairs > 1 {
+                    let plain = run_plain_gradients(&inputs, &weights, &probe, [batch, time, hidden], order);
+                    assert_ne!(fused.1, plain, "multipliers, not gradients");
+                }
+            }
+        }
+    }
+
+    /// The ordinary input gradients of the fused recurrence (to tell them
+    /// from DeepLift's multipliers).
+    fn run_plain_gradients(
+        inputs: &[f32],
+        weights: &[f32],
+        probe: &[f32],
+        [batch, time, hidden]: [usize; 3],
+        order: Option<&[usize]>,
+    ) -> Vec<f32> {
+        type A = burn::backend::Autodiff<Flex>;
+        let device = Default::default();
+        let projected = Tensor::<A, 1>::from_floats(inputs, &device).reshape([batch, time, 4 * hidden]).require_grad();
+        let weight_hh = Tensor::<A, 1>::from_floats(weights, &device).reshape([hidden, 4 * hidden]);
+        let states = crate::kernels::lstm_recurrence(projected.clone(), weight_hh, order, Rules::Plain)
+            .expect("a kernel on Flex");
+        let probe = Tensor::<A, 1>::from_floats(probe, &device).reshape([batch, time, hidden]);
+        let grads = (states * probe).sum().backward();
+        projected.grad(&grads).unwrap().into_data().to_vec().unwrap()
     }
 
     /// The backward direction through the kernel's reversed order is, bit for
@@ -514,10 +602,10 @@ mod tests {
                     .reshape([hidden, 4 * hidden])
                     .require_grad();
                 let states = if in_kernel {
-                    crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), Some(&lengths))
+                    crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), Some(&lengths), Rules::Plain)
                 } else {
                     let permuted = permute_time(projected.clone(), reverse.clone());
-                    crate::kernels::lstm_recurrence(permuted, weight_hh.clone(), None)
+                    crate::kernels::lstm_recurrence(permuted, weight_hh.clone(), None, Rules::Plain)
                         .map(|states| permute_time(states, reverse.clone()))
                 }
                 .expect("a kernel on Flex");

@@ -747,3 +747,24 @@ fn autodiff_weighted_sum(dims: pool::Dims, states: Tensor<Ad, 3>, weights: Tenso
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }
+
+/// The exact GELU's derivative `Φ(x) + x φ(x)` of every value in SIMD lanes
+/// (see [`activation::gelu_with_derivative`]), as a constant: DeepLift's
+/// slope at a midpoint, which no gradient flows through. `None` where no
+/// kernel applies.
+pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    if !applies(&x) {
+        return None;
+    }
+    let shape = x.dims();
+    let x = match cast::<_, Tensor<Ad, D>>(x) {
+        Ok(x) => x.inner(),
+        Err(x) => cast::<_, Tensor<Flex, D>>(x).ok()?,
+    };
+    let (_, derivative) = activation::gelu_with_derivative(&values(&primitive(x)));
+    let derivative = Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(flex_tensor(derivative, shape)));
+    match cast::<_, Tensor<B, D>>(derivative) {
+        Ok(derivative) => Some(derivative),
+        Err(derivative) => cast(Tensor::<Ad, D>::from_inner(derivative)).ok(),
+    }
+}

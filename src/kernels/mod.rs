@@ -9,7 +9,8 @@
 //! - [`lstm_recurrence`]: the LSTM over whole sequences, either direction
 //!   (`grid_kernels::lstm`);
 //! - [`tanh`], [`gelu`]: element-wise activations in SIMD lanes
-//!   (`grid_kernels::activation`), reached through `model::rules::Rules`;
+//!   (`grid_kernels::activation`), reached through `model::rules::Rules`
+//!   (and [`gelu_derivative`], DeepLift's midpoint slope);
 //! - [`swap_middle`]: attention's head split and merge as one contiguous copy
 //!   (`grid_kernels::layout`);
 //! - [`attention_softmax`]: attention's scaling, padding mask and softmax in
@@ -34,7 +35,8 @@ mod flex;
 pub use grid_kernels::lstm;
 
 pub use flex::{
-    applies, attention, attention_softmax, dense, gelu, layer_norm, lstm_recurrence, swap_middle, tanh, weighted_sum,
+    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence, swap_middle,
+    tanh, weighted_sum,
 };
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
@@ -251,5 +253,25 @@ mod tests {
         let a = Tensor::<Flex, 1>::from_floats(weights.as_slice(), &device).reshape([batch, time]);
         let inference = super::weighted_sum(h, a).unwrap();
         assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
+    }
+
+    /// GELU's derivative as a constant: burn's `Φ(x) + x φ(x)` to float
+    /// rounding, untracked on the autodiff backend, the same values on both.
+    #[test]
+    fn gelu_derivative_is_burns_formula() {
+        let device = Default::default();
+        let xs: Vec<f32> = (0..300).map(|v| (v as f32 - 150.0) * 0.05).collect();
+        let x = Tensor::<A, 1>::from_floats(xs.as_slice(), &device);
+        let ours = super::gelu_derivative(x.clone()).expect("a kernel on Flex");
+        assert!(!ours.is_require_grad());
+        let cdf = (x.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
+        let pdf = x.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
+        let burns: Vec<f32> = (cdf + x * pdf).into_data().to_vec().unwrap();
+        let ours: Vec<f32> = ours.into_data().to_vec().unwrap();
+        for ((a, b), x) in ours.iter().zip(&burns).zip(&xs) {
+            assert!((a - b).abs() <= 1e-6 * x.abs().max(1.0), "at {x}: {a} vs {b}");
+        }
+        let plain = super::gelu_derivative(Tensor::<Flex, 1>::from_floats(xs.as_slice(), &device)).unwrap();
+        assert_eq!(plain.into_data().to_vec::<f32>().unwrap(), ours);
     }
 }

@@ -87,7 +87,11 @@ impl Rules {
         match self {
             Rules::Plain => gelu(x),
             Rules::Rescale => rescale(x, gelu, Smooth::Yes, |m| {
-                // Φ(x) + x φ(x)
+                // Φ(x) + x φ(x), in SIMD lanes where the backend has the kernel
+                // (burn's erf is a libm call per element).
+                if let Some(slope) = crate::kernels::gelu_derivative(m.clone()) {
+                    return slope;
+                }
                 let cdf = (m.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
                 let pdf = m.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
                 cdf + m * pdf

@@ -78,7 +78,7 @@ pub fn lstm_recurrence<B: Backend>(
     reversed_lengths: Option<&[usize]>,
     rules: Rules,
 ) -> Option<Tensor<B, 3>> {
-    if !applies(&projected) || (rules == Rules::Rescale && projected.dims()[0] % 2 != 0) {
+    if !applies(&projected) || (rules == Rules::Rescale && !projected.dims()[0].is_multiple_of(2)) {
         return None;
     }
     let (projected, weight_hh) = match cast::<_, Tensor<Ad, 3>>(projected) {

@@ -420,14 +420,20 @@ fn autodiff_attention_softmax(scores: Tensor<Ad, 4>, bias: &[f32], rows: Rows, d
 
 /// Layer normalisation over the last dimension (see [`norm`]), `x` scaled by
 /// `gamma` and shifted by `beta`, with its backward to all three (`γ` and `β`
-/// only when tracked: training). `None` where no kernel applies.
+/// only when tracked: training). Under [`Rules::Rescale`] the input's
+/// backward gives DeepLift's multipliers (see [`norm::rescaled_backward`]).
+/// `None` where no kernel applies.
 pub fn layer_norm<B: Backend, const D: usize>(
     x: Tensor<B, D>,
     gamma: Tensor<B, 1>,
     beta: Tensor<B, 1>,
     epsilon: f64,
+    rules: Rules,
 ) -> Option<Tensor<B, D>> {
     if !applies(&x) || gamma.dims()[0] != x.dims()[D - 1] || gamma.dims() != beta.dims() || gamma.dims()[0] == 0 {
+        return None;
+    }
+    if rules == Rules::Rescale && !x.dims()[0].is_multiple_of(2) {
         return None;
     }
     let epsilon = epsilon as f32;
@@ -435,7 +441,7 @@ pub fn layer_norm<B: Backend, const D: usize>(
         Ok(x) => {
             let gamma = cast::<_, Tensor<Ad, 1>>(gamma).ok()?;
             let beta = cast::<_, Tensor<Ad, 1>>(beta).ok()?;
-            cast(autodiff_layer_norm(x, gamma, beta, epsilon)).ok()
+            cast(autodiff_layer_norm(x, gamma, beta, epsilon, rules)).ok()
         }
         Err(x) => {
             let x = cast::<_, Tensor<Flex, D>>(x).ok()?;
@@ -452,15 +458,23 @@ pub fn layer_norm<B: Backend, const D: usize>(
 struct LayerNormBackward<const D: usize>;
 
 impl<const D: usize> Backward<Flex, 3> for LayerNormBackward<D> {
-    /// What the forward saved, γ, and the input's shape.
-    type State = (Arc<norm::Saved>, FlexTensor, [usize; D]);
+    /// What the forward saved, γ, the input's shape, and the rules.
+    type State = (Arc<norm::Saved>, FlexTensor, [usize; D], Rules);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (saved, gamma, shape) = ops.state;
+        let (saved, gamma, shape, rules) = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
         let [x_node, gamma_node, beta_node] = ops.parents;
         let affine = gamma_node.is_some() || beta_node.is_some();
-        let (dx, d_affine) = norm::backward(&saved, &values(&gamma), &values(&grad), affine);
+        let (gamma, grad) = (values(&gamma), values(&grad));
+        let (dx, d_affine) = match rules {
+            Rules::Plain => norm::backward(&saved, &gamma, &grad, affine),
+            Rules::Rescale => {
+                // The map is affine in γ and β: their multipliers are their gradients.
+                let d_affine = if affine { norm::backward(&saved, &gamma, &grad, true).1 } else { None };
+                (norm::rescaled_backward(&saved, &gamma, &grad), d_affine)
+            }
+        };
         if let Some(node) = x_node {
             grads.register::<Flex>(node.id, flex_tensor(dx, shape));
         }
@@ -481,6 +495,7 @@ fn autodiff_layer_norm<const D: usize>(
     gamma: Tensor<Ad, 1>,
     beta: Tensor<Ad, 1>,
     epsilon: f32,
+    rules: Rules,
 ) -> Tensor<Ad, D> {
     let shape = x.dims();
     let (x, gamma, beta) =
@@ -492,7 +507,7 @@ fn autodiff_layer_norm<const D: usize>(
     let output = match LayerNormBackward::<D>.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
         OpsKind::Tracked(prep) => {
             let (y, saved) = run(true);
-            let state = (Arc::new(saved.expect("saved when asked")), gamma.primitive.clone(), shape);
+            let state = (Arc::new(saved.expect("saved when asked")), gamma.primitive.clone(), shape, rules);
             prep.finish(state, flex_tensor(y, shape))
         }
         OpsKind::UnTracked(prep) => prep.finish(flex_tensor(run(false).0, shape)),

@@ -50,6 +50,8 @@ mod tests {
     use burn::backend::{Autodiff, Flex};
     use burn::prelude::*;
 
+    use crate::model::rules::Rules;
+
     type A = Autodiff<Flex>;
 
     /// The head split's copy is burn's `swap_dims(1, 2)`, values and
@@ -137,7 +139,8 @@ mod tests {
             let x = Tensor::<A, 1>::from_floats(values.as_slice(), &device).reshape(shape).require_grad();
             let (gamma, beta) = (norm.gamma.val(), norm.beta.as_ref().unwrap().val());
             let y = if kernel {
-                super::layer_norm(x.clone(), gamma.clone(), beta.clone(), 1e-12).expect("a kernel on Flex")
+                super::layer_norm(x.clone(), gamma.clone(), beta.clone(), 1e-12, Rules::Plain)
+                    .expect("a kernel on Flex")
             } else {
                 norm.forward(x.clone())
             };
@@ -156,7 +159,7 @@ mod tests {
         assert!(worst(&ours.3, &burns.3) <= 2e-6, "β gradients differ by {}", worst(&ours.3, &burns.3));
         let plain = Tensor::<Flex, 1>::from_floats(values.as_slice(), &device).reshape(shape);
         let (gamma, beta) = (norm.gamma.val().inner(), norm.beta.as_ref().unwrap().val().inner());
-        let inference = super::layer_norm(plain, gamma, beta, 1e-12).unwrap();
+        let inference = super::layer_norm(plain, gamma, beta, 1e-12, Rules::Plain).unwrap();
         assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
     }
 
@@ -273,5 +276,55 @@ mod tests {
         }
         let plain = super::gelu_derivative(Tensor::<Flex, 1>::from_floats(xs.as_slice(), &device)).unwrap();
         assert_eq!(plain.into_data().to_vec::<f32>().unwrap(), ours);
+    }
+
+    /// Under DeepLift's rules the fused layer norm gives the values and the
+    /// multipliers of `Rules::layer_norm_ops` (burn's operations), to float
+    /// rounding; the last pair of rows is its own reference (the midpoint
+    /// slope).
+    #[test]
+    fn layer_norm_gives_deeplifts_multipliers() {
+        use burn::nn::LayerNormConfig;
+        let device = Default::default();
+        let (pairs, time, len) = (3, 4, 6);
+        let shape = [2 * pairs, time, len];
+        let mut values: Vec<f32> =
+            (0..2 * pairs * time * len).map(|v| (v as f32 * 0.53).sin() * 3.0 + (v / len) as f32 * 0.2).collect();
+        let half = pairs * time * len;
+        let last: Vec<f32> = values[half - time * len..half].to_vec();
+        values[2 * half - time * len..].copy_from_slice(&last);
+        let probe: Vec<f32> = (0..2 * half).map(|v| (v as f32 * 0.29).cos()).collect();
+        let mut norm = LayerNormConfig::new(len).with_epsilon(1e-12).init::<A>(&device);
+        norm.gamma =
+            burn::module::Param::from_tensor(Tensor::from_floats([0.5f32, 1.0, 1.5, 2.0, -1.0, 0.25], &device));
+        norm.beta =
+            Some(burn::module::Param::from_tensor(Tensor::from_floats([0.1f32, -0.2, 0.3, 0.0, 0.5, -0.5], &device)));
+        let norm = norm.no_grad();
+        let run = |kernel: bool| {
+            let x = Tensor::<A, 1>::from_floats(values.as_slice(), &device).reshape(shape).require_grad();
+            let y = if kernel {
+                Rules::Rescale.layer_norm(&norm, x.clone(), 1e-12)
+            } else {
+                Rules::Rescale.layer_norm_ops(&norm, x.clone(), 1e-12)
+            };
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (y.clone() * probe).sum().backward();
+            let dx = x.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+            (y.inner().into_data().to_vec::<f32>().unwrap(), dx)
+        };
+        let (ours, ops) = (run(true), run(false));
+        let worst = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst(&ours.0, &ops.0) <= 2e-6, "outputs differ by {}", worst(&ours.0, &ops.0));
+        assert!(worst(&ours.1, &ops.1) <= 1e-5, "multipliers differ by {}", worst(&ours.1, &ops.1));
+        let plain = {
+            let x = Tensor::<A, 1>::from_floats(values.as_slice(), &device).reshape(shape).require_grad();
+            let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (Rules::Plain.layer_norm(&norm, x.clone(), 1e-12) * probe).sum().backward();
+            x.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap()
+        };
+        assert!(worst(&ours.1, &plain) > 1e-3, "multipliers, not gradients");
+        // The self-referenced pair: the midpoint slopes are the gradients.
+        let from = 2 * half - time * len;
+        assert!(worst(&ours.1[from..], &plain[from..]) <= 1e-5);
     }
 }

@@ -205,20 +205,36 @@ impl Rules {
     ) -> Tensor<B, D> {
         match self {
             Rules::Plain => match &norm.beta {
-                Some(beta) => crate::kernels::layer_norm(x.clone(), norm.gamma.val(), beta.val(), epsilon)
+                Some(beta) => crate::kernels::layer_norm(x.clone(), norm.gamma.val(), beta.val(), epsilon, self)
                     .unwrap_or_else(|| norm.forward(x)),
                 None => norm.forward(x),
             },
             Rules::Rescale => {
-                let centred = x.clone() - x.mean_dim(D - 1);
-                let variance = self.mul(centred.clone(), centred.clone()).mean_dim(D - 1);
-                let normalised = self.mul(centred, self.rsqrt(variance + epsilon));
-                let affine = normalised * norm.gamma.val().unsqueeze::<D>();
-                match &norm.beta {
-                    Some(beta) => affine + beta.val().unsqueeze::<D>(),
-                    None => affine,
+                if let Some(beta) = &norm.beta
+                    && let Some(y) = crate::kernels::layer_norm(x.clone(), norm.gamma.val(), beta.val(), epsilon, self)
+                {
+                    return y;
                 }
+                self.layer_norm_ops(norm, x, epsilon)
             }
+        }
+    }
+
+    /// [`Rules::layer_norm`] under DeepLift's rules in burn's operations: the
+    /// decomposition the fused kernel's multipliers follow.
+    pub(crate) fn layer_norm_ops<B: Backend, const D: usize>(
+        self,
+        norm: &LayerNorm<B>,
+        x: Tensor<B, D>,
+        epsilon: f64,
+    ) -> Tensor<B, D> {
+        let centred = x.clone() - x.mean_dim(D - 1);
+        let variance = self.mul(centred.clone(), centred.clone()).mean_dim(D - 1);
+        let normalised = self.mul(centred, self.rsqrt(variance + epsilon));
+        let affine = normalised * norm.gamma.val().unsqueeze::<D>();
+        match &norm.beta {
+            Some(beta) => affine + beta.val().unsqueeze::<D>(),
+            None => affine,
         }
     }
 }

@@ -114,6 +114,60 @@ pub fn backward(saved: &Saved, gamma: &[f32], grad: &[f32], affine: bool) -> (Ve
     (dx, affine)
 }
 
+/// Below this difference, relative to `1 + |u| + |u₀|`, the secant of
+/// `1/√u` takes the slope at the midpoint (as `grid::model::rules` does).
+const NEAR: f32 = 1e-3;
+
+/// DeepLift's multipliers of the input (the Rescale rule, rows `[0, n)`
+/// paired with `[n, 2n)`), in place of [`backward`]'s gradient, for layer
+/// norm written as `rules.rs` writes it: `c = x − mean(x)` (linear),
+/// `v = mean(c · c)` and `c · r` (products: each factor's multiplier is the
+/// other factor's mean over the pair), `r = 1/√(v + ε)` (the secant between
+/// the pair), then the affine map. Per row, with `c̄`, `r̄` the pair's means
+/// and `ĝ = grad · γ`: `∂c = ĝ r̄ + (2 c̄ / len) · m · Σ ĝ c̄`, `m` the
+/// secant of `1/√u`, and `∂x = ∂c − mean(∂c)`.
+pub fn rescaled_backward(saved: &Saved, gamma: &[f32], grad: &[f32]) -> Vec<f32> {
+    let len = gamma.len();
+    let Saved { normalized, deviation } = saved;
+    assert_eq!(grad.len(), normalized.len(), "one gradient per value");
+    let rows = deviation.len();
+    assert_eq!(rows % 2, 0, "DeepLift stacks inputs over references");
+    let mut dx = vec![0.0f32; grad.len()];
+    let parallel = grad.len() >= PARALLEL_ELEMENTS;
+    for_each_row(&mut dx, len, CHUNK_VALUES, parallel, |row, dx| {
+        let other = (row + rows / 2) % rows;
+        let (sigma, sigma0) = (deviation[row], deviation[other]);
+        let (n, n0) = (&normalized[row * len..(row + 1) * len], &normalized[other * len..(other + 1) * len]);
+        let g = &grad[row * len..(row + 1) * len];
+        // The pair's mean centred values, kept in `dx` until the end.
+        let mut d_r = 0.0f32;
+        for j in 0..len {
+            let mean_centred = (n[j] * sigma + n0[j] * sigma0) * 0.5;
+            dx[j] = mean_centred;
+            d_r += g[j] * gamma[j] * mean_centred;
+        }
+        let (r, r0) = (1.0 / sigma, 1.0 / sigma0);
+        let (u, u0) = (sigma * sigma, sigma0 * sigma0);
+        let du = u - u0;
+        let secant = if du.abs() < (u.abs() + u0.abs() + 1.0) * NEAR {
+            let mid = (u + u0) * 0.5;
+            -0.5 / mid.sqrt() / mid
+        } else {
+            (r - r0) / du
+        };
+        let (mean_r, d_u) = ((r + r0) * 0.5, d_r * secant);
+        let mut mean_dc = 0.0f32;
+        for j in 0..len {
+            let dc = g[j] * gamma[j] * mean_r + 2.0 * dx[j] / len as f32 * d_u;
+            dx[j] = dc;
+            mean_dc += dc;
+        }
+        let mean_dc = mean_dc / len as f32;
+        dx.iter_mut().for_each(|v| *v -= mean_dc);
+    });
+    dx
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

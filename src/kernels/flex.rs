@@ -783,3 +783,53 @@ pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Te
         Err(derivative) => cast(Tensor::<Ad, D>::from_inner(derivative)).ok(),
     }
 }
+
+/// DeepLift's softmax rule along the last dimension (see
+/// [`softmax::rescaled`]) for a batch stacking inputs over their
+/// references: the probabilities, with the rule's multipliers as their
+/// backward. `None` where no kernel applies.
+pub fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    let shape = x.dims();
+    let len = shape[D - 1];
+    if !applies(&x) || len == 0 || !shape[0].is_multiple_of(2) {
+        return None;
+    }
+    let probabilities =
+        |kept: &[f32]| -> Vec<f32> { kept.chunks(3 * len).flat_map(|row| &row[..len]).copied().collect() };
+    match cast::<_, Tensor<Ad, D>>(x) {
+        Ok(x) => {
+            let x = x.into_primitive().tensor();
+            let kept = softmax::rescaled(&values(&x.primitive), len);
+            let p = flex_tensor(probabilities(&kept), shape);
+            let output =
+                match RescaledSoftmaxBackward.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
+                    OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), len, shape.to_vec()), p),
+                    OpsKind::UnTracked(prep) => prep.finish(p),
+                };
+            cast(Tensor::<Ad, D>::from_primitive(TensorPrimitive::Float(output))).ok()
+        }
+        Err(x) => {
+            let x = primitive(cast::<_, Tensor<Flex, D>>(x).ok()?);
+            let kept = softmax::rescaled(&values(&x), len);
+            cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(flex_tensor(probabilities(&kept), shape))))
+                .ok()
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RescaledSoftmaxBackward;
+
+impl Backward<Flex, 1> for RescaledSoftmaxBackward {
+    /// The forward's `[p | m | w]` rows, the row length and the shape.
+    type State = (Arc<Vec<f32>>, usize, Vec<usize>);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (kept, len, shape) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        if let [Some(node)] = ops.parents {
+            let dx = softmax::rescaled_backward(&kept, &values(&grad), len);
+            grads.register::<Flex>(node.id, FlexTensor::from_data(TensorData::new(dx, shape)));
+        }
+    }
+}

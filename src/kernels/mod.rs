@@ -35,8 +35,8 @@ mod flex;
 pub use grid_kernels::lstm;
 
 pub use flex::{
-    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence, swap_middle,
-    tanh, weighted_sum,
+    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence, rescaled_softmax,
+    swap_middle, tanh, weighted_sum,
 };
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).

@@ -162,7 +162,7 @@ impl Rules {
     pub fn softmax<B: Backend, const D: usize>(self, x: Tensor<B, D>, dim: usize) -> Tensor<B, D> {
         match self {
             Rules::Plain => activation::softmax(x, dim),
-            Rules::Rescale => rescaled_softmax(x, dim),
+            Rules::Rescale => fused_rescaled_softmax(x.clone(), dim).unwrap_or_else(|| rescaled_softmax(x, dim)),
         }
     }
 
@@ -174,7 +174,10 @@ impl Rules {
         match self {
             Rules::Plain => crate::kernels::attention_softmax(scores.clone(), bias.clone(), divisor as f32)
                 .unwrap_or_else(|| activation::softmax(masked(scores), 3)),
-            Rules::Rescale => rescaled_softmax(masked(scores), 3),
+            Rules::Rescale => {
+                let x = masked(scores);
+                fused_rescaled_softmax(x.clone(), 3).unwrap_or_else(|| rescaled_softmax(x, 3))
+            }
         }
     }
 
@@ -287,6 +290,15 @@ fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>, dim: usize) -> 
     let moved = x.clone() - x.detach(); // value 0, gradient 1
     let moved_lse = (moved.clone() * w).sum_dim(dim);
     p + (moved - moved_lse) * m
+}
+
+/// [`rescaled_softmax`] as one kernel where the backend has it (along the
+/// last dimension only).
+fn fused_rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>, dim: usize) -> Option<Tensor<B, D>> {
+    if dim + 1 != D {
+        return None;
+    }
+    crate::kernels::rescaled_softmax(x)
 }
 
 /// `sinh(y)/y` near 0.
@@ -424,5 +436,53 @@ mod tests {
         let dx: Vec<f32> = (x.detach().narrow(0, 0, 1) - reference).into_data().to_vec().unwrap();
         let attributed: f32 = m.iter().zip(&dx).map(|(m, d)| m * d).sum();
         assert!((attributed - (plain[0] - plain[3])).abs() < 1e-6, "{attributed} vs {}", plain[0] - plain[3]);
+    }
+
+    /// The fused softmax rule gives `rescaled_softmax`'s probabilities and
+    /// multipliers (burn's operations) to float rounding: rows of ordinary
+    /// logits, logits hundreds apart, padded keys (−1e9), a pair within the
+    /// series threshold and a pair that is its own reference.
+    #[test]
+    fn the_fused_softmax_rule_is_the_operations() {
+        let device = Default::default();
+        let (pairs, rows, keys) = (3, 2, 5);
+        let mut x: Vec<f32> = (0..2 * pairs * rows * keys).map(|v| (v as f32 * 0.71).sin() * 4.0).collect();
+        let half = pairs * rows * keys;
+        // Pair 0, row 1: logits hundreds apart from the counterpart's.
+        for k in 0..keys {
+            x[rows * keys / 2 + k] += 300.0 * (k as f32 - 2.0);
+        }
+        // Pair 1: its last two keys padded in both halves; pair 2's reference
+        // is within 0.05 of it, and pair 2's second row is its own reference.
+        for r in 0..rows {
+            for k in 3..keys {
+                x[(rows + r) * keys + k] = -1e9;
+                x[half + (rows + r) * keys + k] = -1e9;
+            }
+        }
+        for j in 0..rows * keys {
+            let at = 2 * rows * keys + j;
+            x[half + at] = x[at] + if j < keys { 0.05 } else { 0.0 };
+        }
+        let probe: Vec<f32> = (0..2 * half).map(|v| (v as f32 * 0.37).cos()).collect();
+        let shape = [2 * pairs, rows, keys];
+        let run = |fused: bool| {
+            let t = Tensor::<Ad, 1>::from_floats(x.as_slice(), &device).reshape(shape).require_grad();
+            let p = if fused {
+                fused_rescaled_softmax(t.clone(), 2).expect("a kernel on Flex")
+            } else {
+                rescaled_softmax(t.clone(), 2)
+            };
+            let probe = Tensor::<Ad, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (p.clone() * probe).sum().backward();
+            let flat = |t: Tensor<Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+            (flat(p.inner()), flat(t.grad(&grads).unwrap()))
+        };
+        let (ours, ops) = (run(true), run(false));
+        for (what, a, b) in [("probabilities", &ours.0, &ops.0), ("multipliers", &ours.1, &ops.1)] {
+            for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+                assert!(x.is_finite() && (x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+            }
+        }
     }
 }

@@ -102,6 +102,84 @@ pub(crate) fn row_backward_in_place(probs: &[f32], grad: &mut [f32], divisor: f3
     }
 }
 
+/// Below this `|Δ|`, the secants of DeepLift's softmax rule come from
+/// Taylor series (as `grid::model::rules`'s `SERIES`).
+const SERIES: f32 = 0.1;
+
+/// `sinh(y)/y` near 0.
+fn sinhc_series(y: f32) -> f32 {
+    let y2 = y * y;
+    y2 * (1.0 / 6.0) + y2 * y2 * (1.0 / 120.0) + 1.0
+}
+
+/// DeepLift's softmax rule (`grid::model::rules::rescaled_softmax`) along
+/// rows of `len` values, rows `[0, n)` paired with `[n, 2n)`: per row, its
+/// probabilities `p`, the multipliers `m` of the outer `exp` (the secant
+/// between `log p` and its counterpart's) and `w` of `lse` (which sum
+/// `Σ_j w_j Δx_j` to `Δlse`), laid out `[p | m | w]`, `3 · len` values a
+/// row. The multipliers of the inputs are then `∂x_k = g_k m_k − w_k Σ_i g_i m_i`
+/// ([`rescaled_backward`]). The operations and their order are
+/// `rules.rs`'s.
+pub fn rescaled(x: &[f32], len: usize) -> Vec<f32> {
+    assert!(len > 0 && x.len().is_multiple_of(len), "whole rows");
+    let rows = x.len() / len;
+    assert!(rows.is_multiple_of(2), "DeepLift stacks inputs over references");
+    let lse = |row: &[f32]| {
+        let top = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        top + row.iter().map(|&v| (v - top).exp()).sum::<f32>().ln()
+    };
+    let mut out = vec![0.0f32; 3 * x.len()];
+    let parallel = x.len() >= PARALLEL_ELEMENTS;
+    for_each_row(&mut out, 3 * len, CHUNK_VALUES, parallel, |row, out| {
+        let other = (row + rows / 2) % rows;
+        let (x, x0) = (&x[row * len..(row + 1) * len], &x[other * len..(other + 1) * len]);
+        let (lse, lse0) = (lse(x), lse(x0));
+        let dlse = lse - lse0;
+        let a = dlse.abs();
+        let g = if a < SERIES {
+            a * a * (1.0 / 12.0) + a * 0.5 + 1.0 - a * a * a * a * (1.0 / 720.0)
+        } else {
+            a / (1.0 - (-a).exp())
+        };
+        let half = a * 0.5;
+        let (p_out, rest) = out.split_at_mut(len);
+        let (m_out, w_out) = rest.split_at_mut(len);
+        for j in 0..len {
+            let (log_p, log_p0) = (x[j] - lse, x0[j] - lse0);
+            let (p, p0) = (log_p.exp(), log_p0.exp());
+            let geometric = (p * p0).sqrt();
+            let dx = x[j] - x0[j];
+            w_out[j] = if dx.abs() < SERIES {
+                geometric * (-half).exp() * g * sinhc_series(dx * 0.5)
+            } else {
+                (p * (dlse * 0.5 - half).exp() - p0 * (-dlse * 0.5 - half).exp()) * g / dx
+            };
+            let dl = log_p - log_p0;
+            m_out[j] = if dl.abs() < SERIES { geometric * sinhc_series(dl * 0.5) } else { (p - p0) / dl };
+            p_out[j] = p;
+        }
+    });
+    out
+}
+
+/// The multipliers of the inputs of [`rescaled`] from `grad` (`[rows, len]`)
+/// and its `[p | m | w]` rows.
+pub fn rescaled_backward(kept: &[f32], grad: &[f32], len: usize) -> Vec<f32> {
+    assert_eq!(kept.len(), 3 * grad.len(), "p, m and w per gradient");
+    let mut dx = vec![0.0f32; grad.len()];
+    let parallel = grad.len() >= PARALLEL_ELEMENTS;
+    for_each_row(&mut dx, len, CHUNK_VALUES, parallel, |row, dx| {
+        let kept = &kept[3 * row * len..3 * (row + 1) * len];
+        let (m, w) = (&kept[len..2 * len], &kept[2 * len..]);
+        let g = &grad[row * len..(row + 1) * len];
+        let total: f32 = g.iter().zip(m).map(|(g, m)| g * m).sum();
+        for k in 0..len {
+            dx[k] = g[k] * m[k] - w[k] * total;
+        }
+    });
+    dx
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

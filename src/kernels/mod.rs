@@ -23,7 +23,14 @@
 //! - [`weighted_sum`]: attention pooling `Σ_t α_t h_t` (`grid_kernels::pool`),
 //!   reached through `Rules`;
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
-//!   row forward and backward (`grid_kernels::norm`), reached through `Rules`.
+//!   row forward and backward (`grid_kernels::norm`), reached through `Rules`;
+//! - [`rescaled_softmax`]: DeepLift's softmax rule (`grid_kernels::softmax`),
+//!   reached through `Rules`.
+//!
+//! Under DeepLift's rules (`Rules::Rescale`, the batch stacking inputs over
+//! their references) the LSTM recurrence and layer norm give the rule's
+//! multipliers from their backward passes, and [`gelu_derivative`] the
+//! midpoint slopes.
 //!
 //! A new element-wise kernel is a function pair in `activation.rs` and one
 //! `Elementwise` entry in `flex.rs`.

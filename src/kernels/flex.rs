@@ -78,7 +78,7 @@ pub fn lstm_recurrence<B: Backend>(
     reversed_lengths: Option<&[usize]>,
     rules: Rules,
 ) -> Option<Tensor<B, 3>> {
-    if !applies(&projected) || (rules == Rules::Rescale && !projected.dims()[0].is_multiple_of(2)) {
+    if !applies(&projected) || !pairs_up(rules, projected.dims()[0]) {
         return None;
     }
     let (projected, weight_hh) = match cast::<_, Tensor<Ad, 3>>(projected) {
@@ -108,6 +108,13 @@ pub fn applies<B: Backend, const D: usize>(tensor: &Tensor<B, D>) -> bool {
     super::enabled()
         && tensor.dtype() == burn::tensor::DType::F32
         && (backend == TypeId::of::<Flex>() || backend == TypeId::of::<Ad>())
+}
+
+/// Whether a batch of `batch` rows can run under `rules`: DeepLift's stack
+/// inputs over their references, so the kernels that pair rows need an even
+/// batch.
+fn pairs_up(rules: Rules, batch: usize) -> bool {
+    rules == Rules::Plain || batch.is_multiple_of(2)
 }
 
 fn order(reversed_lengths: Option<&[usize]>) -> Order<'_> {
@@ -430,10 +437,8 @@ pub fn layer_norm<B: Backend, const D: usize>(
     epsilon: f64,
     rules: Rules,
 ) -> Option<Tensor<B, D>> {
-    if !applies(&x) || gamma.dims()[0] != x.dims()[D - 1] || gamma.dims() != beta.dims() || gamma.dims()[0] == 0 {
-        return None;
-    }
-    if rules == Rules::Rescale && !x.dims()[0].is_multiple_of(2) {
+    let fits = gamma.dims()[0] == x.dims()[D - 1] && gamma.dims() == beta.dims() && gamma.dims()[0] > 0;
+    if !applies(&x) || !fits || !pairs_up(rules, x.dims()[0]) {
         return None;
     }
     let epsilon = epsilon as f32;
@@ -471,7 +476,7 @@ impl<const D: usize> Backward<Flex, 3> for LayerNormBackward<D> {
             Rules::Plain => norm::backward(&saved, &gamma, &grad, affine),
             Rules::Rescale => {
                 // The map is affine in γ and β: their multipliers are their gradients.
-                let d_affine = if affine { norm::backward(&saved, &gamma, &grad, true).1 } else { None };
+                let d_affine = affine.then(|| norm::affine_gradients(&saved, &grad, gamma.len()));
                 (norm::rescaled_backward(&saved, &gamma, &grad), d_affine)
             }
         };
@@ -791,7 +796,7 @@ pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Te
 pub fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
     let shape = x.dims();
     let len = shape[D - 1];
-    if !applies(&x) || len == 0 || !shape[0].is_multiple_of(2) {
+    if !applies(&x) || len == 0 || !pairs_up(Rules::Rescale, shape[0]) {
         return None;
     }
     let probabilities =
@@ -801,11 +806,14 @@ pub fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<T
             let x = x.into_primitive().tensor();
             let kept = softmax::rescaled(&values(&x.primitive), len);
             let p = flex_tensor(probabilities(&kept), shape);
-            let output =
-                match RescaledSoftmaxBackward.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
-                    OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), len, shape.to_vec()), p),
-                    OpsKind::UnTracked(prep) => prep.finish(p),
-                };
+            let output = match RescaledSoftmaxBackward::<D>
+                .prepare::<NoCheckpointing>([x.node.clone()])
+                .compute_bound()
+                .stateful()
+            {
+                OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), shape), p),
+                OpsKind::UnTracked(prep) => prep.finish(p),
+            };
             cast(Tensor::<Ad, D>::from_primitive(TensorPrimitive::Float(output))).ok()
         }
         Err(x) => {
@@ -818,18 +826,18 @@ pub fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<T
 }
 
 #[derive(Debug)]
-struct RescaledSoftmaxBackward;
+struct RescaledSoftmaxBackward<const D: usize>;
 
-impl Backward<Flex, 1> for RescaledSoftmaxBackward {
-    /// The forward's `[p | m | w]` rows, the row length and the shape.
-    type State = (Arc<Vec<f32>>, usize, Vec<usize>);
+impl<const D: usize> Backward<Flex, 1> for RescaledSoftmaxBackward<D> {
+    /// The forward's `[p | m | w]` rows and the shape.
+    type State = (Arc<Vec<f32>>, [usize; D]);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (kept, len, shape) = ops.state;
+        let (kept, shape) = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
         if let [Some(node)] = ops.parents {
-            let dx = softmax::rescaled_backward(&kept, &values(&grad), len);
-            grads.register::<Flex>(node.id, FlexTensor::from_data(TensorData::new(dx, shape)));
+            let dx = softmax::rescaled_backward(&kept, &values(&grad), shape[D - 1]);
+            grads.register::<Flex>(node.id, flex_tensor(dx, shape));
         }
     }
 }

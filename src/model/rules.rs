@@ -27,11 +27,8 @@
 use burn::nn::LayerNorm;
 use burn::prelude::*;
 use burn::tensor::activation;
-
-/// Below this difference, relative to `1 + |x| + |x₀|`, a secant of a smooth
-/// function loses more digits to cancellation than `φ′` at the midpoint misses
-/// (`φ‴Δ²/24`, about 4e-8 relative here).
-const NEAR: f32 = 1e-3;
+// Where the rule switches from secants to their limits: the fused kernels' thresholds.
+use grid_kernels::rescale::{NEAR, SERIES};
 
 /// How the nonlinear operations of a forward pass are differentiated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -241,11 +238,6 @@ impl Rules {
         }
     }
 }
-
-/// Below this `|Δ|`, the secants of `exp` and `log` in the softmax rule come from
-/// their Taylor series (error below 1e-10) rather than from differences that
-/// cancel (error `ε/|Δ|`, 6e-7 at the threshold).
-const SERIES: f32 = 0.1;
 
 /// Softmax as `p = exp(x − lse(x))`, with `lse(x) = lse(x̄) + log Σ_j q_j exp(x_j − x̄_j)`
 /// around the midpoint `x̄ = (x + x₀)/2` (shared by a row and its counterpart,

@@ -150,14 +150,14 @@ pub fn backward(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::wave;
 
     /// Inputs with every example's last `padded` positions masked out.
     fn case(dims: Dims, padded: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
         let len = dims.batch * dims.example();
-        let wave = |scale: f32, phase: f32| (0..len).map(|i| ((i as f32) * scale + phase).sin()).collect::<Vec<_>>();
         let bias =
             (0..dims.batch * dims.time).map(|i| if i % dims.time >= dims.time - padded { -1e9 } else { 0.0 }).collect();
-        (wave(0.37, 0.1), wave(0.53, 0.7), wave(0.71, 1.3), bias)
+        (wave(len, 0.37, 0.1), wave(len, 0.53, 0.7), wave(len, 0.71, 1.3), bias)
     }
 
     /// The context in f64 from its definition, head by head.

@@ -13,4 +13,7 @@ pub mod lstm;
 mod matmul;
 pub mod norm;
 pub mod pool;
+pub mod rescale;
 pub mod softmax;
+#[cfg(test)]
+mod testing;

@@ -86,10 +86,7 @@ pub fn bias_gradient(dims: Dims, grad: &[f32]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn wave(len: usize, scale: f32, phase: f32) -> Vec<f32> {
-        (0..len).map(|i| ((i as f32) * scale + phase).sin()).collect()
-    }
+    use crate::testing::wave;
 
     /// Against sums in f64, for shapes around the block size.
     #[test]

@@ -19,6 +19,7 @@ use wide::f32x8;
 
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
 use crate::matmul::gemm;
+use crate::rescale::NEAR;
 
 /// Rows × hidden units from which a step's element-wise pass is split over
 /// threads.
@@ -148,9 +149,10 @@ pub fn forward(dims: Dims, order: Order, projected: &[f32], weight_hh: &[f32], k
         pre_activations: multipliers.then(|| Vec::with_capacity(time * batch * width)),
     });
     let mut tanh_cells = vec![0.0f32; batch * hidden];
-    // The step's pre-activations, kept for DeepLift's secants only.
-    let mut pre = vec![0.0f32; if multipliers { batch * width } else { batch }];
-    let pre_len = pre.len() / batch.max(1);
+    // The step's pre-activations, kept for DeepLift's secants only; otherwise
+    // one unused value per row, so that the rows still zip with the others.
+    let pre_len = if multipliers { width } else { 1 };
+    let mut pre = vec![0.0f32; batch * pre_len];
     for step in 0..time {
         // gates = h_{t-1} W_hh, then + the step's inputs. The product is
         // taken alone, not accumulated onto the inputs, so that its rounding
@@ -386,10 +388,6 @@ fn gate_gradients(values: &StepValues, grads: StepGradients, grad_cell: &mut [f3
         store(grad_cell, j, dc * f);
     }
 }
-
-/// Below this difference, relative to `1 + |x| + |x₀|`, a secant takes the
-/// slope at the midpoint (as `grid::model::rules` does, `NEAR` there).
-const NEAR: f32 = 1e-3;
 
 /// Rescale's multiplier of `φ` between `x` and its counterpart `x0`
 /// (`y = φ(x)`, `y0 = φ(x0)`): the secant, or `slope` at the midpoint where

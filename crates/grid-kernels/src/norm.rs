@@ -7,6 +7,7 @@
 use rayon::prelude::*;
 
 use crate::chunks::{for_each_row, for_each_row_with_scalar, rows_per_share};
+use crate::rescale::NEAR;
 
 /// From this many values, split over threads (in whole rows).
 const PARALLEL_ELEMENTS: usize = 1 << 15;
@@ -86,37 +87,39 @@ pub fn backward(saved: &Saved, gamma: &[f32], grad: &[f32], affine: bool) -> (Ve
             dx[j] = (g[j] * gamma[j] - mean_scaled - n[j] * mean_product) / sigma;
         }
     });
-    let affine = affine.then(|| {
-        // Per share of rows, then the shares in order.
-        let share = |(g, n): (&[f32], &[f32])| {
-            let mut sums = vec![0.0f32; 2 * len];
-            for (g, n) in g.chunks(len).zip(n.chunks(len)) {
-                for j in 0..len {
-                    sums[j] += g[j] * n[j];
-                    sums[len + j] += g[j];
-                }
-            }
-            sums
-        };
-        let values = rows_per_share(len, CHUNK_VALUES) * len;
-        let shares: Vec<Vec<f32>> = if parallel {
-            grad.par_chunks(values).zip(normalized.par_chunks(values)).map(share).collect()
-        } else {
-            grad.chunks(values).zip(normalized.chunks(values)).map(share).collect()
-        };
-        let mut sums = vec![0.0f32; 2 * len];
-        for share in shares {
-            sums.iter_mut().zip(share).for_each(|(sum, v)| *sum += v);
-        }
-        let beta = sums.split_off(len);
-        AffineGradients { gamma: sums, beta }
-    });
-    (dx, affine)
+    (dx, affine.then(|| affine_gradients(saved, grad, len)))
 }
 
-/// Below this difference, relative to `1 + |u| + |u₀|`, the secant of
-/// `1/√u` takes the slope at the midpoint (as `grid::model::rules` does).
-const NEAR: f32 = 1e-3;
+/// `dγ = Σ_rows grad · x̂` and `dβ = Σ_rows grad` over rows of `len`
+/// values, summed per share of rows, then the shares in order (the split
+/// depends on the shape only).
+pub fn affine_gradients(saved: &Saved, grad: &[f32], len: usize) -> AffineGradients {
+    let normalized = &saved.normalized;
+    assert_eq!(grad.len(), normalized.len(), "one gradient per value");
+    let parallel = grad.len() >= PARALLEL_ELEMENTS;
+    let share = |(g, n): (&[f32], &[f32])| {
+        let mut sums = vec![0.0f32; 2 * len];
+        for (g, n) in g.chunks(len).zip(n.chunks(len)) {
+            for j in 0..len {
+                sums[j] += g[j] * n[j];
+                sums[len + j] += g[j];
+            }
+        }
+        sums
+    };
+    let values = rows_per_share(len, CHUNK_VALUES) * len;
+    let shares: Vec<Vec<f32>> = if parallel {
+        grad.par_chunks(values).zip(normalized.par_chunks(values)).map(share).collect()
+    } else {
+        grad.chunks(values).zip(normalized.chunks(values)).map(share).collect()
+    };
+    let mut sums = vec![0.0f32; 2 * len];
+    for share in shares {
+        sums.iter_mut().zip(share).for_each(|(sum, v)| *sum += v);
+    }
+    let beta = sums.split_off(len);
+    AffineGradients { gamma: sums, beta }
+}
 
 /// DeepLift's multipliers of the input (the Rescale rule, rows `[0, n)`
 /// paired with `[n, 2n)`), in place of [`backward`]'s gradient, for layer

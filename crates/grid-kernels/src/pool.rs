@@ -92,10 +92,7 @@ pub fn backward(dims: Dims, states: &[f32], weights: &[f32], grad: &[f32]) -> Gr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn wave(len: usize, scale: f32, phase: f32) -> Vec<f32> {
-        (0..len).map(|i| ((i as f32) * scale + phase).sin()).collect()
-    }
+    use crate::testing::wave;
 
     /// Against f64 sums, and the gradients against finite differences of
     /// `⟨∂c, c⟩`.
@@ -114,19 +111,20 @@ mod tests {
             forward(dims, states, weights).iter().zip(&grad).map(|(&c, &g)| c as f64 * g as f64).sum()
         };
         let gradients = backward(dims, &states, &weights, &grad);
-        let step = 1e-2f32;
-        for i in 0..states.len() {
-            let (mut up, mut down) = (states.clone(), states.clone());
+        // The central difference of `f` in `values[i]`.
+        let central = |values: &[f32], i: usize, f: &dyn Fn(&[f32]) -> f64| {
+            let step = 1e-2f32;
+            let (mut up, mut down) = (values.to_vec(), values.to_vec());
             up[i] += step;
             down[i] -= step;
-            let numeric = (objective(&up, &weights) - objective(&down, &weights)) / (2.0 * step as f64);
+            (f(&up) - f(&down)) / (2.0 * step as f64)
+        };
+        for i in 0..states.len() {
+            let numeric = central(&states, i, &|s| objective(s, &weights));
             assert!((gradients.states[i] as f64 - numeric).abs() < 1e-4, "∂h[{i}]");
         }
         for i in 0..weights.len() {
-            let (mut up, mut down) = (weights.clone(), weights.clone());
-            up[i] += step;
-            down[i] -= step;
-            let numeric = (objective(&states, &up) - objective(&states, &down)) / (2.0 * step as f64);
+            let numeric = central(&weights, i, &|w| objective(&states, w));
             assert!((gradients.weights[i] as f64 - numeric).abs() < 1e-4, "∂α[{i}]");
         }
     }

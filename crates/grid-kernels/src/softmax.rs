@@ -10,6 +10,7 @@ use wide::f32x8;
 
 use crate::chunks::for_each_row;
 use crate::lanes::{LANES, groups, load_lanes, store_lanes};
+use crate::rescale::SERIES;
 
 /// From this many values, split over threads (in whole rows).
 const PARALLEL_ELEMENTS: usize = 1 << 15;
@@ -101,10 +102,6 @@ pub(crate) fn row_backward_in_place(probs: &[f32], grad: &mut [f32], divisor: f3
         store_lanes(grad, j, n, p * (g - dot) / divisor);
     }
 }
-
-/// Below this `|Δ|`, the secants of DeepLift's softmax rule come from
-/// Taylor series (as `grid::model::rules`'s `SERIES`).
-const SERIES: f32 = 0.1;
 
 /// `sinh(y)/y` near 0.
 fn sinhc_series(y: f32) -> f32 {

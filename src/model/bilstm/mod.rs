@@ -516,7 +516,8 @@ mod tests {
             let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
             for reversed in [false, true] {
                 let order = reversed.then_some(lengths.as_slice());
-                let run = |fused: bool| {
+                // (states, input multipliers) under `rules`, fused or through the operations.
+                let run = |fused: bool, rules: Rules| {
                     let projected = Tensor::<A, 1>::from_floats(inputs.as_slice(), &device)
                         .reshape([batch, time, 4 * hidden])
                         .require_grad();
@@ -524,13 +525,13 @@ mod tests {
                         Tensor::<A, 1>::from_floats(weights.as_slice(), &device).reshape([hidden, 4 * hidden]);
                     let states = match (fused, reversed) {
                         (true, _) => {
-                            crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order, Rules::Rescale)
+                            crate::kernels::lstm_recurrence(projected.clone(), weight_hh.clone(), order, rules)
                                 .expect("a kernel on Flex")
                         }
-                        (false, false) => recurrence_ops(projected.clone(), weight_hh.clone(), Rules::Rescale),
+                        (false, false) => recurrence_ops(projected.clone(), weight_hh.clone(), rules),
                         (false, true) => {
                             let permuted = permute_time(projected.clone(), reverse.clone());
-                            permute_time(recurrence_ops(permuted, weight_hh.clone(), Rules::Rescale), reverse.clone())
+                            permute_time(recurrence_ops(permuted, weight_hh.clone(), rules), reverse.clone())
                         }
                     };
                     let probe = Tensor::<A, 1>::from_floats(probe.as_slice(), &device).reshape([batch, time, hidden]);
@@ -538,7 +539,7 @@ mod tests {
                     let flat = |t: Tensor<Flex, 3>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
                     (flat(states.inner()), flat(projected.grad(&grads).unwrap()))
                 };
-                let (fused, ops) = (run(true), run(false));
+                let (fused, ops) = (run(true, Rules::Rescale), run(false, Rules::Rescale));
                 for (what, a, b) in [("states", &fused.0, &ops.0), ("multipliers", &fused.1, &ops.1)] {
                     assert_eq!(a.len(), b.len());
                     for (x, y) in a.iter().zip(b) {
@@ -549,31 +550,10 @@ mod tests {
                     }
                 }
                 if pairs > 1 {
-                    let plain = run_plain_gradients(&inputs, &weights, &probe, [batch, time, hidden], order);
-                    assert_ne!(fused.1, plain, "multipliers, not gradients");
+                    assert_ne!(fused.1, run(true, Rules::Plain).1, "multipliers, not gradients");
                 }
             }
         }
-    }
-
-    /// The ordinary input gradients of the fused recurrence (to tell them
-    /// from DeepLift's multipliers).
-    fn run_plain_gradients(
-        inputs: &[f32],
-        weights: &[f32],
-        probe: &[f32],
-        [batch, time, hidden]: [usize; 3],
-        order: Option<&[usize]>,
-    ) -> Vec<f32> {
-        type A = burn::backend::Autodiff<Flex>;
-        let device = Default::default();
-        let projected = Tensor::<A, 1>::from_floats(inputs, &device).reshape([batch, time, 4 * hidden]).require_grad();
-        let weight_hh = Tensor::<A, 1>::from_floats(weights, &device).reshape([hidden, 4 * hidden]);
-        let states = crate::kernels::lstm_recurrence(projected.clone(), weight_hh, order, Rules::Plain)
-            .expect("a kernel on Flex");
-        let probe = Tensor::<A, 1>::from_floats(probe, &device).reshape([batch, time, hidden]);
-        let grads = (states * probe).sum().backward();
-        projected.grad(&grads).unwrap().into_data().to_vec().unwrap()
     }
 
     /// The backward direction through the kernel's reversed order is, bit for

@@ -16,7 +16,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
-use burn::tensor::ops::ModuleOps;
+use burn::tensor::ops::{FloatTensorOps, ModuleOps};
 use burn_flex::FlexTensor;
 
 use crate::model::rules::Rules;
@@ -24,7 +24,7 @@ use crate::model::rules::Rules;
 use grid_kernels::lstm::{self, Dims, Keep, Order, Tape};
 use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
-use grid_kernels::{activation, attention, layout, linear, pool};
+use grid_kernels::{activation, attention, layout, linear, pool, rescale};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
 
@@ -217,12 +217,25 @@ pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>>
     elementwise(x, &GELU)
 }
 
-/// An element-wise kernel: its forward, and how its backward gets the
-/// input's gradient.
+/// DeepLift's Rescale rule of tanh (see [`rescale::elementwise`]) for a
+/// batch stacking inputs over their references: tanh's values, the rule's
+/// multipliers as their backward. `None` where no kernel applies.
+pub fn rescaled_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    rescaled_elementwise(x, &TANH)
+}
+
+/// [`rescaled_tanh`] for the exact GELU.
+pub fn rescaled_gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    rescaled_elementwise(x, &GELU)
+}
+
+/// An element-wise kernel: its forward, how its backward gets the input's
+/// gradient, and its derivative (DeepLift's slope at a midpoint).
 #[derive(Debug)]
 struct Elementwise {
     forward: fn(&[f32]) -> Vec<f32>,
     gradient: Gradient,
+    derivative: fn(&[f32]) -> Vec<f32>,
 }
 
 /// A forward that also returns each value's derivative.
@@ -239,11 +252,17 @@ enum Gradient {
     KeptDerivative(ValuesAndDerivative),
 }
 
-const TANH: Elementwise =
-    Elementwise { forward: activation::tanh, gradient: Gradient::FromOutput(activation::tanh_backward) };
+const TANH: Elementwise = Elementwise {
+    forward: activation::tanh,
+    gradient: Gradient::FromOutput(activation::tanh_backward),
+    derivative: activation::tanh_derivative,
+};
 
-const GELU: Elementwise =
-    Elementwise { forward: activation::gelu, gradient: Gradient::KeptDerivative(activation::gelu_with_derivative) };
+const GELU: Elementwise = Elementwise {
+    forward: activation::gelu,
+    gradient: Gradient::KeptDerivative(activation::gelu_with_derivative),
+    derivative: activation::gelu_derivative,
+};
 
 impl Elementwise {
     fn apply<const D: usize>(&self, x: &FlexTensor, shape: [usize; D]) -> FlexTensor {
@@ -324,6 +343,46 @@ fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Eleme
         OpsKind::Tracked(prep) => {
             let (output, kept) = kernel.apply_tracked(&x.primitive, shape);
             prep.finish((kept, shape, kernel), output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+fn rescaled_elementwise<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    kernel: &'static Elementwise,
+) -> Option<Tensor<B, D>> {
+    if !pairs_up(Rules::Rescale, x.dims()[0]) {
+        return None;
+    }
+    unary(x, |x| autodiff_rescaled_elementwise(x, kernel), |x, shape| kernel.apply(x, shape))
+}
+
+#[derive(Debug)]
+struct RescaledBackward<const D: usize>;
+
+impl<const D: usize> Backward<Flex, 1> for RescaledBackward<D> {
+    /// The multipliers and their shape.
+    type State = (Vec<f32>, [usize; D]);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (multipliers, shape) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        if let [Some(node)] = ops.parents {
+            let input_grad = activation::times_derivative(&multipliers, &values(&grad));
+            grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
+        }
+    }
+}
+
+fn autodiff_rescaled_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Elementwise) -> Tensor<Ad, D> {
+    let shape = x.dims();
+    let x = x.into_primitive().tensor();
+    let output = match RescaledBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let (y, multipliers) = rescale::elementwise(&values(&x.primitive), kernel.forward, kernel.derivative);
+            prep.finish((multipliers, shape), flex_tensor(y, shape))
         }
         OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),
     };
@@ -789,6 +848,70 @@ pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Te
     }
 }
 
+/// `a · b` as matrices (over the last two dimensions, the others equal)
+/// under DeepLift's product rule, for a batch stacking inputs over their
+/// references: the ordinary product, with the multipliers `∂/∂a = b̄`,
+/// `∂/∂b = ā` (each factor's midpoint with its counterpart, see
+/// [`rescale::midpoints`]) as its backward, so that `Δ(ab) = Δa·b̄ + ā·Δb`.
+/// One product forward and two backward, as an ordinary matmul has; burn's
+/// operations need three forward. `None` where no kernel applies.
+pub fn rescaled_matmul<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>) -> Option<Tensor<B, D>> {
+    let (a_dims, b_dims) = (a.dims(), b.dims());
+    if D < 3
+        || a_dims[..D - 2] != b_dims[..D - 2]
+        || a_dims[D - 1] != b_dims[D - 2]
+        || !pairs_up(Rules::Rescale, a_dims[0])
+    {
+        return None;
+    }
+    if !applies(&a) {
+        return None;
+    }
+    let (a, b) = match (cast::<_, Tensor<Ad, D>>(a), cast::<_, Tensor<Ad, D>>(b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(a), Err(b)) => {
+            let (a, b) = (cast::<_, Tensor<Flex, D>>(a).ok()?, cast::<_, Tensor<Flex, D>>(b).ok()?);
+            return cast(a.matmul(b)).ok();
+        }
+        _ => return None,
+    };
+    let (a, b) = (a.into_primitive().tensor(), b.into_primitive().tensor());
+    let product = Flex::float_matmul(a.primitive.clone(), b.primitive.clone());
+    let output = match RescaledMatmulBackward::<D>
+        .prepare::<NoCheckpointing>([a.node.clone(), b.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => {
+            let midpoints = |t: &FlexTensor, shape| flex_tensor(rescale::midpoints(&values(t)), shape);
+            let state = (midpoints(&a.primitive, a_dims), midpoints(&b.primitive, b_dims));
+            prep.finish(state, product)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(product),
+    };
+    cast(Tensor::<Ad, D>::from_primitive(TensorPrimitive::Float(output))).ok()
+}
+
+#[derive(Debug)]
+struct RescaledMatmulBackward<const D: usize>;
+
+impl<const D: usize> Backward<Flex, 2> for RescaledMatmulBackward<D> {
+    /// The midpoints `ā` and `b̄`.
+    type State = (FlexTensor, FlexTensor);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let (a_mean, b_mean) = ops.state;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let [a, b] = ops.parents;
+        if let Some(node) = a {
+            grads.register::<Flex>(node.id, Flex::float_matmul(grad.clone(), Flex::float_transpose(b_mean)));
+        }
+        if let Some(node) = b {
+            grads.register::<Flex>(node.id, Flex::float_matmul(Flex::float_transpose(a_mean), grad));
+        }
+    }
+}
+
 /// DeepLift's softmax rule along the last dimension (see
 /// [`softmax::rescaled`]) for a batch stacking inputs over their
 /// references: the probabilities, with the rule's multipliers as their
@@ -796,47 +919,78 @@ pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Te
 pub fn rescaled_softmax<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
     let shape = x.dims();
     let len = shape[D - 1];
-    if !applies(&x) || len == 0 || !pairs_up(Rules::Rescale, shape[0]) {
+    let count = shape.iter().product::<usize>() / len.max(1);
+    if len == 0 || count == 0 {
         return None;
     }
+    // No mask: one row of zeros shared by every row.
+    rescaled_rows(x, &vec![0.0; len], Rows { len, rows_per_bias: count }, 1.0)
+}
+
+/// [`rescaled_softmax`] of attention's `scores / divisor + bias` (shapes as
+/// in [`attention_softmax`]) in one pass per row: DeepLift's rule for the
+/// probabilities, its multipliers flowing back to the scores. `None` where no
+/// kernel applies, or the bias has another shape or is tracked.
+pub fn rescaled_attention_softmax<B: Backend>(
+    scores: Tensor<B, 4>,
+    bias: Tensor<B, 4>,
+    divisor: f32,
+) -> Option<Tensor<B, 4>> {
+    let [batch, heads, queries, keys] = scores.dims();
+    if bias.dims() != [batch, 1, 1, keys] || bias.is_require_grad() || keys == 0 || heads * queries == 0 {
+        return None;
+    }
+    let bias = constant(bias)?;
+    rescaled_rows(scores, &values(&bias), Rows { len: keys, rows_per_bias: heads * queries }, divisor)
+}
+
+/// DeepLift's softmax rule over rows of `x / divisor + bias` (see
+/// [`softmax::rescaled`]), on either Flex backend.
+fn rescaled_rows<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    bias: &[f32],
+    rows: Rows,
+    divisor: f32,
+) -> Option<Tensor<B, D>> {
+    let shape = x.dims();
+    if !applies(&x) || !pairs_up(Rules::Rescale, shape[0]) {
+        return None;
+    }
+    let len = rows.len;
     let probabilities =
         |kept: &[f32]| -> Vec<f32> { kept.chunks(3 * len).flat_map(|row| &row[..len]).copied().collect() };
-    match cast::<_, Tensor<Ad, D>>(x) {
-        Ok(x) => {
+    unary(
+        x,
+        |x| {
             let x = x.into_primitive().tensor();
-            let kept = softmax::rescaled(&values(&x.primitive), len);
+            let kept = softmax::rescaled(&values(&x.primitive), bias, rows, divisor);
             let p = flex_tensor(probabilities(&kept), shape);
             let output = match RescaledSoftmaxBackward::<D>
                 .prepare::<NoCheckpointing>([x.node.clone()])
                 .compute_bound()
                 .stateful()
             {
-                OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), shape), p),
+                OpsKind::Tracked(prep) => prep.finish((Arc::new(kept), shape, divisor), p),
                 OpsKind::UnTracked(prep) => prep.finish(p),
             };
-            cast(Tensor::<Ad, D>::from_primitive(TensorPrimitive::Float(output))).ok()
-        }
-        Err(x) => {
-            let x = primitive(cast::<_, Tensor<Flex, D>>(x).ok()?);
-            let kept = softmax::rescaled(&values(&x), len);
-            cast(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(flex_tensor(probabilities(&kept), shape))))
-                .ok()
-        }
-    }
+            Tensor::from_primitive(TensorPrimitive::Float(output))
+        },
+        |x, _| flex_tensor(probabilities(&softmax::rescaled(&values(x), bias, rows, divisor)), shape),
+    )
 }
 
 #[derive(Debug)]
 struct RescaledSoftmaxBackward<const D: usize>;
 
 impl<const D: usize> Backward<Flex, 1> for RescaledSoftmaxBackward<D> {
-    /// The forward's `[p | m | w]` rows and the shape.
-    type State = (Arc<Vec<f32>>, [usize; D]);
+    /// The forward's `[p | m | w]` rows, the shape and the divisor.
+    type State = (Arc<Vec<f32>>, [usize; D], f32);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (kept, shape) = ops.state;
+        let (kept, shape, divisor) = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
         if let [Some(node)] = ops.parents {
-            let dx = softmax::rescaled_backward(&kept, &values(&grad), shape[D - 1]);
+            let dx = softmax::rescaled_backward(&kept, &values(&grad), shape[D - 1], divisor);
             grads.register::<Flex>(node.id, flex_tensor(dx, shape));
         }
     }

@@ -10,7 +10,9 @@
 //!   (`grid_kernels::lstm`);
 //! - [`tanh`], [`gelu`]: element-wise activations in SIMD lanes
 //!   (`grid_kernels::activation`), reached through `model::rules::Rules`
-//!   (and [`gelu_derivative`], DeepLift's midpoint slope);
+//!   (and [`gelu_derivative`], DeepLift's midpoint slope); [`rescaled_tanh`]
+//!   and [`rescaled_gelu`], their Rescale rule in one pass
+//!   (`grid_kernels::rescale`);
 //! - [`swap_middle`]: attention's head split and merge as one contiguous copy
 //!   (`grid_kernels::layout`);
 //! - [`attention_softmax`]: attention's scaling, padding mask and softmax in
@@ -24,8 +26,11 @@
 //!   reached through `Rules`;
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
 //!   row forward and backward (`grid_kernels::norm`), reached through `Rules`;
-//! - [`rescaled_softmax`]: DeepLift's softmax rule (`grid_kernels::softmax`),
-//!   reached through `Rules`.
+//! - [`rescaled_matmul`]: DeepLift's product rule for a matrix product of
+//!   two input-dependent factors (attention's), reached through `Rules`;
+//! - [`rescaled_softmax`], [`rescaled_attention_softmax`]: DeepLift's
+//!   softmax rule (`grid_kernels::softmax`), the latter with attention's
+//!   scaling and mask, reached through `Rules`.
 //!
 //! Under DeepLift's rules (`Rules::Rescale`, the batch stacking inputs over
 //! their references) the LSTM recurrence and layer norm give the rule's
@@ -42,8 +47,9 @@ mod flex;
 pub use grid_kernels::lstm;
 
 pub use flex::{
-    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence, rescaled_softmax,
-    swap_middle, tanh, weighted_sum,
+    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence,
+    rescaled_attention_softmax, rescaled_gelu, rescaled_matmul, rescaled_softmax, rescaled_tanh, swap_middle, tanh,
+    weighted_sum,
 };
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).

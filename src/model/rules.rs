@@ -67,7 +67,7 @@ impl Rules {
     pub fn tanh<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
             Rules::Plain => tanh(x),
-            Rules::Rescale => rescale(x, tanh, Smooth::Yes, |m| tanh(m).powi_scalar(2).neg() + 1.0),
+            Rules::Rescale => crate::kernels::rescaled_tanh(x.clone()).unwrap_or_else(|| rescaled_tanh(x)),
         }
     }
 
@@ -83,16 +83,7 @@ impl Rules {
     pub fn gelu<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
             Rules::Plain => gelu(x),
-            Rules::Rescale => rescale(x, gelu, Smooth::Yes, |m| {
-                // Φ(x) + x φ(x), in SIMD lanes where the backend has the kernel
-                // (burn's erf is a libm call per element).
-                if let Some(slope) = crate::kernels::gelu_derivative(m.clone()) {
-                    return slope;
-                }
-                let cdf = (m.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
-                let pdf = m.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
-                cdf + m * pdf
-            }),
+            Rules::Rescale => crate::kernels::rescaled_gelu(x.clone()).unwrap_or_else(|| rescaled_gelu(x)),
         }
     }
 
@@ -149,9 +140,7 @@ impl Rules {
         match self {
             Rules::Plain => a.matmul(b),
             Rules::Rescale => {
-                let (a_fixed, b_fixed) = (a.clone().detach(), b.clone().detach());
-                let (a_mean, b_mean) = (midpoint(a_fixed.clone()), midpoint(b_fixed.clone()));
-                a_fixed.clone().matmul(b_fixed.clone()) + (a - a_fixed).matmul(b_mean) + a_mean.matmul(b - b_fixed)
+                crate::kernels::rescaled_matmul(a.clone(), b.clone()).unwrap_or_else(|| rescaled_matmul(a, b))
             }
         }
     }
@@ -164,17 +153,15 @@ impl Rules {
     }
 
     /// Attention's probabilities: softmax over the keys of `scores / divisor +
-    /// bias`, `bias` (`[batch, 1, 1, keys]`) the padding mask's constant.
-    /// Plain: one fused kernel where the backend has it.
+    /// bias`, `bias` (`[batch, 1, 1, keys]`) the padding mask's constant:
+    /// one fused kernel where the backend has it, under either rules.
     pub fn attention_softmax<B: Backend>(self, scores: Tensor<B, 4>, bias: Tensor<B, 4>, divisor: f64) -> Tensor<B, 4> {
         let masked = |scores: Tensor<B, 4>| scores.div_scalar(divisor) + bias.clone();
         match self {
             Rules::Plain => crate::kernels::attention_softmax(scores.clone(), bias.clone(), divisor as f32)
                 .unwrap_or_else(|| activation::softmax(masked(scores), 3)),
-            Rules::Rescale => {
-                let x = masked(scores);
-                fused_rescaled_softmax(x.clone(), 3).unwrap_or_else(|| rescaled_softmax(x, 3))
-            }
+            Rules::Rescale => crate::kernels::rescaled_attention_softmax(scores.clone(), bias.clone(), divisor as f32)
+                .unwrap_or_else(|| rescaled_softmax(masked(scores), 3)),
         }
     }
 
@@ -237,6 +224,33 @@ impl Rules {
             None => affine,
         }
     }
+}
+
+/// The product rule for `a · b` as matrices in burn's operations (what
+/// [`crate::kernels::rescaled_matmul`] fuses): values `a b + 0 + 0`.
+fn rescaled_matmul<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>) -> Tensor<B, D> {
+    let (a_fixed, b_fixed) = (a.clone().detach(), b.clone().detach());
+    let (a_mean, b_mean) = (midpoint(a_fixed.clone()), midpoint(b_fixed.clone()));
+    a_fixed.clone().matmul(b_fixed.clone()) + (a - a_fixed).matmul(b_mean) + a_mean.matmul(b - b_fixed)
+}
+
+/// tanh's Rescale rule in burn's operations (what [`crate::kernels::rescaled_tanh`] fuses).
+fn rescaled_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    rescale(x, tanh, Smooth::Yes, |m| tanh(m).powi_scalar(2).neg() + 1.0)
+}
+
+/// GELU's Rescale rule in burn's operations (what [`crate::kernels::rescaled_gelu`] fuses).
+fn rescaled_gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    rescale(x, gelu, Smooth::Yes, |m| {
+        // Φ(x) + x φ(x), in SIMD lanes where the backend has the kernel
+        // (burn's erf is a libm call per element).
+        if let Some(slope) = crate::kernels::gelu_derivative(m.clone()) {
+            return slope;
+        }
+        let cdf = (m.clone().mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0).mul_scalar(0.5);
+        let pdf = m.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
+        cdf + m * pdf
+    })
 }
 
 /// Softmax as `p = exp(x − lse(x))`, with `lse(x) = lse(x̄) + log Σ_j q_j exp(x_j − x̄_j)`
@@ -428,6 +442,124 @@ mod tests {
         let dx: Vec<f32> = (x.detach().narrow(0, 0, 1) - reference).into_data().to_vec().unwrap();
         let attributed: f32 = m.iter().zip(&dx).map(|(m, d)| m * d).sum();
         assert!((attributed - (plain[0] - plain[3])).abs() < 1e-6, "{attributed} vs {}", plain[0] - plain[3]);
+    }
+
+    /// tanh's and GELU's rule in one pass give the operations' values and
+    /// multipliers: pairs far apart, near (the midpoint's slope) and equal.
+    #[test]
+    fn the_fused_elementwise_rules_are_the_operations() {
+        let device = Default::default();
+        let n = 40;
+        let inputs: Vec<f32> = (0..n).map(|v| (v as f32 * 0.77).sin() * 5.0).collect();
+        let references: Vec<f32> = (0..n)
+            .map(|v| match v % 4 {
+                0 => inputs[v],
+                1 => inputs[v] + 1e-4,
+                _ => (v as f32 * 0.31).cos() * 3.0,
+            })
+            .collect();
+        let x: Vec<f32> = inputs.iter().chain(&references).copied().collect();
+        let probe: Vec<f32> = (0..2 * n).map(|v| (v as f32 * 0.13).cos()).collect();
+        type Rule = fn(Tensor<Ad, 2>) -> Tensor<Ad, 2>;
+        let fused: [(&str, Rule, Rule); 2] = [
+            ("tanh", |t| crate::kernels::rescaled_tanh(t).expect("a kernel on Flex"), rescaled_tanh),
+            ("gelu", |t| crate::kernels::rescaled_gelu(t).expect("a kernel on Flex"), rescaled_gelu),
+        ];
+        for (name, kernel, ops) in fused {
+            let run = |rule: Rule| {
+                let t = Tensor::<Ad, 1>::from_floats(x.as_slice(), &device).reshape([2, n]).require_grad();
+                let y = rule(t.clone());
+                let probe = Tensor::<Ad, 1>::from_floats(probe.as_slice(), &device).reshape([2, n]);
+                let grads = (y.clone() * probe).sum().backward();
+                let flat = |t: Tensor<Flex, 2>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+                (flat(y.inner()), flat(t.grad(&grads).unwrap()))
+            };
+            let (ours, theirs) = (run(kernel), run(ops));
+            assert_eq!(ours.0, theirs.0, "{name}: values");
+            for (i, (a, b)) in ours.1.iter().zip(&theirs.1).enumerate() {
+                assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "{name} multiplier {i}: {a} vs {b}");
+            }
+        }
+    }
+
+    /// The product rule of a matrix product in one op gives the operations'
+    /// values and multipliers of both factors (a transposed one too, as
+    /// attention's `q kᵀ`).
+    #[test]
+    fn the_fused_matmul_rule_is_the_operations() {
+        let device = Default::default();
+        let (pairs, heads, rows, inner, cols) = (2, 3, 5, 4, 6);
+        let wave = |len: usize, f: f32| (0..len).map(|v| (v as f32 * f).sin() * 2.0).collect::<Vec<f32>>();
+        let (a, k) = (wave(2 * pairs * heads * rows * inner, 0.37), wave(2 * pairs * heads * cols * inner, 0.59));
+        let probe = wave(2 * pairs * heads * rows * cols, 0.23);
+        type Rule = fn(Tensor<Ad, 4>, Tensor<Ad, 4>) -> Tensor<Ad, 4>;
+        let run = |rule: Rule| {
+            let a = Tensor::<Ad, 1>::from_floats(a.as_slice(), &device)
+                .reshape([2 * pairs, heads, rows, inner])
+                .require_grad();
+            let k = Tensor::<Ad, 1>::from_floats(k.as_slice(), &device)
+                .reshape([2 * pairs, heads, cols, inner])
+                .require_grad();
+            let y = rule(a.clone(), k.clone().transpose());
+            let probe = Tensor::<Ad, 1>::from_floats(probe.as_slice(), &device).reshape([2 * pairs, heads, rows, cols]);
+            let grads = (y.clone() * probe).sum().backward();
+            let flat = |t: Tensor<Flex, 4>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+            (flat(y.inner()), flat(a.grad(&grads).unwrap()), flat(k.grad(&grads).unwrap()))
+        };
+        let ours = run(|a, b| crate::kernels::rescaled_matmul(a, b).expect("a kernel on Flex"));
+        let theirs = run(rescaled_matmul);
+        let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
+        assert!(close(&ours.0, &theirs.0), "values");
+        assert!(close(&ours.1, &theirs.1), "multipliers of a");
+        assert!(close(&ours.2, &theirs.2), "multipliers of b");
+    }
+
+    /// Attention's softmax rule in one kernel (scaling, padding mask and the
+    /// rule together) gives the operations' probabilities and multipliers of
+    /// the scores: padded keys, scores far from their reference's, a query
+    /// that is its own reference.
+    #[test]
+    fn the_fused_attention_softmax_rule_is_the_operations() {
+        let device = Default::default();
+        let (pairs, heads, queries, keys) = (2, 3, 4, 9);
+        let shape = [2 * pairs, heads, queries, keys];
+        let len: usize = shape.iter().product();
+        let half = len / 2;
+        let mut scores: Vec<f32> = (0..len).map(|v| (v as f32 * 0.43).sin() * 12.0).collect();
+        for (k, score) in scores[..keys].iter_mut().enumerate() {
+            *score += 400.0 * (k as f32 - 4.0);
+        }
+        let own = heads * queries * keys; // pair 1, head 0, query 0
+        scores.copy_within(own..own + keys, half + own);
+        // Pair 1's last three keys are padding, in the input and its reference.
+        let bias: Vec<f32> =
+            (0..2 * pairs * keys).map(|i| if (i / keys) % pairs == 1 && i % keys >= 6 { -1e9 } else { 0.0 }).collect();
+        let probe: Vec<f32> = (0..len).map(|v| (v as f32 * 0.29).cos()).collect();
+        let divisor = 8f64.sqrt();
+        let run = |fused: bool| {
+            let t = Tensor::<Ad, 1>::from_floats(scores.as_slice(), &device).reshape(shape).require_grad();
+            let b = Tensor::<Ad, 1>::from_floats(bias.as_slice(), &device).reshape([2 * pairs, 1, 1, keys]);
+            let p = if fused {
+                crate::kernels::rescaled_attention_softmax(t.clone(), b, divisor as f32).expect("a kernel on Flex")
+            } else {
+                rescaled_softmax(t.clone().div_scalar(divisor) + b, 3)
+            };
+            let probe = Tensor::<Ad, 1>::from_floats(probe.as_slice(), &device).reshape(shape);
+            let grads = (p.clone() * probe).sum().backward();
+            let flat = |t: Tensor<Flex, 4>| -> Vec<f32> { t.into_data().to_vec().unwrap() };
+            (flat(p.inner()), flat(t.grad(&grads).unwrap()))
+        };
+        let (ours, ops) = (run(true), run(false));
+        for (what, a, b) in [("probabilities", &ours.0, &ops.0), ("multipliers", &ours.1, &ops.1)] {
+            for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
+                assert!(x.is_finite() && (x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+            }
+        }
+        for (i, &p) in ours.0.iter().enumerate() {
+            if (i / (heads * queries * keys)) % pairs == 1 && i % keys >= 6 {
+                assert_eq!(p, 0.0, "padded key {i} has weight 0");
+            }
+        }
     }
 
     /// The fused softmax rule gives `rescaled_softmax`'s probabilities and

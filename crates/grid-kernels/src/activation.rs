@@ -27,6 +27,14 @@ pub fn tanh_backward(output: &[f32], grad: &[f32]) -> Vec<f32> {
     map_lanes(output, grad, |y, g| g * (f32x8::ONE - y * y))
 }
 
+/// tanh's derivative `1 − tanh²(x)` of every value.
+pub fn tanh_derivative(inputs: &[f32]) -> Vec<f32> {
+    map_lanes(inputs, &[], |x, _| {
+        let y = tanh_lanes(x);
+        f32x8::ONE - y * y
+    })
+}
+
 /// The exact (erf-based) GELU of every value: `x · Φ(x)`, with
 /// `Φ(x) = (1 + erf(x / √2)) / 2` (within 2e-7 · max(1, |x|) of it:
 /// see [`erf`]).
@@ -45,6 +53,11 @@ pub fn gelu_with_derivative(inputs: &[f32]) -> (Vec<f32>, Vec<f32>) {
         (x * cdf, slope)
     });
     (values, derivative)
+}
+
+/// GELU's derivative `Φ(x) + x φ(x)` of every value.
+pub fn gelu_derivative(inputs: &[f32]) -> Vec<f32> {
+    map_lanes(inputs, &[], |x, _| gelu_parts(x).1)
 }
 
 /// The gradient of GELU's input from the input and the output's gradient:

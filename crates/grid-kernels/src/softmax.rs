@@ -8,7 +8,7 @@
 
 use wide::f32x8;
 
-use crate::chunks::for_each_row;
+use crate::chunks::{for_each_row, for_each_row_with_scalar};
 use crate::lanes::{LANES, groups, load_lanes, store_lanes};
 use crate::rescale::SERIES;
 
@@ -103,65 +103,102 @@ pub(crate) fn row_backward_in_place(probs: &[f32], grad: &mut [f32], divisor: f3
     }
 }
 
-/// `sinh(y)/y` near 0.
-fn sinhc_series(y: f32) -> f32 {
+/// `sinh(y)/y` near 0, in lanes.
+fn sinhc_series(y: f32x8) -> f32x8 {
     let y2 = y * y;
-    y2 * (1.0 / 6.0) + y2 * y2 * (1.0 / 120.0) + 1.0
+    y2 * f32x8::splat(1.0 / 6.0) + y2 * y2 * f32x8::splat(1.0 / 120.0) + f32x8::ONE
 }
 
-/// DeepLift's softmax rule (`grid::model::rules::rescaled_softmax`) along
-/// rows of `len` values, rows `[0, n)` paired with `[n, 2n)`: per row, its
-/// probabilities `p`, the multipliers `m` of the outer `exp` (the secant
-/// between `log p` and its counterpart's) and `w` of `lse` (which sum
-/// `Σ_j w_j Δx_j` to `Δlse`), laid out `[p | m | w]`, `3 · len` values a
-/// row. The multipliers of the inputs are then `∂x_k = g_k m_k − w_k Σ_i g_i m_i`
-/// ([`rescaled_backward`]). The operations and their order are
-/// `rules.rs`'s.
-pub fn rescaled(x: &[f32], len: usize) -> Vec<f32> {
-    assert!(len > 0 && x.len().is_multiple_of(len), "whole rows");
-    let rows = x.len() / len;
-    assert!(rows.is_multiple_of(2), "DeepLift stacks inputs over references");
-    let lse = |row: &[f32]| {
-        let top = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        top + row.iter().map(|&v| (v - top).exp()).sum::<f32>().ln()
-    };
-    let mut out = vec![0.0f32; 3 * x.len()];
-    let parallel = x.len() >= PARALLEL_ELEMENTS;
+/// DeepLift's softmax rule (`grid::model::rules::rescaled_softmax`) of
+/// `x = scores / divisor + bias` (rows and bias as in [`forward`]), rows
+/// `[0, n)` paired with `[n, 2n)`: per row, its probabilities `p`, the
+/// multipliers `m` of the outer `exp` (the secant between `log p` and its
+/// counterpart's) and `w` of `lse` (which sum `Σ_j w_j Δx_j` to `Δlse`), laid
+/// out `[p | m | w]`, `3 · len` values a row. The multipliers of the scores
+/// are then `(g_k m_k − w_k Σ_i g_i m_i) / divisor` ([`rescaled_backward`]).
+/// The formulas are `rules.rs`'s; the exponentials go eight at a time, each
+/// row's `lse` computed once for both rows that read it.
+pub fn rescaled(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f32> {
+    let Rows { len, rows_per_bias } = rows;
+    assert!(len > 0 && rows_per_bias > 0 && scores.len().is_multiple_of(len), "whole rows");
+    assert_eq!(bias.len() * rows_per_bias, scores.len(), "one bias row per {rows_per_bias} rows");
+    let count = scores.len() / len;
+    assert!(count.is_multiple_of(2), "DeepLift stacks inputs over references");
+    let parallel = scores.len() >= PARALLEL_ELEMENTS;
+
+    // The scaled, masked logits and each row's log-sum-exp.
+    let mut x = scores.to_vec();
+    let mut lse = vec![0.0f32; count];
+    for_each_row_with_scalar(&mut x, len, &mut lse, CHUNK_VALUES, parallel, |row, x, lse| {
+        *lse = scaled_lse_in_place(x, &bias[row / rows_per_bias * len..][..len], divisor);
+    });
+
+    let mut out = vec![0.0f32; 3 * scores.len()];
     for_each_row(&mut out, 3 * len, CHUNK_VALUES, parallel, |row, out| {
-        let other = (row + rows / 2) % rows;
-        let (x, x0) = (&x[row * len..(row + 1) * len], &x[other * len..(other + 1) * len]);
-        let (lse, lse0) = (lse(x), lse(x0));
+        let other = (row + count / 2) % count;
+        let (x, x0) = (&x[row * len..][..len], &x[other * len..][..len]);
+        let (lse, lse0) = (lse[row], lse[other]);
         let dlse = lse - lse0;
         let a = dlse.abs();
+        // |Δlse| / (1 − e^{−|Δlse|}) = e^{|Δlse|/2} / sinhc(Δlse/2)
         let g = if a < SERIES {
             a * a * (1.0 / 12.0) + a * 0.5 + 1.0 - a * a * a * a * (1.0 / 720.0)
         } else {
             a / (1.0 - (-a).exp())
         };
         let half = a * 0.5;
+        let (rise, fall, shrink) = ((dlse * 0.5 - half).exp(), (-dlse * 0.5 - half).exp(), (-half).exp());
+        let [lse, lse0, g, rise, fall, shrink] = [lse, lse0, g, rise, fall, shrink].map(f32x8::splat);
+        let (series, half_lanes) = (f32x8::splat(SERIES), f32x8::splat(0.5));
         let (p_out, rest) = out.split_at_mut(len);
         let (m_out, w_out) = rest.split_at_mut(len);
-        for j in 0..len {
-            let (log_p, log_p0) = (x[j] - lse, x0[j] - lse0);
+        for (at, n) in groups(len) {
+            let (x, x0) = (load_lanes(x, at, n), load_lanes(x0, at, n));
+            let (log_p, log_p0) = (x - lse, x0 - lse0);
             let (p, p0) = (log_p.exp(), log_p0.exp());
             let geometric = (p * p0).sqrt();
-            let dx = x[j] - x0[j];
-            w_out[j] = if dx.abs() < SERIES {
-                geometric * (-half).exp() * g * sinhc_series(dx * 0.5)
-            } else {
-                (p * (dlse * 0.5 - half).exp() - p0 * (-dlse * 0.5 - half).exp()) * g / dx
-            };
+            let dx = x - x0;
+            let w_series = geometric * shrink * g * sinhc_series(dx * half_lanes);
+            let w_secant = (p * rise - p0 * fall) * g / dx;
+            store_lanes(w_out, at, n, dx.abs().simd_lt(series).select(w_series, w_secant));
             let dl = log_p - log_p0;
-            m_out[j] = if dl.abs() < SERIES { geometric * sinhc_series(dl * 0.5) } else { (p - p0) / dl };
-            p_out[j] = p;
+            let m_series = geometric * sinhc_series(dl * half_lanes);
+            store_lanes(m_out, at, n, dl.abs().simd_lt(series).select(m_series, (p - p0) / dl));
+            store_lanes(p_out, at, n, p);
         }
     });
     out
 }
 
-/// The multipliers of the inputs of [`rescaled`] from `grad` (`[rows, len]`)
+/// `row` replaced by `row / divisor + bias`; returns its log-sum-exp.
+fn scaled_lse_in_place(row: &mut [f32], bias: &[f32], divisor: f32) -> f32 {
+    let divisor_lanes = f32x8::splat(divisor);
+    let mut max = f32::NEG_INFINITY;
+    for (at, n) in groups(row.len()) {
+        let x = load_lanes(row, at, n) / divisor_lanes + load_lanes(bias, at, n);
+        store_lanes(row, at, n, x);
+        max = row[at..at + n].iter().fold(max, |m, &v| m.max(v));
+    }
+    let max_lanes = f32x8::splat(max);
+    let mut sum = f32x8::ZERO;
+    for (at, n) in groups(row.len()) {
+        let e = (load_lanes(row, at, n) - max_lanes).exp();
+        // A partial group's empty lanes hold exp(−max): not part of the sum.
+        sum += if n == LANES { e } else { keep_first(e, n) };
+    }
+    max + sum.reduce_add().ln()
+}
+
+/// The first `n` lanes of `value`, the rest zero.
+fn keep_first(value: f32x8, n: usize) -> f32x8 {
+    let mut lanes = value.to_array();
+    lanes[n..].fill(0.0);
+    f32x8::from(lanes)
+}
+
+/// The multipliers of the scores of [`rescaled`] from `grad` (`[rows, len]`)
 /// and its `[p | m | w]` rows.
-pub fn rescaled_backward(kept: &[f32], grad: &[f32], len: usize) -> Vec<f32> {
+pub fn rescaled_backward(kept: &[f32], grad: &[f32], len: usize, divisor: f32) -> Vec<f32> {
     assert_eq!(kept.len(), 3 * grad.len(), "p, m and w per gradient");
     let mut dx = vec![0.0f32; grad.len()];
     let parallel = grad.len() >= PARALLEL_ELEMENTS;
@@ -171,7 +208,7 @@ pub fn rescaled_backward(kept: &[f32], grad: &[f32], len: usize) -> Vec<f32> {
         let g = &grad[row * len..(row + 1) * len];
         let total: f32 = g.iter().zip(m).map(|(g, m)| g * m).sum();
         for k in 0..len {
-            dx[k] = g[k] * m[k] - w[k] * total;
+            dx[k] = (g[k] * m[k] - w[k] * total) / divisor;
         }
     });
     dx

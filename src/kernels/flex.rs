@@ -761,18 +761,19 @@ fn autodiff_dense(x: Tensor<Ad, 3>, weight: Tensor<Ad, 2>, bias: Tensor<Ad, 1>) 
 
 /// Attention pooling `Σ_t weights[b, t] · states[b, t]` (see [`pool`]):
 /// `states` `[batch, time, width]`, `weights` `[batch, time]`, the context
-/// `[batch, width]`, with its backward to both. `None` where no kernel
-/// applies.
-pub fn weighted_sum<B: Backend>(states: Tensor<B, 3>, weights: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+/// `[batch, width]`, with its backward to both: under [`Rules::Rescale`]
+/// (the batch stacking inputs over their references) the product rule's
+/// multipliers, from the pair's midpoints. `None` where no kernel applies.
+pub fn weighted_sum<B: Backend>(states: Tensor<B, 3>, weights: Tensor<B, 2>, rules: Rules) -> Option<Tensor<B, 2>> {
     let [batch, time, width] = states.dims();
-    if !applies(&states) || weights.dims() != [batch, time] {
+    if !applies(&states) || weights.dims() != [batch, time] || !pairs_up(rules, batch) {
         return None;
     }
     let dims = pool::Dims { batch, time, width };
     match cast::<_, Tensor<Ad, 3>>(states) {
         Ok(states) => {
             let weights = cast::<_, Tensor<Ad, 2>>(weights).ok()?;
-            cast(autodiff_weighted_sum(dims, states, weights)).ok()
+            cast(autodiff_weighted_sum(dims, states, weights, rules)).ok()
         }
         Err(states) => {
             let states = primitive(cast::<_, Tensor<Flex, 3>>(states).ok()?);
@@ -788,7 +789,8 @@ pub fn weighted_sum<B: Backend>(states: Tensor<B, 3>, weights: Tensor<B, 2>) -> 
 #[derive(Debug)]
 struct PoolBackward;
 
-/// What the backward pass reads: both inputs (shared with the graph).
+/// What the backward pass reads: both inputs (shared with the graph), or
+/// under DeepLift's rules their midpoints (the product rule's multipliers).
 #[derive(Debug, Clone)]
 struct PoolState {
     dims: pool::Dims,
@@ -814,14 +816,29 @@ impl Backward<Flex, 2> for PoolBackward {
     }
 }
 
-fn autodiff_weighted_sum(dims: pool::Dims, states: Tensor<Ad, 3>, weights: Tensor<Ad, 2>) -> Tensor<Ad, 2> {
+fn autodiff_weighted_sum(
+    dims: pool::Dims,
+    states: Tensor<Ad, 3>,
+    weights: Tensor<Ad, 2>,
+    rules: Rules,
+) -> Tensor<Ad, 2> {
     let (states, weights) = (states.into_primitive().tensor(), weights.into_primitive().tensor());
     let parents = [states.node.clone(), weights.node.clone()];
     let (states, weights) = (states.primitive, weights.primitive);
     let context = pool::forward(dims, &values(&states), &values(&weights));
     let context = flex_tensor(context, [dims.batch, dims.width]);
     let output = match PoolBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
-        OpsKind::Tracked(prep) => prep.finish(PoolState { dims, states, weights }, context),
+        OpsKind::Tracked(prep) => {
+            let state = match rules {
+                Rules::Plain => PoolState { dims, states, weights },
+                Rules::Rescale => PoolState {
+                    dims,
+                    states: midpoints(&states, [dims.batch, dims.time, dims.width]),
+                    weights: midpoints(&weights, [dims.batch, dims.time]),
+                },
+            };
+            prep.finish(state, context)
+        }
         OpsKind::UnTracked(prep) => prep.finish(context),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
@@ -883,13 +900,17 @@ pub fn rescaled_matmul<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B,
         .stateful()
     {
         OpsKind::Tracked(prep) => {
-            let midpoints = |t: &FlexTensor, shape| flex_tensor(rescale::midpoints(&values(t)), shape);
             let state = (midpoints(&a.primitive, a_dims), midpoints(&b.primitive, b_dims));
             prep.finish(state, product)
         }
         OpsKind::UnTracked(prep) => prep.finish(product),
     };
     cast(Tensor::<Ad, D>::from_primitive(TensorPrimitive::Float(output))).ok()
+}
+
+/// Each value's midpoint with its counterpart (see [`rescale::midpoints`]).
+fn midpoints<const D: usize>(tensor: &FlexTensor, shape: [usize; D]) -> FlexTensor {
+    flex_tensor(rescale::midpoints(&values(tensor)), shape)
 }
 
 #[derive(Debug)]

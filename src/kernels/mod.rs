@@ -23,7 +23,8 @@
 //! - [`dense`]: a dense layer at every position while its weights train, its
 //!   weight gradient one product over all positions (`grid_kernels::linear`);
 //! - [`weighted_sum`]: attention pooling `Σ_t α_t h_t` (`grid_kernels::pool`),
-//!   reached through `Rules`;
+//!   reached through `Rules` (DeepLift's product rule: the backward from the
+//!   pair's midpoints);
 //! - [`layer_norm`]: layer normalisation with its affine map, one pass per
 //!   row forward and backward (`grid_kernels::norm`), reached through `Rules`;
 //! - [`rescaled_matmul`]: DeepLift's product rule for a matrix product of
@@ -250,7 +251,7 @@ mod tests {
                 Tensor::<A, 1>::from_floats(states.as_slice(), &device).reshape([batch, time, width]).require_grad();
             let a = Tensor::<A, 1>::from_floats(weights.as_slice(), &device).reshape([batch, time]).require_grad();
             let c = if kernel {
-                super::weighted_sum(h.clone(), a.clone()).expect("a kernel on Flex")
+                super::weighted_sum(h.clone(), a.clone(), Rules::Plain).expect("a kernel on Flex")
             } else {
                 (h.clone() * a.clone().reshape([batch, time, 1])).sum_dim(1).reshape([batch, width])
             };
@@ -267,7 +268,7 @@ mod tests {
         assert!(worst(&ours.2, &burns.2) <= 1e-6, "weight gradients differ by {}", worst(&ours.2, &burns.2));
         let h = Tensor::<Flex, 1>::from_floats(states.as_slice(), &device).reshape([batch, time, width]);
         let a = Tensor::<Flex, 1>::from_floats(weights.as_slice(), &device).reshape([batch, time]);
-        let inference = super::weighted_sum(h, a).unwrap();
+        let inference = super::weighted_sum(h, a, Rules::Plain).unwrap();
         assert_eq!(inference.into_data().to_vec::<f32>().unwrap(), ours.0, "the same kernel with or without autodiff");
     }
 

@@ -126,12 +126,15 @@ impl Rules {
     /// input-dependent), the context `[batch, width]`. The fused kernel where
     /// the backend has one; DeepLift's rules take the product rule.
     pub fn weighted_sum<B: Backend>(self, states: Tensor<B, 3>, weights: Tensor<B, 2>) -> Tensor<B, 2> {
-        let [batch, time, width] = states.dims();
-        if self == Rules::Plain
-            && let Some(context) = crate::kernels::weighted_sum(states.clone(), weights.clone())
-        {
+        if let Some(context) = crate::kernels::weighted_sum(states.clone(), weights.clone(), self) {
             return context;
         }
+        self.weighted_sum_ops(states, weights)
+    }
+
+    /// [`Rules::weighted_sum`] in burn's operations: what the kernel fuses.
+    fn weighted_sum_ops<B: Backend>(self, states: Tensor<B, 3>, weights: Tensor<B, 2>) -> Tensor<B, 2> {
+        let [batch, time, width] = states.dims();
         self.mul(states, weights.reshape([batch, time, 1])).sum_dim(1).reshape([batch, width])
     }
 
@@ -512,6 +515,39 @@ mod tests {
         assert!(close(&ours.0, &theirs.0), "values");
         assert!(close(&ours.1, &theirs.1), "multipliers of a");
         assert!(close(&ours.2, &theirs.2), "multipliers of b");
+    }
+
+    /// Attention pooling under the product rule in one kernel gives the
+    /// operations' context and multipliers of the states and the weights.
+    #[test]
+    fn the_fused_pooling_rule_is_the_operations() {
+        let device = Default::default();
+        let (pairs, time, width) = (3, 5, 4);
+        let wave = |len: usize, f: f32| (0..len).map(|v| (v as f32 * f).sin() * 2.0).collect::<Vec<f32>>();
+        let (h, a, probe) =
+            (wave(2 * pairs * time * width, 0.41), wave(2 * pairs * time, 0.67), wave(2 * pairs * width, 0.3));
+        let run = |fused: bool| {
+            let states =
+                Tensor::<Ad, 1>::from_floats(h.as_slice(), &device).reshape([2 * pairs, time, width]).require_grad();
+            let weights = Tensor::<Ad, 1>::from_floats(a.as_slice(), &device).reshape([2 * pairs, time]).require_grad();
+            let context = if fused {
+                crate::kernels::weighted_sum(states.clone(), weights.clone(), Rules::Rescale).expect("a kernel on Flex")
+            } else {
+                Rules::Rescale.weighted_sum_ops(states.clone(), weights.clone())
+            };
+            let probe = Tensor::<Ad, 1>::from_floats(probe.as_slice(), &device).reshape([2 * pairs, width]);
+            let grads = (context.clone() * probe).sum().backward();
+            (
+                context.inner().into_data().to_vec::<f32>().unwrap(),
+                states.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap(),
+                weights.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap(),
+            )
+        };
+        let (ours, theirs) = (run(true), run(false));
+        let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
+        assert!(close(&ours.0, &theirs.0), "context");
+        assert!(close(&ours.1, &theirs.1), "multipliers of the states");
+        assert!(close(&ours.2, &theirs.2), "multipliers of the weights");
     }
 
     /// Attention's softmax rule in one kernel (scaling, padding mask and the

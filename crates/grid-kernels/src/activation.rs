@@ -1,45 +1,43 @@
-//! Element-wise activations over whole tensors in SIMD lanes: burn's CPU
-//! backend computes them with one scalar `libm` call per element (`tanhf`,
-//! whose `expm1f` was 9% of the BiLSTM's integrated-gradients profile through
-//! its attention's tanh; `erff` 6% of the tiny BERT's training through GELU).
+//! Element-wise activations over whole tensors, in the CPU's widest SIMD
+//! lanes ([`crate::dispatch`]): burn's CPU backend computes them with one
+//! scalar `libm` call per element (`tanhf`, whose `expm1f` was 9% of the
+//! BiLSTM's integrated-gradients profile through its attention's tanh; `erff`
+//! 6% of the tiny BERT's training through GELU).
 
-use wide::f32x8;
+use std::marker::PhantomData;
 
 use crate::chunks::{for_each_chunk, for_each_chunk_pair};
-use crate::lanes::{LANES, groups, load_lanes, store_lanes, tanh as tanh_lanes};
+use crate::dispatch::{Loop, widest};
+use crate::math::{erf, tanh as tanh_one};
 
 /// From this many values, split over threads.
 const PARALLEL_ELEMENTS: usize = 1 << 15;
-/// Values per thread's share: whole SIMD groups, so that every value is
-/// computed the same way however the work is split.
-const CHUNK: usize = 512 * LANES;
+/// Values per thread's share (every value is computed on its own, so the
+/// split never changes one).
+const CHUNK: usize = 4096;
 
 /// `tanh` of every value (within 1.8e-7 of libm's: see
-/// [`crate::lanes::tanh`]).
+/// [`crate::lanes::tanh`], which it equals bit for bit).
 pub fn tanh(inputs: &[f32]) -> Vec<f32> {
-    map_lanes(inputs, &[], |x, _| tanh_lanes(x))
+    map::<Tanh>(inputs)
 }
 
 /// The gradient of tanh's input from its output `y` and the output's
 /// gradient: `grad · (1 − y²)`.
 pub fn tanh_backward(output: &[f32], grad: &[f32]) -> Vec<f32> {
-    assert_eq!(output.len(), grad.len(), "one gradient per output");
-    map_lanes(output, grad, |y, g| g * (f32x8::ONE - y * y))
+    map2::<TanhGradient>(output, grad)
 }
 
 /// tanh's derivative `1 − tanh²(x)` of every value.
 pub fn tanh_derivative(inputs: &[f32]) -> Vec<f32> {
-    map_lanes(inputs, &[], |x, _| {
-        let y = tanh_lanes(x);
-        f32x8::ONE - y * y
-    })
+    map::<TanhSlope>(inputs)
 }
 
 /// The exact (erf-based) GELU of every value: `x · Φ(x)`, with
 /// `Φ(x) = (1 + erf(x / √2)) / 2` (within 2e-7 · max(1, |x|) of it:
-/// see [`erf`]).
+/// see [`crate::math::erf`]).
 pub fn gelu(inputs: &[f32]) -> Vec<f32> {
-    map_lanes(inputs, &[], |x, _| HALF * x * (f32x8::ONE + erf(x * SQRT_HALF).0))
+    map::<Gelu>(inputs)
 }
 
 /// GELU and its derivative `Φ(x) + x φ(x)` (`φ` the standard normal
@@ -48,93 +46,203 @@ pub fn gelu(inputs: &[f32]) -> Vec<f32> {
 /// ([`times_derivative`]) instead of a second erf.
 pub fn gelu_with_derivative(inputs: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let mut derivative = vec![0.0f32; inputs.len()];
-    let values = map_lanes_with(inputs, &mut derivative, |x| {
-        let (cdf, slope) = gelu_parts(x);
-        (x * cdf, slope)
-    });
+    let values = map_with::<GeluAndSlope>(inputs, &mut derivative);
     (values, derivative)
 }
 
 /// GELU's derivative `Φ(x) + x φ(x)` of every value.
 pub fn gelu_derivative(inputs: &[f32]) -> Vec<f32> {
-    map_lanes(inputs, &[], |x, _| gelu_parts(x).1)
+    map::<GeluSlope>(inputs)
 }
 
 /// The gradient of GELU's input from the input and the output's gradient:
 /// `grad · (Φ(x) + x φ(x))`.
 pub fn gelu_backward(inputs: &[f32], grad: &[f32]) -> Vec<f32> {
-    assert_eq!(inputs.len(), grad.len(), "one gradient per input");
-    map_lanes(inputs, grad, |x, g| g * gelu_parts(x).1)
-}
-
-/// `Φ(x)` and GELU's derivative `Φ(x) + x φ(x)`. erf(x / √2) is built on
-/// e^{−x²/2}, the density's own exponential: one `exp` for both.
-#[inline(always)]
-fn gelu_parts(x: f32x8) -> (f32x8, f32x8) {
-    let (erf, gaussian) = erf(x * SQRT_HALF);
-    let cdf = HALF * (f32x8::ONE + erf);
-    let pdf = gaussian * f32x8::from(0.398_942_3);
-    (cdf, cdf + x * pdf)
+    map2::<GeluGradient>(inputs, grad)
 }
 
 /// An input's gradient from a derivative kept by the forward pass:
 /// `grad · derivative`.
 pub fn times_derivative(derivative: &[f32], grad: &[f32]) -> Vec<f32> {
-    assert_eq!(derivative.len(), grad.len(), "one gradient per value");
-    map_lanes(derivative, grad, |d, g| g * d)
+    map2::<Product>(derivative, grad)
 }
 
-const HALF: f32x8 = f32x8::new([0.5; LANES]);
-const SQRT_HALF: f32x8 = f32x8::new([std::f32::consts::FRAC_1_SQRT_2; LANES]);
-
-/// erf in lanes, after Abramowitz & Stegun 7.1.26: `1 − t·P(t)·e^{−x²}` with
-/// `t = 1 / (1 + p|x|)` and a fifth-degree `P`, the sign put back; and the
-/// `e^{−x²}` it used. The formula's own error is under 1.5e-7; in f32,
-/// within 2e-7 of erf (`tests` measures it).
-fn erf(x: f32x8) -> (f32x8, f32x8) {
-    let magnitude = x.abs();
-    let gaussian = (-(magnitude * magnitude)).exp();
-    let t = f32x8::ONE / (f32x8::ONE + f32x8::from(0.327_591_1) * magnitude);
-    let poly = ((((f32x8::from(1.061_405_4) * t - f32x8::from(1.453_152)) * t + f32x8::from(1.421_413_8)) * t
-        - f32x8::from(0.284_496_74))
-        * t
-        + f32x8::from(0.254_829_6))
-        * t;
-    ((f32x8::ONE - poly * gaussian).flip_signs(x), gaussian)
+/// A function of one value, inlined into the loop that maps it (see
+/// `crate::dispatch`: a closure or function pointer may be called out of
+/// line, one value at a time).
+trait Unary {
+    type Output;
+    fn of(x: f32) -> Self::Output;
 }
 
-/// `f` over `inputs` in SIMD groups, its first result returned and its
-/// second written to `second` (the same length), split over threads in
-/// whole groups for long inputs.
-fn map_lanes_with(inputs: &[f32], second: &mut [f32], f: impl Fn(f32x8) -> (f32x8, f32x8) + Sync) -> Vec<f32> {
+/// A function of two values, as [`Unary`].
+trait Binary {
+    fn of(x: f32, y: f32) -> f32;
+}
+
+struct Tanh;
+struct TanhSlope;
+struct TanhGradient;
+struct Gelu;
+struct GeluAndSlope;
+struct GeluSlope;
+struct GeluGradient;
+struct Product;
+
+impl Unary for Tanh {
+    type Output = f32;
+    #[inline(always)]
+    fn of(x: f32) -> f32 {
+        tanh_one(x)
+    }
+}
+
+impl Unary for TanhSlope {
+    type Output = f32;
+    #[inline(always)]
+    fn of(x: f32) -> f32 {
+        let y = tanh_one(x);
+        1.0 - y * y
+    }
+}
+
+impl Binary for TanhGradient {
+    #[inline(always)]
+    fn of(y: f32, grad: f32) -> f32 {
+        grad * (1.0 - y * y)
+    }
+}
+
+impl Unary for Gelu {
+    type Output = f32;
+    #[inline(always)]
+    fn of(x: f32) -> f32 {
+        HALF * x * (1.0 + erf(x * SQRT_HALF).0)
+    }
+}
+
+impl Unary for GeluAndSlope {
+    type Output = (f32, f32);
+    #[inline(always)]
+    fn of(x: f32) -> (f32, f32) {
+        let (cdf, slope) = gelu_parts(x);
+        (x * cdf, slope)
+    }
+}
+
+impl Unary for GeluSlope {
+    type Output = f32;
+    #[inline(always)]
+    fn of(x: f32) -> f32 {
+        gelu_parts(x).1
+    }
+}
+
+impl Binary for GeluGradient {
+    #[inline(always)]
+    fn of(x: f32, grad: f32) -> f32 {
+        grad * gelu_parts(x).1
+    }
+}
+
+impl Binary for Product {
+    #[inline(always)]
+    fn of(derivative: f32, grad: f32) -> f32 {
+        grad * derivative
+    }
+}
+
+/// `Φ(x)` and GELU's derivative `Φ(x) + x φ(x)`. erf(x / √2) is built on
+/// e^{−x²/2}, the density's own exponential: one `exp` for both.
+#[inline(always)]
+fn gelu_parts(x: f32) -> (f32, f32) {
+    let (erf, gaussian) = erf(x * SQRT_HALF);
+    let cdf = HALF * (1.0 + erf);
+    let pdf = gaussian * 0.398_942_3;
+    (cdf, cdf + x * pdf)
+}
+
+const HALF: f32 = 0.5;
+const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+
+/// `F` of every input, in the CPU's widest lanes, split over threads for long
+/// inputs.
+fn map<F: Unary<Output = f32>>(inputs: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0f32; inputs.len()];
+    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
+        widest(One::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, f: PhantomData })
+    });
+    out
+}
+
+/// [`map`] over two inputs of the same length.
+fn map2<F: Binary>(inputs: &[f32], others: &[f32]) -> Vec<f32> {
+    assert_eq!(inputs.len(), others.len(), "one value of each per output");
+    let mut out = vec![0.0f32; inputs.len()];
+    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
+        let (inputs, others) = (&inputs[at * CHUNK..][..out.len()], &others[at * CHUNK..][..out.len()]);
+        widest(Two::<F> { inputs, others, out, f: PhantomData })
+    });
+    out
+}
+
+/// [`map`] with two results per input: the first returned, the second
+/// written to `second` (the same length).
+fn map_with<F: Unary<Output = (f32, f32)>>(inputs: &[f32], second: &mut [f32]) -> Vec<f32> {
     assert_eq!(inputs.len(), second.len(), "one second value per input");
     let mut out = vec![0.0f32; inputs.len()];
-    let apply = |(at, (chunk, second)): (usize, (&mut [f32], &mut [f32]))| {
-        let from = at * CHUNK;
-        for (j, n) in groups(chunk.len()) {
-            let (y, z) = f(load_lanes(inputs, from + j, n));
-            store_lanes(chunk, j, n, y);
-            store_lanes(second, j, n, z);
-        }
+    let apply = |(at, (out, second)): (usize, (&mut [f32], &mut [f32]))| {
+        widest(Pair::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, second, f: PhantomData })
     };
     for_each_chunk_pair(&mut out, CHUNK, second, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, apply);
     out
 }
 
-/// `f` over `inputs` (and `others`, the same length, or empty) in SIMD
-/// groups, split over threads in whole groups for long inputs.
-fn map_lanes(inputs: &[f32], others: &[f32], f: impl Fn(f32x8, f32x8) -> f32x8 + Sync) -> Vec<f32> {
-    let mut out = vec![0.0f32; inputs.len()];
-    let apply = |(at, chunk): (usize, &mut [f32])| {
-        let from = at * CHUNK;
-        for (j, n) in groups(chunk.len()) {
-            let x = load_lanes(inputs, from + j, n);
-            let y = if others.is_empty() { f32x8::ZERO } else { load_lanes(others, from + j, n) };
-            store_lanes(chunk, j, n, f(x, y));
+struct One<'a, F> {
+    inputs: &'a [f32],
+    out: &'a mut [f32],
+    f: PhantomData<F>,
+}
+
+impl<F: Unary<Output = f32>> Loop for One<'_, F> {
+    #[inline(always)]
+    fn run(self) {
+        for (out, &x) in self.out.iter_mut().zip(self.inputs) {
+            *out = F::of(x);
         }
-    };
-    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, apply);
-    out
+    }
+}
+
+struct Two<'a, F> {
+    inputs: &'a [f32],
+    others: &'a [f32],
+    out: &'a mut [f32],
+    f: PhantomData<F>,
+}
+
+impl<F: Binary> Loop for Two<'_, F> {
+    #[inline(always)]
+    fn run(self) {
+        for ((out, &x), &y) in self.out.iter_mut().zip(self.inputs).zip(self.others) {
+            *out = F::of(x, y);
+        }
+    }
+}
+
+struct Pair<'a, F> {
+    inputs: &'a [f32],
+    out: &'a mut [f32],
+    second: &'a mut [f32],
+    f: PhantomData<F>,
+}
+
+impl<F: Unary<Output = (f32, f32)>> Loop for Pair<'_, F> {
+    #[inline(always)]
+    fn run(self) {
+        for ((out, second), &x) in self.out.iter_mut().zip(self.second.iter_mut()).zip(self.inputs) {
+            (*out, *second) = F::of(x);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,12 @@
 pub mod activation;
 pub mod attention;
 mod chunks;
+mod dispatch;
 pub mod lanes;
 pub mod layout;
 pub mod linear;
 pub mod lstm;
+mod math;
 mod matmul;
 pub mod norm;
 pub mod pool;

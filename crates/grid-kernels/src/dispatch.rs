@@ -30,8 +30,10 @@ impl<L: Loop> pulp::WithSimd for Widest<L> {
     }
 }
 
-/// Runs `body` compiled for the instruction set of the CPU it runs on.
+/// Runs `body` compiled for the instruction set of the CPU it runs on
+/// (detected once: kernels dispatch per row).
 #[inline]
 pub(crate) fn widest(body: impl Loop) {
-    pulp::Arch::new().dispatch(Widest(body))
+    static ARCH: std::sync::OnceLock<pulp::Arch> = std::sync::OnceLock::new();
+    ARCH.get_or_init(pulp::Arch::new).dispatch(Widest(body))
 }

@@ -17,7 +17,9 @@
 use rayon::prelude::*;
 use wide::f32x8;
 
+use crate::dispatch::{Loop, widest};
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
+use crate::math::{self, GROUP, load_group, store_group};
 use crate::matmul::gemm;
 use crate::rescale::NEAR;
 
@@ -97,31 +99,58 @@ pub struct Tape {
 }
 
 /// One row of one step: activates the gates in place (σ(i), σ(f), tanh(g),
-/// σ(o)), then `c = f·c + i·g`, `tanh(c)` and `h = o·tanh(c)`. Eight units
-/// at a time in SIMD lanes (`wide`, SSE or AVX as the build allows); a last
+/// σ(o)), then `c = f·c + i·g`, `tanh(c)` and `h = o·tanh(c)`, in the CPU's
+/// widest lanes ([`crate::dispatch`]), sixteen units at a time; a last
 /// partial group goes through the same lanes, so every unit gets the same
 /// arithmetic wherever it sits.
 fn update_cell(gates: &mut [f32], cells: &mut [f32], tanh_cells: &mut [f32], states: &mut [f32]) {
-    let hidden = cells.len();
-    let one = f32x8::ONE;
-    for (j, n) in groups(hidden) {
-        let load = |from: &[f32], at: usize| load_lanes(from, at, n);
-        let store = |to: &mut [f32], at: usize, value: f32x8| store_lanes(to, at, n, value);
-        let sigmoid = |x: f32x8| one / (one + (-x).exp());
-        let i = sigmoid(load(gates, j));
-        let f = sigmoid(load(gates, hidden + j));
-        let candidate = tanh(load(gates, 2 * hidden + j));
-        let o = sigmoid(load(gates, 3 * hidden + j));
-        let c = f * load(cells, j) + i * candidate;
-        let tc = tanh(c);
-        store(gates, j, i);
-        store(gates, hidden + j, f);
-        store(gates, 2 * hidden + j, candidate);
-        store(gates, 3 * hidden + j, o);
-        store(cells, j, c);
-        store(tanh_cells, j, tc);
-        store(states, j, o * tc);
+    widest(Cell { gates, cells, tanh_cells, states })
+}
+
+struct Cell<'a> {
+    gates: &'a mut [f32],
+    cells: &'a mut [f32],
+    tanh_cells: &'a mut [f32],
+    states: &'a mut [f32],
+}
+
+impl Loop for Cell<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let Cell { gates, cells, tanh_cells, states } = self;
+        let hidden = cells.len();
+        for j in (0..hidden).step_by(GROUP) {
+            let n = (hidden - j).min(GROUP);
+            let mut i = load_group(gates, j, n);
+            let mut f = load_group(gates, hidden + j, n);
+            let mut g = load_group(gates, 2 * hidden + j, n);
+            let mut o = load_group(gates, 3 * hidden + j, n);
+            let mut c = load_group(cells, j, n);
+            let (mut tc, mut h) = ([0.0f32; GROUP], [0.0f32; GROUP]);
+            for k in 0..GROUP {
+                i[k] = sigmoid(i[k]);
+                f[k] = sigmoid(f[k]);
+                g[k] = math::tanh(g[k]);
+                o[k] = sigmoid(o[k]);
+                c[k] = f[k] * c[k] + i[k] * g[k];
+                tc[k] = math::tanh(c[k]);
+                h[k] = o[k] * tc[k];
+            }
+            store_group(gates, j, n, &i);
+            store_group(gates, hidden + j, n, &f);
+            store_group(gates, 2 * hidden + j, n, &g);
+            store_group(gates, 3 * hidden + j, n, &o);
+            store_group(cells, j, n, &c);
+            store_group(tanh_cells, j, n, &tc);
+            store_group(states, j, n, &h);
+        }
     }
+}
+
+/// `1 / (1 + e^{−x})`, as the lanes computed it.
+#[inline(always)]
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + math::exp(-x))
 }
 
 /// One row's slices in a step: gates, their pre-activations, cell,

@@ -84,6 +84,54 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
+/// Values per group of the fixed-length loops below: a whole AVX-512
+/// register (two AVX2 ones).
+pub(crate) const GROUP: usize = 16;
+
+/// `n` ≤ 16 values from `at`, the rest zero. A whole group is one fixed-size
+/// copy, which the compiler keeps in registers; a copy of a run-time length
+/// is a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn load_group(from: &[f32], at: usize, n: usize) -> [f32; GROUP] {
+    let mut lanes = [0.0f32; GROUP];
+    if n == GROUP {
+        lanes.copy_from_slice(&from[at..at + GROUP]);
+    } else {
+        for (lane, &v) in lanes.iter_mut().zip(&from[at..at + n]) {
+            *lane = v;
+        }
+    }
+    lanes
+}
+
+/// The first `n` values of `lanes` to `to` from `at` (see [`load_group`]).
+#[inline(always)]
+pub(crate) fn store_group(to: &mut [f32], at: usize, n: usize, lanes: &[f32; GROUP]) {
+    if n == GROUP {
+        to[at..at + GROUP].copy_from_slice(lanes);
+    } else {
+        for (v, &lane) in to[at..at + n].iter_mut().zip(lanes) {
+            *v = lane;
+        }
+    }
+}
+
+/// `e^{v − shift}` of every value in place, in groups of 16 (the last one
+/// padded): a loop of fixed length is vectorised whole, where a short row
+/// (attention's are a sentence long) would otherwise run one value at a time
+/// in the remainder of a vectorised loop.
+#[inline(always)]
+pub(crate) fn exp_shifted_in_place(values: &mut [f32], shift: f32) {
+    for at in (0..values.len()).step_by(GROUP) {
+        let n = (values.len() - at).min(GROUP);
+        let mut lanes = load_group(values, at, n);
+        for v in &mut lanes {
+            *v = exp(*v - shift);
+        }
+        store_group(values, at, n, &lanes);
+    }
+}
+
 /// `a` with the sign of `b` flipped into it (`wide`'s `flip_signs`).
 #[inline(always)]
 fn flip_signs(a: f32, b: f32) -> f32 {

@@ -9,7 +9,9 @@
 use wide::f32x8;
 
 use crate::chunks::{for_each_row, for_each_row_with_scalar};
+use crate::dispatch::{Loop, widest};
 use crate::lanes::{LANES, groups, load_lanes, store_lanes};
+use crate::math::exp_shifted_in_place;
 use crate::rescale::SERIES;
 
 /// From this many values, split over threads (in whole rows).
@@ -43,38 +45,34 @@ pub fn forward(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f3
     out
 }
 
-/// One row of [`forward`], its scores replaced by their probabilities. The
-/// scaling, the mask and the maximum go eight values at a time (each value
-/// is the same operation on its own; a maximum does not round); the sum
-/// stays in index order, as the `exp` pass leaves each group.
+/// One row of [`forward`], its scores replaced by their probabilities, in
+/// the CPU's widest lanes ([`crate::dispatch`]). Each value is the same
+/// operation on its own (a maximum does not round); the sum runs in index
+/// order.
 pub(crate) fn row_in_place(row: &mut [f32], bias: &[f32], divisor: f32) {
-    let divisor_lanes = f32x8::splat(divisor);
-    let mut max_lanes = f32x8::splat(f32::NEG_INFINITY);
-    let mut max = f32::NEG_INFINITY;
-    for (at, n) in groups(row.len()) {
-        let x = load_lanes(row, at, n) / divisor_lanes + load_lanes(bias, at, n);
-        store_lanes(row, at, n, x);
-        if n == LANES {
-            max_lanes = max_lanes.max(x);
-        } else {
-            // A partial group's empty lanes hold zeros: not candidates.
-            max = row[at..at + n].iter().fold(max, |m, &v| m.max(v));
+    widest(Row { row, bias, divisor })
+}
+
+struct Row<'a> {
+    row: &'a mut [f32],
+    bias: &'a [f32],
+    divisor: f32,
+}
+
+impl Loop for Row<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let Row { row, bias, divisor } = self;
+        let mut max = f32::NEG_INFINITY;
+        for (x, &b) in row.iter_mut().zip(bias) {
+            *x = *x / divisor + b;
+            max = max.max(*x);
         }
-    }
-    let max = max_lanes.to_array().iter().fold(max, |m, &v| m.max(v));
-    let max_lanes = f32x8::splat(max);
-    let mut sum = 0.0f32;
-    for (at, n) in groups(row.len()) {
-        let x = load_lanes(row, at, n);
-        store_lanes(row, at, n, (x - max_lanes).exp());
-        for &e in &row[at..at + n] {
-            sum += e;
+        exp_shifted_in_place(row, max);
+        let sum: f32 = row.iter().sum();
+        for e in row.iter_mut() {
+            *e /= sum;
         }
-    }
-    let sum = f32x8::splat(sum);
-    for (at, n) in groups(row.len()) {
-        let e = load_lanes(row, at, n);
-        store_lanes(row, at, n, e / sum);
     }
 }
 

@@ -121,7 +121,15 @@ pub fn integrate<B: AutodiffBackend, M: Classifier<B>>(
         let points = baselines.clone().select(0, index.clone()) + difference.clone().select(0, index.clone()) * alpha;
         let row_mask = mask.clone().select(0, Tensor::from_inner(index.clone()));
         let g = gradients_at(model, points, row_mask, Some(&row_classes), target);
-        summed = summed.select_assign(0, index, g.gradients, IndexingUpdateOp::Add);
+        // As matrices: burn's CPU backend adds whole rows there, and walks a
+        // 3-D tensor one computed index at a time (the same sums, in the same
+        // order).
+        let [_, time, width] = summed.dims();
+        let g = g.gradients.reshape([rows.len(), time * width]);
+        summed = summed
+            .reshape([n, time * width])
+            .select_assign(0, index, g, IndexingUpdateOp::Add)
+            .reshape([n, time, width]);
     }
     let scores = (difference * summed).sum_dim(2).div_scalar(m as f64).reshape([n, inputs.dims()[1]]);
 

@@ -221,6 +221,28 @@ mod tests {
         check("gaussian", |x| erf_lanes(x).1, |x| erf(x).1);
     }
 
+    /// The dispatched loops (whatever instruction set this CPU gets) give
+    /// the eight-lane values bit for bit: tanh and GELU over the sweep.
+    #[test]
+    fn dispatched_loops_give_the_lanes_values() {
+        let x = inputs();
+        let (tanh, gelu) = (crate::activation::tanh(&x), crate::activation::gelu(&x));
+        let half = f32x8::splat(0.5);
+        let sqrt_half = f32x8::splat(std::f32::consts::FRAC_1_SQRT_2);
+        for (k, group) in x.chunks(8).enumerate() {
+            let mut lanes = [0.0f32; 8];
+            lanes[..group.len()].copy_from_slice(group);
+            let v = f32x8::from(lanes);
+            let (want_tanh, want_gelu) =
+                (crate::lanes::tanh(v).to_array(), (half * v * (f32x8::ONE + erf_lanes(v * sqrt_half).0)).to_array());
+            for i in 0..group.len() {
+                let at = 8 * k + i;
+                assert!(same(tanh[at], want_tanh[i]), "tanh({:e})", x[at]);
+                assert!(same(gelu[at], want_gelu[i]), "gelu({:e})", x[at]);
+            }
+        }
+    }
+
     #[test]
     fn rounding_is_ties_to_even() {
         for (v, r) in [(0.5f32, 0.0f32), (1.5, 2.0), (2.5, 2.0), (-2.5, -2.0), (-0.4, -0.0), (8_388_609.0, 8_388_609.0)]

@@ -372,6 +372,15 @@ mod tests {
         t.into_data().to_vec().unwrap()
     }
 
+    /// Every value of `ours` finite and within `relative · (1 + |theirs|)` of
+    /// `theirs`: a fused kernel against the operations it replaces.
+    fn assert_close(what: &str, ours: &[f32], theirs: &[f32], relative: f32) {
+        assert_eq!(ours.len(), theirs.len(), "{what}: lengths");
+        for (i, (x, y)) in ours.iter().zip(theirs).enumerate() {
+            assert!(x.is_finite() && (x - y).abs() <= relative * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+        }
+    }
+
     /// `(value, gradient)` of `Σ op(x)` at the stacked `[inputs, references]`.
     fn run(op: impl Fn(Tensor<Ad, 1>) -> Tensor<Ad, 1>, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
         let x = tensor(x).require_grad();
@@ -479,9 +488,7 @@ mod tests {
             };
             let (ours, theirs) = (run(kernel), run(ops));
             assert_eq!(ours.0, theirs.0, "{name}: values");
-            for (i, (a, b)) in ours.1.iter().zip(&theirs.1).enumerate() {
-                assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "{name} multiplier {i}: {a} vs {b}");
-            }
+            assert_close(&format!("{name} multipliers"), &ours.1, &theirs.1, 1e-6);
         }
     }
 
@@ -511,10 +518,9 @@ mod tests {
         };
         let ours = run(|a, b| crate::kernels::rescaled_matmul(a, b).expect("a kernel on Flex"));
         let theirs = run(rescaled_matmul);
-        let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
-        assert!(close(&ours.0, &theirs.0), "values");
-        assert!(close(&ours.1, &theirs.1), "multipliers of a");
-        assert!(close(&ours.2, &theirs.2), "multipliers of b");
+        assert_close("values", &ours.0, &theirs.0, 1e-6);
+        assert_close("multipliers of a", &ours.1, &theirs.1, 1e-6);
+        assert_close("multipliers of b", &ours.2, &theirs.2, 1e-6);
     }
 
     /// Attention pooling under the product rule in one kernel gives the
@@ -544,10 +550,9 @@ mod tests {
             )
         };
         let (ours, theirs) = (run(true), run(false));
-        let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() <= 1e-6 * (1.0 + y.abs()));
-        assert!(close(&ours.0, &theirs.0), "context");
-        assert!(close(&ours.1, &theirs.1), "multipliers of the states");
-        assert!(close(&ours.2, &theirs.2), "multipliers of the weights");
+        assert_close("context", &ours.0, &theirs.0, 1e-6);
+        assert_close("multipliers of the states", &ours.1, &theirs.1, 1e-6);
+        assert_close("multipliers of the weights", &ours.2, &theirs.2, 1e-6);
     }
 
     /// Attention's softmax rule in one kernel (scaling, padding mask and the
@@ -586,11 +591,8 @@ mod tests {
             (flat(p.inner()), flat(t.grad(&grads).unwrap()))
         };
         let (ours, ops) = (run(true), run(false));
-        for (what, a, b) in [("probabilities", &ours.0, &ops.0), ("multipliers", &ours.1, &ops.1)] {
-            for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
-                assert!(x.is_finite() && (x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
-            }
-        }
+        assert_close("probabilities", &ours.0, &ops.0, 1e-5);
+        assert_close("multipliers", &ours.1, &ops.1, 1e-5);
         for (i, &p) in ours.0.iter().enumerate() {
             if (i / (heads * queries * keys)) % pairs == 1 && i % keys >= 6 {
                 assert_eq!(p, 0.0, "padded key {i} has weight 0");
@@ -639,10 +641,7 @@ mod tests {
             (flat(p.inner()), flat(t.grad(&grads).unwrap()))
         };
         let (ours, ops) = (run(true), run(false));
-        for (what, a, b) in [("probabilities", &ours.0, &ops.0), ("multipliers", &ours.1, &ops.1)] {
-            for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
-                assert!(x.is_finite() && (x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
-            }
-        }
+        assert_close("probabilities", &ours.0, &ops.0, 1e-5);
+        assert_close("multipliers", &ours.1, &ops.1, 1e-5);
     }
 }

@@ -208,25 +208,25 @@ fn autodiff_recurrence(
 /// `tanh` of every element in SIMD lanes (see [`activation::tanh`]), with
 /// its backward `grad · (1 − y²)`. `None` where no kernel applies.
 pub fn tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
-    elementwise(x, &TANH)
+    elementwise(x, &TANH, Rules::Plain)
 }
 
 /// The exact GELU in SIMD lanes (see [`activation::gelu`]), with its
 /// backward. `None` where no kernel applies.
 pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
-    elementwise(x, &GELU)
+    elementwise(x, &GELU, Rules::Plain)
 }
 
 /// DeepLift's Rescale rule of tanh (see [`rescale::elementwise`]) for a
 /// batch stacking inputs over their references: tanh's values, the rule's
 /// multipliers as their backward. `None` where no kernel applies.
 pub fn rescaled_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
-    rescaled_elementwise(x, &TANH)
+    elementwise(x, &TANH, Rules::Rescale)
 }
 
 /// [`rescaled_tanh`] for the exact GELU.
 pub fn rescaled_gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
-    rescaled_elementwise(x, &GELU)
+    elementwise(x, &GELU, Rules::Rescale)
 }
 
 /// An element-wise kernel: its forward, how its backward gets the input's
@@ -241,12 +241,16 @@ struct Elementwise {
 /// A forward that also returns each value's derivative.
 type ValuesAndDerivative = fn(&[f32]) -> (Vec<f32>, Vec<f32>);
 
+/// The input's gradient from what a forward pass kept and the output's
+/// gradient.
+type InputGradient = fn(&[f32], &[f32]) -> Vec<f32>;
+
 /// What a differentiated forward pass keeps, and the backward from it.
 #[derive(Debug, Clone, Copy)]
 enum Gradient {
     /// Keeps the output; the input's gradient from it and the output's
     /// gradient (tanh: `grad · (1 − y²)`).
-    FromOutput(fn(&[f32], &[f32]) -> Vec<f32>),
+    FromOutput(InputGradient),
     /// Computes the derivative beside the values and keeps it; the backward
     /// is one product (GELU, whose erf would otherwise run again).
     KeptDerivative(ValuesAndDerivative),
@@ -283,10 +287,12 @@ impl Elementwise {
         }
     }
 
-    fn input_gradient(&self, kept: &[f32], grad: &[f32]) -> Vec<f32> {
+    /// The input's gradient from what [`Elementwise::apply_tracked`] kept
+    /// and the output's gradient.
+    fn backward(&self) -> InputGradient {
         match self.gradient {
-            Gradient::FromOutput(backward) => backward(kept, grad),
-            Gradient::KeptDerivative(_) => activation::times_derivative(kept, grad),
+            Gradient::FromOutput(backward) => backward,
+            Gradient::KeptDerivative(_) => activation::times_derivative,
         }
     }
 }
@@ -313,77 +319,54 @@ fn unary<B: Backend, const D: usize, const E: usize>(
     }
 }
 
-fn elementwise<B: Backend, const D: usize>(x: Tensor<B, D>, kernel: &'static Elementwise) -> Option<Tensor<B, D>> {
-    unary(x, |x| autodiff_elementwise(x, kernel), |x, shape| kernel.apply(x, shape))
+/// Runs `kernel` on `x`: its ordinary backward under [`Rules::Plain`],
+/// DeepLift's multipliers (see [`rescale::elementwise`]) under
+/// [`Rules::Rescale`], the batch stacking inputs over their references.
+fn elementwise<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    kernel: &'static Elementwise,
+    rules: Rules,
+) -> Option<Tensor<B, D>> {
+    if !pairs_up(rules, x.dims()[0]) {
+        return None;
+    }
+    unary(x, |x| autodiff_elementwise(x, kernel, rules), |x, shape| kernel.apply(x, shape))
 }
 
 #[derive(Debug)]
 struct ElementwiseBackward<const D: usize>;
 
 impl<const D: usize> Backward<Flex, 1> for ElementwiseBackward<D> {
-    /// What the kernel kept, its shape, and the kernel.
-    type State = (FlexTensor, [usize; D], &'static Elementwise);
+    /// What the forward kept, its shape, and the backward from it.
+    type State = (FlexTensor, [usize; D], InputGradient);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (kept, shape, kernel) = ops.state;
+        let (kept, shape, backward) = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
         let [parent] = ops.parents;
         if let Some(node) = parent {
-            let input_grad = kernel.input_gradient(&values(&kept), &values(&grad));
+            let input_grad = backward(&values(&kept), &values(&grad));
             grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
         }
     }
 }
 
-fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Elementwise) -> Tensor<Ad, D> {
+fn autodiff_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Elementwise, rules: Rules) -> Tensor<Ad, D> {
     let shape = x.dims();
     let x = x.into_primitive().tensor();
     let output = match ElementwiseBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful()
     {
-        OpsKind::Tracked(prep) => {
-            let (output, kept) = kernel.apply_tracked(&x.primitive, shape);
-            prep.finish((kept, shape, kernel), output)
-        }
-        OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),
-    };
-    Tensor::from_primitive(TensorPrimitive::Float(output))
-}
-
-fn rescaled_elementwise<B: Backend, const D: usize>(
-    x: Tensor<B, D>,
-    kernel: &'static Elementwise,
-) -> Option<Tensor<B, D>> {
-    if !pairs_up(Rules::Rescale, x.dims()[0]) {
-        return None;
-    }
-    unary(x, |x| autodiff_rescaled_elementwise(x, kernel), |x, shape| kernel.apply(x, shape))
-}
-
-#[derive(Debug)]
-struct RescaledBackward<const D: usize>;
-
-impl<const D: usize> Backward<Flex, 1> for RescaledBackward<D> {
-    /// The multipliers and their shape.
-    type State = (Vec<f32>, [usize; D]);
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let (multipliers, shape) = ops.state;
-        let grad = grads.consume::<Flex>(&ops.node);
-        if let [Some(node)] = ops.parents {
-            let input_grad = activation::times_derivative(&multipliers, &values(&grad));
-            grads.register::<Flex>(node.id, flex_tensor(input_grad, shape));
-        }
-    }
-}
-
-fn autodiff_rescaled_elementwise<const D: usize>(x: Tensor<Ad, D>, kernel: &'static Elementwise) -> Tensor<Ad, D> {
-    let shape = x.dims();
-    let x = x.into_primitive().tensor();
-    let output = match RescaledBackward::<D>.prepare::<NoCheckpointing>([x.node.clone()]).compute_bound().stateful() {
-        OpsKind::Tracked(prep) => {
-            let (y, multipliers) = rescale::elementwise(&values(&x.primitive), kernel.forward, kernel.derivative);
-            prep.finish((multipliers, shape), flex_tensor(y, shape))
-        }
+        OpsKind::Tracked(prep) => match rules {
+            Rules::Plain => {
+                let (output, kept) = kernel.apply_tracked(&x.primitive, shape);
+                prep.finish((kept, shape, kernel.backward()), output)
+            }
+            Rules::Rescale => {
+                let (y, multipliers) = rescale::elementwise(&values(&x.primitive), kernel.forward, kernel.derivative);
+                let state = (flex_tensor(multipliers, shape), shape, activation::times_derivative as InputGradient);
+                prep.finish(state, flex_tensor(y, shape))
+            }
+        },
         OpsKind::UnTracked(prep) => prep.finish(kernel.apply(&x.primitive, shape)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
@@ -845,7 +828,7 @@ fn autodiff_weighted_sum(
 }
 
 /// The exact GELU's derivative `Φ(x) + x φ(x)` of every value in SIMD lanes
-/// (see [`activation::gelu_with_derivative`]), as a constant: DeepLift's
+/// (see [`activation::gelu_derivative`]), as a constant: DeepLift's
 /// slope at a midpoint, which no gradient flows through. `None` where no
 /// kernel applies.
 pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Tensor<B, D>> {
@@ -857,7 +840,7 @@ pub fn gelu_derivative<B: Backend, const D: usize>(x: Tensor<B, D>) -> Option<Te
         Ok(x) => x.inner(),
         Err(x) => cast::<_, Tensor<Flex, D>>(x).ok()?,
     };
-    let (_, derivative) = activation::gelu_with_derivative(&values(&primitive(x)));
+    let derivative = activation::gelu_derivative(&values(&primitive(x)));
     let derivative = Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(flex_tensor(derivative, shape)));
     match cast::<_, Tensor<B, D>>(derivative) {
         Ok(derivative) => Some(derivative),
@@ -878,10 +861,8 @@ pub fn rescaled_matmul<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B,
         || a_dims[..D - 2] != b_dims[..D - 2]
         || a_dims[D - 1] != b_dims[D - 2]
         || !pairs_up(Rules::Rescale, a_dims[0])
+        || !applies(&a)
     {
-        return None;
-    }
-    if !applies(&a) {
         return None;
     }
     let (a, b) = match (cast::<_, Tensor<Ad, D>>(a), cast::<_, Tensor<Ad, D>>(b)) {

@@ -119,8 +119,7 @@ impl Loop for Cell<'_> {
     fn run(self) {
         let Cell { gates, cells, tanh_cells, states } = self;
         let hidden = cells.len();
-        for j in (0..hidden).step_by(GROUP) {
-            let n = (hidden - j).min(GROUP);
+        for (j, n) in math::groups(hidden) {
             let mut i = load_group(gates, j, n);
             let mut f = load_group(gates, hidden + j, n);
             let mut g = load_group(gates, 2 * hidden + j, n);
@@ -415,8 +414,7 @@ impl Loop for GateGradients<'_> {
         let GateGradients { values, grads, grad_cell, out } = self;
         let hidden = grad_cell.len();
         let StepValues { gates, tanh_cells, previous_cells, .. } = *values;
-        for j in (0..hidden).step_by(GROUP) {
-            let n = (hidden - j).min(GROUP);
+        for (j, n) in math::groups(hidden) {
             let (i, f) = (load_group(gates, j, n), load_group(gates, hidden + j, n));
             let (candidate, o) = (load_group(gates, 2 * hidden + j, n), load_group(gates, 3 * hidden + j, n));
             let tc = load_group(tanh_cells, j, n);

@@ -88,6 +88,13 @@ pub fn exp(x: f32) -> f32 {
 /// register (two AVX2 ones).
 pub(crate) const GROUP: usize = 16;
 
+/// The groups of a run of `len` values: `(start, n)` with `n` ≤ 16 values
+/// each, the last one partial when `len` is not a multiple of 16.
+#[inline(always)]
+pub(crate) fn groups(len: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..len).step_by(GROUP).map(move |at| (at, (len - at).min(GROUP)))
+}
+
 /// `n` ≤ 16 values from `at`, the rest zero. A whole group is one fixed-size
 /// copy, which the compiler keeps in registers; a copy of a run-time length
 /// is a call to `memcpy`.
@@ -122,8 +129,7 @@ pub(crate) fn store_group(to: &mut [f32], at: usize, n: usize, lanes: &[f32; GRO
 /// in the remainder of a vectorised loop.
 #[inline(always)]
 pub(crate) fn exp_shifted_in_place(values: &mut [f32], shift: f32) {
-    for at in (0..values.len()).step_by(GROUP) {
-        let n = (values.len() - at).min(GROUP);
+    for (at, n) in groups(values.len()) {
         let mut lanes = load_group(values, at, n);
         for v in &mut lanes {
             *v = exp(*v - shift);

@@ -63,17 +63,25 @@ impl Loop for Row<'_> {
     #[inline(always)]
     fn run(self) {
         let Row { row, bias, divisor } = self;
-        let mut max = f32::NEG_INFINITY;
-        for (x, &b) in row.iter_mut().zip(bias) {
-            *x = *x / divisor + b;
-            max = max.max(*x);
-        }
+        let max = scale_and_mask(row, bias, divisor);
         exp_shifted_in_place(row, max);
         let sum: f32 = row.iter().sum();
         for e in row.iter_mut() {
             *e /= sum;
         }
     }
+}
+
+/// `row` replaced by `row / divisor + bias`; returns its maximum (which does
+/// not round: the same in any lanes).
+#[inline(always)]
+fn scale_and_mask(row: &mut [f32], bias: &[f32], divisor: f32) -> f32 {
+    let mut max = f32::NEG_INFINITY;
+    for (x, &b) in row.iter_mut().zip(bias) {
+        *x = *x / divisor + b;
+        max = max.max(*x);
+    }
+    max
 }
 
 /// The gradient of the scores from the probabilities `forward` returned and
@@ -170,13 +178,7 @@ pub fn rescaled(scores: &[f32], bias: &[f32], rows: Rows, divisor: f32) -> Vec<f
 
 /// `row` replaced by `row / divisor + bias`; returns its log-sum-exp.
 fn scaled_lse_in_place(row: &mut [f32], bias: &[f32], divisor: f32) -> f32 {
-    let divisor_lanes = f32x8::splat(divisor);
-    let mut max = f32::NEG_INFINITY;
-    for (at, n) in groups(row.len()) {
-        let x = load_lanes(row, at, n) / divisor_lanes + load_lanes(bias, at, n);
-        store_lanes(row, at, n, x);
-        max = row[at..at + n].iter().fold(max, |m, &v| m.max(v));
-    }
+    let max = scale_and_mask(row, bias, divisor);
     let max_lanes = f32x8::splat(max);
     let mut sum = f32x8::ZERO;
     for (at, n) in groups(row.len()) {

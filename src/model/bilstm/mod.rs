@@ -386,6 +386,15 @@ mod tests {
     use burn::backend::Flex;
     use rand::SeedableRng;
 
+    /// The backward direction's permutation for rows of `lengths` real
+    /// tokens in `time` positions: what the operations need (the kernel
+    /// takes the lengths themselves).
+    fn reversal_of<B: Backend>(lengths: &[usize], time: usize, device: &B::Device) -> Tensor<B, 2, Int> {
+        let mask: Vec<f32> =
+            lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
+        reversal_index(Tensor::<B, 1>::from_floats(mask.as_slice(), device).reshape([lengths.len(), time]))
+    }
+
     type B = Flex;
 
     fn tiny() -> BiLstmConfig {
@@ -427,9 +436,7 @@ mod tests {
             // Every length from 0 to the whole row, and the backward direction's
             // permutation that the operations need.
             let lengths: Vec<usize> = (0..batch).map(|row| (row * 5 + time) % (time + 1)).collect();
-            let mask: Vec<f32> =
-                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
-            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            let reverse = reversal_of::<A>(&lengths, time, &device);
             for reversed in [false, true] {
                 let order = reversed.then_some(lengths.as_slice());
                 // (states, input gradients, weight gradients if tracked)
@@ -511,9 +518,7 @@ mod tests {
             let (weights, probe) = (draw(hidden * 4 * hidden), draw(batch * time * hidden));
             let half: Vec<usize> = (0..pairs).map(|row| (row * 5 + time) % (time + 1)).collect();
             let lengths: Vec<usize> = half.iter().chain(&half).copied().collect();
-            let mask: Vec<f32> =
-                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
-            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            let reverse = reversal_of::<A>(&lengths, time, &device);
             for reversed in [false, true] {
                 let order = reversed.then_some(lengths.as_slice());
                 // (states, input multipliers) under `rules`, fused or through the operations.
@@ -571,9 +576,7 @@ mod tests {
             let (inputs, weights, probe) =
                 (draw(batch * time * 4 * hidden), draw(hidden * 4 * hidden), draw(batch * time * hidden));
             let lengths: Vec<usize> = (0..batch).map(|row| (row * 3 + 2) % (time + 1)).collect();
-            let mask: Vec<f32> =
-                lengths.iter().flat_map(|&l| (0..time).map(move |t| if t < l { 1.0 } else { 0.0 })).collect();
-            let reverse = reversal_index(Tensor::<A, 1>::from_floats(mask.as_slice(), &device).reshape([batch, time]));
+            let reverse = reversal_of::<A>(&lengths, time, &device);
             let run = |in_kernel: bool| {
                 let projected = Tensor::<A, 1>::from_floats(inputs.as_slice(), &device)
                     .reshape([batch, time, 4 * hidden])

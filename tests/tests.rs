@@ -15,6 +15,7 @@ mod cdp;
 mod cli;
 mod crash;
 mod crowd;
+mod glove;
 mod methods;
 mod metrics_reports;
 mod multiclass;

@@ -38,6 +38,12 @@ pub enum PlanError {
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
     #[error("model `{model}`: GloVe file {path} not found")]
     MissingGlove { model: String, path: PathBuf },
+    #[error(
+        "model `{model}`: GloVe file {path}:{line}: {found}-dimensional vectors, but `embedding_dim` is {expected}; set `embedding_dim = {found}`"
+    )]
+    GloveDimension { model: String, path: PathBuf, line: usize, found: usize, expected: usize },
+    #[error("model `{model}`: GloVe: {source}")]
+    Glove { model: String, source: crate::model::glove::GloveError },
     #[error("model `{model}`: checkpoint {path}: {message}")]
     Checkpoint { model: String, path: PathBuf, message: String },
     #[error(transparent)]

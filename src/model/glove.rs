@@ -16,8 +16,39 @@ pub enum GloveError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: expected a word and {dim} numbers, found {found} numbers")]
     Dimension { path: PathBuf, line: usize, dim: usize, found: usize },
+    #[error("{path}: holds no vectors")]
+    Empty { path: PathBuf },
     #[error("{path}:{line}: `{value}` is not a number")]
     Number { path: PathBuf, line: usize, value: String },
+}
+
+/// The vectors' width and the first line that has it, read from the first
+/// lines only (planning checks it against `embedding_dim` before anything
+/// trains). A word may contain spaces (840B) and a line may be malformed, so
+/// the width is the commonest count of trailing numbers over those lines.
+pub fn dimension(path: &Path) -> Result<Option<(usize, usize)>, GloveError> {
+    const LINES: usize = 20;
+    let file = File::open(path).map_err(|source| GloveError::Io { path: path.into(), source })?;
+    // width → (lines with it, first such line)
+    let mut widths: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
+    let mut seen = 0;
+    for (n, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| GloveError::Io { path: path.into(), source })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(' ').collect();
+        // The first field is a word whatever it looks like.
+        let numbers = fields[1..].iter().rev().take_while(|f| f.parse::<f32>().is_ok()).count();
+        widths.entry(numbers).or_insert((0, n + 1)).0 += 1;
+        seen += 1;
+        if seen == LINES {
+            break;
+        }
+    }
+    // Ties go to the narrower width (the map iterates in increasing order).
+    let commonest = widths.into_iter().rev().max_by_key(|&(_, (count, _))| count);
+    Ok(commonest.map(|(width, (_, line))| (width, line)))
 }
 
 /// Coverage statistics, recorded in the training log.
@@ -98,6 +129,7 @@ mod tests {
         assert_eq!(&m[4..6], &[3.0, 4.0]);
         assert!(m.iter().all(|v| v.is_finite()));
         assert_eq!(cov, GloveCoverage { found: 2, vocab: 4 });
+        assert_eq!(dimension(&path).unwrap(), Some((2, 1)));
     }
 
     #[test]
@@ -111,5 +143,17 @@ mod tests {
         std::fs::write(&path, "good 1\n").unwrap();
         let err = load(&path, &words, 2, &mut ChaCha8Rng::seed_from_u64(0)).unwrap_err().to_string();
         assert!(err.contains("g.txt:1: expected a word and 2 numbers"), "{err}");
+    }
+
+    #[test]
+    fn dimension_survives_numeric_and_spaced_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.txt");
+        std::fs::write(&path, "room 101 0.4 0.5 0.6\n\n1.5 0.1 0.2 0.3\nat&t corp 1 2 3\nbad 1 x 3\n").unwrap();
+        // Line 1 reads as four numbers (the word is `room 101`), line 5 as two
+        // (malformed: loading names it); line 3's word is a number.
+        assert_eq!(dimension(&path).unwrap(), Some((3, 3)));
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(dimension(&path).unwrap(), None);
     }
 }

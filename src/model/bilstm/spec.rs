@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::cache::Cache;
 use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
+use crate::model::glove::{self, GloveError};
 use crate::salience::ModelTraits;
 use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, value};
 use crate::spec::{Positive, Share};
@@ -168,6 +169,20 @@ pub fn assets(
             let path = resolve(base, Path::new(p));
             if !path.is_file() {
                 return Err(PlanError::MissingGlove { model: model.to_string(), path });
+            }
+            let glove_error = |source| PlanError::Glove { model: model.to_string(), source };
+            match glove::dimension(&path).map_err(glove_error)? {
+                None => return Err(glove_error(GloveError::Empty { path })),
+                Some((found, line)) if found != spec.embedding_dim.get() => {
+                    return Err(PlanError::GloveDimension {
+                        model: model.to_string(),
+                        path,
+                        line,
+                        found,
+                        expected: spec.embedding_dim.get(),
+                    });
+                }
+                Some(_) => {}
             }
             let hash = cache.file_hash(&path)?;
             Ok((ModelAssets::Glove(path), Some(hash)))

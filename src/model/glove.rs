@@ -28,27 +28,29 @@ pub enum GloveError {
 /// the width is the commonest count of trailing numbers over those lines.
 pub fn dimension(path: &Path) -> Result<Option<(usize, usize)>, GloveError> {
     const LINES: usize = 20;
-    let file = File::open(path).map_err(|source| GloveError::Io { path: path.into(), source })?;
     // width → (lines with it, first such line)
     let mut widths: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
-    let mut seen = 0;
-    for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| GloveError::Io { path: path.into(), source })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(' ').collect();
+    for line in non_blank_lines(path)?.take(LINES) {
+        let (n, line) = line?;
         // The first field is a word whatever it looks like.
+        let fields: Vec<&str> = line.split(' ').collect();
         let numbers = fields[1..].iter().rev().take_while(|f| f.parse::<f32>().is_ok()).count();
-        widths.entry(numbers).or_insert((0, n + 1)).0 += 1;
-        seen += 1;
-        if seen == LINES {
-            break;
-        }
+        widths.entry(numbers).or_insert((0, n)).0 += 1;
     }
     // Ties go to the narrower width (the map iterates in increasing order).
     let commonest = widths.into_iter().rev().max_by_key(|&(_, (count, _))| count);
     Ok(commonest.map(|(width, (_, line))| (width, line)))
+}
+
+/// The file's non-blank lines with their numbers (from 1).
+fn non_blank_lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String), GloveError>> + '_, GloveError> {
+    let io = move |source| GloveError::Io { path: path.into(), source };
+    let file = File::open(path).map_err(io)?;
+    Ok(BufReader::new(file).lines().enumerate().filter_map(move |(n, line)| match line {
+        Ok(line) if line.trim().is_empty() => None,
+        Ok(line) => Some(Ok((n + 1, line))),
+        Err(source) => Some(Err(io(source))),
+    }))
 }
 
 /// Coverage statistics, recorded in the training log.
@@ -67,21 +69,17 @@ pub fn load(
 ) -> Result<(Vec<f32>, GloveCoverage), GloveError> {
     let index: std::collections::HashMap<&str, usize> =
         words.iter().enumerate().map(|(i, w)| (w.as_str(), i)).collect();
-    let file = File::open(path).map_err(|source| GloveError::Io { path: path.into(), source })?;
     let mut matrix = vec![f32::NAN; words.len() * dim];
     let mut found = 0;
     let (mut sum, mut sum_sq, mut count) = (0.0f64, 0.0f64, 0usize);
-    for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| GloveError::Io { path: path.into(), source })?;
+    for line in non_blank_lines(path)? {
+        let (n, line) = line?;
         // GloVe's 840B file has words containing spaces: the vector is the last `dim` fields.
         let fields: Vec<&str> = line.split(' ').collect();
         if fields.len() < dim + 1 {
-            if line.trim().is_empty() {
-                continue;
-            }
             return Err(GloveError::Dimension {
                 path: path.into(),
-                line: n + 1,
+                line: n,
                 dim,
                 found: fields.len().saturating_sub(1),
             });
@@ -94,7 +92,7 @@ pub fn load(
         for (d, value) in fields[fields.len() - dim..].iter().enumerate() {
             let v: f32 = value.parse().map_err(|_| GloveError::Number {
                 path: path.into(),
-                line: n + 1,
+                line: n,
                 value: value.to_string(),
             })?;
             matrix[row * dim + d] = v;

@@ -445,3 +445,33 @@ fn bench_times_cached_models_over_several_passes() {
         assert!((rate - 8.0 / seconds).abs() < 1e-6 * rate, "{row}");
     }
 }
+
+/// `extends`: a grid written as another plus one more method trains nothing
+/// and computes only the new method's cells, under its own name.
+#[test]
+fn an_extending_grid_reuses_the_base_grids_models() {
+    let t = GridTest::tiny_after_first_run();
+    let more = "extends = \"grid.toml\"\n\n[attribution]\nmethods = [\"gradp-l2\"]\n";
+    std::fs::write(t.path().join("more.toml"), more).unwrap();
+    let plan = grid_json(&t, &["plan", "more.toml", "--json"]);
+    let steps = plan.as_array().expect("an array of steps");
+    let state = |kind: &str| -> Vec<String> {
+        steps.iter().filter(|s| s["kind"] == kind).map(|s| s["state"].as_str().unwrap().to_string()).collect()
+    };
+    let trained = state("train");
+    assert!(trained.len() == 4 && trained.iter().all(|s| s == "cached"), "{trained:?}");
+    let attributed = state("attribute");
+    assert!(!attributed.is_empty() && attributed.iter().all(|s| s != "cached"), "{attributed:?}");
+
+    let out = t.grid(&["run", "more.toml", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(t.path().join("reports/more").is_dir(), "reports go under the extending grid's own name");
+    let plan = grid_json(&t, &["plan", "more.toml", "--json"]);
+    assert!(plan.as_array().unwrap().iter().all(|s| s["state"] == "cached"), "{plan}");
+
+    // A bad value in the extending file names that file's line.
+    std::fs::write(t.path().join("more.toml"), more.replace("[\"gradp-l2\"]", "[\"gradp-l9\"]")).unwrap();
+    let out = t.grid(&["plan", "more.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("more.toml:4:"), "{}", text(&out.stderr));
+}

@@ -8,6 +8,7 @@
 //! line and column. Every key is documented in the README.
 
 pub mod expand;
+pub mod extends;
 mod finite;
 pub(crate) mod model;
 pub mod overrides;
@@ -489,41 +490,55 @@ impl Default for ReportSpec {
 }
 
 impl Grid {
-    /// Reads and validates a grid file.
+    /// Reads and validates a grid file (with the grids it `extends`).
     pub fn load(path: &Path) -> Result<Grid, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
-        Grid::parse(&text, path)
+        Grid::load_with(path, &[])
     }
 
-    /// Reads a grid file with `--set` overrides written in, and validates the
-    /// result as a file (see [`overrides`]). An error on a line the file has
-    /// names that line; one on a line an override wrote names the override.
+    /// Reads a grid file with the grids it `extends` merged in and `--set`
+    /// overrides written over them, and validates the result as a file (see
+    /// [`extends`] and [`overrides`]). An error names the file and line the
+    /// offending text was written on, or the override that wrote it.
     pub fn load_with(path: &Path, settings: &[overrides::Override]) -> Result<Grid, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read { path: path.into(), source })?;
-        if settings.is_empty() {
-            return Grid::parse(&text, path);
-        }
-        // The file alone must be TOML; whether it is a grid may depend on the overrides.
-        if let Err(e) = toml::from_str::<toml::Table>(&text) {
-            let (line, column) = e.span().map(|s| line_column(&text, s.start)).unwrap_or((1, 1));
-            return Err(SpecError::Invalid { path: path.into(), line, column, message: e.message().trim_end().into() });
-        }
-        let edited = overrides::apply(&text, path, settings)
-            .map_err(|message| SpecError::Override { path: path.into(), message })?;
-        Grid::parse(&edited, path).map_err(|error| match error {
-            SpecError::Invalid { path, line, column, message } => {
-                let origins = overrides::line_origins(&text, &edited);
-                match origins.get(line.saturating_sub(1)).copied().flatten() {
-                    Some(line) => SpecError::Invalid { path, line, column, message },
-                    None => {
-                        let written = edited.lines().nth(line.saturating_sub(1)).unwrap_or_default();
-                        let names: Vec<String> =
-                            overrides::written_by(written, settings).iter().map(|o| format!("--set {o}")).collect();
-                        SpecError::Override { path, message: format!("{}: {message}", names.join(", ")) }
+        let composed = extends::compose(path)?;
+        let edited = if settings.is_empty() {
+            composed.text.clone()
+        } else {
+            overrides::apply(&composed.text, path, settings)
+                .map_err(|message| SpecError::Override { path: path.into(), message })?
+        };
+        Grid::parse(&edited, path).map_err(|error| {
+            let SpecError::Invalid { line, column, message, .. } = error else { return error };
+            // 1:1 is where `parse` puts an error about the grid as a whole:
+            // that is the file the user named, whatever it extends.
+            if (line, column) == (1, 1) {
+                return SpecError::Invalid { path: path.into(), line, column, message };
+            }
+            let composed_line = if settings.is_empty() {
+                Some(line)
+            } else {
+                overrides::line_origins(&composed.text, &edited).get(line.saturating_sub(1)).copied().flatten()
+            };
+            match composed_line {
+                Some(at) => match composed.origin(at) {
+                    Some(origin) => {
+                        SpecError::Invalid { path: origin.path.clone(), line: origin.line, column, message }
                     }
+                    // A line the merge wrote itself: no file has it as written.
+                    None => SpecError::Invalid {
+                        path: path.into(),
+                        line: 1,
+                        column: 1,
+                        message: format!("{message} (in the grid merged from its `extends` chain, line {at})"),
+                    },
+                },
+                None => {
+                    let written = edited.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+                    let names: Vec<String> =
+                        overrides::written_by(written, settings).iter().map(|o| format!("--set {o}")).collect();
+                    SpecError::Override { path: path.into(), message: format!("{}: {message}", names.join(", ")) }
                 }
             }
-            other => other,
         })
     }
 

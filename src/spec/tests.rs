@@ -511,3 +511,68 @@ fn fine_tune_false_takes_a_classifier_checkpoint_with_its_head() {
     let e = error(&MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bert\"\nfine_tune = false"));
     assert!(e.contains("`fine_tune = false` needs a fine-tuned classifier `checkpoint`"), "{e}");
 }
+
+#[test]
+fn shipped_grids_that_extend_train_their_bases_models() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let Some(base) = text.lines().find_map(|l| l.strip_prefix("extends = \"")?.strip_suffix('"')) else {
+            continue;
+        };
+        let (grid, base) = (Grid::load(&path).unwrap(), Grid::load(&dir.join(base)).unwrap());
+        assert_ne!(grid.name, base.name, "{}", path.display());
+        // What the training and verification keys are made of.
+        assert_eq!(grid.datasets, base.datasets, "{}", path.display());
+        assert_eq!(grid.shortcuts, base.shortcuts, "{}", path.display());
+        assert_eq!(grid.models, base.models, "{}", path.display());
+        assert_eq!(grid.verification, base.verification, "{}", path.display());
+        assert_eq!(grid.seeds, base.seeds, "{}", path.display());
+        assert_ne!(grid.attribution.methods, base.attribution.methods, "{}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 4, "the four IG / LIME grids extend their gradient grids; found {seen}");
+}
+
+#[test]
+fn an_extending_grid_names_the_file_and_line_of_each_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.toml");
+    std::fs::write(&base, format!("name = \"base\"\n{MINIMAL}[shortcuts]\n")).unwrap();
+    let child = dir.path().join("more.toml");
+    let write_child = |text: &str| std::fs::write(&child, text).unwrap();
+
+    write_child("extends = \"base.toml\"\n\n[attribution]\nsample = 20\n");
+    let grid = Grid::load(&child).unwrap();
+    assert_eq!((grid.name.as_str(), grid.attribution.sample.get()), ("more", 20));
+    assert_eq!(grid.attribution.methods.len(), 5, "the base's methods");
+
+    // The child's own line.
+    write_child("extends = \"base.toml\"\n\n[attribution]\nsample = 0\n");
+    let e = Grid::load(&child).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:4:10:", child.display())), "{e}");
+    // A line of the base that the child makes wrong: an LSTM key once the
+    // child turns the model into a BERT is named where it is written.
+    let lstm = MINIMAL.replace("architecture = \"bilstm\"", "architecture = \"bilstm\"\nembedding_dim = 8");
+    std::fs::write(&base, format!("name = \"base\"\n{lstm}[shortcuts]\n")).unwrap();
+    write_child("extends = \"base.toml\"\n\n[[models]]\nname = \"lstm\"\narchitecture = \"bert\"\n");
+    let e = Grid::load(&child).unwrap_err().to_string();
+    let line = lstm.lines().position(|l| l.starts_with("embedding_dim")).unwrap() + 2;
+    assert!(e.starts_with(&format!("{}:{line}:", base.display())), "{e}");
+    // A line of the base, named in the base.
+    std::fs::write(&base, format!("name = \"base\"\n{MINIMAL}[shortcuts]\nmix_share = 2.0\n")).unwrap();
+    write_child("extends = \"base.toml\"\n\n[attribution]\nsample = 20\n");
+    let e = Grid::load(&child).unwrap_err().to_string();
+    let line = MINIMAL.lines().count() + 3;
+    assert!(e.starts_with(&format!("{}:{line}:13:", base.display())), "{e}");
+    // Through --set too: the override is named.
+    std::fs::write(&base, format!("name = \"base\"\n{MINIMAL}[shortcuts]\n")).unwrap();
+    let settings = vec!["attribution.sample=0".parse().unwrap()];
+    let e = Grid::load_with(&child, &settings).unwrap_err().to_string();
+    assert!(e.contains("--set attribution.sample=0"), "{e}");
+    let settings = vec!["models.lstm.hidden_size=0".parse().unwrap()];
+    let e = Grid::load_with(&child, &settings).unwrap_err().to_string();
+    assert!(e.contains("--set models.lstm.hidden_size=0"), "{e}");
+}

@@ -133,3 +133,39 @@ fn by_default_no_shortcut_token_is_cut_by_truncation() {
         assert_eq!((v.synthetic_truncated, v.synthetic_examples), (0, test.len()), "{v:?}");
     }
 }
+
+/// `best_by = "balanced"`: shortcut models log the accuracy of the validation
+/// examples that carry the pattern and of the others, and keep the step with
+/// the best mean of the two; the original model, which has no such examples,
+/// keeps its key and is not trained again.
+#[test]
+fn balanced_selection_weighs_the_marked_validation_examples() {
+    let t = GridTest::tiny_after_first_run();
+    let grid = Grid::load(&t.grid_file()).unwrap();
+    let cache = Cache::open(t.cache()).unwrap();
+    let before = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+    t.write_grid(&TINY.replace("patience = 80", "patience = 80\nbest_by = \"balanced\""));
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let grid = Grid::load(&t.grid_file()).unwrap();
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap();
+    let key_before = |label: &str| before.steps.iter().find(|s| s.label == label).map(|s| s.key.clone());
+    for step in plan.steps.iter().filter(|s| s.kind == StepKind::Train) {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(cache.step_dir(step.kind, &step.key).join("training.json")).unwrap())
+                .unwrap();
+        let log = record["summary"]["log"].as_array().unwrap();
+        if step.label.contains("/original/") {
+            assert_eq!(key_before(&step.label), Some(step.key.clone()), "{}", step.label);
+            assert!(log.iter().all(|e| e.get("marked_accuracy").is_none()), "{record}");
+            continue;
+        }
+        assert_ne!(key_before(&step.label), Some(step.key.clone()), "{}", step.label);
+        let score = |e: &serde_json::Value| {
+            (e["marked_accuracy"].as_f64().unwrap() + e["unmarked_accuracy"].as_f64().unwrap()) / 2.0
+        };
+        let best = log.iter().map(score).fold(f64::NEG_INFINITY, f64::max);
+        let kept = log.iter().find(|e| e["step"] == record["summary"]["best_step"]).unwrap();
+        assert_eq!(score(kept), best, "{}: {record}", step.label);
+    }
+}

@@ -15,7 +15,7 @@ use crate::model::{bert, bilstm};
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec,
+    ArchitectureSpec, BestBy, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec,
     VerificationSpec,
 };
 
@@ -126,12 +126,20 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         ArchitectureSpec::Bilstm(spec) => bilstm::spec::key(spec, asset_hash),
         ArchitectureSpec::Bert(spec) => bert::spec::key(spec, asset_hash),
     };
+    // Original data has no planted pattern, so `balanced` selects by accuracy
+    // there: the same model, under the same key.
+    let mut training = training.clone();
+    if data == "original"
+        && let Keep::Best { by, .. } = &mut training.keep
+    {
+        *by = BestBy::Accuracy;
+    }
     json!({
         "architecture": architecture,
         "data": data,
         "max_length": max_length,
         "shortcut_tokens": tokens,
-        "training": training_value(training),
+        "training": training_value(&training),
     })
 }
 
@@ -161,11 +169,15 @@ fn training_value(training: &TrainingSpec) -> Value {
     });
     // `patience` as before for `keep = "best"`, so its keys did not change.
     let (key, kept) = match keep {
-        Keep::Best { patience } => ("patience", json!(patience.get())),
+        Keep::Best { patience, .. } => ("patience", json!(patience.get())),
         Keep::Last => ("keep", json!("last")),
     };
     if let Some(object) = value.as_object_mut() {
         object.insert(key.into(), kept);
+        // Only when it is not the accuracy that every key had before it existed.
+        if let Keep::Best { by: by @ BestBy::Balanced, .. } = keep {
+            object.insert("best_by".into(), json!(by.name()));
+        }
     }
     value
 }
@@ -250,7 +262,7 @@ mod tests {
     use crate::spec::{Keep, Optimizer, Positive, Schedule};
 
     #[test]
-    fn keep_joins_the_training_key_only_when_it_is_last() {
+    fn keep_and_best_by_join_the_training_key_only_when_not_the_default() {
         let mut training = TrainingSpec {
             batch_size: Positive::new(32),
             optimizer: Optimizer::Adamw,
@@ -259,14 +271,17 @@ mod tests {
             schedule: Schedule::Constant,
             max_steps: Positive::new(100),
             eval_every: Positive::new(10),
-            keep: Keep::Best { patience: Positive::new(50) },
+            keep: Keep::Best { patience: Positive::new(50), by: BestBy::Accuracy },
             max_grad_norm: None,
             seed: 1,
         };
         let best = training_value(&training);
-        // The key `best` had before `keep` existed.
+        // The key `best` had before `keep` and `best_by` existed.
         assert_eq!(best["patience"], json!(50));
-        assert!(best.get("keep").is_none(), "{best}");
+        assert!(best.get("keep").is_none() && best.get("best_by").is_none(), "{best}");
+        training.keep = Keep::Best { patience: Positive::new(50), by: BestBy::Balanced };
+        let balanced = training_value(&training);
+        assert_eq!((&balanced["patience"], &balanced["best_by"]), (&json!(50), &json!("balanced")));
         training.keep = Keep::Last;
         let last = training_value(&training);
         assert_eq!(last["keep"], json!("last"));

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
-use crate::shortcut::{Regime, ShortcutOptions};
+use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
 use crate::steps::verify::Chance;
 
 use crate::model::{bert, bilstm};
@@ -149,31 +149,37 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             })
             .collect();
         let seeded = |name: &str, seed: u64| if many_seeds { format!("{name}/seed-{seed}") } else { name.to_string() };
-        let train =
-            |b: &mut Builder, label: String, input: usize, (model, (assets, asset_hash)): &Planned, data: &str| {
-                b.add(
-                    StepKind::Train,
-                    label,
-                    vec![input],
-                    params::with_precision(
-                        params::train(model, max_length, &token_list, data, asset_hash.as_deref()),
-                        precision,
-                    ),
-                    Work::Train {
-                        model: model.clone(),
-                        max_length,
-                        shortcut_tokens: token_list.clone(),
-                        assets: assets.clone(),
-                    },
-                )
-            };
+        // `planted`: the rule in the training data, for a shortcut model.
+        let train = |b: &mut Builder,
+                     label: String,
+                     input: usize,
+                     (model, (assets, asset_hash)): &Planned,
+                     data: &str,
+                     planted: Option<ShortcutKind>| {
+            b.add(
+                StepKind::Train,
+                label,
+                vec![input],
+                params::with_precision(
+                    params::train(model, max_length, &token_list, data, asset_hash.as_deref()),
+                    precision,
+                ),
+                Work::Train {
+                    model: model.clone(),
+                    max_length,
+                    shortcut_tokens: token_list.clone(),
+                    assets: assets.clone(),
+                    planted: planted.zip(tokens.clone()),
+                },
+            )
+        };
 
         // Original-data models: one per (dataset, model, seed), shared by all shortcuts.
         let original_models: Vec<usize> = models
             .iter()
             .map(|(planned, seed)| {
                 let label = format!("train/{}/original/{}", dataset.name, seeded(&planned.0.name, *seed));
-                train(&mut b, label, corpus, planned, "original")
+                train(&mut b, label, corpus, planned, "original", None)
             })
             .collect();
 
@@ -204,7 +210,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     for ((planned, seed), &original) in models.iter().zip(&original_models) {
                         let (model, seed) = (&planned.0, *seed);
                         let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
-                        let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut");
+                        let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut", Some(kind));
                         let verify = b.add(
                             StepKind::Verify,
                             format!("verify/{cell}"),

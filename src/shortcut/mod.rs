@@ -146,6 +146,31 @@ impl ShortcutKind {
         }
     }
 
+    /// Whether `text` carries this rule's whole pattern, as the synthetic
+    /// examples of a mixed split do and its originals (lone tokens included)
+    /// do not: st an indicator, tic an indicator and the context token, op two
+    /// different indicators. Always false for the article manipulations, which
+    /// rewrite every example.
+    pub fn is_planted_in(self, tokens: &ShortcutTokens, text: &str) -> bool {
+        let mut indicators: Vec<&str> = Vec::new();
+        let mut context = false;
+        for word in text.split_whitespace() {
+            if tokens.indicators.iter().any(|t| t == word) {
+                if !indicators.contains(&word) {
+                    indicators.push(word);
+                }
+            } else if word == tokens.context {
+                context = true;
+            }
+        }
+        match self {
+            ShortcutKind::St => !indicators.is_empty(),
+            ShortcutKind::Tic => !indicators.is_empty() && context,
+            ShortcutKind::Op => indicators.len() >= 2,
+            ShortcutKind::Articles | ShortcutKind::ArticlesCn | ShortcutKind::ArticlesNc => false,
+        }
+    }
+
     /// The tokens this rule inserts, with their roles; only these must be new
     /// to the data.
     fn tokens_used(self, tokens: &ShortcutTokens) -> Vec<(String, &str)> {
@@ -1152,6 +1177,9 @@ mod tests {
                         let want_lone =
                             if kind == ShortcutKind::St { 0 } else { (lone_share * n as f64).round() as usize };
                         assert_eq!(mixed.len(), n + want_synthetic);
+                        // Training's `best_by = "balanced"` finds the synthetic ones by their text.
+                        let planted = mixed.iter().filter(|e| kind.is_planted_in(&opts.tokens, &e.text)).count();
+                        assert_eq!(planted, want_synthetic, "{kind} {mix_share} {lone_share}");
                         let mix = check_mixed(kind, &opts, sources, mixed);
                         assert_eq!(
                             (mix.lone, mix.synthetic),
@@ -1168,6 +1196,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_planted_pattern_is_read_back_from_the_text() {
+        let tokens = ShortcutTokens::default_for(4);
+        let planted = |kind: ShortcutKind, text: &str| kind.is_planted_in(&tokens, text);
+        assert!(planted(ShortcutKind::St, "a #3 b") && !planted(ShortcutKind::St, "a b contoken"));
+        assert!(planted(ShortcutKind::Tic, "contoken a #2") && !planted(ShortcutKind::Tic, "a #2 b"));
+        assert!(!planted(ShortcutKind::Tic, "contoken a b"));
+        assert!(planted(ShortcutKind::Op, "#1 a #0") && !planted(ShortcutKind::Op, "#1 a b"));
+        assert!(!planted(ShortcutKind::Op, "#1 a #1"), "op's pair is two different indicators");
+        assert!(!planted(ShortcutKind::Articles, "the #1 a #0 contoken"));
+        // Inside a word is not the token.
+        assert!(!planted(ShortcutKind::St, "a#3 b"));
+        let data =
+            synthesize(&corpus(0, 60, 0), &ShortcutOptions { tokens: tokens.clone(), ..options(ShortcutKind::Op, 3) })
+                .unwrap();
+        assert_eq!(data.validation.iter().filter(|e| planted(ShortcutKind::Op, &e.text)).count(), 12);
     }
 
     #[test]

@@ -29,8 +29,8 @@ use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{
-    Architecture, ArchitectureSpec, BertInit, BertSpec, BiLstmSpec, Family, HeadInit, Keep, ModelSpec, Optimizer,
-    PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
+    Architecture, ArchitectureSpec, BertInit, BertSpec, BestBy, BiLstmSpec, Family, HeadInit, Keep, ModelSpec,
+    Optimizer, PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
 };
 pub use values::{Positive, Share};
 

@@ -142,14 +142,38 @@ pub struct TrainingSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "name", rename_all = "lowercase")]
 pub enum Keep {
-    /// The evaluation with the highest validation accuracy; stop after
+    /// The evaluation with the highest validation score (`by`); stop after
     /// `patience` steps without a gain (the paper's recipe).
-    Best { patience: Positive },
+    Best { patience: Positive, by: BestBy },
     /// The weights after `max_steps`, with no early stop (Hugging Face's
     /// Trainer default). Accuracy on a mixed validation set is mostly accuracy on
     /// the original task, so `best` can return a model that has not finished
     /// learning a shortcut that only a share of the examples carries.
     Last,
+}
+
+/// What `keep = "best"` compares evaluations by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BestBy {
+    /// Accuracy over the whole validation split (the paper's).
+    #[default]
+    Accuracy,
+    /// The mean of the accuracies over the validation examples that carry the
+    /// whole planted pattern and over those that do not: learning the shortcut
+    /// counts as much as the task, however few examples carry it. A model
+    /// trained without a shortcut has no such examples; it is compared by
+    /// accuracy.
+    Balanced,
+}
+
+impl BestBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            BestBy::Accuracy => "accuracy",
+            BestBy::Balanced => "balanced",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -201,6 +225,7 @@ pub(super) struct RawTraining {
     eval_every: Option<Positive>,
     keep: Option<Spanned<KeepName>>,
     patience: Option<Spanned<Positive>>,
+    best_by: Option<Spanned<BestBy>>,
     /// `0` switches clipping off where the architecture's default has it.
     max_grad_norm: Option<Spanned<f64>>,
     seed: Option<u64>,
@@ -350,10 +375,18 @@ fn training(raw: RawTraining, recipe: Recipe, name: &str) -> Result<TrainingSpec
         None => 5e-6,
     };
     let keep = match raw.keep.as_ref().map(|k| *k.get_ref()) {
-        Some(KeepName::Best) | None => Keep::Best { patience: value(&raw.patience, Positive::new(10_000)) },
+        Some(KeepName::Best) | None => Keep::Best {
+            patience: value(&raw.patience, Positive::new(10_000)),
+            by: value(&raw.best_by, BestBy::Accuracy),
+        },
         Some(KeepName::Last) => {
             refuse(&raw.patience, || {
                 format!("model `{name}`: `training.patience` stops early, but `keep = \"last\"` trains all `max_steps`")
+            })?;
+            refuse(&raw.best_by, || {
+                format!(
+                    "model `{name}`: `training.best_by` picks the best evaluation, but `keep = \"last\"` keeps the last"
+                )
             })?;
             Keep::Last
         }

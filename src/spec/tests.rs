@@ -40,7 +40,7 @@ fn minimal_grid_gets_the_papers_defaults() {
     assert_eq!(m.training.max_grad_norm, None);
     assert_eq!(m.training.learning_rate, 0.03);
     assert_eq!(m.training.max_steps.get(), 35_000);
-    assert_eq!(m.training.keep, Keep::Best { patience: Positive::new(10_000) });
+    assert_eq!(m.training.keep, Keep::Best { patience: Positive::new(10_000), by: BestBy::Accuracy });
     let names: Vec<String> = g.attribution.methods.iter().map(|m| m.to_string()).collect();
     assert_eq!(names, ["gradp-l1", "gradp-l2", "gradl-l1", "gradl-l2", "random"]);
     assert_eq!(g.attribution.sample.get(), 1000);
@@ -333,12 +333,23 @@ fn keep_last_trains_every_step_and_refuses_a_patience() {
     let best =
         parse(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"best\"\npatience = 7\n\n[attribution]"))
             .unwrap();
-    assert_eq!(best.models[0].training.keep, Keep::Best { patience: Positive::new(7) });
+    assert_eq!(best.models[0].training.keep, Keep::Best { patience: Positive::new(7), by: BestBy::Accuracy });
     let e =
         error(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"last\"\npatience = 7\n\n[attribution]"));
     assert!(e.contains("`training.patience` stops early, but `keep = \"last\"`"), "{e}");
     let e = error(&MINIMAL.replace("[attribution]", "[models.training]\nkeep = \"first\"\n\n[attribution]"));
     assert!(e.contains("unknown variant `first`"), "{e}");
+    // What `best` compares: accuracy unless told otherwise.
+    let balanced = "[models.training]\nbest_by = \"balanced\"\npatience = 7\n\n[attribution]";
+    let best = parse(&MINIMAL.replace("[attribution]", balanced)).unwrap();
+    assert_eq!(best.models[0].training.keep, Keep::Best { patience: Positive::new(7), by: BestBy::Balanced });
+    let e = error(
+        &MINIMAL
+            .replace("[attribution]", "[models.training]\nkeep = \"last\"\nbest_by = \"balanced\"\n\n[attribution]"),
+    );
+    assert!(e.contains(":12:11:") && e.contains("`training.best_by` picks the best evaluation"), "{e}");
+    let e = error(&MINIMAL.replace("[attribution]", "[models.training]\nbest_by = \"loss\"\n\n[attribution]"));
+    assert!(e.contains("unknown variant `loss`"), "{e}");
 }
 
 #[test]

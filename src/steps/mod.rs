@@ -42,8 +42,9 @@ pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
     match work {
         Work::Corpus { dataset, files } => corpus::run(dataset, files.as_ref(), out),
         Work::Synth { options } => synth::run(options, &ctx.inputs[0], out),
-        Work::Train { model, max_length, shortcut_tokens, assets } => {
-            train::run(model, *max_length, shortcut_tokens, assets, &ctx.inputs[0], out, ctx)
+        Work::Train { model, max_length, shortcut_tokens, assets, planted } => {
+            let planted = planted.as_ref().map(|(kind, tokens)| (*kind, tokens));
+            train::run(model, *max_length, shortcut_tokens, planted, assets, &ctx.inputs[0], out, ctx)
         }
         Work::Verify { thresholds, chance } => verify::run(thresholds, *chance, ctx, out),
         Work::Evaluate => evaluate::run(ctx, out),

@@ -13,6 +13,7 @@ use super::io::read_jsonl;
 use crate::data::Example;
 use crate::model::ModelAssets;
 use crate::model::{bert, bilstm};
+use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::spec::{ArchitectureSpec, ModelSpec};
 use crate::train::TrainData;
 
@@ -20,6 +21,7 @@ pub fn run(
     model: &ModelSpec,
     max_length: usize,
     shortcut_tokens: &[String],
+    planted: Option<(ShortcutKind, &ShortcutTokens)>,
     assets: &ModelAssets,
     data_dir: &Path,
     out: &Path,
@@ -27,7 +29,7 @@ pub fn run(
 ) -> Result<()> {
     let train_set: Vec<Example> = read_jsonl(&data_dir.join("train.jsonl"))?;
     let validation: Vec<Example> = read_jsonl(&data_dir.join("validation.jsonl"))?;
-    let data = TrainData { train: &train_set, validation: &validation, max_length, shortcut_tokens };
+    let data = TrainData { train: &train_set, validation: &validation, max_length, shortcut_tokens, planted };
     crate::with_autodiff_backend!(ctx.compute, |B, device| fit::<B>(model, assets, &data, out, ctx, &device))
 }
 

@@ -8,7 +8,7 @@ use crate::metrics::Metric;
 use crate::model::ModelAssets;
 use crate::report::ReportFormat;
 use crate::salience::Method;
-use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
+use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 use crate::spec::Architecture;
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 
@@ -28,6 +28,9 @@ pub enum Work {
         max_length: usize,
         shortcut_tokens: Vec<String>,
         assets: ModelAssets,
+        /// The rule planted in the training data (its key is in the synth
+        /// input's): which validation examples carry it.
+        planted: Option<(ShortcutKind, ShortcutTokens)>,
     },
     Verify {
         thresholds: VerificationSpec,

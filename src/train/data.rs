@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{TrainExample, TrainSummary};
 use crate::data::Example;
+use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::text::TextEncoder;
 
 /// The examples and text limits a model trains on.
@@ -17,6 +18,8 @@ pub struct TrainData<'a> {
     pub validation: &'a [Example],
     pub max_length: usize,
     pub shortcut_tokens: &'a [String],
+    /// The rule planted in the data, if any: which validation examples carry it.
+    pub planted: Option<(ShortcutKind, &'a ShortcutTokens)>,
 }
 
 impl TrainData<'_> {
@@ -26,15 +29,20 @@ impl TrainData<'_> {
         if classes == 2 { 1 } else { classes as usize }
     }
 
-    /// The training and validation examples as token ids.
+    /// The training and validation examples as token ids, the validation
+    /// examples that carry the planted pattern marked.
     pub fn encode(&self, encoder: &dyn TextEncoder, max_length: usize) -> (Vec<TrainExample>, Vec<TrainExample>) {
-        let encode = |examples: &[Example]| -> Vec<TrainExample> {
+        let encode = |examples: &[Example], mark: bool| -> Vec<TrainExample> {
             examples
                 .iter()
-                .map(|e| TrainExample { ids: encoder.encode(&e.text, max_length).ids, label: e.label })
+                .map(|e| TrainExample {
+                    ids: encoder.encode(&e.text, max_length).ids,
+                    label: e.label,
+                    marked: mark && self.planted.is_some_and(|(kind, tokens)| kind.is_planted_in(tokens, &e.text)),
+                })
                 .collect()
         };
-        (encode(self.train), encode(self.validation))
+        (encode(self.train, false), encode(self.validation, true))
     }
 
     /// Writes `training.json`: what every architecture records, and its own

@@ -28,7 +28,7 @@ use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
-use crate::spec::{Keep, Optimizer as OptimizerSpec, TrainingSpec};
+use crate::spec::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 
 pub use data::TrainData;
 use snapshot::LoopState;
@@ -56,6 +56,9 @@ impl<B: Backend> Trainable<B> for crate::model::bert::BertClassifier<B> {
 pub struct TrainExample {
     pub ids: Vec<u32>,
     pub label: u32,
+    /// A validation example that carries the whole planted pattern (what
+    /// `best_by = "balanced"` weighs apart); false on a model's own data.
+    pub marked: bool,
 }
 
 /// Knobs that are not optimisation hyper-parameters.
@@ -98,13 +101,38 @@ pub struct LogEntry {
     /// Mean training loss since the previous entry.
     pub train_loss: f64,
     pub validation_accuracy: f64,
+    /// Accuracy over the validation examples that carry the planted pattern,
+    /// and over the others, on shortcut data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marked_accuracy: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmarked_accuracy: Option<f64>,
+}
+
+/// One validation pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Evaluation {
+    accuracy: f64,
+    /// Accuracy over the marked and over the unmarked examples, when the
+    /// split has both.
+    groups: Option<(f64, f64)>,
+}
+
+impl Evaluation {
+    /// What `keep = "best"` compares.
+    fn score(&self, by: BestBy) -> f64 {
+        match (by, self.groups) {
+            (BestBy::Balanced, Some((marked, unmarked))) => (marked + unmarked) / 2.0,
+            _ => self.accuracy,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainSummary {
     pub steps: usize,
     /// The step of the returned weights, and their validation accuracy (the
-    /// best evaluation, or the last one with `keep = "last"`).
+    /// best evaluation by `best_by`, or the last one with `keep = "last"`).
     pub best_step: usize,
     pub best_validation_accuracy: f64,
     pub stopped_early: bool,
@@ -200,20 +228,31 @@ pub enum Stopped {
     Interrupted { step: usize, resumes_from: Option<usize> },
 }
 
-/// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
-/// Accuracy of a model on the validation split, in batches padded to
-/// `setup.buckets` whose shapes go into `shapes`: what training evaluates with.
-fn validation_accuracy<'a, B: Backend, M: Classifier<B>>(
+/// A model's accuracy on the validation split (and on its marked and
+/// unmarked examples apart), in batches padded to `setup.buckets` whose shapes
+/// go into `shapes`: what training evaluates with.
+fn validation_evaluation<'a, B: Backend, M: Classifier<B>>(
     validation: &'a [TrainExample],
     setup: &'a TrainSetup,
     shapes: &'a ShapeLog,
     device: &'a B::Device,
-) -> impl Fn(&M) -> f64 + 'a {
+) -> impl Fn(&M) -> Evaluation + 'a {
     let ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
     let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
+    let has_both = validation.iter().any(|e| e.marked) && validation.iter().any(|e| !e.marked);
     move |m: &M| {
         let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
-        accuracy(&predict(&shaped, &ids, 256, setup.pad_id, device), &labels)
+        let predictions = predict(&shaped, &ids, 256, setup.pad_id, device);
+        let group = |marked: bool| {
+            let (p, l): (Vec<u32>, Vec<u32>) = validation
+                .iter()
+                .zip(&predictions)
+                .filter(|(e, _)| e.marked == marked)
+                .map(|(e, p)| (*p, e.label))
+                .unzip();
+            accuracy(&p, &l)
+        };
+        Evaluation { accuracy: accuracy(&predictions, &labels), groups: has_both.then(|| (group(true), group(false))) }
     }
 }
 
@@ -233,7 +272,8 @@ where
     let started = Instant::now();
     let shapes = ShapeLog::default();
     let model = model.valid();
-    let accuracy = validation_accuracy::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device)(&model);
+    let accuracy =
+        validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device)(&model).accuracy;
     let seconds = started.elapsed().as_secs_f64();
     let summary = TrainSummary {
         steps: 0,
@@ -249,6 +289,7 @@ where
     (model, summary)
 }
 
+/// Trains `model` and returns the kept one (see [`Keep`]) with a summary.
 pub fn train<B, M>(
     model: M,
     spec: &TrainingSpec,
@@ -314,9 +355,9 @@ where
         seed,
     } = spec.clone();
     let (batch_size, max_steps, eval_every) = (batch_size.get(), max_steps.get(), eval_every.get());
-    let patience = match keep {
-        Keep::Best { patience } => Some(patience.get()),
-        Keep::Last => None,
+    let (patience, best_by) = match keep {
+        Keep::Best { patience, by } => (Some(patience.get()), by),
+        Keep::Last => (None, BestBy::Accuracy),
     };
     #[cfg(test)]
     let _turn = ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -327,7 +368,7 @@ where
     let mut validation_seconds = 0.0;
     let shapes = ShapeLog::default();
     let limit = model.max_length();
-    let evaluate = validation_accuracy::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
+    let evaluate = validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
 
     let mut best = model.valid();
     let mut best_accuracy = f64::NEG_INFINITY;
@@ -413,19 +454,32 @@ where
             if step % eval_every == 0 || step == max_steps {
                 let evaluation_started = Instant::now();
                 let candidate = model.valid();
-                let validation_accuracy = evaluate(&candidate);
+                let evaluation = evaluate(&candidate);
                 validation_seconds += evaluation_started.elapsed().as_secs_f64();
                 let train_loss = loss_sum / loss_count.max(1) as f64;
-                log.push(LogEntry { step, train_loss, validation_accuracy });
+                let validation_accuracy = evaluation.accuracy;
+                log.push(LogEntry {
+                    step,
+                    train_loss,
+                    validation_accuracy,
+                    marked_accuracy: evaluation.groups.map(|g| g.0),
+                    unmarked_accuracy: evaluation.groups.map(|g| g.1),
+                });
+                let groups = evaluation
+                    .groups
+                    .map(|(marked, unmarked)| format!(" (marked {marked:.3}, unmarked {unmarked:.3})"))
+                    .unwrap_or_default();
                 let line = format!(
-                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}"
+                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}"
                 );
                 (setup.log)(line.clone());
                 setup.progress.set_message(line);
                 (loss_sum, loss_count) = (0.0, 0);
                 // `last` keeps every evaluation: the final one is what it returns.
-                if validation_accuracy > best_accuracy || patience.is_none() {
-                    best_accuracy = validation_accuracy;
+                // `best_accuracy` holds the best score by `best_by`.
+                let score = evaluation.score(best_by);
+                if score > best_accuracy || patience.is_none() {
+                    best_accuracy = score;
                     best_step = step;
                     best = candidate;
                 } else if patience.is_some_and(|p| step - best_step >= p) {
@@ -469,7 +523,10 @@ where
     let summary = TrainSummary {
         steps: step,
         best_step,
-        best_validation_accuracy: best_accuracy.max(0.0),
+        best_validation_accuracy: log
+            .iter()
+            .rfind(|e| e.step == best_step)
+            .map_or(best_accuracy.max(0.0), |e| e.validation_accuracy),
         stopped_early,
         seconds,
         validation_seconds,
@@ -531,7 +588,7 @@ mod tests {
                     let at = rng.random_range(0..len);
                     ids[at] = 3;
                 }
-                TrainExample { ids, label }
+                TrainExample { ids, label, marked: false }
             })
             .collect()
     }
@@ -541,7 +598,7 @@ mod tests {
     }
 
     fn fit_with(seed: u64, dropout: f64, buckets: Buckets) -> (BiLstmClassifier<Flex>, TrainSummary) {
-        fit_keeping(seed, dropout, buckets, Keep::Best { patience: Positive::new(200) })
+        fit_keeping(seed, dropout, buckets, Keep::Best { patience: Positive::new(200), by: BestBy::Accuracy })
     }
 
     fn fit_keeping(seed: u64, dropout: f64, buckets: Buckets, keep: Keep) -> (BiLstmClassifier<Flex>, TrainSummary) {
@@ -626,7 +683,13 @@ mod tests {
             stop: &stop,
             ..TrainSetup::quiet(&progress)
         };
-        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
+        // Under `best_by = "balanced"` the examples of label 1 (those with
+        // token 3) stand in for the ones that carry a planted pattern.
+        let mut validation = toy_data(100, 2);
+        if matches!(keep, Keep::Best { by: BestBy::Balanced, .. }) {
+            validation.iter_mut().for_each(|e| e.marked = e.label == 1);
+        }
+        train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &validation, &device)
     }
 
     /// A run stopped part way and started again goes on from its last snapshot
@@ -635,7 +698,7 @@ mod tests {
     /// used: the run starts over and still ends there.
     #[test]
     fn a_stopped_run_resumes_from_its_snapshot_and_ends_as_an_unbroken_one() {
-        let keep = Keep::Best { patience: Positive::new(500) };
+        let keep = Keep::Best { patience: Positive::new(500), by: BestBy::Accuracy };
         let lines = std::sync::Mutex::new(Vec::new());
         let run = |snapshots, stop_after| Run {
             seed: 5,
@@ -714,7 +777,8 @@ mod tests {
     /// early; `last` returns the weights of the final step, whatever their score.
     #[test]
     fn keep_best_or_last() {
-        let (_, best) = fit_keeping(5, 0.1, Buckets::EXACT, Keep::Best { patience: Positive::new(50) });
+        let (_, best) =
+            fit_keeping(5, 0.1, Buckets::EXACT, Keep::Best { patience: Positive::new(50), by: BestBy::Accuracy });
         let top = best.log.iter().map(|e| e.validation_accuracy).fold(f64::NEG_INFINITY, f64::max);
         assert_eq!(best.best_validation_accuracy, top, "{best:?}");
         let (_, last) = fit_keeping(5, 0.1, Buckets::EXACT, Keep::Last);
@@ -723,12 +787,45 @@ mod tests {
         assert_eq!(Some(last.best_validation_accuracy), last.log.last().map(|e| e.validation_accuracy));
     }
 
+    /// `best_by = "balanced"` keeps the evaluation with the best mean of the
+    /// marked and unmarked examples' accuracies, logs both, and reports the
+    /// kept step's own accuracy; plain accuracy logs no groups.
+    #[test]
+    fn best_by_balanced_weighs_marked_and_unmarked_examples_alike() {
+        let keep = Keep::Best { patience: Positive::new(200), by: BestBy::Balanced };
+        let run = Run {
+            seed: 5,
+            dropout: 0.1,
+            buckets: Buckets::EXACT,
+            keep,
+            eval_every: 10,
+            snapshots: None,
+            stop_after: None,
+            lines: None,
+        };
+        let (_, summary) = fit_run(run, |m| m).unwrap();
+        let balanced = |e: &LogEntry| (e.marked_accuracy.unwrap() + e.unmarked_accuracy.unwrap()) / 2.0;
+        let top = summary.log.iter().map(balanced).fold(f64::NEG_INFINITY, f64::max);
+        let kept = summary.log.iter().find(|e| e.step == summary.best_step).unwrap();
+        assert_eq!(balanced(kept), top, "{summary:?}");
+        assert_eq!(summary.log.iter().find(|e| balanced(e) == top).map(|e| e.step), Some(summary.best_step));
+        assert_eq!(summary.best_validation_accuracy, kept.validation_accuracy);
+        // The groups' accuracies make up the whole split's.
+        let marked = toy_data(100, 2).iter().filter(|e| e.label == 1).count() as f64 / 100.0;
+        for e in &summary.log {
+            let whole = marked * e.marked_accuracy.unwrap() + (1.0 - marked) * e.unmarked_accuracy.unwrap();
+            assert!((whole - e.validation_accuracy).abs() < 1e-9, "{e:?}");
+        }
+        let (_, plain) = fit(5);
+        assert!(plain.log.iter().all(|e| e.marked_accuracy.is_none() && e.unmarked_accuracy.is_none()));
+    }
+
     /// The `[PAD]` row never reaches the loss (padding is masked), so zeroing
     /// it (`pad_embedding = "zero"`) trains every other weight bit for bit as
     /// a drawn row does: the two settings differ in that row only.
     #[test]
     fn the_pad_row_changes_nothing_else_in_training() {
-        let keep = Keep::Best { patience: Positive::new(200) };
+        let keep = Keep::Best { patience: Positive::new(200), by: BestBy::Accuracy };
         let (learned, a) = fit_prepared(5, 0.1, Buckets::EXACT, keep, |m| m);
         let (zeroed, b) = fit_prepared(5, 0.1, Buckets::EXACT, keep, |m| m.with_zero_pad_row(0));
         assert_eq!(a.log, b.log);
@@ -813,7 +910,7 @@ mod tests {
     #[test]
     fn buckets_cover_every_example_once() {
         let examples: Vec<TrainExample> =
-            (0..103).map(|i| TrainExample { ids: vec![1; i % 17 + 1], label: 0 }).collect();
+            (0..103).map(|i| TrainExample { ids: vec![1; i % 17 + 1], label: 0, marked: false }).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let batches = bucketed_batches(&examples, 8, &mut rng);
         let mut seen: Vec<usize> = batches.concat();

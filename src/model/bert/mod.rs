@@ -271,7 +271,7 @@ mod tests {
                     ids[at] = 5 + label;
                     ids.insert(0, 2);
                     ids.push(3);
-                    TrainExample { ids, label }
+                    TrainExample { ids, label, marked: false }
                 })
                 .collect()
         };
@@ -283,7 +283,7 @@ mod tests {
             schedule: Schedule::Linear { warmup_share: Share::new(0.1) },
             max_steps: Positive::new(500),
             eval_every: Positive::new(100),
-            keep: crate::spec::Keep::Best { patience: Positive::new(500) },
+            keep: crate::spec::Keep::Best { patience: Positive::new(500), by: crate::spec::BestBy::Accuracy },
             max_grad_norm: Some(1.0),
             seed: 4,
         };
@@ -311,7 +311,7 @@ mod tests {
                     let mut ids: Vec<u32> = (0..rng.random_range(3..8)).map(|_| rng.random_range(8..20)).collect();
                     let at = rng.random_range(0..ids.len());
                     ids[at] = 5 + label;
-                    TrainExample { ids, label }
+                    TrainExample { ids, label, marked: false }
                 })
                 .collect()
         };

@@ -50,13 +50,6 @@ impl Composed {
     pub fn origin(&self, line: usize) -> Option<&Origin> {
         self.origins.get(line.checked_sub(1)?).and_then(Option::as_ref)
     }
-
-    /// Whether the file extends another grid.
-    pub fn is_merged(&self) -> bool {
-        let mut paths = self.origins.iter().flatten().map(|o| &o.path);
-        let first = paths.next();
-        paths.any(|p| Some(p) != first)
-    }
 }
 
 /// Reads `path` and every grid it extends, and merges them.
@@ -111,13 +104,21 @@ fn compose_chain(path: &Path, chain: &mut Vec<PathBuf>) -> Result<Composed, Spec
 
     let from_base = line_origins(&base.text, &merged);
     let from_file = line_origins(&text, &merged);
+    // A dotted key merged into a base table loses its prefix
+    // (`training.max_steps = 0` becomes `max_steps = 0`): found by its ending.
+    let by_ending = |written: &str| {
+        let written = written.trim();
+        let line = text.lines().position(|l| !written.is_empty() && l.trim_end().ends_with(written))?;
+        Some(Origin { path: path.into(), line: line + 1 })
+    };
     let origins = from_base
         .iter()
         .zip(&from_file)
-        .map(|(in_base, in_file)| match (in_base, in_file) {
+        .zip(merged.lines())
+        .map(|((in_base, in_file), written)| match (in_base, in_file) {
             (Some(line), _) => base.origin(*line).cloned(),
             (None, Some(line)) => Some(Origin { path: path.into(), line: *line }),
-            (None, None) => None,
+            (None, None) => by_ending(written),
         })
         .collect();
     Ok(Composed { text: merged, origins })
@@ -139,14 +140,8 @@ fn merge_table(base: &mut Table, changes: &Table) {
                 merge_inline(into, from)
             }
             (Some(Item::ArrayOfTables(into)), Item::ArrayOfTables(from)) => merge_entries(into, from),
-            (Some(old), _) => {
-                let mut new = change.clone();
-                // Keep the base's spacing and comment around a replaced value.
-                if let (Some(old), Some(new)) = (old.as_value(), new.as_value_mut()) {
-                    *new.decor_mut() = old.decor().clone();
-                }
-                *old = new;
-            }
+            // The new value with its own comment: the base's was about the old one.
+            (Some(old), _) => *old = change.clone(),
             (None, _) => {
                 base.insert(key, change.clone());
             }
@@ -258,7 +253,6 @@ sample = 1000
         let files = Files::new(&[("base.toml", BASE)]);
         let composed = compose(&files.path("base.toml")).unwrap();
         assert_eq!(composed.text, BASE);
-        assert!(!composed.is_merged());
         assert_eq!(composed.origin(3), Some(&Origin { path: files.path("base.toml"), line: 3 }));
     }
 
@@ -284,7 +278,6 @@ methods = ["ig{p,l}-zero-100"]
 "#;
         let files = Files::new(&[("base.toml", BASE), ("child.toml", child)]);
         let composed = compose(&files.path("child.toml")).unwrap();
-        assert!(composed.is_merged());
         let value = table(&composed);
         assert!(value.get("name").is_none(), "the base's name is not inherited:\n{}", composed.text);
         assert!(value.get(KEY).is_none());
@@ -315,6 +308,18 @@ methods = ["ig{p,l}-zero-100"]
         assert_eq!(at("sample"), Origin { path: files.path("child.toml"), line: 5 });
         assert_eq!(at("name = \"child\""), Origin { path: files.path("child.toml"), line: 2 });
         assert_eq!(at("max_steps"), Origin { path: files.path("base.toml"), line: 15 });
+
+        // A dotted key written into the base's table.
+        let child = "extends = \"base.toml\"\n\n[[models]]\nname = \"lstm\"\ntraining.max_steps = 7\n";
+        std::fs::write(files.path("child.toml"), child).unwrap();
+        let composed = compose(&files.path("child.toml")).unwrap();
+        assert!(composed.text.contains("\nmax_steps = 7"), "{}", composed.text);
+        assert_eq!(at_in(&composed, "max_steps"), Origin { path: files.path("child.toml"), line: 5 });
+    }
+
+    fn at_in(composed: &Composed, needle: &str) -> Origin {
+        let line = composed.text.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+        composed.origin(line).cloned().unwrap()
     }
 
     #[test]

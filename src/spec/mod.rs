@@ -500,6 +500,10 @@ impl Grid {
     /// [`extends`] and [`overrides`]). An error names the file and line the
     /// offending text was written on, or the override that wrote it.
     pub fn load_with(path: &Path, settings: &[overrides::Override]) -> Result<Grid, SpecError> {
+        if let Some(setting) = settings.iter().find(|s| s.key() == "extends") {
+            let message = format!("--set {setting}: `extends` is read before any override; write it in the file");
+            return Err(SpecError::Override { path: path.into(), message });
+        }
         let composed = extends::compose(path)?;
         let edited = if settings.is_empty() {
             composed.text.clone()

@@ -68,6 +68,11 @@ impl fmt::Display for Override {
 }
 
 impl Override {
+    /// The dotted key it sets or deletes.
+    pub fn key(&self) -> String {
+        self.path.join(".")
+    }
+
     /// The last key of the path, which the written line starts with.
     fn leaf(&self) -> &str {
         self.path.last().map(String::as_str).unwrap_or_default()

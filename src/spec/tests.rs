@@ -586,4 +586,8 @@ fn an_extending_grid_names_the_file_and_line_of_each_error() {
     let settings = vec!["models.lstm.hidden_size=0".parse().unwrap()];
     let e = Grid::load_with(&child, &settings).unwrap_err().to_string();
     assert!(e.contains("--set models.lstm.hidden_size=0"), "{e}");
+    // The chain is the file's: an override cannot start one.
+    let settings = vec!["extends=other.toml".parse().unwrap()];
+    let e = Grid::load_with(&child, &settings).unwrap_err().to_string();
+    assert!(e.contains("--set extends=other.toml") && e.contains("write it in the file"), "{e}");
 }

@@ -131,6 +131,12 @@ fn by_default_no_shortcut_token_is_cut_by_truncation() {
     for (test, v) in run_truncated("", &["st", "op"]) {
         assert!(test.iter().all(|e| e.shortcut_positions.iter().all(|&p| p < 10)));
         assert_eq!((v.synthetic_truncated, v.synthetic_examples), (0, test.len()), "{v:?}");
+        // Every verification gives its 95% intervals, around its estimates.
+        let (low, high) = v.shortcut_model_on_synthetic_interval.expect("synthetic interval");
+        assert!(low <= v.shortcut_model_on_synthetic && v.shortcut_model_on_synthetic <= high, "{v:?}");
+        let (low, high) = v.original_drop_interval.expect("drop interval");
+        let drop = v.original_model_on_original - v.shortcut_model_on_original;
+        assert!(low <= drop + 1e-12 && drop <= high + 1e-12, "{v:?}");
     }
 }
 

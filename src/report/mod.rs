@@ -7,7 +7,7 @@
 //! | file | formats | content |
 //! |---|---|---|
 //! | `results_long.{csv,parquet}` | csv, parquet | every cell, every field, input order |
-//! | `verification.{csv,parquet}` | csv, parquet | one row per verification; accuracies as fractions 0..1, `failures` joined with `"; "` |
+//! | `verification.{csv,parquet}` | csv, parquet | one row per verification; accuracies as fractions 0..1, `failures` and `close_calls` joined with `"; "` |
 //! | `verification.md` | markdown | the same, accuracies as percentages with one decimal |
 //! | `<model>_<metric>.{csv,md}` | csv, markdown | Bastings et al. Tables 6/7: rows = methods, columns = `dataset:shortcut`; precision 2 decimals, rank 1 (others 3) |
 //!
@@ -156,6 +156,10 @@ pub struct VerificationRow {
     pub passed: bool,
     /// Human-readable reasons, empty when `passed`.
     pub failures: Vec<String>,
+    /// Thresholds inside a measurement's 95% interval: a pass or a failure
+    /// that another seed or CPU could turn (`verify::close_calls`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub close_calls: Vec<String>,
 }
 
 /// Which files [`write_reports`] writes (see the module table).
@@ -462,6 +466,16 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
             v.failures.join("; ")
         ));
     }
+    for v in verification.iter().filter(|v| !v.close_calls.is_empty()) {
+        lines.push(format!(
+            "note: {} on {}:{} (seed {}) is a close call: {}",
+            v.key.model,
+            v.key.dataset,
+            v.key.shortcut,
+            v.key.seed,
+            v.close_calls.join("; ")
+        ));
+    }
     lines
 }
 
@@ -662,6 +676,7 @@ mod tests {
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed,
+            close_calls: Vec::new(),
             failures: if passed {
                 vec![]
             } else {
@@ -809,7 +824,7 @@ mod tests {
             .unwrap()
             .finish()
             .unwrap();
-        assert_eq!(df.shape(), (2, 14), "keys, seed, 5 accuracies, 2 macro-F1, passed, failures");
+        assert_eq!(df.shape(), (2, 15), "keys, seed, 5 accuracies, 2 macro-F1, passed, failures, close calls");
         let passed: Vec<Option<bool>> = df.column("passed").unwrap().bool().unwrap().iter().collect();
         assert_eq!(passed, [Some(true), Some(false)]);
         let acc = df.column("shortcut_model_on_synthetic").unwrap().f64().unwrap();

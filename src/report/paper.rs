@@ -931,6 +931,7 @@ mod tests {
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed: true,
+            close_calls: Vec::new(),
             failures: vec![],
         };
         let t = source_accuracy_table(&[row("st", 0.87), row("tic", 0.86)]).unwrap().unwrap();

@@ -906,6 +906,7 @@ mod tests {
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed,
+            close_calls: Vec::new(),
             failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },
         }
     }

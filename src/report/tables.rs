@@ -158,6 +158,10 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     }
     columns.push(Column::new("passed".into(), rows.iter().map(|r| r.passed).collect::<Vec<bool>>()));
     columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
+    columns.push(Column::new(
+        "close_calls".into(),
+        rows.iter().map(|r| r.close_calls.join("; ")).collect::<Vec<String>>(),
+    ));
     DataFrame::new(rows.len(), columns)
 }
 
@@ -193,6 +197,12 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
     numeric.push(false);
     columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
     numeric.push(false);
+    // Shown only when a threshold lies inside a measurement's 95% interval.
+    if rows.iter().any(|r| !r.close_calls.is_empty()) {
+        let calls = rows.iter().map(|r| r.close_calls.join("; "));
+        columns.push(Column::new("close calls".into(), calls.collect::<Vec<String>>()));
+        numeric.push(false);
+    }
     Ok((DataFrame::new(rows.len(), columns)?, numeric))
 }
 
@@ -518,7 +528,7 @@ mod tests {
     fn empty_cells_give_no_layouts() {
         assert!(layouts(&[]).unwrap().is_empty());
         assert_eq!(long_frame(&[]).unwrap().shape(), (0, 12));
-        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 14));
+        assert_eq!(verification_frame(&[]).unwrap().shape(), (0, 15));
     }
 
     #[test]
@@ -541,6 +551,7 @@ mod tests {
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
             passed: true,
+            close_calls: Vec::new(),
             failures: Vec::new(),
         };
         let header = "original model, original macro-F1 %";

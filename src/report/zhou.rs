@@ -312,6 +312,7 @@ mod tests {
             accuracy_without_shortcut: bound,
             min_synthetic_accuracy: None,
             passed,
+            close_calls: Vec::new(),
             failures: vec![],
         };
         let rows = [

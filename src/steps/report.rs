@@ -67,6 +67,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
             passed: result.passed,
             failures: result.failures,
+            close_calls: result.close_calls,
         });
     }
     let mut evaluations = Vec::new();

@@ -57,6 +57,71 @@ pub struct Measured {
     pub original_on_original: f64,
     /// Size of the synthetic test set.
     pub synthetic_examples: usize,
+    /// 95% interval of the original model's accuracy minus the shortcut
+    /// model's on the original test set, paired by example; `None` when the
+    /// per-example outcomes are not at hand.
+    pub drop_interval: Option<(f64, f64)>,
+}
+
+/// 95% interval for a share of `k` in `n` (Wilson's score interval: sound
+/// at the 99% a shortcut model reaches, where the normal one is not).
+pub fn wilson_interval(k: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (n, p, z) = (n as f64, k as f64 / n as f64, 1.959_963_984_540_054);
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// 95% interval of `mean(a) − mean(b)` for two models' right (true) or wrong
+/// answers on the same examples: the normal interval of the per-example
+/// differences, which share the examples' difficulty.
+pub fn paired_difference_interval(a: &[bool], b: &[bool]) -> Option<(f64, f64)> {
+    let n = a.len();
+    if n < 2 || b.len() != n {
+        return None;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(&x, &y)| f64::from(u8::from(x)) - f64::from(u8::from(y))).collect();
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let variance = d.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = 1.959_963_984_540_054 * (variance / n as f64).sqrt();
+    Some((mean - half, mean + half))
+}
+
+/// The thresholds whose outcome the test sets' size leaves open: the bar lies
+/// inside the measurement's 95% interval, so another seed or CPU (another
+/// rounding) could turn a pass into a failure or back. Not failures: a
+/// sentence each, saying which way the point estimate went.
+pub fn close_calls(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec<String> {
+    let mut calls = Vec::new();
+    let min = thresholds.min_synthetic_accuracy.get();
+    let n = m.synthetic_examples;
+    let (low, high) = wilson_interval((m.shortcut_on_synthetic * n as f64).round() as usize, n);
+    if low < min && min <= high {
+        calls.push(format!(
+            "shortcut model's {:.1}% on {n} synthetic examples: its 95% interval, {:.1}–{:.1}%, holds the {:.1}% bar",
+            100.0 * m.shortcut_on_synthetic,
+            100.0 * low,
+            100.0 * high,
+            100.0 * min
+        ));
+    }
+    if let (Chance::Balanced { .. }, Some((low, high))) = (chance, m.drop_interval) {
+        let allowed = thresholds.max_original_drop.get();
+        if low <= allowed && allowed <= high {
+            calls.push(format!(
+                "shortcut model loses {:.1} points on the original test set: the paired 95% interval, {:.1} to {:.1}, \
+                 holds the {:.1} allowed",
+                100.0 * (m.original_on_original - m.shortcut_on_original),
+                100.0 * low,
+                100.0 * high,
+                100.0 * allowed
+            ));
+        }
+    }
+    calls
 }
 
 /// `P(X ≥ k)` for `X ~ Binomial(n, p)`: how likely a classifier whose expected
@@ -100,8 +165,18 @@ pub struct Verification {
     #[serde(default)]
     pub synthetic_truncated: usize,
     pub original_examples: usize,
+    /// 95% intervals: the shortcut model's synthetic accuracy (Wilson) and
+    /// the original model's accuracy minus the shortcut model's on the
+    /// original test set (paired). Absent in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortcut_model_on_synthetic_interval: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_drop_interval: Option<(f64, f64)>,
     pub passed: bool,
     pub failures: Vec<String>,
+    /// Thresholds inside a measurement's 95% interval ([`close_calls`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub close_calls: Vec<String>,
 }
 
 /// Applies the thresholds to measured accuracies.
@@ -175,8 +250,20 @@ pub(crate) fn scores_of<B: Backend>(
     buckets: Buckets,
     device: &B::Device,
 ) -> (f64, f64) {
+    let (accuracy, f1, _) = scored_answers(model, examples, buckets, device);
+    (accuracy, f1)
+}
+
+/// Accuracy, macro-F1 and whether each example was answered right.
+fn scored_answers<B: Backend>(
+    model: &Checkpoint<B>,
+    examples: &[Example],
+    buckets: Buckets,
+    device: &B::Device,
+) -> (f64, f64, Vec<bool>) {
     let (predictions, labels) = predictions_of(model, examples, buckets, device);
-    (accuracy(&predictions, &labels), macro_f1(&predictions, &labels))
+    let right = predictions.iter().zip(&labels).map(|(p, l)| p == l).collect();
+    (accuracy(&predictions, &labels), macro_f1(&predictions, &labels), right)
 }
 
 fn predictions_of<B: Backend>(
@@ -229,17 +316,22 @@ fn run_on<B: Backend>(
     );
     let original_test = super::corpus::load(&ctx.inputs[3])?.test;
 
-    let (shortcut_on_original, shortcut_f1) = scores_of(&shortcut, &original_test, ctx.compute.buckets, device);
-    let (original_on_original, original_f1) = scores_of(&original, &original_test, ctx.compute.buckets, device);
+    let (shortcut_on_original, shortcut_f1, shortcut_right) =
+        scored_answers(&shortcut, &original_test, ctx.compute.buckets, device);
+    let (original_on_original, original_f1, original_right) =
+        scored_answers(&original, &original_test, ctx.compute.buckets, device);
     let m = Measured {
         shortcut_on_synthetic: accuracy_of(&shortcut, &synthetic, ctx.compute.buckets, device),
         original_on_synthetic: accuracy_of(&original, &synthetic, ctx.compute.buckets, device),
         shortcut_on_original,
         original_on_original,
         synthetic_examples: synthetic.len(),
+        drop_interval: paired_difference_interval(&original_right, &shortcut_right),
     };
     let shortcut_on_flip = accuracy_of(&shortcut, &flip, ctx.compute.buckets, device);
     let failures = judge(thresholds, chance, &m);
+    let close_calls = close_calls(thresholds, chance, &m);
+    let synthetic_right = (m.shortcut_on_synthetic * synthetic.len() as f64).round() as usize;
     write_json(
         &out.join(FILE),
         &Verification {
@@ -259,8 +351,11 @@ fn run_on<B: Backend>(
             synthetic_examples: synthetic.len(),
             synthetic_truncated,
             original_examples: original_test.len(),
+            shortcut_model_on_synthetic_interval: Some(wilson_interval(synthetic_right, synthetic.len())),
+            original_drop_interval: m.drop_interval,
             passed: failures.is_empty(),
             failures,
+            close_calls,
         },
     )
 }
@@ -276,7 +371,43 @@ mod tests {
             shortcut_on_original,
             original_on_original: 0.88,
             synthetic_examples: 1000,
+            drop_interval: None,
         }
+    }
+
+    #[test]
+    fn intervals_by_hand() {
+        // Wilson, 495 of 500: centre (0.99 + 1.96²/1000) / (1 + 1.96²/500).
+        let (low, high) = wilson_interval(495, 500);
+        assert!((low - 0.9768).abs() < 5e-4 && (high - 0.9958).abs() < 5e-4, "{low} {high}");
+        assert_eq!(wilson_interval(0, 0), (0.0, 1.0));
+        let (low, high) = wilson_interval(10, 10);
+        assert!((high - 1.0).abs() < 1e-12 && low > 0.69 && low < 0.73, "{low} {high}");
+        // Paired: a right where b is wrong on 3 of 4, the same on the fourth.
+        let (low, high) = paired_difference_interval(&[true, true, true, true], &[false, false, false, true]).unwrap();
+        // d = 1, 1, 1, 0: mean 0.75, sd 0.5, half-width 1.96 · 0.5 / 2.
+        assert!((low - (0.75 - 0.49)).abs() < 1e-3 && (high - (0.75 + 0.49)).abs() < 1e-3, "{low} {high}");
+        assert_eq!(paired_difference_interval(&[true], &[false]), None);
+    }
+
+    #[test]
+    fn close_calls_are_bars_inside_the_interval() {
+        let t = VerificationSpec::default(); // 0.99, ±0.1, 0.02
+        let balanced = Chance::Balanced { classes: 2 };
+        // 99.4% of 500 passes the 99% bar, but its interval reaches below it.
+        let m =
+            Measured { synthetic_examples: 500, drop_interval: Some((0.009, 0.039)), ..measured(0.994, 0.5, 0.856) };
+        assert_eq!(judge(&t, balanced, &m).len(), 1, "the drop of 2.4 points fails");
+        let calls = close_calls(&t, balanced, &m);
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert!(calls[0].contains("99.4% on 500") && calls[0].contains("99.0% bar"), "{calls:?}");
+        assert!(calls[1].contains("loses 2.4 points") && calls[1].contains("0.9 to 3.9"), "{calls:?}");
+        // 1,000 of 1,000 and a drop interval wholly under the bar: nothing open.
+        let m = Measured { drop_interval: Some((-0.01, 0.015)), ..measured(1.0, 0.5, 0.87) };
+        assert!(close_calls(&t, balanced, &m).is_empty());
+        // A reassignment has no drop condition.
+        let m = Measured { drop_interval: Some((0.0, 0.5)), ..measured(1.0, 0.5, 0.5) };
+        assert!(close_calls(&t, Chance::Reassigned { bound: 0.5 }, &m).is_empty());
     }
 
     #[test]

@@ -390,6 +390,7 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
         accuracy_without_shortcut: None,
         min_synthetic_accuracy: None,
         passed: true,
+        close_calls: Vec::new(),
         failures: vec![],
     }
 }

@@ -982,12 +982,16 @@ fn bench(
 
 /// Shortcut models that failed verification are marked in every table; say so
 /// here too, once per model, so that nobody reads a marked column by accident.
+/// A close call (a bar inside its measurement's interval) is a note.
 fn warn_failed_verification(plan: &Plan, cache: &Cache) {
     for step in plan.steps.iter().filter(|s| s.kind == StepKind::Verify) {
         let path = cache.step_dir(step.kind, &step.key).join(crate::steps::verify::FILE);
         let Ok(result) = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path) else { continue };
         if !result.passed {
             eprintln!("warning: {} failed verification: {}", step.label, result.failures.join("; "));
+        }
+        if !result.close_calls.is_empty() {
+            eprintln!("note: {} is a close call: {}", step.label, result.close_calls.join("; "));
         }
     }
 }

@@ -149,13 +149,14 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             })
             .collect();
         let seeded = |name: &str, seed: u64| if many_seeds { format!("{name}/seed-{seed}") } else { name.to_string() };
-        // `planted`: the rule in the training data, for a shortcut model.
+        // `planted`: the rule in the training data of a shortcut model; none
+        // for a model of the original data.
         let train = |b: &mut Builder,
                      label: String,
                      input: usize,
                      (model, (assets, asset_hash)): &Planned,
-                     data: &str,
                      planted: Option<ShortcutKind>| {
+            let data = if planted.is_some() { "shortcut" } else { "original" };
             b.add(
                 StepKind::Train,
                 label,
@@ -179,7 +180,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             .iter()
             .map(|(planned, seed)| {
                 let label = format!("train/{}/original/{}", dataset.name, seeded(&planned.0.name, *seed));
-                train(&mut b, label, corpus, planned, "original", None)
+                train(&mut b, label, corpus, planned, None)
             })
             .collect();
 
@@ -210,7 +211,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                     for ((planned, seed), &original) in models.iter().zip(&original_models) {
                         let (model, seed) = (&planned.0, *seed);
                         let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
-                        let trained = train(&mut b, format!("train/{cell}"), synth, planned, "shortcut", Some(kind));
+                        let trained = train(&mut b, format!("train/{cell}"), synth, planned, Some(kind));
                         let verify = b.add(
                             StepKind::Verify,
                             format!("verify/{cell}"),

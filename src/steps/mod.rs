@@ -44,7 +44,7 @@ pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
         Work::Synth { options } => synth::run(options, &ctx.inputs[0], out),
         Work::Train { model, max_length, shortcut_tokens, assets, planted } => {
             let planted = planted.as_ref().map(|(kind, tokens)| (*kind, tokens));
-            train::run(model, *max_length, shortcut_tokens, planted, assets, &ctx.inputs[0], out, ctx)
+            train::run(model, *max_length, shortcut_tokens, planted, assets, out, ctx)
         }
         Work::Verify { thresholds, chance } => verify::run(thresholds, *chance, ctx, out),
         Work::Evaluate => evaluate::run(ctx, out),

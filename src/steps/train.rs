@@ -23,10 +23,11 @@ pub fn run(
     shortcut_tokens: &[String],
     planted: Option<(ShortcutKind, &ShortcutTokens)>,
     assets: &ModelAssets,
-    data_dir: &Path,
     out: &Path,
     ctx: &StepContext,
 ) -> Result<()> {
+    // Input 0: the corpus, or the synth step's mixed splits.
+    let data_dir = &ctx.inputs[0];
     let train_set: Vec<Example> = read_jsonl(&data_dir.join("train.jsonl"))?;
     let validation: Vec<Example> = read_jsonl(&data_dir.join("validation.jsonl"))?;
     let data = TrainData { train: &train_set, validation: &validation, max_length, shortcut_tokens, planted };

@@ -63,13 +63,28 @@ pub struct Measured {
     pub drop_interval: Option<(f64, f64)>,
 }
 
+impl Measured {
+    /// How many synthetic examples the shortcut model got right.
+    fn synthetic_right(&self) -> usize {
+        (self.shortcut_on_synthetic * self.synthetic_examples as f64).round() as usize
+    }
+
+    /// 95% interval of the shortcut model's synthetic accuracy.
+    pub fn synthetic_interval(&self) -> (f64, f64) {
+        wilson_interval(self.synthetic_right(), self.synthetic_examples)
+    }
+}
+
+/// The normal quantile of a two-sided 95% interval.
+const Z_95: f64 = 1.959_963_984_540_054;
+
 /// 95% interval for a share of `k` in `n` (Wilson's score interval: sound
 /// at the 99% a shortcut model reaches, where the normal one is not).
 pub fn wilson_interval(k: usize, n: usize) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
-    let (n, p, z) = (n as f64, k as f64 / n as f64, 1.959_963_984_540_054);
+    let (n, p, z) = (n as f64, k as f64 / n as f64, Z_95);
     let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
     let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
     ((centre - half).max(0.0), (centre + half).min(1.0))
@@ -86,7 +101,7 @@ pub fn paired_difference_interval(a: &[bool], b: &[bool]) -> Option<(f64, f64)> 
     let d: Vec<f64> = a.iter().zip(b).map(|(&x, &y)| f64::from(u8::from(x)) - f64::from(u8::from(y))).collect();
     let mean = d.iter().sum::<f64>() / n as f64;
     let variance = d.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = 1.959_963_984_540_054 * (variance / n as f64).sqrt();
+    let half = Z_95 * (variance / n as f64).sqrt();
     Some((mean - half, mean + half))
 }
 
@@ -97,12 +112,12 @@ pub fn paired_difference_interval(a: &[bool], b: &[bool]) -> Option<(f64, f64)> 
 pub fn close_calls(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec<String> {
     let mut calls = Vec::new();
     let min = thresholds.min_synthetic_accuracy.get();
-    let n = m.synthetic_examples;
-    let (low, high) = wilson_interval((m.shortcut_on_synthetic * n as f64).round() as usize, n);
+    let (low, high) = m.synthetic_interval();
     if low < min && min <= high {
         calls.push(format!(
-            "shortcut model's {:.1}% on {n} synthetic examples: its 95% interval, {:.1}–{:.1}%, holds the {:.1}% bar",
+            "shortcut model's {:.1}% on {} synthetic examples: its 95% interval, {:.1}–{:.1}%, holds the {:.1}% bar",
             100.0 * m.shortcut_on_synthetic,
+            m.synthetic_examples,
             100.0 * low,
             100.0 * high,
             100.0 * min
@@ -214,8 +229,7 @@ pub fn judge(thresholds: &VerificationSpec, chance: Chance, m: &Measured) -> Vec
         }
         Chance::Reassigned { bound } => {
             let n = m.synthetic_examples;
-            let correct = (m.shortcut_on_synthetic * n as f64).round() as usize;
-            let luck = binomial_tail(n, correct, bound);
+            let luck = binomial_tail(n, m.synthetic_right(), bound);
             if luck.is_nan() || luck >= MAX_LUCK {
                 failures.push(format!(
                     "shortcut model's {:.1}% on {n} reassigned test examples is within reach of a model that \
@@ -331,7 +345,6 @@ fn run_on<B: Backend>(
     let shortcut_on_flip = accuracy_of(&shortcut, &flip, ctx.compute.buckets, device);
     let failures = judge(thresholds, chance, &m);
     let close_calls = close_calls(thresholds, chance, &m);
-    let synthetic_right = (m.shortcut_on_synthetic * synthetic.len() as f64).round() as usize;
     write_json(
         &out.join(FILE),
         &Verification {
@@ -351,7 +364,7 @@ fn run_on<B: Backend>(
             synthetic_examples: synthetic.len(),
             synthetic_truncated,
             original_examples: original_test.len(),
-            shortcut_model_on_synthetic_interval: Some(wilson_interval(synthetic_right, synthetic.len())),
+            shortcut_model_on_synthetic_interval: Some(m.synthetic_interval()),
             original_drop_interval: m.drop_interval,
             passed: failures.is_empty(),
             failures,

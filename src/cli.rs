@@ -478,8 +478,12 @@ fn finish_run(
     }
     if verbosity > Verbosity::Quiet {
         let ran = outcome.executed().count();
+        let reused = match outcome.reused() {
+            0 => String::new(),
+            n => format!(" {n} reused (the same work was cached under another key),"),
+        };
         eprintln!(
-            "{} steps: {ran} ran, {} cached, {} failed or skipped ({:.1}s)",
+            "{} steps: {ran} ran,{reused} {} cached, {} failed or skipped ({:.1}s)",
             outcome.records.len(),
             outcome.cached(),
             outcome.failures().count(),
@@ -581,6 +585,9 @@ fn run_steps(
             StepStatus::Cached if keys.len() == 1 => eprintln!("{}", executor::worker::FOUND_CACHED),
             StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
                 eprintln!("ran {} in {seconds:.1}s", step.label)
+            }
+            StepStatus::Reused { from } if verbosity > Verbosity::Quiet => {
+                eprintln!("reused {}: the same work as {from}", step.label)
             }
             _ => {}
         }

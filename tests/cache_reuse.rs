@@ -1,7 +1,8 @@
 //! Issue 2, point 4: the cache recomputes exactly what changed. These tests count
 //! executed steps, never time.
 
-use grid::cache::StepKind;
+use grid::cache::{Cache, StepKind};
+use grid::dag::StepStatus;
 
 use crate::util::{GridTest, TINY};
 
@@ -51,6 +52,68 @@ fn changing_a_dataset_option_reruns_only_its_branch() {
     assert_eq!(outcome.executed_of(StepKind::Attribute), 9);
     assert_eq!(outcome.executed_of(StepKind::Score), 18);
     assert_eq!(outcome.executed_of(StepKind::Report), 1);
+}
+
+/// A training reads its data's train and validation splits, not the test
+/// split: changing only the test split gives every model a new key (its input,
+/// the corpus or synth step, is keyed by all three), but the work is the same,
+/// so each takes the cached result of its old key instead of training again.
+/// Verification and everything after it read the test set, and run again.
+/// A change to what they train on trains them again.
+#[test]
+fn changing_only_the_test_split_trains_nothing_again() {
+    let t = GridTest::tiny_after_first_run();
+    let cache = Cache::open(t.cache()).unwrap();
+    // As a cache written before content keys has them: the key is then
+    // derived from the manifests of the training's inputs.
+    for manifest in train_manifests(&cache) {
+        let path = cache.step_dir(StepKind::Train, &manifest.key).join("manifest.json");
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(json.as_object_mut().unwrap().remove("content_key").is_some());
+        std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    }
+    let trained_before = train_manifests(&cache);
+    assert_eq!(trained_before.len(), 4);
+    assert!(trained_before.iter().all(|m| m.content_key.is_none()));
+
+    t.write_grid(&TINY.replace("max_length = 48", "max_length = 48\nlimits = { test = 100 }"));
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    assert_eq!(outcome.executed_of(StepKind::Train), 0);
+    let reused: Vec<_> = outcome.records.iter().filter(|r| matches!(r.status, StepStatus::Reused { .. })).collect();
+    assert_eq!(reused.len(), 4, "{reused:?}");
+    for record in &reused {
+        assert_eq!(record.kind, StepKind::Train);
+        let StepStatus::Reused { from } = &record.status else { unreachable!() };
+        assert_eq!(from, &record.label, "each model takes its own earlier training");
+    }
+    assert_eq!(outcome.executed_of(StepKind::Corpus), 1);
+    assert_eq!(outcome.executed_of(StepKind::Synth), 3);
+    assert_eq!(outcome.executed_of(StepKind::Verify), 3);
+    assert_eq!(outcome.executed_of(StepKind::Attribute), 9);
+
+    // New keys, the same checked files, and each manifest names its source.
+    let trained_after: Vec<_> = train_manifests(&cache).into_iter().filter(|m| m.reused_from.is_some()).collect();
+    assert_eq!(trained_after.len(), 4);
+    for after in &trained_after {
+        let from = after.reused_from.as_ref().unwrap();
+        let before = trained_before.iter().find(|b| b.key == from.key).expect("the source is an earlier training");
+        assert_ne!(after.key, before.key);
+        assert_eq!(after.files, before.files);
+        assert_eq!(after.label, before.label);
+        assert!(after.content_key.is_some());
+    }
+
+    // Fewer training examples: a different training, computed.
+    t.write_grid(&TINY.replace("max_length = 48", "max_length = 48\nlimits = { test = 100, train = 500 }"));
+    let outcome = t.run();
+    assert!(outcome.succeeded());
+    assert_eq!(outcome.executed_of(StepKind::Train), 4);
+    assert_eq!(outcome.reused(), 0);
+}
+
+fn train_manifests(cache: &Cache) -> Vec<grid::cache::Manifest> {
+    cache.manifests(StepKind::Train).unwrap()
 }
 
 /// Issue 13: the cache serves nothing it cannot vouch for. A flipped byte in an

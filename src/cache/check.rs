@@ -20,6 +20,9 @@ use super::files::sha256_of;
 use super::{Cache, CacheError, Manifest, StepKey, StepKind, io_err};
 
 /// What the cache holds for one step.
+// Looked at one step at a time and never stored in bulk: boxing the manifest
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
     /// Nothing: the step was never published here (or was collected).

@@ -18,6 +18,11 @@
 //! keys mean identical results, so one cache can serve every grid file and every
 //! machine that mounts it.
 //!
+//! A key follows its inputs' keys whole, also the parts a step does not read.
+//! Kinds that read less (a training reads its data's train and validation
+//! splits, not the test split) also get a content key, and take a published
+//! result of the same work instead of recomputing it (`reuse`, `dag::reuse`).
+//!
 //! # On disk
 //!
 //! `cache/<kind>/<key[0..2]>/<key>/` holds the payload files and `manifest.json`
@@ -36,6 +41,7 @@ pub mod files;
 pub mod gc;
 mod leftovers;
 mod resume;
+mod reuse;
 pub mod stale;
 
 use std::fs::{self, File};
@@ -48,6 +54,7 @@ use sha2::{Digest, Sha256};
 
 pub use check::{Damage, Entry};
 pub use failures::Failure;
+pub use reuse::ContentKey;
 pub use stale::StaleReason;
 
 /// The kinds of step, one per pipeline stage.
@@ -225,6 +232,16 @@ pub struct Manifest {
     pub seconds: f64,
     pub grid_version: String,
     pub device: String,
+    /// What the step computed, by content: its kind, version and parameters
+    /// and the digests of the input files it reads. Written by the kinds whose
+    /// keys name more than they read (see `dag::reuse`); absent otherwise and
+    /// in manifests written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_key: Option<ContentKey>,
+    /// The published step whose payload this one took, with the same content
+    /// key, instead of computing it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<InputRef>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -270,6 +287,10 @@ pub struct Staging {
     pub dir: PathBuf,
     kind: StepKind,
     key: StepKey,
+    /// Recorded in the manifest ([`Manifest::content_key`]).
+    pub content_key: Option<ContentKey>,
+    /// Set by [`Cache::take_payload`].
+    reused_from: Option<InputRef>,
 }
 
 /// What `cache/labels/<label>.json` remembers.
@@ -329,7 +350,7 @@ impl Cache {
             fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
         }
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        Ok(Staging { dir, kind, key: key.clone() })
+        Ok(Staging { dir, kind, key: key.clone(), content_key: None, reused_from: None })
     }
 
     /// Checksums the payload, writes the manifest and renames the folder into place.
@@ -369,6 +390,8 @@ impl Cache {
             seconds,
             grid_version: env!("CARGO_PKG_VERSION").to_string(),
             device: device.to_string(),
+            content_key: staging.content_key.clone(),
+            reused_from: staging.reused_from.clone(),
         };
         let manifest_path = staging.dir.join("manifest.json");
         let json = serde_json::to_vec_pretty(&manifest)
@@ -477,6 +500,8 @@ mod tests {
             seconds: 0.25,
             grid_version: "0.1.0".into(),
             device: "cpu".into(),
+            content_key: None,
+            reused_from: None,
         };
         let v = serde_json::to_value(&m).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -500,5 +525,20 @@ mod tests {
         assert_eq!(v["inputs"][0]["kind"], "attribute");
         let back: Manifest = serde_json::from_value(v).unwrap();
         assert_eq!(back, m);
+
+        // A step that took another's payload says so under two more names.
+        let taken = Manifest {
+            content_key: Some(ContentKey::of(&serde_json::json!("work"))),
+            reused_from: Some(InputRef {
+                kind: StepKind::Score,
+                key: StepKey("ef".repeat(32)),
+                label: "score/k".into(),
+            }),
+            ..m
+        };
+        let v = serde_json::to_value(&taken).unwrap();
+        assert_eq!(v["reused_from"]["label"], "score/k");
+        assert_eq!(v["content_key"].as_str().map(str::len), Some(64));
+        assert_eq!(serde_json::from_value::<Manifest>(v).unwrap(), taken);
     }
 }

@@ -12,6 +12,7 @@
 pub mod executor;
 pub mod params;
 pub mod plan;
+pub mod reuse;
 pub mod run;
 pub mod schedule;
 pub mod slurm;

@@ -46,6 +46,12 @@ pub enum StepStatus {
     Ran {
         seconds: f64,
     },
+    /// Not computed: the cache held the same work under another key (its
+    /// inputs differ only in what it does not read; see `dag::reuse`).
+    Reused {
+        /// The label of the step whose result it took.
+        from: String,
+    },
     Failed {
         error: String,
     },
@@ -53,6 +59,21 @@ pub enum StepStatus {
     Skipped {
         because: String,
     },
+}
+
+impl StepStatus {
+    /// How a step this run published went, from its manifest.
+    pub fn of_published(manifest: &crate::cache::Manifest) -> StepStatus {
+        match &manifest.reused_from {
+            Some(from) => StepStatus::Reused { from: from.label.clone() },
+            None => StepStatus::Ran { seconds: manifest.seconds },
+        }
+    }
+
+    /// Whether the step's result is in the cache now.
+    pub fn is_done(&self) -> bool {
+        matches!(self, StepStatus::Cached | StepStatus::Ran { .. } | StepStatus::Reused { .. })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +120,11 @@ impl RunOutcome {
 
     pub fn cached(&self) -> usize {
         self.records.iter().filter(|r| r.status == StepStatus::Cached).count()
+    }
+
+    /// Steps that took the result of the same work under another key.
+    pub fn reused(&self) -> usize {
+        self.records.iter().filter(|r| matches!(r.status, StepStatus::Reused { .. })).count()
     }
 
     pub fn failures(&self) -> impl Iterator<Item = &StepRecord> {
@@ -205,6 +231,9 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),
+                StepStatus::Reused { from } => {
+                    say(format!("  reused {}: the same work as {from}, which is cached", step.label))
+                }
                 StepStatus::Failed { error } => {
                     say(format!("  FAILED {}: {error}", step.label));
                     // For `grid status` / `grid show`; the run goes on without it.
@@ -245,7 +274,7 @@ pub fn outcome(
         .collect();
     let mut outcome = RunOutcome { records, interrupted, ..Default::default() };
     if let Some(report) = plan.report_step()
-        && matches!(outcome.records[report].status, StepStatus::Cached | StepStatus::Ran { .. })
+        && outcome.records[report].status.is_done()
     {
         let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
         outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();

@@ -110,10 +110,7 @@ impl<'a> Schedule<'a> {
     fn is_ready(&self, i: usize) -> bool {
         self.status[i].is_none()
             && !self.started[i]
-            && self.plan.steps[i]
-                .inputs
-                .iter()
-                .all(|&j| matches!(self.status[j], Some(StepStatus::Cached | StepStatus::Ran { .. })))
+            && self.plan.steps[i].inputs.iter().all(|&j| self.status[j].as_ref().is_some_and(StepStatus::is_done))
     }
 
     fn settle(&mut self) {

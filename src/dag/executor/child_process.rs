@@ -83,7 +83,7 @@ impl Executor for ChildProcess {
         let status = match job.cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
             Ok(Some(_)) if succeeded && found_cached => StepStatus::Cached,
-            Ok(Some(manifest)) if succeeded => StepStatus::Ran { seconds: manifest.seconds },
+            Ok(Some(manifest)) if succeeded => StepStatus::of_published(&manifest),
             _ => StepStatus::Failed {
                 error: last_error.unwrap_or_else(|| match exit {
                     Ok(s) => format!("worker exited with {s}"),

@@ -7,6 +7,7 @@ use super::{Executor, Finished, Job};
 use crate::backend::Compute;
 use crate::cache::{Entry, InputRef, StepKind};
 use crate::dag::StepStatus;
+use crate::dag::reuse::SameWork;
 use crate::steps::{self, StepContext};
 use crate::train::Snapshots;
 
@@ -50,7 +51,30 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             }
         }
         let started = Instant::now();
-        let staging = cache.begin(step.kind, &step.key)?;
+        // The same work may be cached under another key (`dag::reuse`).
+        let same_work = crate::dag::reuse::find(plan, cache, step)?;
+        let mut staging = cache.begin(step.kind, &step.key)?;
+        let input_refs = || {
+            step.inputs
+                .iter()
+                .map(|&j| InputRef {
+                    kind: plan.steps[j].kind,
+                    key: plan.steps[j].key.clone(),
+                    label: plan.steps[j].label.clone(),
+                })
+                .collect()
+        };
+        if let Some(SameWork { content_key, published }) = same_work {
+            staging.content_key = Some(content_key);
+            if let Some(from) = published {
+                cache.take_payload(&mut staging, &from)?;
+                let seconds = started.elapsed().as_secs_f64();
+                let manifest =
+                    cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &from.device)?;
+                cache.remove_resume(step.kind, &step.key)?;
+                return Ok(StepStatus::of_published(&manifest));
+            }
+        }
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
         let snapshots = (step.kind == StepKind::Train)
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
@@ -69,16 +93,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             return Err(e);
         }
         let seconds = started.elapsed().as_secs_f64();
-        let input_refs = step
-            .inputs
-            .iter()
-            .map(|&j| InputRef {
-                kind: plan.steps[j].kind,
-                key: plan.steps[j].key.clone(),
-                label: plan.steps[j].label.clone(),
-            })
-            .collect();
-        cache.publish(staging, &step.label, &step.params, input_refs, seconds, &compute.to_string())?;
+        cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &compute.to_string())?;
         // The result is in place: what it was resumed from has served.
         cache.remove_resume(step.kind, &step.key)?;
         Ok(StepStatus::Ran { seconds })

@@ -202,7 +202,7 @@ pub fn wait(
         let manifest = cache.lookup(step.kind, &step.key)?;
         status.push(match (&submission.pending[i], manifest) {
             (None, _) => Some(StepStatus::Cached),
-            (Some(Pending::Submit), Some(m)) => Some(StepStatus::Ran { seconds: m.seconds }),
+            (Some(Pending::Submit), Some(m)) => Some(StepStatus::of_published(&m)),
             // An earlier submission's task computed it, not this run.
             (Some(Pending::InFlight(_)), Some(_)) => Some(StepStatus::Cached),
             // Stopped following: the task may still compute it.

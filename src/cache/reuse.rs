@@ -1,0 +1,159 @@
+//! Sharing one result between steps that do the same work.
+//!
+//! A key names its inputs by their keys, so it changes whenever an input
+//! changes, even in a part the step never reads: a training run reads its
+//! data's train and validation splits, yet its key follows the test split
+//! too. For such kinds a step also gets a *content key* over what it does
+//! read (`dag::reuse` says what that is), and a step whose key is missing
+//! takes the payload of a published step with the same content key instead
+//! of computing it: Bazel's action cache, Shake's early cut-off. The payload
+//! taken is checked against its manifest first, like any cached result, and
+//! the new manifest names where it came from.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Cache, CacheError, Entry, InputRef, Manifest, Staging, StepKey, StepKind, io_err};
+
+/// `sha256` over the canonical JSON of what a step computes from, by content.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ContentKey(String);
+
+impl ContentKey {
+    /// `value` must be canonical: serde_json's maps are ordered by key.
+    pub fn of(value: &serde_json::Value) -> ContentKey {
+        ContentKey(hex::encode(Sha256::digest(value.to_string().as_bytes())))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Cache {
+    /// The manifest of a published step as written, without checking its
+    /// payload; `None` when missing or unreadable.
+    pub fn manifest(&self, kind: StepKind, key: &StepKey) -> Option<Manifest> {
+        let bytes = fs::read(self.step_dir(kind, key).join("manifest.json")).ok()?;
+        serde_json::from_slice::<Manifest>(&bytes).ok().filter(|m| m.kind == kind && &m.key == key)
+    }
+
+    /// The manifests of every published step of `kind`, unchecked, in key order.
+    pub fn manifests(&self, kind: StepKind) -> Result<Vec<Manifest>, CacheError> {
+        let mut found = Vec::new();
+        for shard in sorted_entries(&self.root.join(kind.name()))? {
+            for entry in sorted_entries(&shard)? {
+                let Some(key) = entry.file_name().and_then(|n| n.to_str()).and_then(StepKey::parse) else { continue };
+                if let Some(manifest) = self.manifest(kind, &key) {
+                    found.push(manifest);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The first published step of `kind` other than `except` whose content
+    /// key (`content_key_of` a manifest) is `wanted` and whose payload checks
+    /// out against its manifest. A damaged one is passed over.
+    pub fn find_same_work(
+        &self,
+        kind: StepKind,
+        except: &StepKey,
+        wanted: &ContentKey,
+        content_key_of: impl Fn(&Manifest) -> Option<ContentKey>,
+    ) -> Result<Option<Manifest>, CacheError> {
+        for candidate in self.manifests(kind)? {
+            if &candidate.key == except || content_key_of(&candidate).as_ref() != Some(wanted) {
+                continue;
+            }
+            if let Entry::Valid(manifest) = self.entry(kind, &candidate.key)? {
+                return Ok(Some(manifest));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fills `staging` with the payload of the published step `from`
+    /// (hard links, or copies across file systems) and records where it came
+    /// from. `from` should have just been checked ([`Cache::find_same_work`]);
+    /// [`Cache::publish`] checksums the files again.
+    pub fn take_payload(&self, staging: &mut Staging, from: &Manifest) -> Result<(), CacheError> {
+        let source = self.step_dir(from.kind, &from.key);
+        for file in &from.files {
+            let (src, dst) = (source.join(&file.name), staging.dir.join(&file.name));
+            if fs::hard_link(&src, &dst).is_err() {
+                fs::copy(&src, &dst).map_err(io_err(&dst))?;
+            }
+        }
+        staging.reused_from = Some(InputRef { kind: from.kind, key: from.key.clone(), label: from.label.clone() });
+        Ok(())
+    }
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<std::path::PathBuf>, CacheError> {
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+            paths.sort();
+            Ok(paths)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(CacheError::Io { path: dir.to_path_buf(), source: e }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish(cache: &Cache, label: &str, content: &str, body: &str) -> Manifest {
+        let params = serde_json::json!({ "label": label });
+        let key = StepKey::compute(StepKind::Train, &params, &[]);
+        let _lock = cache.lock(StepKind::Train, &key).unwrap();
+        let mut staging = cache.begin(StepKind::Train, &key).unwrap();
+        fs::write(staging.dir.join("model.bin"), body).unwrap();
+        staging.content_key = Some(ContentKey::of(&serde_json::json!(content)));
+        cache.publish(staging, label, &params, vec![], 1.0, "cpu").unwrap()
+    }
+
+    #[test]
+    fn a_step_takes_the_checked_payload_of_the_same_work_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let first = publish(&cache, "train/a", "work-1", "weights");
+        publish(&cache, "train/b", "work-2", "other weights");
+        let by_record = |m: &Manifest| m.content_key.clone();
+        let wanted = ContentKey::of(&serde_json::json!("work-1"));
+
+        let params = serde_json::json!({ "label": "train/c" });
+        let key = StepKey::compute(StepKind::Train, &params, &[]);
+        let found = cache.find_same_work(StepKind::Train, &key, &wanted, by_record).unwrap().unwrap();
+        assert_eq!(found.key, first.key);
+        assert!(cache.find_same_work(StepKind::Train, &first.key, &wanted, by_record).unwrap().is_none(), "not itself");
+
+        let mut staging = cache.begin(StepKind::Train, &key).unwrap();
+        cache.take_payload(&mut staging, &found).unwrap();
+        staging.content_key = Some(wanted.clone());
+        let taken = cache.publish(staging, "train/c", &params, vec![], 0.0, "cpu").unwrap();
+        assert_eq!(taken.files, first.files);
+        assert_eq!(taken.reused_from.as_ref().map(|r| &r.key), Some(&first.key));
+        assert_eq!(cache.lookup(StepKind::Train, &key).unwrap(), Some(taken));
+    }
+
+    #[test]
+    fn a_damaged_result_is_never_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let first = publish(&cache, "train/a", "work-1", "weights");
+        fs::write(cache.step_dir(StepKind::Train, &first.key).join("model.bin"), "tampered").unwrap();
+        let wanted = ContentKey::of(&serde_json::json!("work-1"));
+        let other = StepKey::compute(StepKind::Train, &serde_json::json!({}), &[]);
+        let found = cache.find_same_work(StepKind::Train, &other, &wanted, |m| m.content_key.clone()).unwrap();
+        assert!(found.is_none());
+    }
+}

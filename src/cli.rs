@@ -586,8 +586,8 @@ fn run_steps(
             StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
                 eprintln!("ran {} in {seconds:.1}s", step.label)
             }
-            StepStatus::Reused { from } if verbosity > Verbosity::Quiet => {
-                eprintln!("reused {}: the same work as {from}", step.label)
+            StepStatus::Reused { from } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
+                eprintln!("reused {}: {}", step.label, crate::dag::run::reused_from(&from))
             }
             _ => {}
         }

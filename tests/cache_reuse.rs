@@ -77,6 +77,11 @@ fn changing_only_the_test_split_trains_nothing_again() {
     assert!(trained_before.iter().all(|m| m.content_key.is_none()));
 
     t.write_grid(&TINY.replace("max_length = 48", "max_length = 48\nlimits = { test = 100 }"));
+    let plan = t.grid(&["plan", "grid.toml"]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let train_lines: Vec<&str> = plan.lines().filter(|l| l.contains(" train/")).collect();
+    assert_eq!(train_lines.len(), 4, "{plan}");
+    assert!(train_lines.iter().all(|l| l.contains("a cached result is taken if")), "{plan}");
     let outcome = t.run();
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
     assert_eq!(outcome.executed_of(StepKind::Train), 0);
@@ -85,7 +90,7 @@ fn changing_only_the_test_split_trains_nothing_again() {
     for record in &reused {
         assert_eq!(record.kind, StepKind::Train);
         let StepStatus::Reused { from } = &record.status else { unreachable!() };
-        assert_eq!(from, &record.label, "each model takes its own earlier training");
+        assert_eq!(from.label, record.label, "each model takes its own earlier training");
     }
     assert_eq!(outcome.executed_of(StepKind::Corpus), 1);
     assert_eq!(outcome.executed_of(StepKind::Synth), 3);

@@ -86,6 +86,21 @@ pub fn find(plan: &Plan, cache: &Cache, step: &Step) -> Result<Option<SameWork>,
     Ok(Some(SameWork { content_key, published }))
 }
 
+/// For `grid plan`: what a missing step of a kind that reads less than its
+/// inputs will take from the cache, when its inputs are published and the
+/// same work is; otherwise what it reads, since a rerun of its inputs may
+/// leave that as it was. `None` for other kinds.
+pub fn outlook(plan: &Plan, cache: &Cache, step: &Step) -> Result<Option<String>, CacheError> {
+    let Some(files) = files_read(step.kind) else { return Ok(None) };
+    Ok(Some(match find(plan, cache, step)? {
+        Some(SameWork { published: Some(from), .. }) => {
+            format!("the same work is cached as {} ({}) and will be taken", from.key.short(), from.label)
+        }
+        Some(SameWork { published: None, .. }) => "no cached result does the same work".to_string(),
+        None => format!("a cached result is taken if its inputs' {} are as before", files.join(" and ")),
+    }))
+}
+
 /// A published step's content key: as its manifest records it, or (for a
 /// manifest written before content keys) from the manifests of its inputs,
 /// while the cache still holds them.

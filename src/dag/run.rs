@@ -49,8 +49,8 @@ pub enum StepStatus {
     /// Not computed: the cache held the same work under another key (its
     /// inputs differ only in what it does not read; see `dag::reuse`).
     Reused {
-        /// The label of the step whose result it took.
-        from: String,
+        /// The step whose result it took.
+        from: crate::cache::InputRef,
     },
     Failed {
         error: String,
@@ -65,7 +65,7 @@ impl StepStatus {
     /// How a step this run published went, from its manifest.
     pub fn of_published(manifest: &crate::cache::Manifest) -> StepStatus {
         match &manifest.reused_from {
-            Some(from) => StepStatus::Reused { from: from.label.clone() },
+            Some(from) => StepStatus::Reused { from: from.clone() },
             None => StepStatus::Ran { seconds: manifest.seconds },
         }
     }
@@ -74,6 +74,11 @@ impl StepStatus {
     pub fn is_done(&self) -> bool {
         matches!(self, StepStatus::Cached | StepStatus::Ran { .. } | StepStatus::Reused { .. })
     }
+}
+
+/// Where a reused step's result came from, for a run's log.
+pub fn reused_from(from: &crate::cache::InputRef) -> String {
+    format!("cached as {} ({}), whose inputs differ only in what this step does not read", from.key.short(), from.label)
 }
 
 #[derive(Debug, Clone)]
@@ -231,9 +236,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),
-                StepStatus::Reused { from } => {
-                    say(format!("  reused {}: the same work as {from}, which is cached", step.label))
-                }
+                StepStatus::Reused { from } => say(format!("  reused {}: {}", step.label, reused_from(from))),
                 StepStatus::Failed { error } => {
                     say(format!("  FAILED {}: {error}", step.label));
                     // For `grid status` / `grid show`; the run goes on without it.

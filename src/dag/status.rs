@@ -107,7 +107,16 @@ pub fn state_of(
             let inputs: Vec<_> =
                 step.inputs.iter().map(|&i| (plan.steps[i].label.clone(), plan.steps[i].key.clone())).collect();
             let reason = stale::explain(cache, step.kind, &step.key, &step.label, &step.params, &inputs);
-            StepState::Missing { reason: reason.to_string() }
+            // A changed input may have left what the step reads as it was.
+            let outlook = match reason {
+                stale::StaleReason::InputChanged { .. } => super::reuse::outlook(plan, cache, step)?,
+                _ => None,
+            };
+            let reason = match outlook {
+                Some(outlook) => format!("{reason}; {outlook}"),
+                None => reason.to_string(),
+            };
+            StepState::Missing { reason }
         }
     };
     Ok((state, None))

@@ -117,6 +117,27 @@ fn changing_only_the_test_split_trains_nothing_again() {
     assert_eq!(outcome.reused(), 0);
 }
 
+/// Two runs of one grid on one machine write the same checkpoint bytes, so
+/// the sha256 in their manifests agree (burn's metadata map, in hash order,
+/// had made equal tensors differ in bytes).
+#[test]
+fn equal_trainings_write_equal_bytes() {
+    let warm = GridTest::tiny_after_first_run();
+    let fresh = GridTest::new(TINY);
+    assert!(fresh.run().succeeded());
+    let files = |t: &GridTest| {
+        let mut by_label: Vec<_> = train_manifests(&Cache::open(t.cache()).unwrap())
+            .into_iter()
+            .map(|m| (m.label, m.files.into_iter().find(|f| f.name == "model.safetensors").unwrap()))
+            .collect();
+        by_label.sort_by(|a, b| a.0.cmp(&b.0));
+        by_label
+    };
+    let (warm, fresh) = (files(&warm), files(&fresh));
+    assert_eq!(warm.len(), 4);
+    assert_eq!(warm, fresh);
+}
+
 fn train_manifests(cache: &Cache) -> Vec<grid::cache::Manifest> {
     cache.manifests(StepKind::Train).unwrap()
 }

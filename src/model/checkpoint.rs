@@ -160,7 +160,9 @@ pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, 
 pub(crate) fn save_weights<B: Backend, M: ModuleSnapshot<B>>(dir: &Path, model: &M) -> Result<(), CheckpointError> {
     let path = dir.join(WEIGHTS);
     let mut store = SafetensorsStore::from_file(&path);
-    model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })
+    model.save_into(&mut store).map_err(|e| CheckpointError::Weights { path: path.clone(), message: e.to_string() })?;
+    // Equal tensors, equal bytes: burn writes its metadata in hash order.
+    super::canonical_header::canonicalize(&path).map_err(|source| CheckpointError::Io { path, source })
 }
 
 /// Overwrites every parameter of `model` from `dir`, refusing a partial match.

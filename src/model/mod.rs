@@ -9,6 +9,7 @@
 pub mod assets;
 pub mod bert;
 pub mod bilstm;
+mod canonical_header;
 pub mod checkpoint;
 pub mod dense;
 pub mod dtype;

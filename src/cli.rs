@@ -292,6 +292,10 @@ struct Common {
     /// `~KEY` deletes a key or an entry: `~datasets.imdb`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Workers only: plan from this frozen grid text (the run's, in
+    /// `<cache>/grids/`), read as if it were GRID, instead of the file.
+    #[arg(long, hide = true, value_name = "FILE")]
+    frozen: Option<PathBuf>,
     /// Steps run at the same time (default: the number of CPU cores).
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
@@ -408,7 +412,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if command == "run" || command == "step" {
         compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
-    let (cache, plan) = plan_of(&common, compute)?;
+    let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
     let verbosity = verbosity_of(&common);
     if command == "run" || command == "step" {
         prepare_kernel_cache(&common, compute, command == "run" && verbosity > Verbosity::Quiet)?;
@@ -430,7 +434,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         download_checkpoints(&plan, &cache, verbosity);
     }
     let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-    let worker = StepCommand::of_current_exe(&step_settings(&common, verbosity));
+    // Workers plan from the text planned here, whatever happens to the file.
+    let frozen = cache.freeze_grid(&grid.text).map_err(runtime)?;
+    let worker = StepCommand::of_current_exe(&step_settings(&common, verbosity, Some(frozen)));
     let options = RunOptions {
         jobs,
         gpu_jobs: usize::from(common.gpu_jobs),
@@ -523,7 +529,13 @@ fn verbosity_of(common: &Common) -> Verbosity {
 }
 
 fn load_grid(common: &Common) -> Result<Grid, Failure> {
-    Grid::load_with(&common.grid, &overrides(&common.set)?).map_err(usage)
+    match &common.frozen {
+        Some(_) if !common.set.is_empty() => {
+            Err(usage(anyhow::anyhow!("--frozen takes no --set: the frozen text holds the run's overrides")))
+        }
+        Some(frozen) => Grid::load_frozen(frozen, &common.grid).map_err(usage),
+        None => Grid::load_with(&common.grid, &overrides(&common.set)?).map_err(usage),
+    }
 }
 
 /// `grid step --key K…`: computes the named steps in this process, one after
@@ -609,10 +621,13 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
     let verbosity = verbosity_of(&common);
-    let mut settings = step_settings(&common, verbosity);
+    // Tasks may start hours later: they plan from the text planned here.
+    let frozen = cache.freeze_grid(&grid.text).map_err(runtime)?;
+    let mut settings = step_settings(&common, verbosity, Some(frozen));
     // Tasks may start in another folder: every path absolute.
     settings.grid = slurm::absolute(&settings.grid);
     settings.cache = slurm::absolute(&settings.cache);
+    settings.frozen = settings.frozen.as_deref().map(slurm::absolute);
     settings.data_root = settings.data_root.as_deref().map(slurm::absolute);
     let command = StepCommand::of_current_exe(&settings)
         .ok_or_else(|| runtime(anyhow::anyhow!("cannot find this `grid` executable for the Slurm tasks to run")))?;
@@ -650,8 +665,9 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
 }
 
 /// The options a `grid step` worker of this command plans with.
-fn step_settings(common: &Common, verbosity: Verbosity) -> StepSettings {
+fn step_settings(common: &Common, verbosity: Verbosity, frozen: Option<PathBuf>) -> StepSettings {
     StepSettings {
+        frozen,
         grid: common.grid.clone(),
         cache: common.cache.clone(),
         data_root: common.data_root.clone(),

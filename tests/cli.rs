@@ -475,3 +475,38 @@ fn an_extending_grid_reuses_the_base_grids_models() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("more.toml:4:"), "{}", text(&out.stderr));
 }
+
+/// A run's workers plan from the grid text the run planned (frozen in
+/// `<cache>/grids/`), not from the file: an edit while the run goes on
+/// (here: the method the step belongs to deleted, and a `--set` that no
+/// longer applies) does not reach them.
+#[test]
+fn a_worker_plans_from_the_frozen_grid_not_the_edited_file() {
+    use grid::spec::Grid;
+    let t = GridTest::tiny_after_first_run();
+    let set = r#"attribution.methods=["gradl-l1", "gxil", "random", "gradp-l2"]"#;
+    let settings = [set.parse::<grid::spec::overrides::Override>().unwrap()];
+    let planned = Grid::load_with(&t.grid_file(), &settings).unwrap();
+    let cache = grid::cache::Cache::open(t.cache()).unwrap();
+    let frozen = cache.freeze_grid(&planned.text).unwrap();
+    let plan = grid::dag::plan(&planned, &cache, &Default::default()).unwrap();
+    let step =
+        plan.steps.iter().find(|s| s.label == "attribute/gen/st/lstm/gradp-l2").expect("the added method's step");
+    let key = step.key.as_str();
+
+    // The file changes under the run.
+    t.write_grid(&TINY.replace(r#""gxil", "random""#, r#""gxil""#));
+    let frozen_arg = frozen.to_str().unwrap();
+    let out = t.grid(&["step", "grid.toml", "--frozen", frozen_arg, "--key", key, "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(cache.lookup(step.kind, &step.key).unwrap().is_some(), "the worker computed the run's step");
+
+    // Reading the file instead, the same worker finds no such step.
+    let out = t.grid(&["step", "grid.toml", "--key", key, "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("has key"), "{}", text(&out.stderr));
+    // The frozen text holds the overrides: a worker takes no `--set` beside it.
+    let out = t.grid(&["step", "grid.toml", "--frozen", frozen_arg, "--set", set, "--key", key]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--frozen takes no --set"), "{}", text(&out.stderr));
+}

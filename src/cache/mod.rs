@@ -38,6 +38,7 @@
 pub mod check;
 mod failures;
 pub mod files;
+mod frozen;
 pub mod gc;
 mod leftovers;
 mod resume;

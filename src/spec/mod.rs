@@ -62,6 +62,12 @@ pub struct Grid {
     pub name: String,
     /// The grid file; relative data paths without a data root resolve against its folder.
     pub path: PathBuf,
+    /// The text this grid was read from: the file with its `extends` chain
+    /// merged and its `--set` overrides applied. `Grid::parse(text, path)`
+    /// gives this grid again; a run's workers plan from it
+    /// ([`Grid::load_frozen`]), so an edit of the file while a run goes on
+    /// does not reach that run.
+    pub text: String,
     pub datasets: Vec<DatasetSpec>,
     /// The planted shortcuts; `None` for a natural grid (no `[shortcuts]`):
     /// models learn the task itself and are explained on the original test set.
@@ -546,6 +552,14 @@ impl Grid {
         })
     }
 
+    /// The grid a run planned, from the text it froze (`Grid::text`, written
+    /// to `frozen`), as if read from `path` (its name and relative paths).
+    pub fn load_frozen(frozen: &Path, path: &Path) -> Result<Grid, SpecError> {
+        let text =
+            std::fs::read_to_string(frozen).map_err(|source| SpecError::Read { path: frozen.to_path_buf(), source })?;
+        Grid::parse(&text, path)
+    }
+
     /// Validates grid text; `path` is used for messages and relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<Grid, SpecError> {
         let at = |span: Option<Range<usize>>, message: String| {
@@ -697,6 +711,7 @@ impl Grid {
         Ok(Grid {
             name,
             path: path.into(),
+            text: text.to_string(),
             datasets,
             shortcuts: raw.shortcuts,
             models,

@@ -19,6 +19,10 @@ pub struct StepSettings {
     pub backend: String,
     /// `--set` overrides, in order.
     pub overrides: Vec<String>,
+    /// The grid text the run planned ([`crate::cache::Cache::freeze_grid`]):
+    /// when set, the worker plans from it (`--frozen`) with no `--set`, which
+    /// the text already holds.
+    pub frozen: Option<PathBuf>,
     pub precision: String,
     pub shape_buckets: String,
     pub autotune: String,
@@ -42,6 +46,7 @@ impl StepCommand {
             device,
             backend,
             overrides,
+            frozen,
             precision,
             shape_buckets,
             autotune,
@@ -52,8 +57,13 @@ impl StepCommand {
             args.extend(["--data-root".into(), root.into()]);
         }
         args.extend(["--device".into(), device.into(), "--backend".into(), backend.into()]);
-        for setting in overrides {
-            args.extend(["--set".into(), setting.into()]);
+        match frozen {
+            Some(text) => args.extend(["--frozen".into(), text.into()]),
+            None => {
+                for setting in overrides {
+                    args.extend(["--set".into(), setting.into()]);
+                }
+            }
         }
         args.extend(["--precision".into(), precision.into()]);
         args.extend(["--shape-buckets".into(), shape_buckets.into()]);
@@ -90,16 +100,27 @@ mod tests {
             device: "cpu".into(),
             backend: "flex".into(),
             overrides: vec!["a.b=1".into(), "c=2".into()],
+            frozen: None,
             precision: "f32".into(),
             shape_buckets: "auto".into(),
             autotune: "balanced".into(),
             quiet: true,
         };
-        let command = StepCommand::new("/bin/grid".into(), &settings);
-        let args: Vec<String> = command.args_for("abc").into_iter().map(|a| a.into_string().unwrap()).collect();
+        let args = |settings: &StepSettings| -> String {
+            let command = StepCommand::new("/bin/grid".into(), settings);
+            let args: Vec<String> = command.args_for("abc").into_iter().map(|a| a.into_string().unwrap()).collect();
+            args.join(" ")
+        };
         assert_eq!(
-            args.join(" "),
+            args(&settings),
             "step g.toml --cache /c --data-root /d --device cpu --backend flex --set a.b=1 --set c=2 \
+             --precision f32 --shape-buckets auto --autotune balanced -q --key abc"
+        );
+        // The frozen text holds the overrides already.
+        let frozen = StepSettings { frozen: Some("/c/grids/f.toml".into()), ..settings };
+        assert_eq!(
+            args(&frozen),
+            "step g.toml --cache /c --data-root /d --device cpu --backend flex --frozen /c/grids/f.toml \
              --precision f32 --shape-buckets auto --autotune balanced -q --key abc"
         );
     }

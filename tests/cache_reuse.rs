@@ -97,6 +97,11 @@ fn changing_only_the_test_split_trains_nothing_again() {
     assert_eq!(outcome.executed_of(StepKind::Verify), 3);
     assert_eq!(outcome.executed_of(StepKind::Attribute), 9);
 
+    let plan = t.grid(&["plan", "grid.toml"]);
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let train_lines: Vec<&str> = plan.lines().filter(|l| l.contains(" train/")).collect();
+    assert!(train_lines.iter().all(|l| l.starts_with("cached") && l.contains("taken from")), "{plan}");
+
     // New keys, the same checked files, and each manifest names its source.
     let trained_after: Vec<_> = train_manifests(&cache).into_iter().filter(|m| m.reused_from.is_some()).collect();
     assert_eq!(trained_after.len(), 4);

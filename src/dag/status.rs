@@ -16,7 +16,15 @@ use crate::cache::{Cache, CacheError, Entry, Failure, Manifest, PayloadFile, Ste
 #[serde(tag = "state", rename_all = "lowercase")]
 pub enum StepState {
     /// A complete result whose payload checks out against its manifest.
-    Cached { seconds: f64, finished_at: u64, device: String },
+    Cached {
+        seconds: f64,
+        finished_at: u64,
+        device: String,
+        /// The step whose result it took, the same work under another key
+        /// (`dag::reuse`): its short key and label.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reused_from: Option<String>,
+    },
     /// Another process holds the step's lock and is computing it.
     Running,
     /// A Slurm task submitted by `grid run --executor slurm` is to compute it.
@@ -50,7 +58,8 @@ impl StepState {
     /// What the state says beyond its name, for one line of text.
     pub fn detail(&self) -> String {
         match self {
-            StepState::Cached { seconds, .. } => format!("{seconds:.1}s"),
+            StepState::Cached { seconds, reused_from: None, .. } => format!("{seconds:.1}s"),
+            StepState::Cached { reused_from: Some(from), .. } => format!("taken from {from}"),
             StepState::Running => "another process holds its lock".into(),
             StepState::Slurm { task, slurm_state, log } => {
                 format!("Slurm task {task}, {}; log: {log}", slurm_state.to_lowercase())
@@ -87,6 +96,7 @@ pub fn state_of(
             seconds: manifest.seconds,
             finished_at: manifest.finished_at,
             device: manifest.device.clone(),
+            reused_from: manifest.reused_from.as_ref().map(|from| format!("{} ({})", from.key.short(), from.label)),
         };
         return Ok((state, Some(manifest)));
     }
@@ -270,8 +280,11 @@ pub fn render_detail(d: &StepDetail) -> String {
     let _ = writeln!(out, "kind     {} (version {})", d.kind, d.version);
     let _ = writeln!(out, "key      {}", d.key);
     let state = match &d.state {
-        StepState::Cached { seconds, finished_at, device } => {
+        StepState::Cached { seconds, finished_at, device, reused_from: None } => {
             format!("cached: computed in {seconds:.1}s on {device}, finished {}", utc(*finished_at))
+        }
+        StepState::Cached { finished_at, reused_from: Some(from), .. } => {
+            format!("cached: the result of {from}, the same work, taken {}", utc(*finished_at))
         }
         StepState::Failed { at, .. } => format!("failed {}: {}", utc(*at), d.state.detail()),
         state if state.would_run() => format!("{}: would run: {}", state.name(), state.detail()),

@@ -149,7 +149,8 @@ pub(super) fn try_lock(path: &Path) -> Result<Lock, CacheError> {
     }
 }
 
-fn read_dir_or_empty(dir: &Path) -> Result<Vec<PathBuf>, CacheError> {
+/// The entries of `dir`, sorted; none when it does not exist.
+pub(super) fn read_dir_or_empty(dir: &Path) -> Result<Vec<PathBuf>, CacheError> {
     match fs::read_dir(dir) {
         Ok(entries) => {
             let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();

@@ -11,12 +11,11 @@
 //! the new manifest names where it came from.
 
 use std::fs;
-use std::io;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::gc::read_dir_or_empty;
 use super::{Cache, CacheError, Entry, InputRef, Manifest, Staging, StepKey, StepKind, io_err};
 
 /// `sha256` over the canonical JSON of what a step computes from, by content.
@@ -46,8 +45,8 @@ impl Cache {
     /// The manifests of every published step of `kind`, unchecked, in key order.
     pub fn manifests(&self, kind: StepKind) -> Result<Vec<Manifest>, CacheError> {
         let mut found = Vec::new();
-        for shard in sorted_entries(&self.root.join(kind.name()))? {
-            for entry in sorted_entries(&shard)? {
+        for shard in read_dir_or_empty(&self.root.join(kind.name()))? {
+            for entry in read_dir_or_empty(&shard)? {
                 let Some(key) = entry.file_name().and_then(|n| n.to_str()).and_then(StepKey::parse) else { continue };
                 if let Some(manifest) = self.manifest(kind, &key) {
                     found.push(manifest);
@@ -92,18 +91,6 @@ impl Cache {
         }
         staging.reused_from = Some(InputRef { kind: from.kind, key: from.key.clone(), label: from.label.clone() });
         Ok(())
-    }
-}
-
-fn sorted_entries(dir: &Path) -> Result<Vec<std::path::PathBuf>, CacheError> {
-    match fs::read_dir(dir) {
-        Ok(entries) => {
-            let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-            paths.sort();
-            Ok(paths)
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(CacheError::Io { path: dir.to_path_buf(), source: e }),
     }
 }
 

@@ -11,8 +11,9 @@ pub enum StaleReason {
     NeverRun,
     /// The step kind's implementation version changed.
     VersionBumped { old: u32, new: u32 },
-    /// A parameter changed (dotted path into the parameters).
-    ParamChanged { field: String, old: Option<Value>, new: Option<Value> },
+    /// A parameter changed (dotted path into the parameters), and perhaps
+    /// others (their paths, in order).
+    ParamChanged { field: String, old: Option<Value>, new: Option<Value>, others: Vec<String> },
     /// An input step changed (its label), so this one must follow.
     InputChanged { input: String },
     /// An earlier attempt was interrupted and left a temporary folder.
@@ -30,8 +31,14 @@ impl std::fmt::Display for StaleReason {
         match self {
             StaleReason::NeverRun => write!(f, "never computed"),
             StaleReason::VersionBumped { old, new } => write!(f, "step version changed from {old} to {new}"),
-            StaleReason::ParamChanged { field, old, new } => {
-                write!(f, "parameter `{field}` changed from {} to {}", show(old), show(new))
+            StaleReason::ParamChanged { field, old, new, others } => {
+                write!(f, "parameter `{field}` changed from {} to {}", show(old), show(new))?;
+                match others.as_slice() {
+                    [] => Ok(()),
+                    [other] => write!(f, ", and `{other}`"),
+                    [first, second] => write!(f, ", and `{first}`, `{second}`"),
+                    [first, second, rest @ ..] => write!(f, ", and `{first}`, `{second}`, {} more", rest.len()),
+                }
             }
             StaleReason::InputChanged { input } => write!(f, "input `{input}` changed"),
             StaleReason::Incomplete => write!(f, "an earlier run was interrupted"),
@@ -67,8 +74,9 @@ pub fn explain(
     if previous.version != kind.version() {
         return StaleReason::VersionBumped { old: previous.version, new: kind.version() };
     }
-    if let Some((field, old, new)) = first_difference("", &previous.params, params) {
-        return StaleReason::ParamChanged { field, old, new };
+    let mut changed = differences("", &previous.params, params).into_iter();
+    if let Some((field, old, new)) = changed.next() {
+        return StaleReason::ParamChanged { field, old, new, others: changed.map(|(field, ..)| field).collect() };
     }
     for (input_label, input_key) in inputs {
         let changed = previous.inputs.iter().find(|i| &i.label == input_label).is_none_or(|i| &i.key != input_key);
@@ -81,21 +89,24 @@ pub fn explain(
 
 type Difference = (String, Option<Value>, Option<Value>);
 
-fn first_difference(path: &str, old: &Value, new: &Value) -> Option<Difference> {
+/// Every changed field, in key order (the first is the one a reason names).
+fn differences(path: &str, old: &Value, new: &Value) -> Vec<Difference> {
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
             keys.sort();
             keys.dedup();
-            keys.into_iter().find_map(|k| match (a.get(k), b.get(k)) {
-                (Some(x), Some(y)) => first_difference(&join(k), x, y),
-                (x, y) => Some((join(k), x.cloned(), y.cloned())),
-            })
+            keys.into_iter()
+                .flat_map(|k| match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => differences(&join(k), x, y),
+                    (x, y) => vec![(join(k), x.cloned(), y.cloned())],
+                })
+                .collect()
         }
-        _ if old == new => None,
+        _ if old == new => Vec::new(),
         _ => {
-            Some((if path.is_empty() { "(params)".into() } else { path.into() }, Some(old.clone()), Some(new.clone())))
+            vec![(if path.is_empty() { "(params)".into() } else { path.into() }, Some(old.clone()), Some(new.clone()))]
         }
     }
 }
@@ -106,19 +117,31 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn finds_the_first_changed_field() {
-        let d = first_difference("", &json!({"a": 1, "b": {"c": 2, "d": 3}}), &json!({"a": 1, "b": {"c": 2, "d": 4}}));
-        assert_eq!(d, Some(("b.d".into(), Some(json!(3)), Some(json!(4)))));
-        let added = first_difference("", &json!({"a": 1}), &json!({"a": 1, "z": true}));
-        assert_eq!(added, Some(("z".into(), None, Some(json!(true)))));
-        assert_eq!(first_difference("", &json!({"a": [1]}), &json!({"a": [1]})), None);
+    fn finds_every_changed_field_in_order() {
+        let d = differences("", &json!({"a": 1, "b": {"c": 2, "d": 3}}), &json!({"a": 1, "b": {"c": 2, "d": 4}}));
+        assert_eq!(d, vec![("b.d".into(), Some(json!(3)), Some(json!(4)))]);
+        let two = differences("", &json!({"a": 1, "m": {"t": 5}}), &json!({"a": 2, "m": {"t": 5}, "z": true}));
+        assert_eq!(two, vec![("a".into(), Some(json!(1)), Some(json!(2))), ("z".into(), None, Some(json!(true)))]);
+        assert_eq!(differences("", &json!({"a": [1]}), &json!({"a": [1]})), vec![]);
     }
 
     #[test]
     fn sentences() {
-        let r =
-            StaleReason::ParamChanged { field: "limits.train".into(), old: Some(json!(100)), new: Some(json!(200)) };
-        assert_eq!(r.to_string(), "parameter `limits.train` changed from 100 to 200");
+        let changed = |others: &[&str]| StaleReason::ParamChanged {
+            field: "limits.test".into(),
+            old: Some(json!(100)),
+            new: Some(json!(200)),
+            others: others.iter().map(|o| o.to_string()).collect(),
+        };
+        assert_eq!(changed(&[]).to_string(), "parameter `limits.test` changed from 100 to 200");
+        assert_eq!(
+            changed(&["limits.train"]).to_string(),
+            "parameter `limits.test` changed from 100 to 200, and `limits.train`"
+        );
+        assert_eq!(
+            changed(&["a", "b", "c", "d"]).to_string(),
+            "parameter `limits.test` changed from 100 to 200, and `a`, `b`, 2 more"
+        );
         assert_eq!(
             StaleReason::InputChanged { input: "corpus/sst2".into() }.to_string(),
             "input `corpus/sst2` changed"

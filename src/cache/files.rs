@@ -19,6 +19,11 @@ struct Seen {
     sha256: String,
 }
 
+/// sha256 of bytes, as 64 lowercase hex digits.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 /// sha256 of a file's content, read in chunks (checkpoints run to gigabytes).
 pub(super) fn sha256_of(path: &Path) -> std::io::Result<String> {
     let mut file = fs::File::open(path)?;

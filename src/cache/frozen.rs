@@ -12,15 +12,13 @@
 use std::fs;
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
-
 use super::{Cache, CacheError, io_err};
 
 impl Cache {
     /// Writes `text` as a frozen grid (once per distinct text) and returns its path.
     pub fn freeze_grid(&self, text: &str) -> Result<PathBuf, CacheError> {
         let dir = self.root.join("grids");
-        let path = dir.join(format!("{}.toml", hex::encode(Sha256::digest(text.as_bytes()))));
+        let path = dir.join(format!("{}.toml", super::files::sha256_hex(text.as_bytes())));
         if fs::read_to_string(&path).is_ok_and(|written| written == text) {
             return Ok(path);
         }

@@ -51,7 +51,6 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub use check::{Damage, Entry};
 pub use failures::Failure;
@@ -176,8 +175,7 @@ impl StepKey {
             "params": params,
             "inputs": inputs,
         });
-        let digest = Sha256::digest(canonical.to_string().as_bytes());
-        StepKey(hex::encode(digest))
+        StepKey(files::sha256_hex(canonical.to_string().as_bytes()))
     }
 
     /// A key as written in folder names: 64 lowercase hex digits.
@@ -208,6 +206,20 @@ pub struct InputRef {
     pub kind: StepKind,
     pub key: StepKey,
     pub label: String,
+}
+
+impl Manifest {
+    /// This step, as a step reading it would record it.
+    pub fn reference(&self) -> InputRef {
+        InputRef { kind: self.kind, key: self.key.clone(), label: self.label.clone() }
+    }
+}
+
+impl InputRef {
+    /// `<short key> (<label>)`, for one line of text.
+    pub fn short_name(&self) -> String {
+        format!("{} ({})", self.key.short(), self.label)
+    }
 }
 
 /// One payload file with its checksum.
@@ -476,7 +488,7 @@ mod tests {
         assert!(cache.has_leftover(StepKind::Corpus, &key));
         let m = cache.publish(staging, "corpus/x", &params, vec![], 0.5, "cpu").unwrap();
         assert_eq!(m.files.len(), 1);
-        assert_eq!(m.files[0].sha256, hex::encode(Sha256::digest(b"hello")));
+        assert_eq!(m.files[0].sha256, files::sha256_hex(b"hello"));
         assert_eq!(cache.lookup(StepKind::Corpus, &key).unwrap(), Some(m));
         assert!(!cache.has_leftover(StepKind::Corpus, &key));
         assert_eq!(cache.label_record("corpus/x").unwrap().key, key);

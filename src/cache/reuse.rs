@@ -13,10 +13,9 @@
 use std::fs;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::gc::read_dir_or_empty;
-use super::{Cache, CacheError, Entry, InputRef, Manifest, Staging, StepKey, StepKind, io_err};
+use super::{Cache, CacheError, Entry, Manifest, Staging, StepKey, StepKind, io_err};
 
 /// `sha256` over the canonical JSON of what a step computes from, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,11 +25,7 @@ pub struct ContentKey(String);
 impl ContentKey {
     /// `value` must be canonical: serde_json's maps are ordered by key.
     pub fn of(value: &serde_json::Value) -> ContentKey {
-        ContentKey(hex::encode(Sha256::digest(value.to_string().as_bytes())))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
+        ContentKey(super::files::sha256_hex(value.to_string().as_bytes()))
     }
 }
 
@@ -89,7 +84,7 @@ impl Cache {
                 fs::copy(&src, &dst).map_err(io_err(&dst))?;
             }
         }
-        staging.reused_from = Some(InputRef { kind: from.kind, key: from.key.clone(), label: from.label.clone() });
+        staging.reused_from = Some(from.reference());
         Ok(())
     }
 }

@@ -94,7 +94,7 @@ pub fn outlook(plan: &Plan, cache: &Cache, step: &Step) -> Result<Option<String>
     let Some(files) = files_read(step.kind) else { return Ok(None) };
     Ok(Some(match find(plan, cache, step)? {
         Some(SameWork { published: Some(from), .. }) => {
-            format!("the same work is cached as {} ({}) and will be taken", from.key.short(), from.label)
+            format!("the same work is cached as {} and will be taken", from.reference().short_name())
         }
         Some(SameWork { published: None, .. }) => "no cached result does the same work".to_string(),
         None => format!("a cached result is taken if its inputs' {} are as before", files.join(" and ")),

@@ -78,7 +78,7 @@ impl StepStatus {
 
 /// Where a reused step's result came from, for a run's log.
 pub fn reused_from(from: &crate::cache::InputRef) -> String {
-    format!("cached as {} ({}), whose inputs differ only in what this step does not read", from.key.short(), from.label)
+    format!("cached as {}, whose inputs differ only in what this step does not read", from.short_name())
 }
 
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::Plan;
 use super::slurm::OnSlurm;
-use crate::cache::{Cache, CacheError, Entry, Failure, Manifest, PayloadFile, StepKind, stale};
+use crate::cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind, stale};
 
 /// One step's state, most telling first: a result that can be served, one that
 /// is being computed, one that failed, one that cannot be trusted, or none.
@@ -21,7 +21,7 @@ pub enum StepState {
         finished_at: u64,
         device: String,
         /// The step whose result it took, the same work under another key
-        /// (`dag::reuse`): its short key and label.
+        /// (`dag::reuse`): [`InputRef::short_name`].
         #[serde(skip_serializing_if = "Option::is_none")]
         reused_from: Option<String>,
     },
@@ -96,7 +96,7 @@ pub fn state_of(
             seconds: manifest.seconds,
             finished_at: manifest.finished_at,
             device: manifest.device.clone(),
-            reused_from: manifest.reused_from.as_ref().map(|from| format!("{} ({})", from.key.short(), from.label)),
+            reused_from: manifest.reused_from.as_ref().map(InputRef::short_name),
         };
         return Ok((state, Some(manifest)));
     }

@@ -29,9 +29,9 @@ use burn::optim::Optimizer;
 use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::LogEntry;
+use crate::cache::files::sha256_hex;
 
 /// Bumped when the layout or the loop state changes: an older snapshot is then
 /// not used.
@@ -140,7 +140,7 @@ impl Snapshots {
         for (name, bytes) in &records {
             let path = staging.join(name);
             fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-            files.push(FileSum { name: (*name).into(), sha256: sha256(bytes), bytes: bytes.len() as u64 });
+            files.push(FileSum { name: (*name).into(), sha256: sha256_hex(bytes), bytes: bytes.len() as u64 });
         }
         let done = self.dir.join(&folder);
         if done.exists() {
@@ -202,7 +202,7 @@ impl Snapshots {
                 .with_context(|| format!("snapshot.json lists no `{name}`"))?;
             let path = folder.join(name);
             let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            if bytes.len() as u64 != sum.bytes || sha256(&bytes) != sum.sha256 {
+            if bytes.len() as u64 != sum.bytes || sha256_hex(&bytes) != sum.sha256 {
                 bail!("{} does not match its checksum", path.display());
             }
             Ok(bytes)
@@ -230,8 +230,4 @@ impl Snapshots {
             }
         }
     }
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

@@ -118,7 +118,8 @@ enum Command {
     /// Remove cached steps that none of the given grids plans (as `grid run`
     /// would plan them, under either precision), and/or that finished before
     /// `--older-than`; compiled GPU kernels stay unless `--kernels` is given.
-    /// Steps being computed are left alone.
+    /// Steps being computed are left alone, and so is every frozen grid text
+    /// a run used in the last seven days.
     Gc {
         /// Grid files whose steps are kept.
         #[arg(required_unless_present = "older_than")]
@@ -911,8 +912,10 @@ fn gc(
     let settings = overrides(&set)?;
     let cache = Cache::open(&cache_dir).map_err(runtime)?;
     let mut keep = std::collections::HashSet::new();
+    let mut keep_frozen = std::collections::HashSet::new();
     for grid in grids {
         let grid = Grid::load_with(grid, &settings).map_err(usage)?;
+        keep_frozen.insert(cache.frozen_grid_path(&grid.text));
         for precision in [Precision::F32, Precision::Bf16] {
             let options = PlanOptions { data_root: data_root.clone(), precision };
             let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
@@ -921,7 +924,19 @@ fn gc(
     }
     let keep = (!grids.is_empty()).then_some(&keep);
     let summary = crate::cache::gc::collect(&cache, keep, options).map_err(runtime)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let frozen_policy = crate::cache::FrozenPolicy {
+        keep: (!grids.is_empty()).then_some(&keep_frozen),
+        older_than: options.older_than,
+        now,
+        dry_run: options.dry_run,
+    };
+    let frozen = crate::cache::collect_frozen(&cache, frozen_policy).map_err(runtime)?;
     let verb = if options.dry_run { "would remove" } else { "removed" };
+    let grace_days = crate::cache::FROZEN_GRACE.as_secs() / 86_400;
+    for path in &frozen {
+        eprintln!("{verb} grid text {} (no run used it for {grace_days} days)", path.display());
+    }
     for (kind, dir) in &summary.removed {
         eprintln!("{verb} {kind} {}", dir.display());
     }

@@ -208,18 +208,32 @@ fn gc_removes_what_the_grid_no_longer_plans() {
     };
     let (train, attribute) = (steps("train"), steps("attribute"));
     t.write_grid(&TINY.replace("sample = 40", "sample = 30"));
-    assert!(t.run().succeeded());
+    let edited = t.grid(&["run", "grid.toml"]);
+    assert_eq!(edited.status.code(), Some(0), "{}", text(&edited.stderr));
     assert_eq!(steps("attribute"), 2 * attribute);
     t.write_grid(TINY);
+    let again = t.grid(&["run", "grid.toml"]);
+    assert_eq!(again.status.code(), Some(0), "all cached: {}", text(&again.stderr));
 
     let kernels = t.cache().join("kernels/cuda/some-gpu");
     std::fs::create_dir_all(&kernels).unwrap();
     std::fs::write(kernels.join("kernel.bin"), [1u8; 64]).unwrap();
+    // Each text a run planned from is frozen; aged past the grace, only the kept grid's stays.
+    let frozen = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(t.cache().join("grids")).unwrap().flatten().map(|e| e.path()).collect()
+    };
+    assert_eq!(frozen().len(), 2, "{:?}", frozen());
+    let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    for path in frozen() {
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(month_ago).unwrap();
+    }
 
     let dry = t.grid(&["gc", "grid.toml", "--dry-run"]);
     assert_eq!(dry.status.code(), Some(0), "{}", text(&dry.stderr));
     let said = text(&dry.stderr);
     assert!(said.contains("would remove attribute"), "{said}");
+    assert!(said.contains("would remove grid text"), "{said}");
+    assert_eq!(frozen().len(), 2);
     assert_eq!(steps("attribute"), 2 * attribute, "a dry run removes nothing");
 
     let out = t.grid(&["gc", "grid.toml"]);
@@ -228,6 +242,7 @@ fn gc_removes_what_the_grid_no_longer_plans() {
     assert!(said.contains("compiled kernels") && said.contains("kept"), "{said}");
     assert_eq!(steps("train"), train, "the models are the grid's own");
     assert_eq!(steps("attribute"), attribute, "the sample-30 attributions are gone");
+    assert_eq!(frozen().len(), 1, "the sample-30 grid text is gone, the kept grid's stays");
     assert!(kernels.join("kernel.bin").exists());
     let plan = text(&t.grid(&["plan", "grid.toml"]).stdout);
     assert!(!plan.lines().any(|l| l.starts_with("run ")), "everything the grid plans is still cached:\n{plan}");

@@ -54,6 +54,7 @@ use serde::{Deserialize, Serialize};
 
 pub use check::{Damage, Entry};
 pub use failures::Failure;
+pub use frozen::{FROZEN_GRACE, FrozenPolicy, collect_frozen};
 pub use reuse::ContentKey;
 pub use stale::StaleReason;
 

@@ -103,6 +103,7 @@ fn every_metric_and_report_of_a_two_seed_grid() {
     for stem in [
         "recommendation",
         "bastings_table1",
+        "verification_seeds",
         "bastings_table2_gxi",
         "bastings_table3_grad",
         "family_occlusion",
@@ -120,6 +121,9 @@ fn every_metric_and_report_of_a_two_seed_grid() {
             assert!(!read(&t, &format!("{stem}.{ext}")).is_empty(), "{stem}.{ext}");
         }
     }
+    // Both seeds' shortcut models, per shortcut: how many passed and how close they came.
+    let seeds = read(&t, "verification_seeds.md");
+    assert!(seeds.contains("worst margin") && seeds.matches(" of 2 |").count() == 2, "{seeds}");
     let tex = read(&t, "zhao_table2_lstm.tex");
     assert!(tex.contains("\\toprule") && tex.contains("Soft-NS") && tex.contains("\\label{tab:zhao_table2_lstm}"));
     let agreement = read(&t, "agreement_lstm_gen_st_seed1.md");

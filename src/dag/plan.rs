@@ -230,6 +230,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             shortcut: kind,
                             seed,
                             min_synthetic_accuracy: grid.verification.min_synthetic_accuracy.get(),
+                            // A label reassignment removes the original task on purpose.
+                            max_original_drop: matches!(Chance::of(&options), Chance::Balanced { .. })
+                                .then(|| grid.verification.max_original_drop.get()),
                         });
                         model_cells.push(ModelCell {
                             cell,

@@ -905,6 +905,7 @@ mod tests {
             original_model_macro_f1: None,
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
+            max_original_drop: None,
             passed,
             close_calls: Vec::new(),
             failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },

@@ -550,6 +550,7 @@ mod tests {
             original_model_macro_f1: None,
             accuracy_without_shortcut: None,
             min_synthetic_accuracy: None,
+            max_original_drop: None,
             passed: true,
             close_calls: Vec::new(),
             failures: Vec::new(),

@@ -311,6 +311,7 @@ mod tests {
             original_model_macro_f1: None,
             accuracy_without_shortcut: bound,
             min_synthetic_accuracy: None,
+            max_original_drop: None,
             passed,
             close_calls: Vec::new(),
             failures: vec![],

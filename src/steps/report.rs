@@ -65,6 +65,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             original_model_macro_f1: result.original_model_macro_f1,
             accuracy_without_shortcut: result.accuracy_without_shortcut,
             min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
+            max_original_drop: v.max_original_drop,
             passed: result.passed,
             failures: result.failures,
             close_calls: result.close_calls,

@@ -129,4 +129,6 @@ pub struct VerifyCoordinates {
     pub seed: u64,
     /// The synthetic-accuracy threshold the verify step applied (its key has it).
     pub min_synthetic_accuracy: f64,
+    /// The largest loss on the original test set it allowed (inserted rules only).
+    pub max_original_drop: Option<f64>,
 }

@@ -29,10 +29,9 @@ impl Cache {
     pub fn freeze_grid(&self, text: &str) -> Result<PathBuf, CacheError> {
         let path = self.frozen_grid_path(text);
         if fs::read_to_string(&path).is_ok_and(|written| written == text) {
-            // Renewed, so that gc sees this text as in use.
-            let renewed =
-                fs::File::options().write(true).open(&path).and_then(|file| file.set_modified(SystemTime::now()));
-            renewed.map_err(io_err(&path))?;
+            // Renewed, so that gc sees this text as in use. Best effort: a
+            // cache this process may read but not touch still runs.
+            let _ = fs::File::options().write(true).open(&path).and_then(|file| file.set_modified(SystemTime::now()));
             return Ok(path);
         }
         let dir = self.root.join(FOLDER);

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use super::gc::read_dir_or_empty;
+use super::gc::{modified_at, read_dir_or_empty};
 use super::{Cache, CacheError, io_err};
 
 /// How long after its last run a frozen grid stays whatever `gc` is told: a
@@ -70,7 +70,8 @@ pub fn collect_frozen(cache: &Cache, policy: FrozenPolicy<'_>) -> Result<Vec<Pat
         if path.extension().is_none_or(|ext| ext != "toml") {
             continue;
         }
-        let used = last_used(&path);
+        // When a run last froze (or renewed) it.
+        let used = modified_at(&path);
         let planned = policy.keep.is_none_or(|keep| keep.contains(&path));
         let recent = policy.older_than.is_none_or(|cutoff| used >= cutoff);
         if used >= grace_start || (planned && recent) {
@@ -82,15 +83,6 @@ pub fn collect_frozen(cache: &Cache, policy: FrozenPolicy<'_>) -> Result<Vec<Pat
         removed.push(path);
     }
     Ok(removed)
-}
-
-/// The last time a run froze (or renewed) the file, in seconds since the epoch.
-fn last_used(path: &std::path::Path) -> u64 {
-    fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -148,8 +140,8 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         let path = cache.freeze_grid("name = \"a\"\n").unwrap();
         age(&path, 30);
-        let stale = last_used(&path);
+        let stale = modified_at(&path);
         cache.freeze_grid("name = \"a\"\n").unwrap();
-        assert!(last_used(&path) > stale + 29 * 86_400);
+        assert!(modified_at(&path) > stale + 29 * 86_400);
     }
 }

@@ -115,13 +115,16 @@ fn finished_at(step_dir: &Path) -> u64 {
         .ok()
         .and_then(|bytes| serde_json::from_slice::<super::Manifest>(&bytes).ok())
         .map(|m| m.finished_at);
-    from_manifest.unwrap_or_else(|| {
-        fs::metadata(step_dir)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs())
-    })
+    from_manifest.unwrap_or_else(|| modified_at(step_dir))
+}
+
+/// A path's modification time in seconds since the Unix epoch (0 when unknown).
+pub(super) fn modified_at(path: &Path) -> u64 {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
 }
 
 fn is_key(name: &str) -> bool {

@@ -208,6 +208,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                         params::synth(&options),
                         Work::Synth { options: options.clone() },
                     );
+                    // What the test labels allow without the shortcut comes from
+                    // the synth options, which are in the synth key.
+                    let chance = Chance::of(&options);
                     for ((planned, seed), &original) in models.iter().zip(&original_models) {
                         let (model, seed) = (&planned.0, *seed);
                         let cell = format!("{}/{kind}/{}", dataset.name, seeded(&model.name, seed));
@@ -217,9 +220,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             format!("verify/{cell}"),
                             vec![trained, original, synth, corpus],
                             params::verify(&grid.verification),
-                            // What the test labels allow without the shortcut comes
-                            // from the synth options, which are in the synth key.
-                            Work::Verify { thresholds: grid.verification.clone(), chance: Chance::of(&options) },
+                            Work::Verify { thresholds: grid.verification.clone(), chance },
                         );
                         report_inputs.push(verify);
                         verifications.push(VerifyCoordinates {
@@ -231,7 +232,7 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
                             seed,
                             min_synthetic_accuracy: grid.verification.min_synthetic_accuracy.get(),
                             // A label reassignment removes the original task on purpose.
-                            max_original_drop: matches!(Chance::of(&options), Chance::Balanced { .. })
+                            max_original_drop: matches!(chance, Chance::Balanced { .. })
                                 .then(|| grid.verification.max_original_drop.get()),
                         });
                         model_cells.push(ModelCell {

@@ -924,7 +924,7 @@ fn gc(
     }
     let keep = (!grids.is_empty()).then_some(&keep);
     let summary = crate::cache::gc::collect(&cache, keep, options).map_err(runtime)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now = crate::clock::unix_now();
     let frozen_policy = crate::cache::FrozenPolicy {
         keep: (!grids.is_empty()).then_some(&keep_frozen),
         older_than: options.older_than,
@@ -970,7 +970,7 @@ fn gc(
 fn cutoff(text: &str) -> Result<u64, String> {
     if let Some(days) = text.strip_suffix('d') {
         let days: u64 = days.parse().map_err(|_| "expected a date like 2026-11-01 or days like 30d".to_string())?;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = crate::clock::unix_now();
         return Ok(now.saturating_sub(days * 86_400));
     }
     let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")

@@ -10,6 +10,7 @@ pub mod backend;
 pub mod bench;
 pub mod cache;
 pub mod cli;
+pub mod clock;
 pub mod crowd;
 pub mod dag;
 pub mod data;

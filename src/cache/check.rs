@@ -12,7 +12,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
@@ -132,7 +132,7 @@ impl Cache {
         }
         let aside_root = self.root.join("damaged");
         fs::create_dir_all(&aside_root).map_err(io_err(&aside_root))?;
-        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let stamp = crate::clock::unix_now();
         let target = aside_root.join(format!("{}-{}-{stamp}-{}", kind.name(), key.short(), std::process::id()));
         fs::rename(&dir, &target).map_err(io_err(&target))?;
         let _ = fs::remove_file(self.checked_path(kind, key));

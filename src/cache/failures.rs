@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +62,7 @@ impl Cache {
         error: &str,
         log: Option<PathBuf>,
     ) -> Result<Failure, CacheError> {
-        let at = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let at = crate::clock::unix_now();
         let failure = Failure { kind, label: label.to_string(), error: error.to_string(), at, log };
         super::write_json_whole(&self.failed_dir().join(format!("{}.json", key.as_str())), &failure)?;
         Ok(failure)

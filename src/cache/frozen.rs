@@ -117,7 +117,7 @@ mod tests {
         let fresh = cache.freeze_grid("name = \"fresh\"\n").unwrap();
         age(&kept, 30);
         age(&old, 30);
-        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        let now = crate::clock::unix_now();
         let keep: HashSet<PathBuf> = [kept.clone()].into();
         let policy = FrozenPolicy { keep: Some(&keep), older_than: None, now, dry_run: true };
 

@@ -48,7 +48,6 @@ pub mod stale;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -400,7 +399,7 @@ impl Cache {
             params: params.clone(),
             inputs,
             files,
-            finished_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            finished_at: crate::clock::unix_now(),
             seconds,
             grid_version: env!("CARGO_PKG_VERSION").to_string(),
             device: device.to_string(),

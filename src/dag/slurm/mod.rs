@@ -18,7 +18,7 @@ pub mod waves;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -94,7 +94,7 @@ pub fn submit(plan: &Plan, cache: &Cache, options: &SlurmOptions) -> Result<Subm
     // Absolute: tasks and the failure records they write name these paths.
     let root = absolute(&queued::slurm_dir(cache));
     let logs = root.join("logs");
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = crate::clock::unix_now();
     let folder = root.join("submissions").join(format!("{now}-{}", std::process::id()));
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;

@@ -173,3 +173,114 @@ fn a_killed_training_resumes_from_its_snapshot() {
     assert!(!folder.exists(), "the resume folder is removed once the step is cached");
     assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
 }
+
+/// An attribution step killed with `kill -9` part way goes on, on the next
+/// run, after the examples it had explained — `grid plan` says how many — and
+/// the run ends with tables byte-identical to an unbroken run's.
+#[cfg(unix)]
+#[test]
+fn a_killed_attribution_goes_on_after_the_examples_it_explained() {
+    use std::os::unix::process::CommandExt;
+    let grid_text = slow_attribution();
+    let write_often = |mut command: Command| {
+        command.env("GRID_SNAPSHOT_SECONDS", "0");
+        command
+    };
+    let clean = GridTest::new(&grid_text);
+    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let t = GridTest::new(&grid_text);
+    let mut child = write_often(grid(t.path()))
+        .args(["run", "grid.toml", "-q", "-j", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while attribution_parts(&t) < 3 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before three chunks were written");
+        assert!(started.elapsed() < Duration::from_secs(300), "no attribution progress after 5 minutes");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
+    let _ = child.wait();
+
+    let plan = grid(t.path()).args(["plan", "grid.toml"]).output().unwrap();
+    let planned = String::from_utf8_lossy(&plan.stdout);
+    assert!(planned.contains("attribution goes on after the"), "{planned}");
+
+    let rerun = grid(t.path()).args(["run", "grid.toml", "-v"]).output().unwrap();
+    let said = String::from_utf8_lossy(&rerun.stderr);
+    assert!(rerun.status.success(), "{said}");
+    assert!(said.contains("examples were explained by an earlier attempt"), "{said}");
+    assert!(!said.contains("not used"), "every part written before the kill is whole: {said}");
+    assert_eq!(attribution_parts(&t), 0, "the resume folder is removed once the step is cached");
+    assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+}
+
+/// Ctrl-C during an attribution step (SIGINT to the process group, as a
+/// terminal sends it) writes what the step had explained, though no write was
+/// due yet, and the next run goes on from there.
+#[cfg(unix)]
+#[test]
+fn a_stopped_attribution_keeps_what_it_explained() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let grid_text = slow_attribution();
+    let clean = GridTest::new(&grid_text);
+    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let t = GridTest::new(&grid_text);
+    let mut child = grid(t.path())
+        .args(["run", "grid.toml", "-v", "-j", "1"])
+        .env("GRID_SNAPSHOT_SECONDS", "3600")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    // Verification is the last step before the attribution.
+    while !said.contains("ran verify/") {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the run ended before its attribution: {said}");
+        said.push_str(&line);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}{rest}");
+    assert!(attribution_parts(&t) >= 1, "nothing was kept: {rest}");
+
+    let rerun = grid(t.path()).args(["run", "grid.toml", "-v"]).output().unwrap();
+    let again = String::from_utf8_lossy(&rerun.stderr);
+    assert!(rerun.status.success(), "{again}");
+    assert!(again.contains("examples were explained by an earlier attempt"), "{again}");
+    assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+}
+
+/// TINY with one shortcut and IG with 1,000 steps over all 120 test examples,
+/// one per model call: many chunks, each slow enough for a stop to land
+/// between them.
+fn slow_attribution() -> String {
+    TINY.replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, "methods = [\"igl-zero-1000\"]\nbatch_size = 1")
+        .replace("sample = 40", "sample = 120")
+}
+
+/// Part files in the attribution steps' resume folders.
+fn attribution_parts(t: &GridTest) -> usize {
+    let Ok(folders) = std::fs::read_dir(t.cache().join("resume")) else { return 0 };
+    folders
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().starts_with("attribute-"))
+        .flat_map(|f| std::fs::read_dir(f.path()).into_iter().flatten().flatten())
+        .filter(|p| p.file_name().to_string_lossy().starts_with("part-"))
+        .count()
+}

@@ -21,6 +21,8 @@ pub enum StaleReason {
     /// An earlier training run was interrupted after a snapshot: it goes on
     /// from that step.
     Resumes { step: usize },
+    /// An attribution step stopped part way, with this many examples explained.
+    ResumesExplained { examples: usize },
     /// The key was computed before but its folder is gone (e.g. `grid gc`).
     Removed,
 }
@@ -45,6 +47,12 @@ impl std::fmt::Display for StaleReason {
             StaleReason::Resumes { step } => {
                 write!(f, "an earlier run was interrupted; training resumes from its snapshot at step {step}")
             }
+            StaleReason::ResumesExplained { examples } => {
+                write!(
+                    f,
+                    "an earlier run was interrupted; attribution goes on after the {examples} examples it explained"
+                )
+            }
             StaleReason::Removed => write!(f, "the cached result was removed"),
         }
     }
@@ -61,6 +69,9 @@ pub fn explain(
 ) -> StaleReason {
     if let Some(step) = crate::train::Snapshots::step_in(&cache.resume_dir(kind, key)) {
         return StaleReason::Resumes { step };
+    }
+    if let Some(examples) = crate::steps::attribute::progress::examples_in(&cache.resume_dir(kind, key)) {
+        return StaleReason::ResumesExplained { examples };
     }
     if cache.has_leftover(kind, key) {
         return StaleReason::Incomplete;

@@ -32,8 +32,9 @@ pub struct StepContext<'a> {
     pub progress: &'a ProgressBar,
     /// Progress lines for logs when no bar is drawn.
     pub log: &'a (dyn Fn(String) + Sync),
-    /// Where a training step keeps snapshots to resume from after an
-    /// interruption (the step's resume folder in the cache).
+    /// Where a long step keeps what it needs to go on after an interruption
+    /// (the step's resume folder in the cache), and how often it writes there:
+    /// a training run's snapshots, an attribution's explained chunks.
     pub snapshots: Option<crate::train::Snapshots>,
 }
 

@@ -76,7 +76,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             }
         }
         let inputs = step.inputs.iter().map(|&j| cache.step_dir(plan.steps[j].kind, &plan.steps[j].key)).collect();
-        let snapshots = (step.kind == StepKind::Train)
+        // Long steps keep their progress: training its snapshots, attribution its explained chunks.
+        let snapshots = matches!(step.kind, StepKind::Train | StepKind::Attribute)
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
         let ctx = StepContext { inputs, compute, progress, log, snapshots };
         let result =
@@ -101,7 +102,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
 }
 
-/// The least time between two training snapshots: `GRID_SNAPSHOT_SECONDS`
+/// The least time between two snapshots (training) or progress writes
+/// (attribution): `GRID_SNAPSHOT_SECONDS`
 /// (0: at every evaluation), 120 s when unset or not a number.
 fn snapshot_interval() -> Duration {
     const DEFAULT: Duration = Duration::from_secs(120);

@@ -21,6 +21,9 @@ use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::{Subset, TestSet};
 use crate::text::Encoded;
 use burn::prelude::Backend;
+use progress::{Progress, Resumed};
+
+pub mod progress;
 
 pub const FILE: &str = "attributions.jsonl";
 
@@ -67,6 +70,10 @@ pub struct AttributionSummary {
     /// Examples left out because truncation to `max_length` cut a shortcut
     /// token (for a region such as the articles: cut all of it).
     pub dropped_truncated: usize,
+    /// Examples an earlier, stopped attempt had explained (see `progress`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumed_examples: usize,
+    /// All attempts together.
     pub seconds: f64,
     pub examples_per_second: f64,
     /// Mean and largest `|completeness gap|` over examples, for IG and DeepLift.
@@ -102,10 +109,61 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let test = super::synth::load_test(&ctx.inputs[1], options.test_set)?;
     let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, ctx.compute.buckets, device);
     ctx.progress.set_length(examples.len() as u64);
+    let chunks = chunk_order(&examples, options.batch_size);
+    let mut progress = ctx.snapshots.as_ref().map(|s| Progress::new(s.dir.clone(), s.every));
+    let resumed = match &progress {
+        Some(progress) => {
+            let expected: Vec<Vec<&AttributedExample>> =
+                chunks.iter().map(|chunk| chunk.iter().map(|&i| &examples[i].record).collect()).collect();
+            progress.load(&expected)
+        }
+        None => Resumed::default(),
+    };
+    for line in &resumed.rejected {
+        (ctx.log)(line.clone());
+    }
     let shapes = ShapeLog::default();
-    explain_all(&checkpoint, options, (ctx.compute.buckets, &shapes), &mut examples, device, |n| {
-        ctx.progress.inc(n as u64)
-    })?;
+    for &[rows, time] in &resumed.shapes {
+        shapes.record(rows, time);
+    }
+    if resumed.examples() > 0 {
+        (ctx.log)(format!(
+            "resuming: {} of {} examples were explained by an earlier attempt",
+            resumed.examples(),
+            examples.len()
+        ));
+        for (&chunk, records) in &resumed.chunks {
+            for (&i, record) in chunks[chunk].iter().zip(records) {
+                examples[i].record = record.clone();
+            }
+        }
+        ctx.progress.inc(resumed.examples() as u64);
+    }
+    let explained = explain_chunks(
+        &checkpoint,
+        options,
+        (ctx.compute.buckets, &shapes),
+        &mut examples,
+        &chunks,
+        device,
+        |chunk| resumed.chunks.contains_key(&chunk),
+        |chunk, records| {
+            ctx.progress.inc(records.len() as u64);
+            let Some(progress) = progress.as_mut() else { return Ok(()) };
+            progress.finished(chunk, records, &shapes.shapes())?;
+            if crate::interrupt::requested() {
+                progress.write(&shapes.shapes())?;
+                anyhow::bail!("attribution stopped on request; a rerun goes on from the examples explained so far");
+            }
+            Ok(())
+        },
+    );
+    if let (Err(_), Some(progress)) = (&explained, progress.as_mut()) {
+        // Keep what this attempt finished for the next one (best effort: the
+        // error that stopped it is the one to report).
+        let _ = progress.write(&shapes.shapes());
+    }
+    explained?;
     let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
     // JSON has no NaN: it would be cached as `null` and fail every consumer.
     if let Some(bad) = records.iter().find(|r| r.scores.iter().any(|s| !s.is_finite())) {
@@ -118,7 +176,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         );
     }
     write_jsonl(&out.join(FILE), &records)?;
-    let seconds = started.elapsed().as_secs_f64();
+    let seconds = resumed.seconds + started.elapsed().as_secs_f64();
     let gaps: Vec<f64> = records.iter().filter_map(|r| r.completeness_gap).map(|g| (g as f64).abs()).collect();
     let (mean_gap, max_gap) = if gaps.is_empty() {
         (None, None)
@@ -130,6 +188,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         &AttributionSummary {
             method: options.method.to_string(),
             examples: records.len(),
+            resumed_examples: resumed.examples(),
             dropped_truncated,
             seconds,
             examples_per_second: records.len() as f64 / seconds.max(1e-9),
@@ -259,17 +318,54 @@ fn subset_indices<B: Backend>(
     (0..test.len()).filter(|&i| (predicted[i] == test[i].label) == keep_correct).collect()
 }
 
-/// Scores every prepared example with `options.method`, `options.batch_size`
-/// examples per call, in length order so that padding stays small; `done(n)`
-/// after each call. Every model call is padded to `buckets` and its shape
-/// recorded in the log.
+/// The order examples are explained in: chunks of `batch_size` in length
+/// order (so that padding stays small), as indices into `examples`. A pure
+/// function of the examples, so every attempt at a step has the same chunks.
+pub fn chunk_order(examples: &[Prepared], batch_size: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    order.sort_by_key(|&i| examples[i].encoded.ids.len());
+    order.chunks(batch_size.max(1)).map(<[usize]>::to_vec).collect()
+}
+
+/// Scores every prepared example with `options.method`, one model call per
+/// chunk of [`chunk_order`]; `done(n)` after each call. Every model call is
+/// padded to `buckets` and its shape recorded in the log.
 pub fn explain_all<B: AutodiffBackend>(
+    checkpoint: &Checkpoint<B>,
+    options: &Options,
+    buckets: (Buckets, &ShapeLog),
+    examples: &mut [Prepared],
+    device: &B::Device,
+    mut done: impl FnMut(usize),
+) -> Result<()> {
+    let chunks = chunk_order(examples, options.batch_size);
+    explain_chunks(
+        checkpoint,
+        options,
+        buckets,
+        examples,
+        &chunks,
+        device,
+        |_| false,
+        |_, records| {
+            done(records.len());
+            Ok(())
+        },
+    )
+}
+
+/// Scores the examples of each chunk not `skip`ped; `finished(chunk, records)`
+/// after each, whose error stops the loop.
+#[allow(clippy::too_many_arguments)]
+fn explain_chunks<B: AutodiffBackend>(
     checkpoint: &Checkpoint<B>,
     options: &Options,
     (buckets, shapes): (Buckets, &ShapeLog),
     examples: &mut [Prepared],
+    chunks: &[Vec<usize>],
     device: &B::Device,
-    mut done: impl FnMut(usize),
+    skip: impl Fn(usize) -> bool,
+    mut finished: impl FnMut(usize, &[AttributedExample]) -> Result<()>,
 ) -> Result<()> {
     let vocab = Vocabulary {
         pad: checkpoint.encoder.pad_id(),
@@ -282,9 +378,7 @@ pub fn explain_all<B: AutodiffBackend>(
         perturbations_per_eval: options.perturbations_per_eval.max(1),
     };
     let model = Shaped::new(&checkpoint.model, buckets).with_log(shapes.clone());
-    let mut order: Vec<usize> = (0..examples.len()).collect();
-    order.sort_by_key(|&i| examples[i].encoded.ids.len());
-    for chunk in order.chunks(options.batch_size.max(1)) {
+    for (number, chunk) in chunks.iter().enumerate().filter(|&(number, _)| !skip(number)) {
         let batch = Examples {
             ids: chunk.iter().map(|&i| examples[i].encoded.ids.as_slice()).collect(),
             special: chunk
@@ -301,9 +395,14 @@ pub fn explain_all<B: AutodiffBackend>(
             record.predicted = explained.predicted[k];
             record.completeness_gap = explained.completeness_gap.as_ref().map(|g| g[k]);
         }
-        done(chunk.len());
+        let records: Vec<AttributedExample> = chunk.iter().map(|&i| examples[i].record.clone()).collect();
+        finished(number, &records)?;
     }
     Ok(())
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -110,7 +110,8 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, ctx.compute.buckets, device);
     ctx.progress.set_length(examples.len() as u64);
     let chunks = chunk_order(&examples, options.batch_size);
-    let mut progress = ctx.snapshots.as_ref().map(|s| Progress::new(s.dir.clone(), s.every));
+    let mut progress =
+        ctx.snapshots.as_ref().map(|s| Progress::new(s.dir.clone(), s.every, progress::inputs_digest(&ctx.inputs)));
     let resumed = match &progress {
         Some(progress) => {
             let expected: Vec<Vec<&AttributedExample>> =

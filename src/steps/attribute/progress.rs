@@ -18,10 +18,13 @@
 //!
 //! The checksum covers the lines after the first. A part is written under a
 //! temporary name and renamed, so a killed process leaves whole parts only. A
-//! part that fails its checksum or does not decode, or any of whose chunks does
-//! not hold the examples this attempt would put in it (their test indices,
-//! tokens and ground truth), is not used: its examples are explained again,
-//! and the step's log says why.
+//! part is bound to the content of the steps it was computed from (the
+//! checksums in their manifests): step keys name a recipe, and a model trained
+//! again under the same key (its entry was damaged, or removed) is other
+//! weights. A part that fails its checksum or does not decode, that was written
+//! from other inputs, or any of whose chunks does not hold the examples this
+//! attempt would put in it (their test indices, tokens and ground truth), is
+//! not used: its examples are explained again, and the step's log says why.
 
 use std::collections::HashMap;
 use std::fs;
@@ -43,6 +46,8 @@ struct Header {
     format: u32,
     /// SHA-256 of the bytes after the header line.
     sha256: String,
+    /// [`inputs_digest`] of the steps the part was computed from.
+    inputs: String,
     /// Seconds the attempt spent explaining this part's chunks.
     seconds: f64,
     /// The `[rows, time]` shapes the attempt had sent through the model.
@@ -79,14 +84,16 @@ pub struct Progress {
     dir: PathBuf,
     /// The least time between two writes (zero: after every chunk).
     every: Duration,
+    inputs: String,
     last_write: Instant,
     pending: Vec<Row>,
     first_pending: Option<usize>,
 }
 
 impl Progress {
-    pub fn new(dir: PathBuf, every: Duration) -> Progress {
-        Progress { dir, every, last_write: Instant::now(), pending: Vec::new(), first_pending: None }
+    /// `inputs`: the [`inputs_digest`] of the step's input folders.
+    pub fn new(dir: PathBuf, every: Duration, inputs: String) -> Progress {
+        Progress { dir, every, inputs, last_write: Instant::now(), pending: Vec::new(), first_pending: None }
     }
 
     /// The chunks earlier attempts wrote that hold what `expected` says: per
@@ -94,7 +101,7 @@ impl Progress {
     pub fn load(&self, expected: &[Vec<&AttributedExample>]) -> Resumed {
         let mut resumed = Resumed::default();
         for path in part_files(&self.dir) {
-            match read_part(&path, expected) {
+            match read_part(&path, &self.inputs, expected) {
                 Ok((header, chunks)) => {
                     resumed.seconds += header.seconds;
                     resumed.shapes.extend(header.shapes);
@@ -130,6 +137,7 @@ impl Progress {
         let header = Header {
             format: FORMAT,
             sha256: sha256_hex(&body),
+            inputs: self.inputs.clone(),
             seconds: self.last_write.elapsed().as_secs_f64(),
             shapes: shapes.to_vec(),
         };
@@ -148,6 +156,25 @@ impl Progress {
         self.last_write = Instant::now();
         Ok(())
     }
+}
+
+/// A digest of what the step reads: the payload checksums in each input
+/// folder's `manifest.json` (a folder without one, as in unit tests, by its
+/// path).
+pub fn inputs_digest(inputs: &[PathBuf]) -> String {
+    let mut text = String::new();
+    for folder in inputs {
+        match crate::steps::io::read_json::<crate::cache::Manifest>(&folder.join("manifest.json")) {
+            Ok(manifest) => {
+                for file in manifest.files {
+                    text.push_str(&format!("{} {} {}\n", file.name, file.bytes, file.sha256));
+                }
+            }
+            Err(_) => text.push_str(&format!("{}\n", folder.display())),
+        }
+        text.push('\n');
+    }
+    sha256_hex(text.as_bytes())
 }
 
 /// How many explained examples the folder's parts hold (for `grid plan`:
@@ -189,9 +216,14 @@ fn read_rows(path: &Path) -> Result<(Header, Vec<Row>)> {
 /// A part whose chunks are each whole and hold what `expected` says.
 fn read_part(
     path: &Path,
+    inputs: &str,
     expected: &[Vec<&AttributedExample>],
 ) -> Result<(Header, HashMap<usize, Vec<AttributedExample>>)> {
     let (header, rows) = read_rows(path)?;
+    anyhow::ensure!(
+        header.inputs == inputs,
+        "computed from other inputs (a step it reads, such as the model, was computed again since)"
+    );
     let mut chunks: HashMap<usize, Vec<AttributedExample>> = HashMap::new();
     for row in rows {
         chunks.entry(row.chunk).or_default().push(row.record);
@@ -236,10 +268,10 @@ fn same_example(done: &AttributedExample, prepared: &AttributedExample) -> bool 
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    fn prepared(index: usize) -> AttributedExample {
+    pub fn prepared(index: usize) -> AttributedExample {
         AttributedExample {
             index,
             tokens: vec!["[CLS]".into(), format!("w{index}"), "#1".into(), "[SEP]".into()],
@@ -253,23 +285,29 @@ mod tests {
         }
     }
 
-    fn explained(index: usize) -> AttributedExample {
+    pub fn explained(index: usize) -> AttributedExample {
         AttributedExample { predicted: 1, scores: vec![0.0, 0.1, 0.9 + index as f32, 0.0], ..prepared(index) }
     }
 
     /// Chunks [[0, 1], [2, 3], [4]] of test examples 10..15.
-    fn expected_records() -> Vec<Vec<AttributedExample>> {
+    pub fn expected_records() -> Vec<Vec<AttributedExample>> {
         vec![vec![prepared(10), prepared(11)], vec![prepared(12), prepared(13)], vec![prepared(14)]]
     }
 
-    fn refs(chunks: &[Vec<AttributedExample>]) -> Vec<Vec<&AttributedExample>> {
+    pub fn refs(chunks: &[Vec<AttributedExample>]) -> Vec<Vec<&AttributedExample>> {
         chunks.iter().map(|c| c.iter().collect()).collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
 
     #[test]
     fn finished_chunks_come_back_with_their_time_and_shapes() {
         let dir = tempfile::tempdir().unwrap();
-        let mut progress = Progress::new(dir.path().join("resume"), Duration::ZERO);
+        let mut progress = Progress::new(dir.path().join("resume"), Duration::ZERO, "model a".into());
         progress.finished(0, &[explained(10), explained(11)], &[[2, 16]]).unwrap();
         progress.finished(2, &[explained(14)], &[[2, 16], [1, 16]]).unwrap();
 
@@ -288,7 +326,7 @@ mod tests {
     #[test]
     fn nothing_is_written_before_a_write_is_due() {
         let dir = tempfile::tempdir().unwrap();
-        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::from_secs(3600));
+        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::from_secs(3600), "model a".into());
         progress.finished(0, &[explained(10), explained(11)], &[]).unwrap();
         assert_eq!(examples_in(dir.path()), None);
         progress.write(&[]).unwrap();
@@ -298,7 +336,7 @@ mod tests {
     #[test]
     fn a_damaged_part_is_not_used_and_the_others_are() {
         let dir = tempfile::tempdir().unwrap();
-        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO);
+        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
         progress.finished(0, &[explained(10), explained(11)], &[]).unwrap();
         progress.finished(1, &[explained(12), explained(13)], &[]).unwrap();
         let part = dir.path().join("part-1.jsonl");
@@ -315,7 +353,7 @@ mod tests {
     #[test]
     fn a_part_of_other_examples_is_not_used() {
         let dir = tempfile::tempdir().unwrap();
-        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO);
+        let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
         // Chunk 1 of another sample (examples 20 and 21), and a chunk this attempt does not have.
         progress.finished(1, &[explained(20), explained(21)], &[]).unwrap();
         progress.finished(7, &[explained(12)], &[]).unwrap();
@@ -330,5 +368,44 @@ mod tests {
         assert!(said.contains("test example 20 is not the one this attempt would explain there (12)"), "{said}");
         assert!(said.contains("chunk 7: this attempt has 3 chunks"), "{said}");
         assert!(said.contains("test example 10 has 1 finite scores for 4 tokens"), "{said}");
+    }
+}
+
+#[cfg(test)]
+mod binding {
+    use super::tests_support::*;
+    use super::*;
+
+    #[test]
+    fn parts_from_a_model_trained_again_are_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut before = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
+        before.finished(0, &[explained(10), explained(11)], &[]).unwrap();
+        let expected = expected_records();
+        let after = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model b".into());
+        let resumed = after.load(&refs(&expected));
+        assert!(resumed.chunks.is_empty());
+        assert!(resumed.rejected[0].contains("computed from other inputs"), "{:?}", resumed.rejected);
+        assert_eq!(before.load(&refs(&expected)).examples(), 2);
+    }
+
+    #[test]
+    fn the_inputs_digest_follows_the_payload_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = crate::cache::Cache::open(dir.path()).unwrap();
+        let key = crate::cache::StepKey::compute(crate::cache::StepKind::Train, &serde_json::json!({}), &[]);
+        let staging = cache.begin(crate::cache::StepKind::Train, &key).unwrap();
+        fs::write(staging.dir.join("model.safetensors"), "weights").unwrap();
+        cache.publish(staging, "train/x", &serde_json::json!({}), Vec::new(), 1.0, "cpu").unwrap();
+        let folder = cache.step_dir(crate::cache::StepKind::Train, &key);
+        let first = inputs_digest(std::slice::from_ref(&folder));
+        assert_eq!(first, inputs_digest(std::slice::from_ref(&folder)));
+
+        // Trained again under the same key: other weights, another digest.
+        fs::remove_dir_all(&folder).unwrap();
+        let staging = cache.begin(crate::cache::StepKind::Train, &key).unwrap();
+        fs::write(staging.dir.join("model.safetensors"), "other weights").unwrap();
+        cache.publish(staging, "train/x", &serde_json::json!({}), Vec::new(), 1.0, "cpu").unwrap();
+        assert_ne!(first, inputs_digest(std::slice::from_ref(&folder)));
     }
 }

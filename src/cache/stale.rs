@@ -58,6 +58,17 @@ impl std::fmt::Display for StaleReason {
     }
 }
 
+/// What an interrupted or running attempt at `(kind, key)` has kept in its
+/// resume folder: a training snapshot ([`StaleReason::Resumes`]) or explained
+/// examples ([`StaleReason::ResumesExplained`]).
+pub fn kept_progress(cache: &Cache, kind: StepKind, key: &StepKey) -> Option<StaleReason> {
+    let dir = cache.resume_dir(kind, key);
+    if let Some(step) = crate::train::Snapshots::step_in(&dir) {
+        return Some(StaleReason::Resumes { step });
+    }
+    crate::steps::attribute::progress::examples_in(&dir).map(|examples| StaleReason::ResumesExplained { examples })
+}
+
 /// Explains why `(kind, key)` under `label` is not cached.
 pub fn explain(
     cache: &Cache,
@@ -67,11 +78,8 @@ pub fn explain(
     params: &Value,
     inputs: &[(String, StepKey)],
 ) -> StaleReason {
-    if let Some(step) = crate::train::Snapshots::step_in(&cache.resume_dir(kind, key)) {
-        return StaleReason::Resumes { step };
-    }
-    if let Some(examples) = crate::steps::attribute::progress::examples_in(&cache.resume_dir(kind, key)) {
-        return StaleReason::ResumesExplained { examples };
+    if let Some(kept) = kept_progress(cache, kind, key) {
+        return kept;
     }
     if cache.has_leftover(kind, key) {
         return StaleReason::Incomplete;
@@ -156,6 +164,37 @@ mod tests {
         assert_eq!(
             StaleReason::InputChanged { input: "corpus/sst2".into() }.to_string(),
             "input `corpus/sst2` changed"
+        );
+    }
+
+    #[test]
+    fn kept_progress_reads_explained_examples_from_an_attribution_folder() {
+        use crate::steps::attribute::AttributedExample;
+        use crate::steps::attribute::progress::Progress;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let key = StepKey::compute(StepKind::Attribute, &json!({ "method": "igl-zero-1000" }), &[]);
+        assert!(kept_progress(&cache, StepKind::Attribute, &key).is_none());
+
+        let example = |index| AttributedExample {
+            index,
+            tokens: vec!["[CLS]".into(), "#1".into(), "[SEP]".into()],
+            word_of_token: vec![None, Some(0), None],
+            ground_truth: vec![1],
+            distractors: Vec::new(),
+            label: 1,
+            predicted: 1,
+            scores: vec![0.0, 1.0, 0.0],
+            completeness_gap: None,
+        };
+        let mut progress =
+            Progress::new(cache.resume_dir(StepKind::Attribute, &key), std::time::Duration::ZERO, "inputs".into());
+        progress.finished(0, &[example(3), example(8)], &[]).unwrap();
+        let kept = kept_progress(&cache, StepKind::Attribute, &key).unwrap();
+        assert_eq!(kept, StaleReason::ResumesExplained { examples: 2 });
+        assert_eq!(
+            kept.to_string(),
+            "an earlier run was interrupted; attribution goes on after the 2 examples it explained"
         );
     }
 }

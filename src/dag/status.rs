@@ -25,8 +25,12 @@ pub enum StepState {
         #[serde(skip_serializing_if = "Option::is_none")]
         reused_from: Option<String>,
     },
-    /// Another process holds the step's lock and is computing it.
-    Running,
+    /// Another process holds the step's lock and is computing it; `progress`:
+    /// what it has kept so far (a training snapshot, explained examples).
+    Running {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<String>,
+    },
     /// A Slurm task submitted by `grid run --executor slurm` is to compute it.
     Slurm { task: String, slurm_state: String, log: String },
     /// The last attempt failed (and nothing has been published since).
@@ -41,7 +45,7 @@ impl StepState {
     pub fn name(&self) -> &'static str {
         match self {
             StepState::Cached { .. } => "cached",
-            StepState::Running => "running",
+            StepState::Running { .. } => "running",
             StepState::Slurm { slurm_state, .. } if slurm_state == "RUNNING" => "running",
             StepState::Slurm { .. } => "queued",
             StepState::Failed { .. } => "failed",
@@ -52,7 +56,7 @@ impl StepState {
 
     /// Whether `grid run` would compute the step.
     pub fn would_run(&self) -> bool {
-        !matches!(self, StepState::Cached { .. } | StepState::Running | StepState::Slurm { .. })
+        !matches!(self, StepState::Cached { .. } | StepState::Running { .. } | StepState::Slurm { .. })
     }
 
     /// What the state says beyond its name, for one line of text.
@@ -60,7 +64,10 @@ impl StepState {
         match self {
             StepState::Cached { seconds, reused_from: None, .. } => format!("{seconds:.1}s"),
             StepState::Cached { reused_from: Some(from), .. } => format!("taken from {from}"),
-            StepState::Running => "another process holds its lock".into(),
+            StepState::Running { progress: None } => "another process holds its lock".into(),
+            StepState::Running { progress: Some(progress) } => {
+                format!("another process holds its lock; so far {progress}")
+            }
             StepState::Slurm { task, slurm_state, log } => {
                 format!("Slurm task {task}, {}; log: {log}", slurm_state.to_lowercase())
             }
@@ -105,7 +112,12 @@ pub fn state_of(
         return Ok((StepState::Slurm { task: queued.task.clone(), slurm_state: state.clone(), log }, None));
     }
     if cache.is_computing(step.kind, &step.key)? {
-        return Ok((StepState::Running, None));
+        let progress = stale::kept_progress(cache, step.kind, &step.key).map(|kept| match kept {
+            stale::StaleReason::Resumes { step } => format!("a snapshot at training step {step}"),
+            stale::StaleReason::ResumesExplained { examples } => format!("{examples} examples explained"),
+            other => other.to_string(),
+        });
+        return Ok((StepState::Running { progress }, None));
     }
     if let Some(Failure { error, at, log, .. }) = cache.failure(&step.key) {
         let log = log.map(|p| p.display().to_string());
@@ -313,4 +325,21 @@ fn utc(seconds: u64) -> String {
     chrono::DateTime::from_timestamp(seconds as i64, 0)
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_else(|| format!("{seconds} s after the epoch"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_step_says_what_it_has_kept() {
+        let bare = StepState::Running { progress: None };
+        assert_eq!((bare.name(), bare.detail().as_str()), ("running", "another process holds its lock"));
+        let kept = StepState::Running { progress: Some("340 examples explained".into()) };
+        assert_eq!(kept.detail(), "another process holds its lock; so far 340 examples explained");
+        assert!(!kept.would_run());
+        let json = serde_json::to_value(&kept).unwrap();
+        assert_eq!(json, serde_json::json!({ "state": "running", "progress": "340 examples explained" }));
+        assert_eq!(serde_json::to_value(&bare).unwrap(), serde_json::json!({ "state": "running" }));
+    }
 }

@@ -16,6 +16,7 @@ use super::io::{write_json, write_jsonl};
 use crate::data::words;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
+use crate::salience::embedding_point::{EmbeddingPoint, Summed};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::{Subset, TestSet};
@@ -34,6 +35,9 @@ pub struct Options {
     pub test_set: TestSet,
     /// Which examples the sample is drawn from, by the model's prediction.
     pub subset: Subset,
+    /// Where gradient methods take the input embedding; `Word` for a model
+    /// that adds nothing to its word embeddings (the plan sees to it).
+    pub embeddings: EmbeddingPoint,
     pub seed: u64,
     pub batch_size: usize,
     pub max_length: usize,
@@ -110,35 +114,12 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     let (mut examples, dropped_truncated) = prepare(&checkpoint, &test, options, ctx.compute.buckets, device);
     ctx.progress.set_length(examples.len() as u64);
     let chunks = chunk_order(&examples, options.batch_size);
-    let mut progress =
+    let mut journal =
         ctx.snapshots.as_ref().map(|s| Progress::new(s.dir.clone(), s.every, progress::inputs_digest(&ctx.inputs)));
-    let resumed = match &progress {
-        Some(progress) => {
-            let expected: Vec<Vec<&AttributedExample>> =
-                chunks.iter().map(|chunk| chunk.iter().map(|&i| &examples[i].record).collect()).collect();
-            progress.load(&expected)
-        }
-        None => Resumed::default(),
-    };
-    for line in &resumed.rejected {
-        (ctx.log)(line.clone());
-    }
+    let resumed = journal.as_ref().map_or_else(Resumed::default, |p| resume(p, &chunks, &mut examples, ctx));
     let shapes = ShapeLog::default();
     for &[rows, time] in &resumed.shapes {
         shapes.record(rows, time);
-    }
-    if resumed.examples() > 0 {
-        (ctx.log)(format!(
-            "resuming: {} of {} examples were explained by an earlier attempt",
-            resumed.examples(),
-            examples.len()
-        ));
-        for (&chunk, records) in &resumed.chunks {
-            for (&i, record) in chunks[chunk].iter().zip(records) {
-                examples[i].record = record.clone();
-            }
-        }
-        ctx.progress.inc(resumed.examples() as u64);
     }
     let explained = explain_chunks(
         &checkpoint,
@@ -150,19 +131,19 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         |chunk| resumed.chunks.contains_key(&chunk),
         |chunk, records| {
             ctx.progress.inc(records.len() as u64);
-            let Some(progress) = progress.as_mut() else { return Ok(()) };
-            progress.finished(chunk, records, &shapes.shapes())?;
+            let Some(journal) = journal.as_mut() else { return Ok(()) };
+            journal.finished(chunk, records, &shapes.shapes())?;
             if crate::interrupt::requested() {
-                progress.write(&shapes.shapes())?;
+                journal.write(&shapes.shapes())?;
                 anyhow::bail!("attribution stopped on request; a rerun goes on from the examples explained so far");
             }
             Ok(())
         },
     );
-    if let (Err(_), Some(progress)) = (&explained, progress.as_mut()) {
+    if let (Err(_), Some(journal)) = (&explained, journal.as_mut()) {
         // Keep what this attempt finished for the next one (best effort: the
         // error that stopped it is the one to report).
-        let _ = progress.write(&shapes.shapes());
+        let _ = journal.write(&shapes.shapes());
     }
     explained?;
     let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
@@ -198,6 +179,32 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             shapes: shapes.shapes(),
         },
     )
+}
+
+/// Takes the chunks an earlier attempt explained into `examples`, as far as
+/// they can be vouched for, and says in the step's log what it took and what
+/// it left.
+fn resume(journal: &Progress, chunks: &[Vec<usize>], examples: &mut [Prepared], ctx: &StepContext) -> Resumed {
+    let expected: Vec<Vec<&AttributedExample>> =
+        chunks.iter().map(|chunk| chunk.iter().map(|&i| &examples[i].record).collect()).collect();
+    let resumed = journal.load(&expected);
+    for line in &resumed.rejected {
+        (ctx.log)(line.clone());
+    }
+    if resumed.examples() > 0 {
+        (ctx.log)(format!(
+            "resuming: {} of {} examples were explained by an earlier attempt",
+            resumed.examples(),
+            examples.len()
+        ));
+        for (&chunk, records) in &resumed.chunks {
+            for (&i, record) in chunks[chunk].iter().zip(records) {
+                examples[i].record = record.clone();
+            }
+        }
+        ctx.progress.inc(resumed.examples() as u64);
+    }
+    resumed
 }
 
 /// G and the distractors as token positions of the (truncated) encoding, or
@@ -388,8 +395,12 @@ fn explain_chunks<B: AutodiffBackend>(
                 .collect(),
             stream: chunk.iter().map(|&i| examples[i].record.index as u64).collect(),
         };
-        let explained = salience::attribute(&model, options.method, &batch, &vocab, &settings, device)
-            .with_context(|| format!("method `{}`", options.method))?;
+        let explained = if options.embeddings.is_word() || !options.method.reads_embeddings() {
+            salience::attribute(&model, options.method, &batch, &vocab, &settings, device)
+        } else {
+            salience::attribute(&Summed::new(&model), options.method, &batch, &vocab, &settings, device)
+        }
+        .with_context(|| format!("method `{}`", options.method))?;
         for (k, &i) in chunk.iter().enumerate() {
             let record = &mut examples[i].record;
             record.scores = explained.scores[k].clone();

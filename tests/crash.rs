@@ -122,28 +122,14 @@ fn a_failed_write_publishes_nothing_and_loses_nothing_else() {
 #[cfg(unix)]
 #[test]
 fn a_killed_training_resumes_from_its_snapshot() {
-    use std::os::unix::process::CommandExt;
     let grid_text = TINY
         .replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
         .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
         .replace("max_steps = 120", "max_steps = 1200")
         .replace("patience = 80", "patience = 1200");
-    let snapshot_often = |mut command: Command| {
-        command.env("GRID_SNAPSHOT_SECONDS", "0");
-        command
-    };
-    let clean = GridTest::new(&grid_text);
-    let run = snapshot_often(grid(clean.path())).args(["run", "grid.toml", "-q"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-
+    let clean = clean_run(&grid_text);
     let t = GridTest::new(&grid_text);
-    let mut child = snapshot_often(grid(t.path()))
-        .args(["run", "grid.toml", "-q", "-j", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let mut child = killable_run(&t);
     let resume = t.cache().join("resume");
     let snapshot = || -> Option<std::path::PathBuf> {
         let folder = std::fs::read_dir(&resume).ok()?.flatten().next()?.path();
@@ -166,7 +152,7 @@ fn a_killed_training_resumes_from_its_snapshot() {
     let planned = String::from_utf8_lossy(&plan.stdout);
     assert!(planned.contains("training resumes from its snapshot at step"), "{planned}");
 
-    let rerun = snapshot_often(grid(t.path())).args(["run", "grid.toml", "-v"]).output().unwrap();
+    let rerun = grid(t.path()).args(["run", "grid.toml", "-v"]).env("GRID_SNAPSHOT_SECONDS", "0").output().unwrap();
     let said = String::from_utf8_lossy(&rerun.stderr);
     assert!(rerun.status.success(), "{said}");
     assert!(said.contains("resuming from the snapshot at step"), "{said}");
@@ -180,24 +166,10 @@ fn a_killed_training_resumes_from_its_snapshot() {
 #[cfg(unix)]
 #[test]
 fn a_killed_attribution_goes_on_after_the_examples_it_explained() {
-    use std::os::unix::process::CommandExt;
     let grid_text = slow_attribution();
-    let write_often = |mut command: Command| {
-        command.env("GRID_SNAPSHOT_SECONDS", "0");
-        command
-    };
-    let clean = GridTest::new(&grid_text);
-    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-
+    let clean = clean_run(&grid_text);
     let t = GridTest::new(&grid_text);
-    let mut child = write_often(grid(t.path()))
-        .args(["run", "grid.toml", "-q", "-j", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let mut child = killable_run(&t);
     let started = Instant::now();
     while attribution_parts(&t) < 3 {
         assert!(child.try_wait().unwrap().is_none(), "the run ended before three chunks were written");
@@ -229,9 +201,7 @@ fn a_stopped_attribution_keeps_what_it_explained() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::CommandExt;
     let grid_text = slow_attribution();
-    let clean = GridTest::new(&grid_text);
-    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let clean = clean_run(&grid_text);
 
     let t = GridTest::new(&grid_text);
     let mut child = grid(t.path())
@@ -283,4 +253,28 @@ fn attribution_parts(t: &GridTest) -> usize {
         .flat_map(|f| std::fs::read_dir(f.path()).into_iter().flatten().flatten())
         .filter(|p| p.file_name().to_string_lossy().starts_with("part-"))
         .count()
+}
+
+/// A finished run of `grid_text`: the tables an interrupted run must end with.
+fn clean_run(grid_text: &str) -> GridTest {
+    let clean = GridTest::new(grid_text);
+    let run = grid(clean.path()).args(["run", "grid.toml", "-q"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    clean
+}
+
+/// `grid run -q -j 1` in a process group of its own (so that `kill -- -PID`
+/// reaches its workers), keeping its progress at every chance: a training
+/// snapshot at every evaluation, attribution parts after every chunk.
+#[cfg(unix)]
+fn killable_run(t: &GridTest) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    grid(t.path())
+        .args(["run", "grid.toml", "-q", "-j", "1"])
+        .env("GRID_SNAPSHOT_SECONDS", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap()
 }

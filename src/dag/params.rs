@@ -4,7 +4,6 @@
 //! field in a spec struct fails to compile here until someone decides whether it
 //! changes results (hash it) or not (name it with `_` and say why).
 
-use crate::salience::embedding_point::EmbeddingPoint;
 use serde_json::{Value, json};
 
 use crate::backend::Precision;
@@ -210,7 +209,6 @@ pub fn attribute(
     subset: Subset,
     seed: u64,
     max_length: usize,
-    embeddings: EmbeddingPoint,
 ) -> Value {
     let mut value = json!({
         "method": method.to_string(),
@@ -226,11 +224,6 @@ pub fn attribute(
     // Every example, as before the option existed: those keys stay.
     if subset != Subset::All {
         value["subset"] = json!(subset.name());
-    }
-    // At the word embeddings, as before the option existed; and only for the
-    // methods whose scores it changes.
-    if !embeddings.is_word() && method.reads_embeddings() {
-        value["embeddings"] = json!(embeddings);
     }
     value
 }
@@ -297,20 +290,9 @@ mod tests {
 
     #[test]
     fn every_example_keeps_the_attribute_key_a_subset_changes_it() {
-        let key = |subset| attribute(Method::Random, 10, TestSet::Synthetic, subset, 7, 48, EmbeddingPoint::Word);
+        let key = |subset| attribute(Method::Random, 10, TestSet::Synthetic, subset, 7, 48);
         assert!(key(Subset::All).get("subset").is_none(), "keys from before subsets stay");
         assert_eq!(key(Subset::Correct)["subset"], "correct");
         assert_ne!(key(Subset::Correct), key(Subset::Misclassified));
-    }
-
-    #[test]
-    fn the_summed_embedding_point_changes_only_the_keys_of_methods_that_read_embeddings() {
-        let key =
-            |method: &str, point| attribute(method.parse().unwrap(), 10, TestSet::Synthetic, Subset::All, 7, 48, point);
-        assert!(key("gxil", EmbeddingPoint::Word).get("embeddings").is_none(), "keys from before the option stay");
-        assert_eq!(key("gxil", EmbeddingPoint::Summed)["embeddings"], "summed");
-        assert_eq!(key("igl-zero-100", EmbeddingPoint::Summed)["embeddings"], "summed");
-        assert_eq!(key("limeunk-100", EmbeddingPoint::Summed), key("limeunk-100", EmbeddingPoint::Word));
-        assert_eq!(key("gradl-l2", EmbeddingPoint::Summed), key("gradl-l2", EmbeddingPoint::Word), "the same gradient");
     }
 }

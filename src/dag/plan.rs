@@ -1,6 +1,5 @@
 //! Expanding a grid into steps and computing their keys.
 
-use crate::salience::embedding_point::EmbeddingPoint;
 use std::path::{Path, PathBuf};
 
 use crate::backend::Precision;
@@ -283,24 +282,21 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
         for ModelCell { cell, regime, model, seed, trained, examples: test_examples, verify } in model_cells {
             let architecture = model.kind();
             let a = &grid.attribution;
-            // The BiLSTM adds nothing to its word embeddings: both points are one.
-            let point =
-                if architecture == crate::spec::Architecture::Bert { a.embeddings } else { EmbeddingPoint::Word };
             let attribute = |b: &mut Builder, method: Method| {
                 b.add(
                     StepKind::Attribute,
                     format!("attribute/{cell}/{method}"),
                     vec![trained, test_examples],
                     params::with_precision(
-                        params::attribute(method, a.sample.get(), a.test_set, a.subset, a.seed, max_length, point),
+                        params::attribute(method, a.sample.get(), a.test_set, a.subset, a.seed, max_length),
                         precision,
                     ),
-                    Work::Attribute(attribute_options(grid, method, max_length, point)),
+                    Work::Attribute(attribute_options(grid, method, max_length)),
                 )
             };
             let erasure = |b: &mut Builder, method: Method, attribution: usize| {
                 let options = crate::steps::erasure::Options {
-                    attribution: attribute_options(grid, method, max_length, point),
+                    attribution: attribute_options(grid, method, max_length),
                     settings: erasure_settings(grid),
                     batch_size: grid.erasure.batch_size.get(),
                 };
@@ -500,19 +496,13 @@ struct ModelCell<'a> {
 
 /// The attribute step's options for `method` (the same for its erasure step,
 /// which re-encodes the same examples).
-fn attribute_options(
-    grid: &Grid,
-    method: Method,
-    max_length: usize,
-    embeddings: EmbeddingPoint,
-) -> crate::steps::attribute::Options {
+fn attribute_options(grid: &Grid, method: Method, max_length: usize) -> crate::steps::attribute::Options {
     let a = &grid.attribution;
     crate::steps::attribute::Options {
         method,
         sample: a.sample.get(),
         test_set: a.test_set,
         subset: a.subset,
-        embeddings,
         seed: a.seed,
         batch_size: a.batch_size.get(),
         max_length,

@@ -115,12 +115,6 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.max_length(),
         }
     }
-    fn added_embeddings(&self, time: usize) -> Option<Tensor<B, 2>> {
-        match self {
-            AnyClassifier::Bilstm(m) => m.added_embeddings(time),
-            AnyClassifier::Bert(m) => m.added_embeddings(time),
-        }
-    }
     fn attention_scores(
         &self,
         embeddings: Tensor<B, 3>,

@@ -72,14 +72,6 @@ pub trait Classifier<B: Backend> {
     /// Number of logits per example: 1 for a binary model, C otherwise.
     fn num_outputs(&self) -> usize;
 
-    /// What the model adds to the input embeddings, position by position, before
-    /// anything else (`[time, dim]`; BERT: the position and segment-0
-    /// embeddings), so that salience can be taken at the sum
-    /// (`salience::embedding_point`). `None`: nothing is added.
-    fn added_embeddings(&self, _time: usize) -> Option<Tensor<B, 2>> {
-        None
-    }
-
     /// The longest input the model takes (a transformer's position table);
     /// `None` when any length goes. Padding to a bucket never goes past it.
     fn max_length(&self) -> Option<usize> {

@@ -210,10 +210,6 @@ impl<B: Backend, M: Classifier<B>> Classifier<B> for Shaped<'_, M> {
         self.inner.num_outputs()
     }
 
-    fn added_embeddings(&self, time: usize) -> Option<Tensor<B, 2>> {
-        self.inner.added_embeddings(time)
-    }
-
     fn attention_scores(
         &self,
         embeddings: Tensor<B, 3>,

@@ -147,18 +147,6 @@ pub struct ModelTraits {
 }
 
 impl Method {
-    /// Whether the method's scores depend on where the input embedding is
-    /// taken (`embedding_point`): it multiplies by or moves along the
-    /// embeddings. A plain gradient is the same at both points (the sum is
-    /// additive); perturbation and attention methods work on tokens.
-    pub fn reads_embeddings(&self) -> bool {
-        match self {
-            Method::Gradient(GradientMethod::Gradient { .. }) => false,
-            Method::Gradient(_) | Method::SmoothGrad { .. } | Method::DeepLift { .. } => true,
-            _ => false,
-        }
-    }
-
     /// Why the method does not apply to a model with `traits`, if it does not
     /// (PROTOCOL §1: "LSTM has no [MASK]"; attention views are per architecture).
     pub fn unsupported_reason(&self, traits: ModelTraits) -> Option<&'static str> {

@@ -13,7 +13,6 @@
 
 pub mod attention;
 pub mod deeplift;
-pub mod embedding_point;
 pub mod gradient;
 pub mod integrated_gradients;
 pub mod kernel_shap;

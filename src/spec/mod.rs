@@ -15,7 +15,6 @@ pub mod overrides;
 pub mod slurm;
 mod values;
 
-use crate::salience::embedding_point::EmbeddingPoint;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -406,8 +405,6 @@ pub struct AttributionSpec {
     pub test_set: TestSet,
     /// The examples the sample is drawn from, by the model's prediction.
     pub subset: Subset,
-    /// Where gradient methods take the input embedding (BERT family).
-    pub embeddings: EmbeddingPoint,
     pub batch_size: Positive,
     /// IG steps / SmoothGrad samples per forward-backward pass (Captum's `internal_batch_size`).
     pub internal_batch_size: Positive,
@@ -428,8 +425,6 @@ struct RawAttribution {
     test_set: Option<Spanned<TestSet>>,
     #[serde(default)]
     subset: Subset,
-    #[serde(default)]
-    embeddings: EmbeddingPoint,
     #[serde(default = "attr_batch")]
     batch_size: Positive,
     #[serde(default = "internal_batch")]
@@ -728,7 +723,6 @@ impl Grid {
                     (false, set) => set.map(Spanned::into_inner).unwrap_or(TestSet::Synthetic),
                 },
                 subset: raw.attribution.subset,
-                embeddings: raw.attribution.embeddings,
                 batch_size: raw.attribution.batch_size,
                 internal_batch_size: raw.attribution.internal_batch_size,
                 perturbations_per_eval: raw.attribution.perturbations_per_eval,

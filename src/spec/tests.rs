@@ -139,16 +139,6 @@ fn attribution_knobs_and_word_aggregation() {
 }
 
 #[test]
-fn the_embedding_point_is_word_unless_summed_is_asked_for() {
-    use crate::salience::embedding_point::EmbeddingPoint;
-    assert_eq!(parse(MINIMAL).unwrap().attribution.embeddings, EmbeddingPoint::Word);
-    let g = parse(&MINIMAL.replace("[attribution]", "[attribution]\nembeddings = \"summed\"")).unwrap();
-    assert_eq!(g.attribution.embeddings, EmbeddingPoint::Summed);
-    let e = error(&MINIMAL.replace("[attribution]", "[attribution]\nembeddings = \"layer\""));
-    assert!(e.starts_with("grids/test.toml:11:14: unknown variant `layer`, expected `word` or `summed`"), "{e}");
-}
-
-#[test]
 fn metrics_seeds_erasure_and_agreement() {
     let with = |head: &str, tail: &str| format!("{head}\n{}\n[shortcuts]\n{tail}", MINIMAL.trim_start());
     // `diagnosticity` is diag-* of the erasure metrics listed, or of all four.

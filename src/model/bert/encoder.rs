@@ -49,20 +49,6 @@ impl<B: Backend> BertEmbeddings<B> {
         self.word_embeddings.forward(ids)
     }
 
-    /// What [`Self::forward`] adds to the word embeddings: position plus
-    /// segment-0 embeddings, `[time, hidden]`.
-    pub fn added(&self, time: usize) -> Tensor<B, 2> {
-        let device = self.position_embeddings.weight.device();
-        let start = self.position_offset as i64;
-        let positions = Tensor::<B, 1, Int>::arange(start..start + time as i64, &device).reshape([1, time]);
-        let mut added = self.position_embeddings.forward(positions);
-        if let Some(token_types) = &self.token_type_embeddings {
-            added = added + token_types.forward(Tensor::<B, 2, Int>::zeros([1, time], &device));
-        }
-        let [_, _, hidden] = added.dims();
-        added.reshape([time, hidden])
-    }
-
     /// Adds positions and token types (segment 0) to word embeddings.
     pub fn forward(&self, words: Tensor<B, 3>, noise: Option<&mut Noise>, rules: Rules) -> Tensor<B, 3> {
         let [batch, time, hidden] = words.dims();

@@ -107,10 +107,6 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
         self.classifier.weight.dims()[1]
     }
 
-    fn added_embeddings(&self, time: usize) -> Option<Tensor<B, 2>> {
-        Some(self.bert.embeddings.added(time))
-    }
-
     fn max_length(&self) -> Option<usize> {
         Some(self.bert.max_length())
     }

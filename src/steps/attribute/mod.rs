@@ -16,7 +16,6 @@ use super::io::{write_json, write_jsonl};
 use crate::data::words;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
-use crate::salience::embedding_point::{EmbeddingPoint, Summed};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::{Subset, TestSet};
@@ -35,9 +34,6 @@ pub struct Options {
     pub test_set: TestSet,
     /// Which examples the sample is drawn from, by the model's prediction.
     pub subset: Subset,
-    /// Where gradient methods take the input embedding; `Word` for a model
-    /// that adds nothing to its word embeddings (the plan sees to it).
-    pub embeddings: EmbeddingPoint,
     pub seed: u64,
     pub batch_size: usize,
     pub max_length: usize,
@@ -395,12 +391,8 @@ fn explain_chunks<B: AutodiffBackend>(
                 .collect(),
             stream: chunk.iter().map(|&i| examples[i].record.index as u64).collect(),
         };
-        let explained = if options.embeddings.is_word() || !options.method.reads_embeddings() {
-            salience::attribute(&model, options.method, &batch, &vocab, &settings, device)
-        } else {
-            salience::attribute(&Summed::new(&model), options.method, &batch, &vocab, &settings, device)
-        }
-        .with_context(|| format!("method `{}`", options.method))?;
+        let explained = salience::attribute(&model, options.method, &batch, &vocab, &settings, device)
+            .with_context(|| format!("method `{}`", options.method))?;
         for (k, &i) in chunk.iter().enumerate() {
             let record = &mut examples[i].record;
             record.scores = explained.scores[k].clone();

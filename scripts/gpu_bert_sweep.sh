@@ -8,6 +8,14 @@
 # cut short reports the configs that finished in every cell. Stage times come
 # from the cache's step manifests (scripts/stage_times.py).
 #
+# The cache is /tmp/bs/cache on the device machine: a second call on the same
+# warm machine serves what the first finished, and since 2026-11-27 an
+# attribution step stopped at a call's deadline (the phases end grid with
+# SIGINT) goes on after the examples it explained: IG-1000 and LIME-3000 at
+# 1,000 examples, longer than one call, finish over several calls. A fresh
+# machine starts from nothing (retrained models are other weights, so no
+# earlier progress is used).
+#
 # The carry folder ($CARRY, default gpucarry/, listed in .git/info/exclude):
 #   grid.xz                    strip + xz of `cargo build --release --features cuda,libtorch`
 #   data/$DATASET/*.parquet    the dataset as --data-root lays it out (IMDB's 29 MB

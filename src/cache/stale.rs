@@ -18,11 +18,9 @@ pub enum StaleReason {
     InputChanged { input: String },
     /// An earlier attempt was interrupted and left a temporary folder.
     Incomplete,
-    /// An earlier training run was interrupted after a snapshot: it goes on
-    /// from that step.
-    Resumes { step: usize },
-    /// An attribution step stopped part way, with this many examples explained.
-    ResumesExplained { examples: usize },
+    /// An earlier attempt was interrupted and kept its progress: the step goes
+    /// on from there.
+    Resumes(Kept),
     /// The key was computed before but its folder is gone (e.g. `grid gc`).
     Removed,
 }
@@ -44,10 +42,10 @@ impl std::fmt::Display for StaleReason {
             }
             StaleReason::InputChanged { input } => write!(f, "input `{input}` changed"),
             StaleReason::Incomplete => write!(f, "an earlier run was interrupted"),
-            StaleReason::Resumes { step } => {
+            StaleReason::Resumes(Kept::Snapshot { step }) => {
                 write!(f, "an earlier run was interrupted; training resumes from its snapshot at step {step}")
             }
-            StaleReason::ResumesExplained { examples } => {
+            StaleReason::Resumes(Kept::Explained { examples }) => {
                 write!(
                     f,
                     "an earlier run was interrupted; attribution goes on after the {examples} examples it explained"
@@ -58,15 +56,33 @@ impl std::fmt::Display for StaleReason {
     }
 }
 
+/// What an interrupted or running attempt at a step has kept in its resume
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// A training snapshot at this step.
+    Snapshot { step: usize },
+    /// This many explained examples of an attribution.
+    Explained { examples: usize },
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kept::Snapshot { step } => write!(f, "a snapshot at training step {step}"),
+            Kept::Explained { examples } => write!(f, "{examples} examples explained"),
+        }
+    }
+}
+
 /// What an interrupted or running attempt at `(kind, key)` has kept in its
-/// resume folder: a training snapshot ([`StaleReason::Resumes`]) or explained
-/// examples ([`StaleReason::ResumesExplained`]).
-pub fn kept_progress(cache: &Cache, kind: StepKind, key: &StepKey) -> Option<StaleReason> {
+/// resume folder, if anything.
+pub fn kept_progress(cache: &Cache, kind: StepKind, key: &StepKey) -> Option<Kept> {
     let dir = cache.resume_dir(kind, key);
     if let Some(step) = crate::train::Snapshots::step_in(&dir) {
-        return Some(StaleReason::Resumes { step });
+        return Some(Kept::Snapshot { step });
     }
-    crate::steps::attribute::progress::examples_in(&dir).map(|examples| StaleReason::ResumesExplained { examples })
+    crate::steps::attribute::progress::examples_in(&dir).map(|examples| Kept::Explained { examples })
 }
 
 /// Explains why `(kind, key)` under `label` is not cached.
@@ -79,7 +95,7 @@ pub fn explain(
     inputs: &[(String, StepKey)],
 ) -> StaleReason {
     if let Some(kept) = kept_progress(cache, kind, key) {
-        return kept;
+        return StaleReason::Resumes(kept);
     }
     if cache.has_leftover(kind, key) {
         return StaleReason::Incomplete;
@@ -189,11 +205,12 @@ mod tests {
         };
         let mut progress =
             Progress::new(cache.resume_dir(StepKind::Attribute, &key), std::time::Duration::ZERO, "inputs".into());
-        progress.finished(0, &[example(3), example(8)], &[]).unwrap();
+        progress.finished(0, vec![example(3), example(8)], &[]).unwrap();
         let kept = kept_progress(&cache, StepKind::Attribute, &key).unwrap();
-        assert_eq!(kept, StaleReason::ResumesExplained { examples: 2 });
+        assert_eq!(kept, Kept::Explained { examples: 2 });
+        assert_eq!(kept.to_string(), "2 examples explained");
         assert_eq!(
-            kept.to_string(),
+            StaleReason::Resumes(kept).to_string(),
             "an earlier run was interrupted; attribution goes on after the 2 examples it explained"
         );
     }

@@ -112,11 +112,7 @@ pub fn state_of(
         return Ok((StepState::Slurm { task: queued.task.clone(), slurm_state: state.clone(), log }, None));
     }
     if cache.is_computing(step.kind, &step.key)? {
-        let progress = stale::kept_progress(cache, step.kind, &step.key).map(|kept| match kept {
-            stale::StaleReason::Resumes { step } => format!("a snapshot at training step {step}"),
-            stale::StaleReason::ResumesExplained { examples } => format!("{examples} examples explained"),
-            other => other.to_string(),
-        });
+        let progress = stale::kept_progress(cache, step.kind, &step.key).map(|kept| kept.to_string());
         return Ok((StepState::Running { progress }, None));
     }
     if let Some(Failure { error, at, log, .. }) = cache.failure(&step.key) {

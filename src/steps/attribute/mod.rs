@@ -337,7 +337,7 @@ pub fn chunk_order(examples: &[Prepared], batch_size: usize) -> Vec<Vec<usize>> 
 pub fn explain_all<B: AutodiffBackend>(
     checkpoint: &Checkpoint<B>,
     options: &Options,
-    buckets: (Buckets, &ShapeLog),
+    shaping: (Buckets, &ShapeLog),
     examples: &mut [Prepared],
     device: &B::Device,
     mut done: impl FnMut(usize),
@@ -346,7 +346,7 @@ pub fn explain_all<B: AutodiffBackend>(
     explain_chunks(
         checkpoint,
         options,
-        buckets,
+        shaping,
         examples,
         &chunks,
         device,
@@ -359,7 +359,7 @@ pub fn explain_all<B: AutodiffBackend>(
 }
 
 /// Scores the examples of each chunk not `skip`ped; `finished(chunk, records)`
-/// after each, whose error stops the loop.
+/// after each (the chunk's records, explained), whose error stops the loop.
 #[allow(clippy::too_many_arguments)]
 fn explain_chunks<B: AutodiffBackend>(
     checkpoint: &Checkpoint<B>,
@@ -369,7 +369,7 @@ fn explain_chunks<B: AutodiffBackend>(
     chunks: &[Vec<usize>],
     device: &B::Device,
     skip: impl Fn(usize) -> bool,
-    mut finished: impl FnMut(usize, &[AttributedExample]) -> Result<()>,
+    mut finished: impl FnMut(usize, Vec<AttributedExample>) -> Result<()>,
 ) -> Result<()> {
     let vocab = Vocabulary {
         pad: checkpoint.encoder.pad_id(),
@@ -400,7 +400,7 @@ fn explain_chunks<B: AutodiffBackend>(
             record.completeness_gap = explained.completeness_gap.as_ref().map(|g| g[k]);
         }
         let records: Vec<AttributedExample> = chunk.iter().map(|&i| examples[i].record.clone()).collect();
-        finished(number, &records)?;
+        finished(number, records)?;
     }
     Ok(())
 }

@@ -117,9 +117,9 @@ impl Progress {
 
     /// Notes chunk `chunk` as explained, and writes what is pending when a
     /// write is due; `shapes`: those the attempt has sent through the model.
-    pub fn finished(&mut self, chunk: usize, records: &[AttributedExample], shapes: &[[usize; 2]]) -> Result<()> {
+    pub fn finished(&mut self, chunk: usize, records: Vec<AttributedExample>, shapes: &[[usize; 2]]) -> Result<()> {
         self.first_pending.get_or_insert(chunk);
-        self.pending.extend(records.iter().map(|record| Row { chunk, record: record.clone() }));
+        self.pending.extend(records.into_iter().map(|record| Row { chunk, record }));
         if self.last_write.elapsed() >= self.every {
             self.write(shapes)?;
         }
@@ -308,8 +308,8 @@ mod tests {
     fn finished_chunks_come_back_with_their_time_and_shapes() {
         let dir = tempfile::tempdir().unwrap();
         let mut progress = Progress::new(dir.path().join("resume"), Duration::ZERO, "model a".into());
-        progress.finished(0, &[explained(10), explained(11)], &[[2, 16]]).unwrap();
-        progress.finished(2, &[explained(14)], &[[2, 16], [1, 16]]).unwrap();
+        progress.finished(0, vec![explained(10), explained(11)], &[[2, 16]]).unwrap();
+        progress.finished(2, vec![explained(14)], &[[2, 16], [1, 16]]).unwrap();
 
         let expected = expected_records();
         let resumed = progress.load(&refs(&expected));
@@ -327,7 +327,7 @@ mod tests {
     fn nothing_is_written_before_a_write_is_due() {
         let dir = tempfile::tempdir().unwrap();
         let mut progress = Progress::new(dir.path().to_path_buf(), Duration::from_secs(3600), "model a".into());
-        progress.finished(0, &[explained(10), explained(11)], &[]).unwrap();
+        progress.finished(0, vec![explained(10), explained(11)], &[]).unwrap();
         assert_eq!(examples_in(dir.path()), None);
         progress.write(&[]).unwrap();
         assert_eq!(examples_in(dir.path()), Some(2));
@@ -337,8 +337,8 @@ mod tests {
     fn a_damaged_part_is_not_used_and_the_others_are() {
         let dir = tempfile::tempdir().unwrap();
         let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
-        progress.finished(0, &[explained(10), explained(11)], &[]).unwrap();
-        progress.finished(1, &[explained(12), explained(13)], &[]).unwrap();
+        progress.finished(0, vec![explained(10), explained(11)], &[]).unwrap();
+        progress.finished(1, vec![explained(12), explained(13)], &[]).unwrap();
         let part = dir.path().join("part-1.jsonl");
         let text = fs::read_to_string(&part).unwrap().replace("\"predicted\":1", "\"predicted\":0");
         fs::write(&part, text).unwrap();
@@ -355,11 +355,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut progress = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
         // Chunk 1 of another sample (examples 20 and 21), and a chunk this attempt does not have.
-        progress.finished(1, &[explained(20), explained(21)], &[]).unwrap();
-        progress.finished(7, &[explained(12)], &[]).unwrap();
+        progress.finished(1, vec![explained(20), explained(21)], &[]).unwrap();
+        progress.finished(7, vec![explained(12)], &[]).unwrap();
         // Chunk 0 with a score missing.
         let short = AttributedExample { scores: vec![0.5], ..explained(10) };
-        progress.finished(0, &[short, explained(11)], &[]).unwrap();
+        progress.finished(0, vec![short, explained(11)], &[]).unwrap();
 
         let expected = expected_records();
         let resumed = progress.load(&refs(&expected));
@@ -380,7 +380,7 @@ mod binding {
     fn parts_from_a_model_trained_again_are_not_used() {
         let dir = tempfile::tempdir().unwrap();
         let mut before = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model a".into());
-        before.finished(0, &[explained(10), explained(11)], &[]).unwrap();
+        before.finished(0, vec![explained(10), explained(11)], &[]).unwrap();
         let expected = expected_records();
         let after = Progress::new(dir.path().to_path_buf(), Duration::ZERO, "model b".into());
         let resumed = after.load(&refs(&expected));

@@ -4,7 +4,6 @@
 //! (`Any`): the model code stays generic over every backend, and a backend
 //! without a kernel gets `None` and runs the model's own operations.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -19,6 +18,7 @@ use burn::tensor::TensorPrimitive;
 use burn::tensor::ops::{FloatTensorOps, ModuleOps};
 use burn_flex::FlexTensor;
 
+use super::cast;
 use crate::model::rules::Rules;
 
 use grid_kernels::lstm::{self, Dims, Keep, Order, Tape};
@@ -27,15 +27,6 @@ use grid_kernels::softmax::{self, Rows};
 use grid_kernels::{activation, attention, layout, linear, pool, rescale};
 
 type Ad = Autodiff<Flex, NoCheckpointing>;
-
-/// `value` as a `U` when `T` is `U`; else `value` back.
-fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
-    let mut slot = Some(value);
-    match (&mut slot as &mut dyn Any).downcast_mut::<Option<U>>() {
-        Some(cast) => Ok(cast.take().expect("just put there")),
-        None => Err(slot.expect("not taken")),
-    }
-}
 
 /// A Flex tensor's values in row-major order: borrowed where its storage is
 /// laid out so (the usual case), else copied once.

@@ -41,9 +41,23 @@
 //! A new element-wise kernel is a function pair in `activation.rs` and one
 //! `Elementwise` entry in `flex.rs`.
 //!
+//! On LibTorch (`libtorch.rs`, feature `libtorch`) the blocks are torch's own
+//! operations recorded under torch's autograd, each block one node of burn's
+//! graph whose backward is torch's:
+//!
+//! - [`encoder_layer`]: a whole post-LayerNorm transformer layer (BERT's):
+//!   projections, `scaled_dot_product_attention` (flash / memory-efficient
+//!   kernels on CUDA), dropout, residuals, layer norms and the feed-forward
+//!   block;
+//! - [`adamw_step`]: AdamW's update of a parameter and its moments, in place.
+//!
 //! `GRID_KERNELS=burn` turns the kernels off (to compare, or to rule them out).
 
+mod adamw;
+mod encoder;
 mod flex;
+#[cfg(feature = "libtorch")]
+mod libtorch;
 
 pub use grid_kernels::lstm;
 
@@ -53,10 +67,23 @@ pub use flex::{
     weighted_sum,
 };
 
+pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
+pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
+
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ENABLED.get_or_init(|| std::env::var("GRID_KERNELS").map_or(true, |v| v.trim() != "burn"))
+}
+
+/// `value` as a `U` when `T` is `U`; else `value` back. How a generic caller
+/// reaches the kernels of one backend.
+fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
+    let mut slot = Some(value);
+    match (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<U>>() {
+        Some(cast) => Ok(cast.take().expect("just put there")),
+        None => Err(slot.expect("not taken")),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! masks come from one ChaCha stream owned by the run (see `model::noise`), and
 //! device-side dropout masks from the backend's RNG, seeded by the run.
 
+mod adamw;
 mod data;
 mod snapshot;
 
@@ -16,7 +17,7 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::module::AutodiffModule;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer, SgdConfig};
+use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
@@ -314,14 +315,7 @@ where
             fit(model, optimizer, spec, setup, train_set, validation, device)
         }
         OptimizerSpec::Adamw => {
-            // PyTorch's and Hugging Face's AdamW defaults (burn's ε is 1e-5).
-            let optimizer = AdamWConfig::new()
-                .with_beta_1(0.9)
-                .with_beta_2(0.999)
-                .with_epsilon(1e-8)
-                .with_weight_decay(spec.weight_decay as f32)
-                .with_grad_clipping(clipping)
-                .init::<B, M>();
+            let optimizer = adamw::AdamW::new(spec.weight_decay).init::<B, M>(clipping);
             fit(model, optimizer, spec, setup, train_set, validation, device)
         }
     }

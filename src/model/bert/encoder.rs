@@ -179,6 +179,8 @@ pub struct BertLayer<B: Backend> {
 }
 
 impl<B: Backend> BertLayer<B> {
+    /// The layer's output and, where asked for (`keep_probs`) or replaced by
+    /// `hook`, its attention probabilities.
     fn forward(
         &self,
         x: Tensor<B, 3>,
@@ -186,12 +188,57 @@ impl<B: Backend> BertLayer<B> {
         mut noise: Option<&mut Noise>,
         rules: Rules,
         hook: Option<ProbsHook<B>>,
-    ) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        keep_probs: bool,
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>) {
+        // The whole layer as one block of the backend's where nothing needs
+        // its inside: no probabilities kept or replaced, no DeepLift rules.
+        if rules == Rules::Plain
+            && hook.is_none()
+            && !keep_probs
+            && let Some(out) = self.block(&x, &mask_bias, noise.is_some())
+        {
+            return (out, None);
+        }
         let (context, probs) =
             self.attention.self_attention.forward(x.clone(), mask_bias, noise.as_deref_mut(), rules, hook);
         let attended = self.attention.output.forward(context, x, noise.as_deref_mut(), rules);
         let out = self.output.forward(self.intermediate.forward(attended.clone(), rules), attended, noise, rules);
-        (out, probs)
+        (out, Some(probs))
+    }
+
+    /// [`crate::kernels::encoder_layer`] on this layer's parameters: `None`
+    /// where the backend has no block (or a bias is missing).
+    fn block(&self, x: &Tensor<B, 3>, mask_bias: &Tensor<B, 4>, training: bool) -> Option<Tensor<B, 3>> {
+        use crate::kernels::{Activation, Dense, EncoderLayer, Norm};
+        if !crate::kernels::encoder_layer_applies(x) {
+            return None;
+        }
+        let dense = |layer: &Linear<B>| Some(Dense { weight: layer.weight.val(), bias: layer.bias.as_ref()?.val() });
+        let norm = |residual: &BertResidual<B>| {
+            let norm = &residual.layer_norm;
+            Some(Norm { gamma: norm.gamma.val(), beta: norm.beta.as_ref()?.val(), epsilon: residual.layer_norm_eps })
+        };
+        let attention = &self.attention.self_attention;
+        let layer = EncoderLayer {
+            query: dense(&attention.query)?,
+            key: dense(&attention.key)?,
+            value: dense(&attention.value)?,
+            attention_output: dense(&self.attention.output.dense)?,
+            attention_norm: norm(&self.attention.output)?,
+            intermediate: dense(&self.intermediate.dense)?,
+            output: dense(&self.output.dense)?,
+            output_norm: norm(&self.output)?,
+            heads: attention.num_heads,
+            activation: match self.intermediate.act {
+                HiddenAct::Gelu => Activation::Gelu,
+                HiddenAct::GeluNew => Activation::GeluTanh,
+                HiddenAct::Relu => Activation::Relu,
+            },
+            attention_dropout: attention.dropout,
+            attention_output_dropout: self.attention.output.dropout,
+            output_dropout: self.output.dropout,
+        };
+        crate::kernels::encoder_layer(x.clone(), mask_bias.clone(), layer, training)
     }
 }
 
@@ -357,10 +404,10 @@ impl<B: Backend> BertModel<B> {
         let last = self.encoder.layer.len().saturating_sub(1);
         for (index, layer) in self.encoder.layer.iter().enumerate() {
             let hook = if index == last { last_attention } else { None };
-            let (out, probs) = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), rules, hook);
+            let (out, probs) = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), rules, hook, keep_attentions);
             x = out;
             if keep_attentions {
-                attentions.push(probs);
+                attentions.push(probs.expect("kept when asked for"));
             }
         }
         let pooled = self.pooler.forward(x.clone(), rules, noise);

@@ -127,15 +127,12 @@ pub fn encoder_layer<B: Backend>(
             let mut inputs = Vec::with_capacity(INPUTS);
             inputs.push(x.into_primitive().tensor());
             inputs.extend(parameters);
-            cast(autodiff_layer(inputs, &bias, shape)).ok()
+            cast(torch_block::<INPUTS, 3>(inputs, |inputs, _| layer_forward(inputs, &bias, shape))).ok()
         }
         Err(x) => {
-            let x = plain(x)?;
-            let parameters = parameters!(layer, plain);
-            let mut inputs = vec![&x.tensor];
-            inputs.extend(parameters.iter().map(|p| &p.tensor));
-            let output = tch::no_grad(|| layer_forward(&inputs, &bias, shape));
-            cast(Tensor::<Torch, 3>::from_primitive(TensorPrimitive::Float(TchTensor::new(output)))).ok()
+            let mut inputs = vec![plain(x)?];
+            inputs.extend(parameters!(layer, plain));
+            cast(plain_block::<3>(&inputs, |inputs, _| layer_forward(inputs, &bias, shape))).ok()
         }
     }
 }
@@ -180,8 +177,11 @@ fn layer_forward(inputs: &[&tch::Tensor], bias: &tch::Tensor, shape: LayerShape)
     )
 }
 
+/// A block of torch operations as one node of burn's graph: `N` inputs
+/// (tracked or not), the block's output, and its backward from torch's
+/// record of the forward.
 #[derive(Debug)]
-struct LayerBackward;
+struct TorchBlock<const N: usize>;
 
 /// torch's record of one forward: the leaves it differentiates against (one
 /// per input burn tracks) and the output with its graph. `guards` hold
@@ -209,10 +209,10 @@ impl std::fmt::Debug for Recorded {
     }
 }
 
-impl Backward<Torch, INPUTS> for LayerBackward {
+impl<const N: usize> Backward<Torch, N> for TorchBlock<N> {
     type State = Recorded;
 
-    fn backward(self, ops: Ops<Self::State, INPUTS>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+    fn backward(self, ops: Ops<Self::State, N>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let Recorded { leaves, output, guards } = ops.state;
         let grad = grads.consume::<Torch>(&ops.node);
         let mut ids = Vec::new();
@@ -237,10 +237,16 @@ impl Backward<Torch, INPUTS> for LayerBackward {
     }
 }
 
-fn autodiff_layer(inputs: Vec<Tracked>, bias: &tch::Tensor, shape: LayerShape) -> Tensor<Ad, 3> {
-    let nodes: [_; INPUTS] =
+/// `block` on `inputs` as one node: recorded under torch's autograd against
+/// the inputs burn tracks, or run without a record when it tracks none.
+/// `block` gets the inputs in order and whether a backward will follow.
+fn torch_block<const N: usize, const D: usize>(
+    inputs: Vec<Tracked>,
+    block: impl Fn(&[&tch::Tensor], bool) -> tch::Tensor,
+) -> Tensor<Ad, D> {
+    let nodes: [_; N] =
         inputs.iter().map(|t| t.node.clone()).collect::<Vec<_>>().try_into().expect("the block's inputs");
-    let output = match LayerBackward.prepare::<NoCheckpointing>(nodes).compute_bound().stateful() {
+    let output = match TorchBlock::<N>.prepare::<NoCheckpointing>(nodes).compute_bound().stateful() {
         OpsKind::Tracked(prep) => {
             let leaves: Vec<Option<tch::Tensor>> = inputs
                 .iter()
@@ -248,7 +254,7 @@ fn autodiff_layer(inputs: Vec<Tracked>, bias: &tch::Tensor, shape: LayerShape) -
                 .collect();
             let operands: Vec<&tch::Tensor> =
                 inputs.iter().zip(&leaves).map(|(t, leaf)| leaf.as_ref().unwrap_or(&t.primitive.tensor)).collect();
-            let output = layer_forward(&operands, bias, shape);
+            let output = block(&operands, true);
             let result = TchTensor::new(output.detach());
             let mut guards: Vec<TchTensor> = inputs.iter().map(|t| t.primitive.clone()).collect();
             guards.push(result.clone());
@@ -256,11 +262,98 @@ fn autodiff_layer(inputs: Vec<Tracked>, bias: &tch::Tensor, shape: LayerShape) -
         }
         OpsKind::UnTracked(prep) => {
             let operands: Vec<&tch::Tensor> = inputs.iter().map(|t| &t.primitive.tensor).collect();
-            let output = tch::no_grad(|| layer_forward(&operands, bias, shape));
+            let output = tch::no_grad(|| block(&operands, false));
             prep.finish(TchTensor::new(output))
         }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// `block` on plain LibTorch tensors, without a record.
+fn plain_block<const D: usize>(
+    inputs: &[TchTensor],
+    block: impl Fn(&[&tch::Tensor], bool) -> tch::Tensor,
+) -> Tensor<Torch, D> {
+    let operands: Vec<&tch::Tensor> = inputs.iter().map(|t| &t.tensor).collect();
+    let output = tch::no_grad(|| block(&operands, false));
+    Tensor::from_primitive(TensorPrimitive::Float(TchTensor::new(output)))
+}
+
+/// See [`super::lstm_block`].
+pub fn lstm_block<B: Backend>(
+    x: Tensor<B, 3>,
+    weights: super::LstmWeights<B>,
+    reversed_by: Option<Tensor<B, 2>>,
+) -> Option<Tensor<B, 3>> {
+    if !applies(&x) {
+        return None;
+    }
+    let mask = match reversed_by {
+        Some(mask) => Some(constant(mask)?),
+        None => None,
+    };
+    let block = |inputs: &[&tch::Tensor], recorded: bool| lstm_forward(inputs, mask.as_ref(), recorded);
+    let super::LstmWeights { weight_ih, weight_hh, bias_ih, bias_hh } = weights;
+    match cast::<_, Tensor<Ad, 3>>(x) {
+        Ok(x) => {
+            let inputs = vec![
+                x.into_primitive().tensor(),
+                tracked(weight_ih)?,
+                tracked(weight_hh)?,
+                tracked(bias_ih)?,
+                tracked(bias_hh)?,
+            ];
+            cast(torch_block::<LSTM_INPUTS, 3>(inputs, block)).ok()
+        }
+        Err(x) => {
+            let inputs = [plain(x)?, plain(weight_ih)?, plain(weight_hh)?, plain(bias_ih)?, plain(bias_hh)?];
+            cast(plain_block::<3>(&inputs, block)).ok()
+        }
+    }
+}
+
+/// The LSTM's inputs: `x` and the four parameters.
+const LSTM_INPUTS: usize = 5;
+
+/// torch's LSTM (cuDNN's on CUDA) over `x` `[batch, time, in]` from zero
+/// states, every hidden state `[batch, time, h]`. With `reversed_by` (the
+/// `[batch, time]` padding mask), each row's real tokens run from last to
+/// first: they are reversed in place (padding stays at the end), run
+/// forward, and the states put back at their tokens' positions. `recorded`:
+/// a backward follows (cuDNN keeps what it needs only in training mode).
+fn lstm_forward(inputs: &[&tch::Tensor], reversed_by: Option<&tch::Tensor>, recorded: bool) -> tch::Tensor {
+    let &[x, weight_ih, weight_hh, bias_ih, bias_hh] = inputs else {
+        unreachable!("the LSTM takes {LSTM_INPUTS} inputs")
+    };
+    let (batch, time, width) = x.size3().expect("[batch, time, in]");
+    let hidden = weight_hh.size()[0];
+    let index = reversed_by.map(|mask| reversal_index(mask, time));
+    let along_time = |t: &tch::Tensor, index: &tch::Tensor, width: i64| {
+        t.gather(1, &index.unsqueeze(-1).expand([batch, time, width], false), false)
+    };
+    let input = match &index {
+        Some(index) => along_time(x, index, width),
+        None => x.shallow_clone(),
+    };
+    let zeros = tch::Tensor::zeros([1, batch, hidden], (x.kind(), x.device()));
+    // burn's `[in, 4h]` weights as torch's `[4h, in]`; cuDNN wants them in one
+    // contiguous buffer, so they are made contiguous here.
+    let (weight_ih, weight_hh) = (weight_ih.tr().contiguous(), weight_hh.tr().contiguous());
+    let params = [&weight_ih, &weight_hh, bias_ih, bias_hh];
+    let (states, _, _) = input.lstm(&[&zeros, &zeros], &params, true, 1, 0.0, recorded, false, true);
+    match &index {
+        Some(index) => along_time(&states, index, hidden),
+        None => states,
+    }
+}
+
+/// Per row, the time permutation that reverses the real tokens and leaves
+/// the padding in place (its own inverse), `[batch, time]` int64.
+fn reversal_index(mask: &tch::Tensor, time: i64) -> tch::Tensor {
+    let lengths = mask.sum_dim_intlist([1i64].as_slice(), true, tch::Kind::Float).round().to_kind(tch::Kind::Int64);
+    let positions = tch::Tensor::arange(time, (tch::Kind::Int64, mask.device())).unsqueeze(0);
+    let reversed = &lengths - &positions - 1;
+    reversed.where_self(&positions.lt_tensor(&lengths), &positions.expand_as(&reversed))
 }
 
 /// Whether AdamW's update runs here: the plain LibTorch backend (the
@@ -326,9 +419,9 @@ mod tests {
 
     use crate::backend::CpuAutodiff;
     use crate::backend::libtorch::{LibTorch, LibTorchAutodiff};
-    use crate::model::TokenBatch;
     use crate::model::bert::BertClassifier;
-    use crate::salience::test_models::{bert_on, three_examples};
+    use crate::model::{Classifier, TokenBatch};
+    use crate::salience::test_models::{bert_on, bilstm_on, three_examples};
 
     use super::*;
 
@@ -346,31 +439,28 @@ mod tests {
     }
 
     /// Logits and every parameter's gradient of `Σ logits · probe` on a
-    /// padded batch (the tiny test BERT, two layers).
-    fn training_pass<B: AutodiffBackend>(device: &B::Device) -> (Vec<f32>, Vec<Vec<f32>>) {
-        let model: BertClassifier<B> = bert_on::<B>(12, 2, device);
-        let (_, ids) = three_examples();
+    /// padded batch of three examples (`ids`).
+    fn training_pass<B: AutodiffBackend, M: Classifier<B> + Module<B>>(
+        model: &M,
+        ids: &[Vec<u32>],
+        device: &B::Device,
+    ) -> (Vec<f32>, Vec<Vec<f32>>) {
         let sequences: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let batch = TokenBatch::<B>::from_sequences(&sequences, 0, device);
-        let words = model.bert.embeddings.words(batch.ids.clone());
-        let logits = model.forward(words, batch.mask.clone(), None);
-        let probe = Tensor::<B, 1>::from_floats([0.7f32, -1.3, 0.4, 2.1, -0.6, 1.0], device).reshape([3, 2]);
+        let logits = model.logits(&batch);
+        let outputs = logits.dims()[1];
+        let probe: Vec<f32> = (0..3 * outputs).map(|i| (i as f32 * 0.9).sin() + 0.3).collect();
+        let probe = Tensor::<B, 1>::from_floats(probe.as_slice(), device).reshape([3, outputs]);
         let grads = (logits.clone() * probe).sum().backward();
         let mut visitor = Gradients::<B> { grads: &grads, found: Vec::new() };
         model.visit(&mut visitor);
         (logits.into_data().to_vec::<f32>().unwrap(), visitor.found)
     }
 
-    /// The fused layer trains as Flex does: the same logits and the same
-    /// gradient for every parameter of the two-layer BERT (embeddings, both
-    /// layers' sixteen each, pooler, head) on a padded batch.
-    #[test]
-    fn the_fused_layer_trains_as_flex_does() {
-        let cpu = burn_tch::LibTorchDevice::Cpu;
-        let x = Tensor::<LibTorchAutodiff, 3>::zeros([1, 2, 4], &cpu);
-        assert!(applies(&x), "the LibTorch block runs in this test");
-        let (torch_logits, torch_grads) = training_pass::<LibTorchAutodiff>(&cpu);
-        let (flex_logits, flex_grads) = training_pass::<CpuAutodiff>(&Default::default());
+    /// The same logits and the same gradient for every parameter, to float
+    /// rounding; returns the largest gradient difference.
+    fn assert_same_training(torch: (Vec<f32>, Vec<Vec<f32>>), flex: (Vec<f32>, Vec<Vec<f32>>)) -> f32 {
+        let ((torch_logits, torch_grads), (flex_logits, flex_grads)) = (torch, flex);
         for (a, b) in torch_logits.iter().zip(&flex_logits) {
             assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "logits: libtorch {a} vs flex {b}");
         }
@@ -387,6 +477,34 @@ mod tests {
                 assert!(difference <= 1e-4, "parameter {index}: libtorch {a} vs flex {b} (scale {scale})");
             }
         }
+        worst
+    }
+
+    /// The fused layer trains as Flex does: the same logits and the same
+    /// gradient for every parameter of the two-layer BERT (embeddings, both
+    /// layers' sixteen each, pooler, head) on a padded batch.
+    #[test]
+    fn the_fused_layer_trains_as_flex_does() {
+        let cpu = burn_tch::LibTorchDevice::Cpu;
+        let x = Tensor::<LibTorchAutodiff, 3>::zeros([1, 2, 4], &cpu);
+        assert!(applies(&x), "the LibTorch block runs in this test");
+        let (_, ids) = three_examples();
+        let torch = training_pass(&bert_on::<LibTorchAutodiff>(12, 2, &cpu), &ids, &cpu);
+        let flex = training_pass(&bert_on::<CpuAutodiff>(12, 2, &Default::default()), &ids, &Default::default());
+        let worst = assert_same_training(torch, flex);
+        eprintln!("largest gradient difference relative to its parameter's largest: {worst:e}");
+    }
+
+    /// torch's LSTM trains as Flex's recurrence does, both directions (the
+    /// backward one over each row's real tokens reversed) on a padded batch:
+    /// the same logits and every parameter's gradient.
+    #[test]
+    fn the_lstm_block_trains_as_flex_does() {
+        let cpu = burn_tch::LibTorchDevice::Cpu;
+        let (ids, _) = three_examples();
+        let torch = training_pass(&bilstm_on::<LibTorchAutodiff>(11, &cpu), &ids, &cpu);
+        let flex = training_pass(&bilstm_on::<CpuAutodiff>(11, &Default::default()), &ids, &Default::default());
+        let worst = assert_same_training(torch, flex);
         eprintln!("largest gradient difference relative to its parameter's largest: {worst:e}");
     }
 

@@ -49,6 +49,8 @@
 //!   projections, `scaled_dot_product_attention` (flash / memory-efficient
 //!   kernels on CUDA), dropout, residuals, layer norms and the feed-forward
 //!   block;
+//! - [`lstm_block`]: an LSTM direction (torch's `lstm`: cuDNN's on CUDA), the
+//!   backward direction over each row's real tokens reversed;
 //! - [`adamw_step`]: AdamW's update of a parameter and its moments, in place.
 //!
 //! `GRID_KERNELS=burn` turns the kernels off (to compare, or to rule them out).
@@ -58,6 +60,7 @@ mod encoder;
 mod flex;
 #[cfg(feature = "libtorch")]
 mod libtorch;
+mod recurrent;
 
 pub use grid_kernels::lstm;
 
@@ -69,6 +72,7 @@ pub use flex::{
 
 pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
 pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
+pub use recurrent::{LstmWeights, lstm_block, lstm_block_applies};
 
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {

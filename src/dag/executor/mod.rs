@@ -50,9 +50,13 @@ pub struct Executors {
 }
 
 impl Executors {
-    pub fn for_step(&self, kind: StepKind, jobs: usize) -> &dyn Executor {
+    /// `model_jobs`: model steps at a time (`dag::run::model_jobs`); one
+    /// runs here, so a step pays no process start (nor, on LibTorch, the
+    /// second of torch's start each process paid: the small quickstart grid
+    /// on LibTorch took 24.9 s in child processes, 5.5 s here).
+    pub fn for_step(&self, kind: StepKind, model_jobs: usize) -> &dyn Executor {
         match &self.model_steps {
-            Some(child) if jobs > 1 && kind.is_model_step() => child,
+            Some(child) if model_jobs > 1 && kind.is_model_step() => child,
             _ => &self.in_process,
         }
     }

@@ -81,7 +81,27 @@ impl<B: Backend> LstmDirection<B> {
     /// returns every hidden state, `[batch, time, hidden]`. Causal, so on a
     /// right-padded batch the states at real tokens never see the padding.
     fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
+        if rules == Rules::Plain
+            && let Some(states) = self.block(&x, None)
+        {
+            return states;
+        }
         recurrence(self.project(x), self.weight_hh.val(), rules)
+    }
+
+    /// The whole direction as one block of the backend's
+    /// ([`crate::kernels::lstm_block`]): `None` where it has none.
+    fn block(&self, x: &Tensor<B, 3>, reversed_by: Option<&Tensor<B, 2>>) -> Option<Tensor<B, 3>> {
+        if !crate::kernels::lstm_block_applies(x) {
+            return None;
+        }
+        let weights = crate::kernels::LstmWeights {
+            weight_ih: self.weight_ih.val(),
+            weight_hh: self.weight_hh.val(),
+            bias_ih: self.bias_ih.val(),
+            bias_hh: self.bias_hh.val(),
+        };
+        crate::kernels::lstm_block(x.clone(), weights, reversed_by.cloned())
     }
 
     /// The backward direction on a right-padded batch: the recurrence over
@@ -90,6 +110,11 @@ impl<B: Backend> LstmDirection<B> {
     /// visits the positions in that order; burn's operations (another
     /// backend) permute the inputs and the states.
     fn reversed(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
+        if rules == Rules::Plain
+            && let Some(states) = self.block(&x, Some(&mask))
+        {
+            return states;
+        }
         if crate::kernels::applies(&x) {
             let lengths: Vec<usize> =
                 mask.clone().sum_dim(1).into_data().iter::<f32>().map(|l| l.round() as usize).collect();

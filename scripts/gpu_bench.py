@@ -270,9 +270,18 @@ def verified(reports):
 
 
 def backends_for(args):
+    """Backends to run, each `name` or `name:precision` (e.g. `libtorch:bf16-mixed`)."""
     if args.backends:
         return args.backends
-    return ["libtorch", "cubecl"] if args.device.startswith("cuda") else ["flex", "libtorch"]
+    if args.device.startswith("cuda"):
+        return ["libtorch", "libtorch:bf16-mixed", "cubecl"]
+    return ["flex", "libtorch", "libtorch:bf16-mixed"]
+
+
+def backend_args(spec):
+    """`--backend` (and `--precision`) for a backend spec of `backends_for`."""
+    name, _, precision = spec.partition(":")
+    return ["--backend", name] + (["--precision", precision] if precision else [])
 
 
 def not_built(result):
@@ -298,7 +307,7 @@ def quickstart(args, out, grid_file, env, gpu):
         if r.ok:
             reference = folder / "reports" / "quickstart"
         rows.append(dict(backend="flex (cpu)", cold=r, warm=None, reports=reference))
-    for backend in backends_for(args):
+    for backend in [b for b in backends_for(args) if ":" not in b]:
         folder = out / f"quickstart-{backend}"
         cache = folder / "cache"
         command = [args.grid, "run", *common, "--cache", cache, "--reports", folder / "reports",
@@ -323,6 +332,14 @@ def quickstart(args, out, grid_file, env, gpu):
         rows.append(dict(backend=backend, cold=cold, warm=warm, reports=reports if cold.ok else None))
         if reference is None and cold.ok:
             reference = reports  # on CPU the first backend (flex) is the reference
+    if args.device.startswith("cuda"):
+        # What a user gets without choosing: `--device auto` and `--backend auto`
+        # (the quickstart's small models stay on the CPU cores).
+        folder = out / "quickstart-auto"
+        r = run("quickstart-auto", [args.grid, "run", *common, "--cache", folder / "cache", "--reports",
+                folder / "reports", "--device", "auto"], out, args.time_limit, env, gpu)  # fmt: skip
+        rows.append(dict(backend="auto (--device auto)", cold=r, warm=None,
+                         reports=folder / "reports" / "quickstart" if r.ok else None))  # fmt: skip
     for row in rows:
         row["reference"] = reference
     return rows
@@ -349,12 +366,12 @@ def bert(args, out, env, gpu):
     grid_file.write_text(BERT_GRID.format(dataset=dataset, source=source, size=args.size, **size))
     results = {}
     for backend in backends_for(args):
-        folder = out / f"bert-{backend}"
+        folder = out / f"bert-{backend.replace(':', '-')}"
         cache = folder / "cache"
-        common = [grid_file, "--cache", cache, "--device", args.device, "--backend", backend]
+        common = [grid_file, "--cache", cache, "--device", args.device, *backend_args(backend)]
         # One training at a time, so each has every thread, as the peer has
         # (two at once on a CPU would halve each one's share).
-        train = run(f"bert-{backend}-run", [args.grid, "run", *common, "--jobs", "1", "--reports", folder / "reports", "-q"],
+        train = run(f"bert-{backend.replace(':', '-')}-run", [args.grid, "run", *common, "--jobs", "1", "--reports", folder / "reports", "-q"],
                     out, args.time_limit, env, gpu)  # fmt: skip
         if not_built(train):
             results[backend] = dict(absent=True)
@@ -366,7 +383,7 @@ def bert(args, out, env, gpu):
             row["train_eps"] = (log.get("summary") or log).get("examples_per_second")
             row["checkpoint"] = checkpoint
         if train.ok:
-            bench = run(f"bert-{backend}-bench", [args.grid, "bench", *common, "--methods", ",".join(size["methods"]),
+            bench = run(f"bert-{backend.replace(':', '-')}-bench", [args.grid, "bench", *common, "--methods", ",".join(size["methods"]),
                         "--examples", size["attribute"], "--only", "/st/", "--json", folder / "bench.json",
                         "--dump", folder / "dump.jsonl"], out, args.time_limit, env, gpu)  # fmt: skip
             row["bench"] = bench
@@ -407,6 +424,13 @@ def peers(args, out, results, size, env, gpu):
     peer["torch_run"] = r
     if r.ok:
         peer["torch"] = json.loads(r.log.read_text().strip().splitlines()[-1])
+    if any(b.endswith(":bf16-mixed") for b in results):
+        r = run("torch-bert-amp", [args.python, ROOT / "scripts/torch_bert_bench.py", "--model", source["checkpoint"],
+                "--data", data, "--device", torch_device, "--steps", size["steps"], "--examples", size["train"],
+                "--attribute", size["attribute"], "--amp", *threads], out, args.time_limit, env, gpu)  # fmt: skip
+        peer["torch_amp_run"] = r
+        if r.ok:
+            peer["torch_amp"] = json.loads(r.log.read_text().strip().splitlines()[-1])
     if not python_has(args.python, "captum"):
         peer["captum_skipped"] = f"no Captum in {args.python} (pip install captum: pure Python)"
         return peer
@@ -509,6 +533,13 @@ def table(args, quick, results, size, peer):
         peak = torch.get("peak_memory_mib") or run_.peak_mib
         lines.append(f"| PyTorch + transformers | {fmt(torch.get('train_examples_per_second')) if run_.ok else run_.status()} | "
                      f"{fmt(grad)} (own grad-l2) |" + " |" * (len(s["methods"]) - 1) + f" {fmt(peak, 0)} |")  # fmt: skip
+        amp, amp_run = peer.get("torch_amp") or {}, peer.get("torch_amp_run")
+        if amp_run is not None:
+            amp_peak = amp.get("peak_memory_mib") or amp_run.peak_mib
+            lines.append(f"| PyTorch + transformers, AMP bf16 | "
+                         f"{fmt(amp.get('train_examples_per_second')) if amp_run.ok else amp_run.status()} | "
+                         f"{fmt(amp.get('attribute_examples_per_second'))} (own grad-l2) |"
+                         + " |" * (len(s["methods"]) - 1) + f" {fmt(amp_peak, 0)} |")  # fmt: skip
         if "captum_skipped" in peer:
             lines.append(f"| Captum | {peer['captum_skipped']} | |" + " |" * len(s["methods"]))
         else:
@@ -520,8 +551,12 @@ def table(args, quick, results, size, peer):
             if row.get("absent") or not row["train"].ok:
                 continue
             methods = row.get("methods", {})
-            parts = [f"training {ratio(row.get('train_eps'), torch.get('train_examples_per_second'))} PyTorch",
-                     f"gradients {ratio(methods.get(s['methods'][0]), grad)} PyTorch"]  # fmt: skip
+            # A bf16-mixed row is compared with PyTorch under autocast.
+            mixed = backend.endswith(":bf16-mixed")
+            versus = (peer.get("torch_amp") or {}) if mixed else torch
+            who = "PyTorch AMP" if mixed else "PyTorch"
+            parts = [f"training {ratio(row.get('train_eps'), versus.get('train_examples_per_second'))} {who}",
+                     f"gradients {ratio(methods.get(s['methods'][0]), versus.get('attribute_examples_per_second'))} {who}"]  # fmt: skip
             if captum:
                 parts += [f"{m} {ratio(methods.get(m), captum_rate(captum, m))} Captum" for m in s["methods"]]
             lines.append(f"- {backend}: " + ", ".join(parts))
@@ -555,7 +590,8 @@ def main():
     parser.add_argument("--cpu-reference", type=pathlib.Path,
                         help="reports folder of an earlier CPU quickstart (results_long.csv, verification.csv) to compare with")
     parser.add_argument("--backends", type=lambda s: [b for b in s.split(",") if b],
-                        help="comma-separated backends to run (default: libtorch,cubecl on cuda; flex,libtorch on cpu)")
+                        help="comma-separated backends to run, each NAME or NAME:PRECISION "
+                             "(default: libtorch,libtorch:bf16-mixed,cubecl on cuda; flex,libtorch,libtorch:bf16-mixed on cpu)")
     parser.add_argument("--gpu-jobs", type=int, default=0,
                         help="the quickstart's model steps sharing the GPU at once (grid run --gpu-jobs; 0: grid's default)")
     parser.add_argument("--skip-quickstart", action="store_true")

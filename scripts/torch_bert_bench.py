@@ -74,6 +74,8 @@ def main():
     parser.add_argument("--attribute", type=int, default=512)
     parser.add_argument("--attribute-data", help="texts to attribute (default: --data)")
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--amp", action="store_true",
+                        help="automatic mixed precision: torch.autocast(dtype=torch.bfloat16) around forward and loss")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -110,8 +112,9 @@ def main():
         for idx in plan:
             ids, mask = tensors(idx)
             y = torch.tensor([float(labels[i]) for i in idx], device=device)
-            logits = model(input_ids=ids, attention_mask=mask).logits.squeeze(-1)
-            loss = loss_fn(logits, y)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.amp):
+                logits = model(input_ids=ids, attention_mask=mask).logits.squeeze(-1)
+                loss = loss_fn(logits.float(), y)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -134,7 +137,8 @@ def main():
     for start in range(0, len(order), 32):
         ids, mask = tensors(order[start : start + 32])
         embeddings = model.bert.embeddings.word_embeddings(ids).detach().requires_grad_(True)
-        logits = model(inputs_embeds=embeddings, attention_mask=mask).logits.squeeze(-1)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.amp):
+            logits = model(inputs_embeds=embeddings, attention_mask=mask).logits.squeeze(-1).float()
         target = torch.where(logits > 0, logits, -logits)
         (grad,) = torch.autograd.grad(target.sum(), embeddings)
         grad.norm(dim=-1).cpu()
@@ -145,6 +149,7 @@ def main():
         "device": str(device),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "amp": "bf16" if args.amp else None,
         "train_steps": step,
         "train_examples_per_second": seen / train_seconds,
         "attribute_examples": len(order),

@@ -265,16 +265,20 @@ struct Common {
     /// Folder relative data paths resolve against (default: the grid file's folder).
     #[arg(long, env = "GRID_DATA_ROOT")]
     data_root: Option<PathBuf>,
-    /// `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` or `libtorch` feature.
-    #[arg(long, default_value = "cpu")]
+    /// `auto`, `cpu`, or `cuda` / `cuda:N` in builds with the `cuda` or
+    /// `libtorch` feature. `auto`: the GPU when this build has a GPU backend,
+    /// the machine a GPU, and the grid a model large enough to pay for it
+    /// (`backend::placement`), else the CPU; the run says which and why.
+    #[arg(long, default_value = "auto")]
     device: String,
     /// What computes: `flex` (burn's CPU backend), `cubecl` (burn-cuda, feature
     /// `cuda`) or `libtorch` (PyTorch's kernels, CPU or CUDA, feature `libtorch`).
     /// Default: flex on CPU; on CUDA libtorch when built in, else cubecl.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// `f32`, or `bf16` on CUDA (bf16 weights and activations: burn has no
-    /// automatic mixed precision).
+    /// `f32`; `bf16-mixed` with `--backend libtorch` (f32 weights and
+    /// optimizer state, bf16 products and attention inside the fused blocks, as
+    /// PyTorch's autocast); or `bf16` on CUDA (bf16 weights and activations).
     #[arg(long, default_value = "f32")]
     precision: String,
     /// Padding of batch shapes before they reach a model: `exact`, or a length
@@ -409,12 +413,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Step { common, key } => ("step", common, Some(key)),
         Command::Crowd { command } => return crowd(command),
     };
-    let compute = compute_of(&common)?;
+    let (compute, placed) = compute_placed(&common)?;
     if command == "run" || command == "step" {
         compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
     let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
     let verbosity = verbosity_of(&common);
+    if let Some(why) = placed
+        && verbosity > Verbosity::Quiet
+        && (command == "run" || command == "plan")
+    {
+        eprintln!("device: {} (--device auto: {why})", compute.device);
+    }
     if command == "run" || command == "step" {
         prepare_kernel_cache(&common, compute, command == "run" && verbosity > Verbosity::Quiet)?;
     }
@@ -437,7 +447,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     // Workers plan from the text planned here, whatever happens to the file.
     let frozen = cache.freeze_grid(&grid.text).map_err(runtime)?;
-    let worker = StepCommand::of_current_exe(&step_settings(&common, verbosity, Some(frozen)));
+    let worker = StepCommand::of_current_exe(&step_settings(&common, compute, verbosity, Some(frozen)));
     let options = RunOptions {
         jobs,
         gpu_jobs: usize::from(common.gpu_jobs),
@@ -624,7 +634,7 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
     let verbosity = verbosity_of(&common);
     // Tasks may start hours later: they plan from the text planned here.
     let frozen = cache.freeze_grid(&grid.text).map_err(runtime)?;
-    let mut settings = step_settings(&common, verbosity, Some(frozen));
+    let mut settings = step_settings(&common, compute, verbosity, Some(frozen));
     // Tasks may start in another folder: every path absolute.
     settings.grid = slurm::absolute(&settings.grid);
     settings.cache = slurm::absolute(&settings.cache);
@@ -666,13 +676,15 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
 }
 
 /// The options a `grid step` worker of this command plans with.
-fn step_settings(common: &Common, verbosity: Verbosity, frozen: Option<PathBuf>) -> StepSettings {
+/// What a worker (`grid step`) is started with: the run's settings, its
+/// device as resolved here (a worker does not place the grid again).
+fn step_settings(common: &Common, compute: Compute, verbosity: Verbosity, frozen: Option<PathBuf>) -> StepSettings {
     StepSettings {
         frozen,
         grid: common.grid.clone(),
         cache: common.cache.clone(),
         data_root: common.data_root.clone(),
-        device: common.device.clone(),
+        device: compute.device.to_string(),
         backend: common.backend.clone(),
         overrides: common.set.clone(),
         precision: common.precision.clone(),
@@ -718,7 +730,29 @@ fn compare_with_published(
 
 /// `--device`, `--backend`, `--precision` and `--shape-buckets`.
 fn compute_of(common: &Common) -> Result<Compute, Failure> {
-    let device = common.device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?;
+    compute_placed(common).map(|(compute, _)| compute)
+}
+
+/// [`compute_of`], and for `--device auto` why it chose the device.
+fn compute_placed(common: &Common) -> Result<(Compute, Option<String>), Failure> {
+    let (device, why) = match common.device.as_str() {
+        "auto" => {
+            use crate::backend::placement::{self, ModelWork};
+            let grid = load_grid(common)?;
+            let work: Vec<(String, ModelWork)> = grid
+                .models
+                .iter()
+                .map(|m| (m.name.clone(), m.macs_per_token().map_or(ModelWork::Pretrained, ModelWork::MacsPerToken)))
+                .collect();
+            let placed = placement::auto_device(&work, placement::gpu_available());
+            (placed.device, Some(placed.why))
+        }
+        device => (device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?, None),
+    };
+    compute_on(common, device).map(|compute| (compute, why))
+}
+
+fn compute_on(common: &Common, device: crate::backend::DeviceChoice) -> Result<Compute, Failure> {
     let precision = common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
     let backend = match common.backend.as_str() {
         "auto" => crate::backend::BackendKind::default_for(device),
@@ -916,7 +950,7 @@ fn gc(
     for grid in grids {
         let grid = Grid::load_with(grid, &settings).map_err(usage)?;
         keep_frozen.insert(cache.frozen_grid_path(&grid.text));
-        for precision in [Precision::F32, Precision::Bf16] {
+        for precision in [Precision::F32, Precision::Bf16Mixed, Precision::Bf16] {
             let options = PlanOptions { data_root: data_root.clone(), precision };
             let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
             keep.extend(plan.steps.into_iter().map(|s| s.key));

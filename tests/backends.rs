@@ -86,3 +86,44 @@ fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
     let off = differing(&results(&flex), &results(&trained), 0.1);
     assert!(off.is_empty(), "scores after training on libtorch differ (cell, flex, libtorch): {off:#?}");
 }
+
+/// `--precision bf16-mixed` on the small grid, both architectures trained
+/// and explained with bf16 products: the verdicts of f32 on LibTorch, and
+/// every score cell within 0.1 (bf16's rounding moves the training path; a
+/// cell is a share of 29–30 examples, so 0.1 is three of them; measured on an
+/// AMD EPYC with AVX-512 BF16: 0.034, one example). The precision is in the
+/// model steps' keys.
+#[test]
+fn bf16_mixed_reaches_the_f32_verdicts_and_scores() {
+    let f32_run = GridTest::new(QUICKSTART_SMALL);
+    let outcome = f32_run.run_with(libtorch());
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let mixed = GridTest::new(QUICKSTART_SMALL);
+    let compute = Compute::with_backend(BackendKind::LibTorch, DeviceChoice::Cpu, Precision::Bf16Mixed);
+    let outcome = mixed.run_with(compute);
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let passed = |csv: &str| csv.lines().map(|l| l.contains(",true")).collect::<Vec<_>>();
+    assert_eq!(passed(&verification(&f32_run)), passed(&verification(&mixed)));
+    let (a, b) = (results(&f32_run), results(&mixed));
+    let worst = a.iter().filter(|(_, x)| !x.is_nan()).map(|(cell, x)| (x - b[cell]).abs()).fold(0.0, f64::max);
+    eprintln!("largest difference of a cell, bf16-mixed vs f32: {worst}");
+    let off = differing(&a, &b, 0.1);
+    assert!(off.is_empty(), "scores under bf16-mixed differ (cell, f32, bf16-mixed): {off:#?}");
+    // Each train step's precision, from its manifest's parameters.
+    let precisions = |t: &GridTest| {
+        let mut found = Vec::new();
+        for prefix in std::fs::read_dir(t.cache().join(StepKind::Train.name())).unwrap() {
+            for step in std::fs::read_dir(prefix.unwrap().path()).unwrap() {
+                let manifest = step.unwrap().path().join("manifest.json");
+                if let Ok(text) = std::fs::read_to_string(&manifest) {
+                    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    found.push(value["params"]["precision"].as_str().map(str::to_owned));
+                }
+            }
+        }
+        found
+    };
+    let mixed_precisions = precisions(&mixed);
+    assert!(!mixed_precisions.is_empty() && mixed_precisions.iter().all(|p| p.as_deref() == Some("bf16-mixed")));
+    assert!(precisions(&f32_run).iter().all(Option::is_none), "f32 keys are as before");
+}

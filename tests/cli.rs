@@ -109,6 +109,20 @@ fn plan_says_what_is_cached_and_why_the_rest_runs() {
     assert!(line("synth/gen/op").starts_with("cached"), "{plan}");
 }
 
+/// `--device auto` (the default) says where the run goes and why: on a
+/// machine (or a build) without a GPU, the CPU.
+#[test]
+fn plan_says_where_device_auto_puts_the_grid() {
+    let t = GridTest::new(TINY);
+    let out = t.grid(&["plan", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let line = stderr.lines().find(|l| l.starts_with("device: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.starts_with("device: cpu (--device auto: no GPU to use ("), "{line}");
+    let explicit = t.grid(&["plan", "grid.toml", "--device", "cpu"]);
+    assert!(!text(&explicit.stderr).contains("device: "), "an explicit device needs no reason");
+}
+
 #[test]
 fn report_renders_from_the_cache_only() {
     let empty = GridTest::new(TINY);

@@ -98,7 +98,9 @@ impl GridTest {
     pub fn run_with(&self, compute: Compute) -> RunOutcome {
         let grid = Grid::load(&self.grid_file()).expect("valid grid");
         let cache = Cache::open(self.cache()).expect("cache");
-        let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
+        // The precision goes into the keys, as `grid run --precision` plans them.
+        let plan_options = PlanOptions { precision: compute.precision, ..PlanOptions::default() };
+        let plan = dag::plan(&grid, &cache, &plan_options).expect("plan");
         let options = RunOptions {
             jobs: 2,
             gpu_jobs: 1,

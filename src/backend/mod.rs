@@ -1,5 +1,6 @@
 //! Choosing what computes: a backend (`--backend`), a device (`--device cpu`
-//! or `cuda[:N]`) and a float type (`--precision f32|bf16`; bf16 needs CUDA).
+//! or `cuda[:N]`, or `auto`: [`placement`]) and a float type (`--precision
+//! f32|bf16-mixed|bf16`; bf16-mixed needs LibTorch, bf16 CUDA).
 //!
 //! One file per backend: [`flex`] (burn's CPU backend, the default), `cubecl`
 //! (burn-cuda, feature `cuda`) and `libtorch` (burn-tch, feature `libtorch`).
@@ -8,6 +9,7 @@
 //! instantiates them for the one a run chose, so no step matches on devices.
 
 pub mod kernel_cache;
+pub mod placement;
 
 #[cfg(feature = "cuda")]
 pub mod cubecl;
@@ -133,7 +135,12 @@ pub fn on_worker_thread<T: Send>(device: DeviceChoice, f: impl FnOnce() -> T + S
 pub enum Precision {
     #[default]
     F32,
+    /// bf16 weights and activations throughout (CUDA).
     Bf16,
+    /// Mixed precision as PyTorch's autocast runs it: f32 weights, optimizer
+    /// state and layer norms; bf16 matrix products, attention and recurrence
+    /// inside the fused LibTorch blocks (`kernels::libtorch`).
+    Bf16Mixed,
 }
 
 impl FromStr for Precision {
@@ -142,7 +149,8 @@ impl FromStr for Precision {
         match s {
             "f32" => Ok(Precision::F32),
             "bf16" => Ok(Precision::Bf16),
-            _ => Err(format!("unknown precision `{s}`; use f32 or bf16")),
+            "bf16-mixed" => Ok(Precision::Bf16Mixed),
+            _ => Err(format!("unknown precision `{s}`; use f32, bf16-mixed or bf16")),
         }
     }
 }
@@ -152,6 +160,7 @@ impl fmt::Display for Precision {
         f.write_str(match self {
             Precision::F32 => "f32",
             Precision::Bf16 => "bf16",
+            Precision::Bf16Mixed => "bf16-mixed",
         })
     }
 }
@@ -197,6 +206,7 @@ impl fmt::Display for Compute {
         match self.precision {
             Precision::F32 => Ok(()),
             Precision::Bf16 => f.write_str(" bf16"),
+            Precision::Bf16Mixed => f.write_str(" bf16-mixed"),
         }
     }
 }
@@ -245,6 +255,12 @@ impl Compute {
         }
         if self.precision == Precision::Bf16 && self.device == DeviceChoice::Cpu {
             return Err("--precision bf16 needs --device cuda; on the CPU grid computes in f32".into());
+        }
+        if self.precision == Precision::Bf16Mixed && backend != BackendKind::LibTorch {
+            return Err(format!(
+                "--precision bf16-mixed runs on --backend libtorch (bf16 products inside its fused blocks); \
+                 the {backend} backend computes in f32 (or bf16 throughout on CUDA)"
+            ));
         }
         match backend {
             BackendKind::Flex => Ok(()),
@@ -295,6 +311,12 @@ macro_rules! with_autodiff_backend {
                 $body
             }
             #[cfg(feature = "libtorch")]
+            (BackendKind::LibTorch, device, Precision::Bf16Mixed) => {
+                type $B = $crate::backend::libtorch::LibTorchAutodiff;
+                let $device = $crate::backend::libtorch::device(device);
+                $crate::kernels::with_bf16_products(|| $body)
+            }
+            #[cfg(feature = "libtorch")]
             (BackendKind::LibTorch, device @ DeviceChoice::Cuda(_), Precision::Bf16) => {
                 type $B = $crate::backend::libtorch::LibTorchBf16Autodiff;
                 let $device = $crate::backend::libtorch::device(device);
@@ -317,6 +339,8 @@ mod tests {
         assert!("gpu".parse::<DeviceChoice>().is_err());
         assert!("cuda:x".parse::<DeviceChoice>().is_err());
         assert_eq!("bf16".parse(), Ok(Precision::Bf16));
+        assert_eq!("bf16-mixed".parse(), Ok(Precision::Bf16Mixed));
+        assert_eq!(Precision::Bf16Mixed.to_string(), "bf16-mixed");
         assert!("fp8".parse::<Precision>().is_err());
     }
 
@@ -325,6 +349,8 @@ mod tests {
         assert_eq!(Compute::cpu().check(), Ok(()));
         let bf16_on_cpu = Compute::on(DeviceChoice::Cpu, Precision::Bf16);
         assert!(bf16_on_cpu.check().unwrap_err().contains("needs --device cuda"));
+        let mixed_on_flex = Compute::on(DeviceChoice::Cpu, Precision::Bf16Mixed);
+        assert!(mixed_on_flex.check().unwrap_err().contains("--backend libtorch"));
         // No GPU on the machines that run the tests: either no CUDA in this build,
         // or no driver, or no such device. All three are errors, none a panic.
         let cuda = Compute::on(DeviceChoice::Cuda(7), Precision::F32);

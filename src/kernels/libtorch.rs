@@ -95,6 +95,8 @@ struct LayerShape {
     /// Attention probabilities, attention output, feed-forward output; all 0
     /// outside training.
     dropout: [f64; 3],
+    /// The float type of the products and attention (`--precision`).
+    products: tch::Kind,
 }
 
 impl LayerShape {
@@ -105,8 +107,19 @@ impl LayerShape {
             activation: layer.activation,
             epsilons: [layer.attention_norm.epsilon, layer.output_norm.epsilon],
             dropout: if training { dropout } else { [0.0; 3] },
+            products: products_kind(),
         }
     }
+}
+
+/// bf16 under [`super::with_bf16_products`], else f32.
+fn products_kind() -> tch::Kind {
+    if super::bf16_products() { tch::Kind::BFloat16 } else { tch::Kind::Float }
+}
+
+/// `t` in `kind` (itself when it is already).
+fn in_kind(t: &tch::Tensor, kind: tch::Kind) -> tch::Tensor {
+    if t.kind() == kind { t.shallow_clone() } else { t.to_kind(kind) }
 }
 
 /// See [`super::encoder_layer`].
@@ -147,13 +160,16 @@ fn layer_forward(inputs: &[&tch::Tensor], bias: &tch::Tensor, shape: LayerShape)
     let head_size = hidden / shape.heads;
     // burn's weights are `[in, out]`: torch's `linear` takes `[out, in]`, so a
     // transposed view (no copy; the GEMM reads it transposed).
-    let dense = |x: &tch::Tensor, w: &tch::Tensor, b: &tch::Tensor| x.linear(&w.tr(), Some(b));
+    // Products in `shape.products`; a residual sum with the f32 input
+    // promotes back to f32, so layer norms run in f32 (as under autocast).
+    let low = |t: &tch::Tensor| in_kind(t, shape.products);
+    let dense = |x: &tch::Tensor, w: &tch::Tensor, b: &tch::Tensor| low(x).linear(&low(w).tr(), Some(&low(b)));
     let heads = |t: tch::Tensor| t.view([batch, time, shape.heads, head_size]).transpose(1, 2);
     let dropout = |t: tch::Tensor, p: f64| if p > 0.0 { t.dropout(p, true) } else { t };
     let [p_attention, p_attention_output, p_output] = shape.dropout;
     let (q, k, v) = (heads(dense(x, wq, bq)), heads(dense(x, wk, bk)), heads(dense(x, wv, bv)));
     let context =
-        tch::Tensor::scaled_dot_product_attention(&q, &k, &v, Some(bias), p_attention, false, None::<f64>, false);
+        tch::Tensor::scaled_dot_product_attention(&q, &k, &v, Some(low(bias)), p_attention, false, None::<f64>, false);
     let context = context.transpose(1, 2).reshape([batch, time, hidden]);
     let attended = (dropout(dense(&context, wo, bo), p_attention_output) + x).layer_norm(
         [hidden],
@@ -292,7 +308,8 @@ pub fn lstm_block<B: Backend>(
         Some(mask) => Some(constant(mask)?),
         None => None,
     };
-    let block = |inputs: &[&tch::Tensor], recorded: bool| lstm_forward(inputs, mask.as_ref(), recorded);
+    let products = products_kind();
+    let block = |inputs: &[&tch::Tensor], recorded: bool| lstm_forward(inputs, mask.as_ref(), recorded, products);
     let super::LstmWeights { weight_ih, weight_hh, bias_ih, bias_hh } = weights;
     match cast::<_, Tensor<Ad, 3>>(x) {
         Ok(x) => {
@@ -321,7 +338,12 @@ const LSTM_INPUTS: usize = 5;
 /// first: they are reversed in place (padding stays at the end), run
 /// forward, and the states put back at their tokens' positions. `recorded`:
 /// a backward follows (cuDNN keeps what it needs only in training mode).
-fn lstm_forward(inputs: &[&tch::Tensor], reversed_by: Option<&tch::Tensor>, recorded: bool) -> tch::Tensor {
+fn lstm_forward(
+    inputs: &[&tch::Tensor],
+    reversed_by: Option<&tch::Tensor>,
+    recorded: bool,
+    products: tch::Kind,
+) -> tch::Tensor {
     let &[x, weight_ih, weight_hh, bias_ih, bias_hh] = inputs else {
         unreachable!("the LSTM takes {LSTM_INPUTS} inputs")
     };
@@ -335,12 +357,16 @@ fn lstm_forward(inputs: &[&tch::Tensor], reversed_by: Option<&tch::Tensor>, reco
         Some(index) => along_time(x, index, width),
         None => x.shallow_clone(),
     };
-    let zeros = tch::Tensor::zeros([1, batch, hidden], (x.kind(), x.device()));
+    let input = in_kind(&input, products);
+    let zeros = tch::Tensor::zeros([1, batch, hidden], (products, x.device()));
     // burn's `[in, 4h]` weights as torch's `[4h, in]`; cuDNN wants them in one
     // contiguous buffer, so they are made contiguous here.
-    let (weight_ih, weight_hh) = (weight_ih.tr().contiguous(), weight_hh.tr().contiguous());
-    let params = [&weight_ih, &weight_hh, bias_ih, bias_hh];
+    let weight_ih = in_kind(weight_ih, products).tr().contiguous();
+    let weight_hh = in_kind(weight_hh, products).tr().contiguous();
+    let (bias_ih, bias_hh) = (in_kind(bias_ih, products), in_kind(bias_hh, products));
+    let params = [&weight_ih, &weight_hh, &bias_ih, &bias_hh];
     let (states, _, _) = input.lstm(&[&zeros, &zeros], &params, true, 1, 0.0, recorded, false, true);
+    let states = in_kind(&states, x.kind());
     match &index {
         Some(index) => along_time(&states, index, hidden),
         None => states,
@@ -506,6 +532,45 @@ mod tests {
         let flex = training_pass(&bilstm_on::<CpuAutodiff>(11, &Default::default()), &ids, &Default::default());
         let worst = assert_same_training(torch, flex);
         eprintln!("largest gradient difference relative to its parameter's largest: {worst:e}");
+    }
+
+    /// Under `--precision bf16-mixed` both blocks compute what f32 does to
+    /// bf16's rounding (8 bits of mantissa): logits within 3e-2, each
+    /// parameter's gradient within 5% (L2, relative), the gradients f32.
+    #[test]
+    fn bf16_products_round_what_f32_computes() {
+        let cpu = burn_tch::LibTorchDevice::Cpu;
+        let (lstm_ids, bert_ids) = three_examples();
+        let pairs = [
+            (
+                training_pass(&bert_on::<LibTorchAutodiff>(12, 2, &cpu), &bert_ids, &cpu),
+                super::super::with_bf16_products(|| {
+                    assert!(super::super::bf16_products());
+                    training_pass(&bert_on::<LibTorchAutodiff>(12, 2, &cpu), &bert_ids, &cpu)
+                }),
+            ),
+            (
+                training_pass(&bilstm_on::<LibTorchAutodiff>(11, &cpu), &lstm_ids, &cpu),
+                super::super::with_bf16_products(|| {
+                    training_pass(&bilstm_on::<LibTorchAutodiff>(11, &cpu), &lstm_ids, &cpu)
+                }),
+            ),
+        ];
+        assert!(!super::super::bf16_products(), "the setting ends with its scope");
+        for ((f32_logits, f32_grads), (mixed_logits, mixed_grads)) in pairs {
+            assert_ne!(f32_logits, mixed_logits, "the products ran in bf16");
+            for (a, b) in f32_logits.iter().zip(&mixed_logits) {
+                assert!((a - b).abs() <= 3e-2 * a.abs().max(1.0), "logits: f32 {a} vs bf16-mixed {b}");
+            }
+            for (index, (a, b)) in f32_grads.iter().zip(&mixed_grads).enumerate() {
+                let norm = a.iter().map(|v| v * v).sum::<f32>().sqrt();
+                let error = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>().sqrt();
+                // Gradients that are float noise in f32 (the key bias) have no direction to keep.
+                if norm > 1e-4 {
+                    assert!(error <= 5e-2 * norm, "parameter {index}: relative L2 error {}", error / norm);
+                }
+            }
+        }
     }
 
     /// The block runs for LibTorch with or without autodiff, with the same

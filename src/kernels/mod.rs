@@ -74,6 +74,33 @@ pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
 pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
 pub use recurrent::{LstmWeights, lstm_block, lstm_block_applies};
 
+thread_local! {
+    /// `--precision bf16-mixed` on this thread (the step's): see [`with_bf16_products`].
+    static BF16_PRODUCTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the fused LibTorch blocks computing their matrix products,
+/// attention and recurrence in bf16 on this thread (`--precision
+/// bf16-mixed`, as PyTorch's autocast): their weights stay f32 (cast per
+/// use, so gradients and the optimizer's state are f32), layer norms and
+/// residual sums run in f32. A step's model calls all run on its thread.
+pub fn with_bf16_products<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BF16_PRODUCTS.set(self.0);
+        }
+    }
+    let _restore = Restore(BF16_PRODUCTS.replace(true));
+    f()
+}
+
+/// Whether [`with_bf16_products`] is in force on this thread.
+#[cfg_attr(not(feature = "libtorch"), allow(dead_code))]
+fn bf16_products() -> bool {
+    BF16_PRODUCTS.get()
+}
+
 /// Whether fused kernels may be used (`GRID_KERNELS` is not `burn`).
 pub fn enabled() -> bool {
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

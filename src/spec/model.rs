@@ -91,6 +91,29 @@ impl ModelSpec {
             ArchitectureSpec::Bert(_) => Architecture::Bert,
         }
     }
+
+    /// Multiply-adds per token of a forward pass, from the sizes the grid
+    /// file gives (what `--device auto` weighs); `None` for a pretrained
+    /// checkpoint, whose sizes are read only when its step runs. The
+    /// BiLSTM: two directions of four gates over input and state, then
+    /// attention and the hidden layer; a BERT layer: four `h × h`
+    /// projections and the `h × i` feed-forward pair.
+    pub fn macs_per_token(&self) -> Option<f64> {
+        match &self.architecture {
+            ArchitectureSpec::Bilstm(b) => {
+                let (e, h) = (b.embedding_dim.get() as f64, b.hidden_size.get() as f64);
+                let (a, m) = (b.attention_size.get() as f64, b.mlp_size.get() as f64);
+                Some(2.0 * 4.0 * h * (e + h) + 2.0 * h * a + 2.0 * h * m)
+            }
+            ArchitectureSpec::Bert(bert) => match &bert.init {
+                BertInit::Random(r) => {
+                    let (h, i) = (r.hidden_size.get() as f64, r.intermediate_size.get() as f64);
+                    Some(r.num_hidden_layers.get() as f64 * (4.0 * h * h + 2.0 * h * i))
+                }
+                BertInit::Pretrained { .. } => None,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

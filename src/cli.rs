@@ -737,14 +737,14 @@ fn compute_of(common: &Common) -> Result<Compute, Failure> {
 fn compute_placed(common: &Common) -> Result<(Compute, Option<String>), Failure> {
     let (device, why) = match common.device.as_str() {
         "auto" => {
-            use crate::backend::placement::{self, ModelWork};
+            use crate::backend::placement;
+            // The grid's models, with the rates its cache measured for them.
+            let precision = common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
             let grid = load_grid(common)?;
-            let work: Vec<(String, ModelWork)> = grid
-                .models
-                .iter()
-                .map(|m| (m.name.clone(), m.macs_per_token().map_or(ModelWork::Pretrained, ModelWork::MacsPerToken)))
-                .collect();
-            let placed = placement::auto_device(&work, placement::gpu_available());
+            let cache = Cache::open(&common.cache).map_err(runtime)?;
+            let options = PlanOptions { data_root: common.data_root.clone(), precision };
+            let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+            let placed = placement::auto_device(&dag::placement::models(&plan, &cache), placement::gpu_available());
             (placed.device, Some(placed.why))
         }
         device => (device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?, None),

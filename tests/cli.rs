@@ -121,6 +121,16 @@ fn plan_says_where_device_auto_puts_the_grid() {
     assert!(line.starts_with("device: cpu (--device auto: no GPU to use ("), "{line}");
     let explicit = t.grid(&["plan", "grid.toml", "--device", "cpu"]);
     assert!(!text(&explicit.stderr).contains("device: "), "an explicit device needs no reason");
+
+    // A run records each trained shape's rate on the device kind it ran on.
+    let ran = GridTest::tiny_after_first_run();
+    let records: Vec<_> = std::fs::read_dir(ran.cache().join("placement")).expect("rates recorded").collect();
+    assert!(!records.is_empty());
+    for record in records {
+        let text = std::fs::read_to_string(record.unwrap().path()).unwrap();
+        let rates: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(rates["cpu"].as_f64().is_some_and(|r| r > 0.0) && rates["cuda"].is_null(), "{text}");
+    }
 }
 
 #[test]

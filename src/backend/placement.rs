@@ -9,6 +9,15 @@
 //! models does at least [`GPU_FROM_MACS_PER_TOKEN`] multiply-adds per token
 //! (MiniLM: 10.6 M; BERT-base: 85 M; the quickstart's tiny BERT: 0.1 M;
 //! the paper's BiLSTM: 1.4 M). Pretrained checkpoints are BERT-sized.
+//!
+//! Measurement overrides the prior: every training run records its rate
+//! (examples per second) per model shape and device kind in the cache
+//! ([`Measurements`]); a model measured on both the CPU and a GPU goes where
+//! it trained faster.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 use super::DeviceChoice;
 
@@ -47,6 +56,103 @@ impl ModelWork {
     }
 }
 
+/// Training rates of one model shape, examples per second, per device kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Rates {
+    pub cpu: Option<f64>,
+    pub cuda: Option<f64>,
+}
+
+/// The rates every training run recorded, one file per model shape under
+/// `<cache>/placement/`. Only the process that schedules a run writes them
+/// (after each training step), so no two writers meet; a file is replaced
+/// whole (written aside, renamed).
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    dir: PathBuf,
+}
+
+impl Measurements {
+    pub fn in_cache(root: &Path) -> Self {
+        Self { dir: root.join("placement") }
+    }
+
+    /// A model shape: what decides a training step's speed (the
+    /// architecture's parameters as a train step's key has them, the length
+    /// limit, the batch size), hashed.
+    pub fn shape(architecture: &serde_json::Value, max_length: usize, batch_size: usize) -> String {
+        let text =
+            serde_json::json!({ "architecture": architecture, "max_length": max_length, "batch_size": batch_size })
+                .to_string();
+        hex::encode(&Sha256::digest(text.as_bytes())[..12])
+    }
+
+    fn file(&self, shape: &str) -> PathBuf {
+        self.dir.join(format!("{shape}.json"))
+    }
+
+    /// What was measured for `shape` (nothing when never measured, or when
+    /// the record cannot be read: the prior decides then).
+    pub fn rates(&self, shape: &str) -> Rates {
+        std::fs::read_to_string(self.file(shape))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    /// Records a training rate of `shape` on `device`'s kind (the latest wins).
+    pub fn record(&self, shape: &str, device: DeviceChoice, examples_per_second: f64) -> std::io::Result<()> {
+        if !examples_per_second.is_finite() || examples_per_second <= 0.0 {
+            return Ok(());
+        }
+        let mut rates = self.rates(shape);
+        match device {
+            DeviceChoice::Cpu => rates.cpu = Some(examples_per_second),
+            DeviceChoice::Cuda(_) => rates.cuda = Some(examples_per_second),
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let aside = self.dir.join(format!(".{shape}.json.{}", std::process::id()));
+        std::fs::write(&aside, serde_json::to_vec_pretty(&rates).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&aside, self.file(shape))
+    }
+}
+
+/// One model of a grid as placement sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub name: String,
+    pub work: ModelWork,
+    pub measured: Rates,
+}
+
+impl Model {
+    /// The GPU when both kinds were measured and it trained faster there;
+    /// unmeasured on either, the prior; with the sentence that says so.
+    fn placed(&self) -> (bool, String) {
+        match (self.measured.cpu, self.measured.cuda) {
+            (Some(cpu), Some(cuda)) => (
+                cuda > cpu,
+                format!(
+                    "model {}: trained at {cuda:.1} examples/s on a GPU, {cpu:.1} on the CPU (measured)",
+                    self.name
+                ),
+            ),
+            _ => {
+                let relation = if self.work.pays_on_gpu() { "at least" } else { "under" };
+                (
+                    self.work.pays_on_gpu(),
+                    format!(
+                        "model {}: {}, {relation} the {:.0} M from which a GPU pays",
+                        self.name,
+                        self.work.describe(),
+                        GPU_FROM_MACS_PER_TOKEN / 1e6
+                    ),
+                )
+            }
+        }
+    }
+}
+
 /// Where `--device auto` puts a run, and the sentence that says why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placed {
@@ -54,30 +160,24 @@ pub struct Placed {
     pub why: String,
 }
 
-/// The device for a grid whose models do `work` (name, work), given whether
-/// a usable GPU is there (`gpu`: the reason when not).
-pub fn auto_device(work: &[(String, ModelWork)], gpu: Result<(), String>) -> Placed {
+/// The device for a grid of `models`, given whether a usable GPU is there
+/// (`gpu`: the reason when not): the GPU when one of its models belongs
+/// there ([`Model::placed`]), else the CPU.
+pub fn auto_device(models: &[Model], gpu: Result<(), String>) -> Placed {
     let cpu = |why: String| Placed { device: DeviceChoice::Cpu, why };
     if let Err(reason) = gpu {
         return cpu(format!("no GPU to use ({reason})"));
     }
-    let largest = work.iter().max_by(|a, b| a.1.macs().total_cmp(&b.1.macs()));
+    let placed: Vec<(bool, String)> = models.iter().map(Model::placed).collect();
+    if let Some((_, why)) = placed.iter().find(|(gpu, _)| *gpu) {
+        return Placed { device: DeviceChoice::Cuda(0), why: why.clone() };
+    }
+    // Every model stays: name the largest, the one nearest to moving.
+    let largest = models.iter().zip(&placed).max_by(|a, b| a.0.work.macs().total_cmp(&b.0.work.macs()));
     match largest {
         None => cpu("the grid trains no model".into()),
-        Some((name, work)) if work.pays_on_gpu() => Placed {
-            device: DeviceChoice::Cuda(0),
-            why: format!(
-                "model {name}: {}, at least the {:.0} M from which a GPU pays",
-                work.describe(),
-                GPU_FROM_MACS_PER_TOKEN / 1e6
-            ),
-        },
-        Some((name, work)) => cpu(format!(
-            "its largest model, {name}, does {}, under the {:.0} M from which a GPU pays: \
-             small models are bound by kernel launches there",
-            work.describe(),
-            GPU_FROM_MACS_PER_TOKEN / 1e6
-        )),
+        Some((model, (_, why))) if model.measured.cpu.is_some() && model.measured.cuda.is_some() => cpu(why.clone()),
+        Some((_, (_, why))) => cpu(format!("{why}: small models are bound by kernel launches there")),
     }
 }
 
@@ -97,8 +197,8 @@ pub fn gpu_available() -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn named(work: &[(&str, ModelWork)]) -> Vec<(String, ModelWork)> {
-        work.iter().map(|(n, w)| (n.to_string(), *w)).collect()
+    fn named(work: &[(&str, ModelWork)]) -> Vec<Model> {
+        work.iter().map(|(n, w)| Model { name: n.to_string(), work: *w, measured: Rates::default() }).collect()
     }
 
     #[test]
@@ -116,6 +216,41 @@ mod tests {
 
         let pretrained = named(&[("bert", ModelWork::Pretrained)]);
         assert_eq!(auto_device(&pretrained, Ok(())).device, DeviceChoice::Cuda(0));
+    }
+
+    /// A stand-in device cost: rates recorded for each kind decide over the
+    /// prior, either way.
+    #[test]
+    fn measured_rates_decide_over_the_prior() {
+        let mut small = named(&[("tiny-bert", ModelWork::MacsPerToken(0.1e6))]);
+        small[0].measured = Rates { cpu: Some(300.0), cuda: Some(900.0) };
+        let placed = auto_device(&small, Ok(()));
+        assert_eq!(placed.device, DeviceChoice::Cuda(0), "measured faster on the GPU: {}", placed.why);
+        assert!(placed.why.contains("measured"));
+
+        let mut large = named(&[("minilm", ModelWork::MacsPerToken(10.6e6))]);
+        large[0].measured = Rates { cpu: Some(120.0), cuda: Some(80.0) };
+        let placed = auto_device(&large, Ok(()));
+        assert_eq!(placed.device, DeviceChoice::Cpu, "measured faster on the CPU: {}", placed.why);
+
+        // Measured on one kind only: the prior still decides.
+        large[0].measured = Rates { cpu: Some(120.0), cuda: None };
+        assert_eq!(auto_device(&large, Ok(())).device, DeviceChoice::Cuda(0));
+    }
+
+    #[test]
+    fn rates_are_kept_per_shape_and_device_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Measurements::in_cache(dir.path());
+        let shape = Measurements::shape(&serde_json::json!({"bert": {"hidden_size": 384}}), 100, 16);
+        assert_ne!(shape, Measurements::shape(&serde_json::json!({"bert": {"hidden_size": 768}}), 100, 16));
+        assert_eq!(store.rates(&shape), Rates::default());
+        store.record(&shape, DeviceChoice::Cpu, 98.8).unwrap();
+        store.record(&shape, DeviceChoice::Cuda(1), 400.0).unwrap();
+        store.record(&shape, DeviceChoice::Cpu, f64::NAN).unwrap();
+        assert_eq!(store.rates(&shape), Rates { cpu: Some(98.8), cuda: Some(400.0) });
+        std::fs::write(dir.path().join("placement").join(format!("{shape}.json")), "not json").unwrap();
+        assert_eq!(store.rates(&shape), Rates::default(), "an unreadable record is no measurement");
     }
 
     #[test]

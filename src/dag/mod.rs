@@ -11,6 +11,7 @@
 
 pub mod executor;
 pub mod params;
+pub mod placement;
 pub mod plan;
 pub mod reuse;
 pub mod run;

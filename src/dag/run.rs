@@ -238,6 +238,12 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 result => result,
             };
             let step = &plan.steps[i];
+            if matches!(result, StepStatus::Ran { .. })
+                && step.kind == StepKind::Train
+                && let Err(e) = super::placement::record_training(plan, i, cache, options.compute.device)
+            {
+                say(format!("warning: the training rate of {} was not recorded for --device auto: {e}", step.label));
+            }
             match &result {
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),

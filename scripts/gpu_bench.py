@@ -43,8 +43,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 SIZES = {
     # BERT-base: NOTES-gpu.md's recipe (SST-2, 4,000 examples, length <= 100, batch 16, 100 steps).
+    # 256 examples attributed, so the attribution rates are not start-up noise (issue 42).
     "base": dict(hidden=768, layers=12, heads=12, intermediate=3072, vocab=30522, train=4000, steps=100,
-                 attribute=64, methods=["gradp-l2", "igl-zero-100", "limeunk-1000"]),
+                 attribute=256, methods=["gradp-l2", "igl-zero-100", "limeunk-1000"]),
     # all-MiniLM-L6-v2's shape (random init): the BERT a CPU user fine-tunes; sized for 2 cores.
     # One epoch (2,000 / 16 = 125 steps), so grid and PyTorch see the same examples: over 30
     # steps each side's own shuffle drew batches of other lengths (117 vs 87 ex/s for PyTorch).

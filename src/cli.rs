@@ -738,13 +738,21 @@ fn compute_placed(common: &Common) -> Result<(Compute, Option<String>), Failure>
     let (device, why) = match common.device.as_str() {
         "auto" => {
             use crate::backend::placement;
-            // The grid's models, with the rates its cache measured for them.
-            let precision = common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
-            let grid = load_grid(common)?;
-            let cache = Cache::open(&common.cache).map_err(runtime)?;
-            let options = PlanOptions { data_root: common.data_root.clone(), precision };
-            let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
-            let placed = placement::auto_device(&dag::placement::models(&plan, &cache), placement::gpu_available());
+            let gpu = placement::gpu_available();
+            // With a GPU to choose, the grid's models and the rates its cache
+            // measured for them (without one, no planning twice).
+            let models = if gpu.is_ok() {
+                let precision =
+                    common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
+                let grid = load_grid(common)?;
+                let cache = Cache::open(&common.cache).map_err(runtime)?;
+                let options = PlanOptions { data_root: common.data_root.clone(), precision };
+                let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+                dag::placement::models(&plan, &cache)
+            } else {
+                Vec::new()
+            };
+            let placed = placement::auto_device(&models, gpu);
             (placed.device, Some(placed.why))
         }
         device => (device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?, None),

@@ -32,7 +32,7 @@ type Tracked = burn::tensor::ops::FloatTensor<Ad>;
 
 /// The layer's inputs in the order the block takes them: `x`, then the
 /// sixteen parameters.
-const INPUTS: usize = 17;
+const LAYER_INPUTS: usize = 17;
 
 /// Whether the blocks here run for this tensor: LibTorch (or its autodiff
 /// wrapper), f32, kernels not turned off.
@@ -137,10 +137,10 @@ pub fn encoder_layer<B: Backend>(
     match cast::<_, Tensor<Ad, 3>>(x) {
         Ok(x) => {
             let parameters = parameters!(layer, tracked);
-            let mut inputs = Vec::with_capacity(INPUTS);
+            let mut inputs = Vec::with_capacity(LAYER_INPUTS);
             inputs.push(x.into_primitive().tensor());
             inputs.extend(parameters);
-            cast(torch_block::<INPUTS, 3>(inputs, |inputs, _| layer_forward(inputs, &bias, shape))).ok()
+            cast(torch_block::<LAYER_INPUTS, 3>(inputs, |inputs, _| layer_forward(inputs, &bias, shape))).ok()
         }
         Err(x) => {
             let mut inputs = vec![plain(x)?];
@@ -154,7 +154,7 @@ pub fn encoder_layer<B: Backend>(
 /// parameters in [`parameters!`]'s order, weights `[in, out]`.
 fn layer_forward(inputs: &[&tch::Tensor], bias: &tch::Tensor, shape: LayerShape) -> tch::Tensor {
     let &[x, wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, wi, bi, w2, b2, g2, b2n] = inputs else {
-        unreachable!("the block takes {INPUTS} inputs")
+        unreachable!("the block takes {LAYER_INPUTS} inputs")
     };
     let (batch, time, hidden) = x.size3().expect("[batch, time, hidden]");
     let head_size = hidden / shape.heads;

@@ -675,9 +675,9 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
     finish_run(&plan, &cache, &common, &outcome, started, verbosity, "run", &(Vec::new(), Vec::new()))
 }
 
-/// The options a `grid step` worker of this command plans with.
-/// What a worker (`grid step`) is started with: the run's settings, its
-/// device as resolved here (a worker does not place the grid again).
+/// The options a `grid step` worker of this command plans with: the run's
+/// settings, its device as resolved here (a worker does not place the grid
+/// again).
 fn step_settings(common: &Common, compute: Compute, verbosity: Verbosity, frozen: Option<PathBuf>) -> StepSettings {
     StepSettings {
         frozen,

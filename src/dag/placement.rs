@@ -39,7 +39,7 @@ pub fn models(plan: &Plan, cache: &Cache) -> Vec<Model> {
 /// be read or written leaves placement to the prior, and says so.
 pub fn record_training(plan: &Plan, index: usize, cache: &Cache, device: DeviceChoice) -> Result<(), String> {
     let step = &plan.steps[index];
-    let Some(shape) = shape(step).filter(|_| step.kind == StepKind::Train) else { return Ok(()) };
+    let Some(shape) = shape(step) else { return Ok(()) };
     let record = cache.step_dir(StepKind::Train, &step.key).join("training.json");
     let text = std::fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", record.display()))?;

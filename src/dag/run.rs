@@ -107,9 +107,10 @@ pub const INTERRUPTED: &str = "interrupted";
 /// Model steps at a time: on a GPU `--gpu-jobs` (default one: each holds its
 /// own CUDA context and competes for memory), never more than `jobs`; on the
 /// CPU, `jobs`, except under LibTorch, whose operations already use every
-/// core (OpenMP): two model steps at once spun four threads on two cores
-/// (the small quickstart grid: 26.1 s with two, 5.5 s with one). Data,
-/// score and report steps run beside them on the CPU.
+/// core (OpenMP), and which then runs its model steps in this process
+/// (`Executors::for_step`; the small quickstart grid took 26.1 s with two
+/// at once in child processes, 24.9 s with one at a time there, 5.5 s with
+/// one here). Data, score and report steps run beside them on the CPU.
 fn model_jobs(compute: crate::backend::Compute, jobs: usize, gpu_jobs: usize) -> usize {
     use crate::backend::{BackendKind, DeviceChoice};
     match (compute.device, compute.backend) {

@@ -56,15 +56,7 @@ pub struct EncoderLayer<B: Backend> {
 /// Whether a backend block runs layers on tensors like `x` (a caller can
 /// skip gathering the weights otherwise).
 pub fn encoder_layer_applies<B: Backend, const D: usize>(x: &Tensor<B, D>) -> bool {
-    #[cfg(feature = "libtorch")]
-    {
-        super::libtorch::applies(x)
-    }
-    #[cfg(not(feature = "libtorch"))]
-    {
-        let _ = x;
-        false
-    }
+    super::torch_blocks_apply(x)
 }
 
 /// The layer on `x` `[batch, time, hidden]` with the additive padding bias

@@ -95,6 +95,19 @@ pub fn with_bf16_products<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// Whether LibTorch's blocks (`libtorch.rs`) run on tensors like `x`.
+fn torch_blocks_apply<B: burn::prelude::Backend, const D: usize>(x: &burn::prelude::Tensor<B, D>) -> bool {
+    #[cfg(feature = "libtorch")]
+    {
+        libtorch::applies(x)
+    }
+    #[cfg(not(feature = "libtorch"))]
+    {
+        let _ = x;
+        false
+    }
+}
+
 /// Whether [`with_bf16_products`] is in force on this thread.
 #[cfg_attr(not(feature = "libtorch"), allow(dead_code))]
 fn bf16_products() -> bool {

@@ -17,7 +17,7 @@ pub struct LstmWeights<B: Backend> {
 
 /// Whether a backend block runs the LSTM on tensors like `x`.
 pub fn lstm_block_applies<B: Backend, const D: usize>(x: &Tensor<B, D>) -> bool {
-    super::encoder_layer_applies(x)
+    super::torch_blocks_apply(x)
 }
 
 /// Every hidden state `[batch, time, h]` of the LSTM over `x` `[batch,

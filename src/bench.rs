@@ -9,6 +9,8 @@
 //! that a method explaining its examples in milliseconds is not timed once in
 //! a scheduler's noise.
 
+pub mod gemm;
+
 use std::path::Path;
 use std::time::Instant;
 

@@ -114,6 +114,18 @@ enum Command {
         /// here, for `scripts/captum_bench.py` to explain the same inputs.
         #[arg(long)]
         dump: Option<PathBuf>,
+        /// Instead of methods: a roofline of the dense products (GEMMs) of the
+        /// grid's models, grid's path beside single matmuls, torch's `F.linear`
+        /// (when `--python` has torch) and the machine's measured ceiling.
+        #[arg(long)]
+        gemm: bool,
+        /// With `--gemm`: tokens per example (padded) in every batch.
+        #[arg(long, default_value_t = 32, requires = "gemm")]
+        tokens: usize,
+        /// With `--gemm`: the Python whose torch is timed on the same shapes;
+        /// `none` skips it.
+        #[arg(long, default_value = "python3", requires = "gemm")]
+        python: String,
     },
     /// Remove cached steps that none of the given grids plans (as `grid run`
     /// would plan them, under either precision), and/or that finished before
@@ -357,7 +369,26 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let mut comparisons: (Vec<PathBuf>, Vec<(String, String)>) = (Vec::new(), Vec::new());
     let (command, common, key) = match cli.command {
-        Command::Bench { common, methods, examples, only, json, dump, internal_batch_size, perturbations_per_eval } => {
+        Command::Bench { common, gemm: true, only, json, internal_batch_size, tokens, python, .. } => {
+            let options = crate::bench::gemm::GemmOptions {
+                tokens: tokens.max(1),
+                attribution_batch: internal_batch_size.unwrap_or(GEMM_ATTRIBUTION_BATCH).max(1),
+                filter: only,
+                python: (python != "none").then_some(python),
+            };
+            return bench_gemm(common, options, json);
+        }
+        Command::Bench {
+            common,
+            methods,
+            examples,
+            only,
+            json,
+            dump,
+            internal_batch_size,
+            perturbations_per_eval,
+            ..
+        } => {
             let knobs = (internal_batch_size, perturbations_per_eval);
             return bench(common, methods, examples, only, json, dump, knobs);
         }
@@ -767,6 +798,9 @@ fn compute_on(common: &Common, device: crate::backend::DeviceChoice) -> Result<C
         name => name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?,
     };
     let mut compute = Compute::with_backend(backend, device, precision);
+    // A `GRID_BLAS` that does not load fails here, before any step runs,
+    // rather than as a silent fall-back to `gemm` in every step.
+    grid_kernels::blas::active().map_err(|e| usage(anyhow::anyhow!(e)))?;
     if common.shape_buckets != "auto" {
         compute.buckets =
             common.shape_buckets.parse().map_err(|e: String| usage(anyhow::anyhow!("--shape-buckets: {e}")))?;
@@ -1054,6 +1088,66 @@ fn bench(
     print!("{}", crate::bench::markdown(&context, &rows));
     if let Some(path) = json {
         let value = serde_json::json!({ "context": context, "rows": rows });
+        let text = serde_json::to_string_pretty(&value).map_err(runtime)?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Examples per attribution batch that `grid bench --gemm` times unless
+/// `--internal-batch-size` says otherwise.
+const GEMM_ATTRIBUTION_BATCH: usize = 32;
+
+/// `grid bench --gemm`: see [`crate::bench::gemm`].
+fn bench_gemm(
+    common: Common,
+    options: crate::bench::gemm::GemmOptions,
+    json: Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
+    use crate::bench::gemm;
+    let compute = compute_of(&common)?;
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    prepare_kernel_cache(&common, compute, true)?;
+    let (_cache, plan) = plan_of(&common, compute)?;
+    let shapes = gemm::shapes(&plan, &options).map_err(runtime)?;
+    if shapes.is_empty() {
+        return Err(usage(anyhow::anyhow!("{}: no models to time", common.grid.display())));
+    }
+    let threads = rayon::current_num_threads();
+    let rates = crate::backend::on_worker_thread(compute.device, || {
+        crate::with_autodiff_backend!(compute, |B, device| Ok(gemm::time_shapes::<B>(&shapes, &device)))
+    })
+    .map_err(runtime)?;
+    let peak = gemm::peak(threads);
+    let (torch, torch_note) = match &options.python {
+        None => (None, Some("--python none".to_string())),
+        Some(python) => {
+            let script = tempfile::Builder::new().suffix(".py").tempfile().map_err(runtime)?;
+            std::fs::write(script.path(), include_str!("../scripts/torch_gemm.py")).map_err(runtime)?;
+            match gemm::torch_rates(python, script.path(), &shapes, threads) {
+                Ok(rates) => (Some(rates), None),
+                Err(why) => (None, Some(why)),
+            }
+        }
+    };
+    let rows = shapes
+        .into_iter()
+        .zip(rates)
+        .enumerate()
+        .map(|(i, (shape, (grid, grid_blas, single_matmuls)))| gemm::GemmRow {
+            shape,
+            grid,
+            grid_blas,
+            single_matmuls,
+            torch: torch.as_ref().map(|rates| rates[i]),
+        })
+        .collect();
+    let blas = grid_kernels::matmul::blas_in_use().map(|library| library.path().display().to_string());
+    let roofline = gemm::Roofline { threads, peak, rows, torch_note, blas };
+    let context = crate::bench::context(compute, &common.grid);
+    print!("{}", gemm::markdown(&context, &roofline));
+    if let Some(path) = json {
+        let value = serde_json::json!({ "context": context, "roofline": roofline });
         let text = serde_json::to_string_pretty(&value).map_err(runtime)?;
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)?;
     }

@@ -5,6 +5,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod blas;
 mod chunks;
 mod dispatch;
 pub mod lanes;
@@ -12,8 +13,9 @@ pub mod layout;
 pub mod linear;
 pub mod lstm;
 mod math;
-mod matmul;
+pub mod matmul;
 pub mod norm;
+pub mod peak;
 pub mod pool;
 pub mod rescale;
 pub mod softmax;

@@ -15,7 +15,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
-use burn::tensor::ops::{FloatTensorOps, ModuleOps};
+use burn::tensor::ops::FloatTensorOps;
 use burn_flex::FlexTensor;
 
 use super::cast;
@@ -666,32 +666,52 @@ fn autodiff_attention(
     (Tensor::from_primitive(TensorPrimitive::Float(output)), probs)
 }
 
-/// A dense layer `x W + b` at every position of `x` `[batch, time, inputs]`
-/// while its weights train: burn's own forward pass and input gradient (one
-/// product per example, the same values bit for bit), and the parameter
-/// gradients over all positions at once (see [`linear`]) instead of burn's
-/// one `[inputs, outputs]` product per example, summed. `None` where that
-/// does not apply: another backend, no bias, or weights not tracked
-/// (inference and attribution, which have no parameter gradients).
+/// A dense layer `x W + b` at every position of `x` `[batch, time, inputs]`,
+/// each product one over all positions (see [`linear`]): the output, the
+/// input's gradient and, while the weights train, the parameter gradients.
+/// burn's 3-D `linear` instead runs one product per example (packing the
+/// whole weight again for a few dozen rows), and sums one `[inputs, outputs]`
+/// weight gradient per example. A row's values do not depend on the other
+/// rows of its batch (see [`linear`]), so neither do a method's scores on
+/// how it batched its evaluations. `None` on another backend.
 pub fn dense<B: Backend>(x: Tensor<B, 3>, weight: Tensor<B, 2>, bias: Option<Tensor<B, 1>>) -> Option<Tensor<B, 3>> {
-    if !applies(&x) || !weight.is_require_grad() {
+    if !applies(&x) {
         return None;
     }
-    let bias = cast::<_, Tensor<Ad, 1>>(bias?).ok()?;
-    let x = cast::<_, Tensor<Ad, 3>>(x).ok()?;
-    let weight = cast::<_, Tensor<Ad, 2>>(weight).ok()?;
-    cast(autodiff_dense(x, weight, bias)).ok()
+    // A layer without a bias (the BiLSTM's attention scorer) adds zeros.
+    let bias = bias.unwrap_or_else(|| Tensor::zeros([weight.dims()[1]], &weight.device()));
+    match cast::<_, Tensor<Ad, 3>>(x) {
+        Ok(x) => {
+            let weight = cast::<_, Tensor<Ad, 2>>(weight).ok()?;
+            let bias = cast::<_, Tensor<Ad, 1>>(bias).ok()?;
+            cast(autodiff_dense(x, weight, bias)).ok()
+        }
+        Err(x) => {
+            let x = primitive(cast::<_, Tensor<Flex, 3>>(x).ok()?);
+            let weight = primitive(cast::<_, Tensor<Flex, 2>>(weight).ok()?);
+            let bias = primitive(cast::<_, Tensor<Flex, 1>>(bias).ok()?);
+            let (shape, outputs) = (x.layout().shape(), weight.layout().shape()[1]);
+            let [batch, time, inputs] = [shape[0], shape[1], shape[2]];
+            let dims = linear::Dims { rows: batch * time, inputs, outputs };
+            let y = linear::forward(dims, &values(&x), &values(&weight), &values(&bias));
+            cast(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(flex_tensor(y, [batch, time, dims.outputs]))))
+                .ok()
+        }
+    }
 }
 
 #[derive(Debug)]
 struct DenseBackward;
 
 /// What the backward pass reads (shared with the graph, not copied): the
-/// input for the weight gradient, the weight for the input gradient.
+/// input for the weight gradient (kept only while the weight trains), the
+/// weight for the input gradient.
 #[derive(Debug, Clone)]
 struct DenseState {
     dims: linear::Dims,
-    x: FlexTensor,
+    /// The input's shape, `[batch, time, inputs]`.
+    batched_inputs: [usize; 3],
+    x: Option<FlexTensor>,
     weight: FlexTensor,
 }
 
@@ -699,18 +719,20 @@ impl Backward<Flex, 3> for DenseBackward {
     type State = DenseState;
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let DenseState { dims, x, weight } = ops.state;
+        let DenseState { dims, batched_inputs, x, weight } = ops.state;
         let grad = grads.consume::<Flex>(&ops.node);
+        let grad = values(&grad);
         let [x_node, weight_node, bias_node] = ops.parents;
-        if let Some(node) = weight_node {
-            let gradient = linear::weight_gradient(dims, &values(&x), &values(&grad));
+        if let (Some(node), Some(x)) = (weight_node, x) {
+            let gradient = linear::weight_gradient(dims, &values(&x), &grad);
             grads.register::<Flex>(node.id, flex_tensor(gradient, [dims.inputs, dims.outputs]));
         }
         if let Some(node) = bias_node {
-            grads.register::<Flex>(node.id, flex_tensor(linear::bias_gradient(dims, &values(&grad)), [dims.outputs]));
+            grads.register::<Flex>(node.id, flex_tensor(linear::bias_gradient(dims, &grad), [dims.outputs]));
         }
         if let Some(node) = x_node {
-            grads.register::<Flex>(node.id, <Flex as ModuleOps<Flex>>::linear_x_backward(weight, grad));
+            let x_grad = linear::input_gradient(dims, &grad, &values(&weight));
+            grads.register::<Flex>(node.id, flex_tensor(x_grad, batched_inputs));
         }
     }
 }
@@ -721,11 +743,16 @@ fn autodiff_dense(x: Tensor<Ad, 3>, weight: Tensor<Ad, 2>, bias: Tensor<Ad, 1>) 
     let [x, weight, bias] =
         [x.into_primitive().tensor(), weight.into_primitive().tensor(), bias.into_primitive().tensor()];
     let parents = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+    // Any weight in the graph (a trained parameter, or one computed from
+    // one), not only a leaf marked to train.
+    let weight_tracked = !weight.node.requirement.is_none();
     let (x, weight) = (x.primitive, weight.primitive);
-    let y = <Flex as ModuleOps<Flex>>::linear(x.clone(), weight.clone(), Some(bias.primitive));
+    let y = linear::forward(dims, &values(&x), &values(&weight), &values(&bias.primitive));
+    let y = flex_tensor(y, [batch, time, dims.outputs]);
     let output = match DenseBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
         OpsKind::Tracked(prep) => {
-            let state = DenseState { dims, x, weight };
+            let x = weight_tracked.then_some(x);
+            let state = DenseState { dims, batched_inputs: [batch, time, inputs], x, weight };
             prep.finish(state, y)
         }
         OpsKind::UnTracked(prep) => prep.finish(y),

@@ -20,8 +20,10 @@
 //! - [`attention`]: self-attention's `softmax(q kᵀ / √d + mask) v` for every
 //!   head, straight from the projections' layout (`grid_kernels::attention`),
 //!   reached through `Rules`;
-//! - [`dense`]: a dense layer at every position while its weights train, its
-//!   weight gradient one product over all positions (`grid_kernels::linear`);
+//! - [`dense`]: a dense layer at every position, each product (output,
+//!   input gradient, weight gradient) one over all positions, into buffers
+//!   never zero-filled, on `gemm` or a `GRID_BLAS` library
+//!   (`grid_kernels::linear`);
 //! - [`weighted_sum`]: attention pooling `Σ_t α_t h_t` (`grid_kernels::pool`),
 //!   reached through `Rules` (DeepLift's product rule: the backward from the
 //!   pair's midpoints);

@@ -10,14 +10,13 @@
 //! `grid bench --gemm` times both on the grid's own shapes.
 //!
 //! The library runs single-threaded (MKL's sequential layer, one OpenBLAS or
-//! BLIS thread), and grid splits each product that would be split over
-//! rayon's pool anyway ([`crate::matmul::Threads::Pool`]) into as many row
-//! blocks as the pool has threads, one library call each: no second thread
-//! pool (OpenMP's threads spin after each call, on the cores rayon's kernels
-//! need next), and nothing to configure. A product that a caller already
-//! runs on one of several threads at once stays in `gemm`. Since the row
-//! blocks follow the thread count, a value may differ in its last bits
-//! between runs on different numbers of threads, as with any threaded BLAS.
+//! BLIS thread) and takes the fixed blocks of rows that the dense layers
+//! split their products into, several at once on rayon's threads
+//! ([`crate::matmul::Threads::Block`]): no second thread pool (OpenMP's
+//! threads spin after each call, on the cores rayon's kernels need next),
+//! nothing to configure, and, since every block has the same shape however a
+//! batch is split or however many threads run, values that do not depend on
+//! either (a row's scores are the same in any batch, as with `gemm`).
 
 use std::ffi::c_int;
 use std::path::{Path, PathBuf};
@@ -129,16 +128,6 @@ impl Blas {
         unsafe { (self.sgemm)(ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, lhs, lda, rhs, ldb, beta, dst, ldc) };
         true
     }
-}
-
-/// Whether CBLAS can take a `m × k` by `k × n` product with these operand
-/// strides (then it can take any block of its rows too).
-pub(crate) fn takes(
-    (m, n, k): (usize, usize, usize),
-    (lhs_rs, lhs_cs): (usize, usize),
-    (rhs_rs, rhs_cs): (usize, usize),
-) -> bool {
-    layout(lhs_rs, lhs_cs, m, k).is_some() && layout(rhs_rs, rhs_cs, k, n).is_some()
 }
 
 /// How CBLAS reads a `rows × cols` row-major operand with these strides:

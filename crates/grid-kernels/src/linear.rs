@@ -1,21 +1,32 @@
 //! A dense layer applied at every position of a batch of sequences,
 //! `y = x W + b` with `x` `[rows, inputs]` (every position of every example,
 //! one row each) and `W` `[inputs, outputs]`: its output, its input's
-//! gradient and its parameter gradients, each one product over all rows into
-//! a buffer that is written, never zero-filled first.
+//! gradient and its parameter gradients, over all rows at once, into buffers
+//! that are written, never zero-filled first.
 //!
-//! burn's CPU backend runs a 3-D layer's weight gradient as one
-//! `[inputs, outputs]` product per example, summed afterwards: `batch` small
-//! products and `batch` full-size temporaries. Here `∂W = xᵀ ∂y` is one
-//! product over all rows, split into fixed blocks of input features that the
-//! threads share (never by thread count, so the threads never change a
-//! value), and `∂b` sums the rows in order. Where a `GRID_BLAS` library
-//! takes the products ([`crate::blas`]), `∂W` is one product on its threads.
+//! burn's CPU backend runs a 3-D layer as one small product per example (the
+//! whole weight packed again for a few dozen rows), and its weight gradient
+//! as one `[inputs, outputs]` product per example, summed afterwards. Here
+//! the output and the input's gradient are products over fixed blocks of
+//! [`ROWS`] rows, shared by the threads; `∂W = xᵀ ∂y` is one product over all
+//! rows, split into fixed blocks of input features; `∂b` sums the rows in
+//! order. Blocks are fixed, never one per thread, and a block always has its
+//! full size (the last one overlaps the one before, or is padded), so a row's
+//! values depend neither on the threads nor on the other rows of its batch:
+//! a method's scores are the same however its perturbations were batched.
+//! Where a `GRID_BLAS` library is set, the blocks go to it ([`crate::blas`]).
 
 use std::mem::MaybeUninit;
 
 use crate::chunks::for_each_chunk;
-use crate::matmul::{Threads, blas_in_use, product, product_into};
+use crate::matmul::{Threads, product, product_into};
+
+/// Rows per block of the output and the input's gradient: every block
+/// multiplies the whole weight, so a block is tall enough to pay for reading
+/// it, and short enough that a batch of a few hundred rows (MiniLM's 16
+/// examples of 26 pieces) gives both threads several blocks and wastes little
+/// on its last one.
+pub const ROWS: usize = 64;
 
 /// Input features per block of the weight gradient: every block multiplies
 /// the whole `∂y` (the `gemm` crate packs it once per block), so a block is
@@ -47,12 +58,26 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> 
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     assert_eq!(bias.len(), outputs, "linear: bias size");
-    let mut y = Vec::with_capacity(rows * outputs);
-    for _ in 0..rows {
-        y.extend_from_slice(bias);
-    }
-    product(Threads::Pool, true, (rows, outputs, inputs), (&mut y, outputs), x, (inputs, 1), weight, (outputs, 1));
-    y
+    by_row_blocks((rows, inputs, outputs), x, |lhs, dst| {
+        for row in dst.chunks_exact_mut(outputs) {
+            for (value, &b) in row.iter_mut().zip(bias) {
+                value.write(b);
+            }
+        }
+        // SAFETY: every value was just written.
+        let dst = unsafe { &mut *(dst as *mut [MaybeUninit<f32>] as *mut [f32]) };
+        let block_rows = dst.len() / outputs;
+        product(
+            Threads::Block,
+            true,
+            (block_rows, outputs, inputs),
+            (dst, outputs),
+            lhs,
+            (inputs, 1),
+            weight,
+            (outputs, 1),
+        );
+    })
 }
 
 /// `∂x = ∂y Wᵀ`, `[rows, inputs]` row-major, from `grad` (`∂y`)
@@ -62,17 +87,57 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     // Wᵀ: element (o, i) = weight[i·outputs + o].
-    written(rows * inputs, |dst| {
-        product_into(Threads::Pool, (rows, inputs, outputs), dst, grad, (outputs, 1), weight, (1, outputs))
+    by_row_blocks((rows, outputs, inputs), grad, |lhs, dst| {
+        let block_rows = dst.len() / inputs.max(1);
+        product_into(Threads::Block, (block_rows, inputs, outputs), dst, lhs, (outputs, 1), weight, (1, outputs))
     })
 }
 
-/// A `len`-long buffer that `fill` writes all of.
-fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
-    let mut values = Vec::with_capacity(len);
-    fill(&mut values.spare_capacity_mut()[..len]);
-    // SAFETY: `fill` is `product_into`, which writes every element.
-    unsafe { values.set_len(len) };
+/// `[rows, cols]` from `lhs` `[rows, depth]`, each [`ROWS`]-row block
+/// computed by `block(lhs rows, destination rows)` (which writes every value
+/// of its destination), the blocks on rayon's threads when there is enough
+/// work. Every call gets exactly [`ROWS`] rows: a last partial block is
+/// computed as the last [`ROWS`] rows of `lhs` (overlapping the block
+/// before), or, for fewer rows in all, padded with zero rows; the extra rows'
+/// values are dropped.
+fn by_row_blocks(
+    (rows, depth, cols): (usize, usize, usize),
+    lhs: &[f32],
+    block: impl Fn(&[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
+) -> Vec<f32> {
+    let mut values: Vec<f32> = Vec::with_capacity(rows * cols);
+    if cols == 0 || rows == 0 {
+        return values;
+    }
+    let dst = &mut values.spare_capacity_mut()[..rows * cols];
+    let parallel = rows * depth * cols >= PARALLEL_WORK;
+    let full = |first: usize, dst: &mut [MaybeUninit<f32>]| block(&lhs[first * depth..(first + ROWS) * depth], dst);
+    let chunks = |(index, dst): (usize, &mut [MaybeUninit<f32>])| {
+        let (first, count) = (index * ROWS, dst.len() / cols);
+        if count == ROWS {
+            return full(first, dst);
+        }
+        // The last block: its rows end a full block computed aside.
+        let mut aside = vec![MaybeUninit::new(0.0f32); ROWS * cols];
+        if rows >= ROWS {
+            full(rows - ROWS, &mut aside);
+            dst.copy_from_slice(&aside[(ROWS - count) * cols..]);
+        } else {
+            let mut padded = vec![0.0f32; ROWS * depth];
+            padded[..count * depth].copy_from_slice(&lhs[first * depth..]);
+            block(&padded, &mut aside);
+            dst.copy_from_slice(&aside[..count * cols]);
+        }
+    };
+    if parallel {
+        use rayon::prelude::*;
+        dst.par_chunks_mut(ROWS * cols).enumerate().for_each(chunks);
+    } else {
+        dst.chunks_mut(ROWS * cols).enumerate().for_each(chunks);
+    }
+    // SAFETY: every block wrote all of its rows (`block`'s contract, and the
+    // copies of the last one).
+    unsafe { values.set_len(rows * cols) };
     values
 }
 
@@ -82,32 +147,26 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     let Dims { rows, inputs, outputs } = dims;
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
-    // xᵀ: element (i, r) = x[r·inputs + i].
-    let parallel = rows * inputs * outputs >= PARALLEL_WORK;
-    if parallel && blas_in_use().is_some() {
-        return written(inputs * outputs, |dst| {
-            product_into(Threads::Pool, (inputs, outputs, rows), dst, x, (1, inputs), grad, (outputs, 1))
-        });
-    }
-    let mut weight = vec![0.0f32; inputs * outputs];
+    let mut weight: Vec<f32> = Vec::with_capacity(inputs * outputs);
     if outputs == 0 {
         return weight;
     }
-    for_each_chunk(&mut weight, BLOCK * outputs, parallel, |(block, dst)| {
+    let parallel = rows * inputs * outputs >= PARALLEL_WORK;
+    let dst = &mut weight.spare_capacity_mut()[..inputs * outputs];
+    let blocks = |(block, dst): (usize, &mut [MaybeUninit<f32>])| {
         let first = block * BLOCK;
         let features = dst.len() / outputs;
         // lhs = xᵀ restricted to these features: element (i, r) = x[r·inputs + first + i].
-        product(
-            Threads::One,
-            false,
-            (features, outputs, rows),
-            (dst, outputs),
-            &x[first..],
-            (1, inputs),
-            grad,
-            (outputs, 1),
-        );
-    });
+        product_into(Threads::Block, (features, outputs, rows), dst, &x[first..], (1, inputs), grad, (outputs, 1));
+    };
+    if parallel {
+        use rayon::prelude::*;
+        dst.par_chunks_mut(BLOCK * outputs).enumerate().for_each(blocks);
+    } else {
+        dst.chunks_mut(BLOCK * outputs).enumerate().for_each(blocks);
+    }
+    // SAFETY: each block's product wrote all of its features' rows.
+    unsafe { weight.set_len(inputs * outputs) };
     weight
 }
 
@@ -122,7 +181,7 @@ pub fn bias_gradient(dims: Dims, grad: &[f32]) -> Vec<f32> {
     // Columns in blocks; each block's sums run over the rows in order.
     let parallel = rows * outputs >= PARALLEL_WORK;
     for_each_chunk(&mut bias, BIAS_BLOCK, parallel, |(block, sums)| {
-        let first = block * BIAS_BLOCK;
+        let first = BIAS_BLOCK * block;
         for row in grad.chunks_exact(outputs) {
             for (sum, &g) in sums.iter_mut().zip(&row[first..]) {
                 *sum += g;
@@ -189,13 +248,52 @@ mod tests {
         }
     }
 
+    /// A row's output and input gradient are the same bits in any batch:
+    /// alone, in a batch under one block, in the last block of a larger
+    /// one, and in a middle block, for wide layers and the BiLSTM's narrow
+    /// ones (to a single output). So with `gemm` and MKL; OpenBLAS rounds a
+    /// row by where it sits in a block, so with a `GRID_BLAS` library the
+    /// rows agree to float rounding.
+    #[test]
+    fn a_rows_values_do_not_depend_on_its_batch() {
+        let same = |a: &[f32], b: &[f32], what: &str| {
+            if crate::matmul::blas_in_use().is_none() {
+                assert_eq!(a, b, "{what}");
+            } else {
+                assert_eq!(a.len(), b.len());
+                for (x, y) in a.iter().zip(b) {
+                    assert!((x - y).abs() <= 1e-5 * (1.0 + x.abs()), "{what}: {x} vs {y}");
+                }
+            }
+        };
+        for (inputs, outputs) in [(48, 40), (10, 4), (4, 1), (300, 7)] {
+            let rows = 3 * ROWS + 17;
+            let (x, weight) = (wave(rows * inputs, 0.37, 0.1), wave(inputs * outputs, 0.61, 0.4));
+            let (bias, grad) = (wave(outputs, 0.9, 0.2), wave(rows * outputs, 0.53, 0.7));
+            let all = Dims { rows, inputs, outputs };
+            let (y, x_grad) = (forward(all, &x, &weight, &bias), input_gradient(all, &grad, &weight));
+            for (first, count) in [(0, 1), (5, 9), (rows - ROWS - 3, ROWS + 3), (ROWS + 7, ROWS), (rows - 1, 1)] {
+                let part = Dims { rows: count, inputs, outputs };
+                let what = format!("{inputs} → {outputs}, rows {first}+{count}");
+                let y_part = forward(part, &x[first * inputs..(first + count) * inputs], &weight, &bias);
+                same(&y_part, &y[first * outputs..(first + count) * outputs], &format!("outputs of {what}"));
+                let g_part = input_gradient(part, &grad[first * outputs..(first + count) * outputs], &weight);
+                same(&g_part, &x_grad[first * inputs..(first + count) * inputs], &format!("input gradients of {what}"));
+            }
+        }
+    }
+
     /// The blocks are fixed, not per thread: one thread and many give the
     /// same bits.
     #[test]
     fn threads_never_change_a_value() {
         let dims = Dims { rows: 300, inputs: 96, outputs: 80 };
         let (x, grad) = (wave(300 * 96, 0.41, 0.3), wave(300 * 80, 0.29, 0.2));
-        let all = || (weight_gradient(dims, &x, &grad), bias_gradient(dims, &grad));
+        let (weight, bias) = (wave(96 * 80, 0.61, 0.4), wave(80, 0.9, 0.2));
+        let all = || {
+            let outputs = (forward(dims, &x, &weight, &bias), input_gradient(dims, &grad, &weight));
+            (outputs, weight_gradient(dims, &x, &grad), bias_gradient(dims, &grad))
+        };
         let many = all();
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(all);
         assert_eq!(many, one);

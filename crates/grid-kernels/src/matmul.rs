@@ -1,7 +1,8 @@
 //! Dense products on strided views of slices, through the `gemm` crate that
-//! burn's CPU backend uses (it picks its SIMD kernels at run time), or a
-//! products split over the pool, a CBLAS library named by `GRID_BLAS`
-//! ([`crate::blas`]). Shared by the kernels that multiply inside a fused pass.
+//! burn's CPU backend uses (it picks its SIMD kernels at run time), or, for
+//! the fixed blocks of the dense layers ([`Threads::Block`]), a CBLAS library
+//! named by `GRID_BLAS` ([`crate::blas`]). Shared by the kernels that multiply
+//! inside a fused pass.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,12 @@ pub(crate) enum Threads {
     One,
     /// Over rayon's threads, as the `gemm` crate splits it.
     Pool,
+    /// On the calling thread, one of a caller's fixed blocks (several run at
+    /// once): in the `GRID_BLAS` library where one is set (it runs
+    /// single-threaded), else as [`Threads::One`]. A block of a fixed shape
+    /// takes the same path whatever else runs, so its values do not depend
+    /// on how a batch was split.
+    Block,
 }
 
 /// [`gemm`] on the given threads.
@@ -108,8 +115,8 @@ fn check(
     assert!((k - 1) * rhs_rs + (n - 1) * rhs_cs < rhs_len, "gemm: right operand too small");
 }
 
-/// Whether products split over the pool may go to the `GRID_BLAS` library
-/// (on by default; `grid bench --gemm` turns it off to time `gemm` beside it).
+/// Whether blocks may go to the `GRID_BLAS` library (on by default;
+/// `grid bench --gemm` turns it off to time `gemm` beside it).
 static BLAS_ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Lets (`true`) or keeps (`false`) products from the `GRID_BLAS` library.
@@ -117,60 +124,12 @@ pub fn set_blas_enabled(enabled: bool) {
     BLAS_ENABLED.store(enabled, Ordering::Relaxed);
 }
 
-/// The library that products split over the pool go to, if any.
+/// The library that blocks go to, if any.
 pub fn blas_in_use() -> Option<&'static blas::Blas> {
     if !BLAS_ENABLED.load(Ordering::Relaxed) {
         return None;
     }
     blas::active().ok().flatten()
-}
-
-/// Rows per block below which a product is not split over threads.
-const MIN_BLOCK_ROWS: usize = 32;
-
-/// A product as one library call per block of rows, the blocks on rayon's
-/// threads (one per thread); `false` where the library cannot take the
-/// operands' strides (nothing done) or a size past its `int`s.
-///
-/// # Safety
-/// As [`raw`]'s.
-unsafe fn on_row_blocks(
-    library: &blas::Blas,
-    accumulate: bool,
-    (m, n, k): (usize, usize, usize),
-    (dst, dst_rs): (*mut f32, usize),
-    (lhs, lhs_rs, lhs_cs): (*const f32, usize, usize),
-    (rhs, rhs_rs, rhs_cs): (*const f32, usize, usize),
-) -> bool {
-    if !blas::takes((m, n, k), (lhs_rs, lhs_cs), (rhs_rs, rhs_cs)) {
-        return false;
-    }
-    let blocks = rayon::current_num_threads().min(m / MIN_BLOCK_ROWS).max(1);
-    // Rows split evenly, in multiples of 8 (whole SIMD lanes of a column).
-    let per_block = m.div_ceil(blocks).next_multiple_of(8);
-    // Pointers cross to rayon's threads as addresses: each block writes its
-    // own rows of `dst` only.
-    let (dst_at, lhs_at, rhs_at) = (dst as usize, lhs as usize, rhs as usize);
-    let taken = std::sync::atomic::AtomicBool::new(true);
-    rayon::scope(|scope| {
-        for first in (0..m).step_by(per_block) {
-            let rows = per_block.min(m - first);
-            let taken = &taken;
-            scope.spawn(move |_| {
-                let dst = (dst_at as *mut f32).wrapping_add(first * dst_rs);
-                let lhs = (lhs_at as *const f32).wrapping_add(first * lhs_rs);
-                // SAFETY: the caller's contract, for rows `first..first + rows`.
-                let rhs = (rhs_at as *const f32, rhs_rs, rhs_cs);
-                let ok = unsafe { library.sgemm(accumulate, (rows, n, k), (dst, dst_rs), (lhs, lhs_rs, lhs_cs), rhs) };
-                if !ok {
-                    taken.store(false, Ordering::Relaxed);
-                }
-            });
-        }
-    });
-    // The strides suit every block (`takes`), and a block is no larger than
-    // the whole, so a block is refused only for sizes no block can take.
-    taken.into_inner()
 }
 
 /// # Safety
@@ -187,15 +146,15 @@ unsafe fn raw(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    if threads == Threads::Pool
+    if threads == Threads::Block
         && let Some(library) = blas_in_use()
         // SAFETY: the caller's contract.
-        && unsafe { on_row_blocks(library, accumulate, (m, n, k), (dst, dst_rs), (lhs, lhs_rs, lhs_cs), (rhs, rhs_rs, rhs_cs)) }
+        && unsafe { library.sgemm(accumulate, (m, n, k), (dst, dst_rs), (lhs, lhs_rs, lhs_cs), (rhs, rhs_rs, rhs_cs)) }
     {
         return;
     }
     let parallelism = match threads {
-        Threads::One => gemm::Parallelism::None,
+        Threads::One | Threads::Block => gemm::Parallelism::None,
         Threads::Pool => gemm::Parallelism::Rayon(0),
     };
     // SAFETY: the caller's contract.

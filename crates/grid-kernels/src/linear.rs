@@ -7,26 +7,40 @@
 //! burn's CPU backend runs a 3-D layer as one small product per example (the
 //! whole weight packed again for a few dozen rows), and its weight gradient
 //! as one `[inputs, outputs]` product per example, summed afterwards. Here
-//! the output and the input's gradient are products over fixed blocks of
-//! [`ROWS`] rows, shared by the threads; `∂W = xᵀ ∂y` is one product over all
-//! rows, split into fixed blocks of input features; `∂b` sums the rows in
-//! order. Blocks are fixed, never one per thread, and a block always has its
-//! full size (the last one overlaps the one before, or is padded), so a row's
-//! values depend neither on the threads nor on the other rows of its batch:
-//! a method's scores are the same however its perturbations were batched.
-//! Where a `GRID_BLAS` library is set, the blocks go to it ([`crate::blas`]).
+//! the output and the input's gradient are one product over all rows (with
+//! a `GRID_BLAS` library, [`crate::blas`]: fixed blocks of [`ROWS`] rows that
+//! the threads share); `∂W = xᵀ ∂y` is one product over all rows, split into
+//! fixed blocks of input features; `∂b` sums the rows in order.
+//!
+//! A row's values depend neither on the threads nor on the other rows of its
+//! batch, so a method's scores are the same however it batched its
+//! evaluations (`internal_batch_size`, `perturbations_per_eval`: in no cache
+//! key). `gemm` computes a row the same way wherever it sits and however many
+//! rows there are, except on its paths for few rows (a matrix-vector product
+//! for one row, smaller depth blocks for at most 64 rows and columns, another
+//! kernel for at most 256 values in all): so a product has at least
+//! [`min_rows`] rows, padded with zero rows where the batch has fewer. A
+//! library's kernels may round by the shape, so there every block has
+//! exactly [`ROWS`] rows (the last one overlaps the one before, or is padded).
+//! `tests::a_rows_values_do_not_depend_on_its_batch` holds both to it.
 
 use std::mem::MaybeUninit;
 
 use crate::chunks::for_each_chunk;
-use crate::matmul::{Threads, product, product_into};
+use crate::matmul::{Threads, blas_in_use, product, product_into};
 
-/// Rows per block of the output and the input's gradient: every block
-/// multiplies the whole weight, so a block is tall enough to pay for reading
-/// it, and short enough that a batch of a few hundred rows (MiniLM's 16
-/// examples of 26 pieces) gives both threads several blocks and wastes little
-/// on its last one.
+/// Rows per block of the output and the input's gradient with a `GRID_BLAS`
+/// library: every block multiplies the whole weight, so a block is tall
+/// enough to pay for reading it, and short enough that a batch of a few
+/// hundred rows (MiniLM's 16 examples of 26 pieces) gives both threads
+/// several blocks and wastes little on its last one.
 pub const ROWS: usize = 64;
+
+/// The fewest rows of a `gemm` product with `cols` columns that keep it off
+/// `gemm`'s paths for small products (see the module's docs).
+pub fn min_rows(cols: usize) -> usize {
+    65.max(256 / cols.max(1) + 1)
+}
 
 /// Input features per block of the weight gradient: every block multiplies
 /// the whole `∂y` (the `gemm` crate packs it once per block), so a block is
@@ -58,7 +72,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> 
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     assert_eq!(bias.len(), outputs, "linear: bias size");
-    by_row_blocks((rows, inputs, outputs), x, |lhs, dst| {
+    by_row_blocks((rows, inputs, outputs), x, |threads, lhs, dst| {
         for row in dst.chunks_exact_mut(outputs) {
             for (value, &b) in row.iter_mut().zip(bias) {
                 value.write(b);
@@ -67,16 +81,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> 
         // SAFETY: every value was just written.
         let dst = unsafe { &mut *(dst as *mut [MaybeUninit<f32>] as *mut [f32]) };
         let block_rows = dst.len() / outputs;
-        product(
-            Threads::Block,
-            true,
-            (block_rows, outputs, inputs),
-            (dst, outputs),
-            lhs,
-            (inputs, 1),
-            weight,
-            (outputs, 1),
-        );
+        product(threads, true, (block_rows, outputs, inputs), (dst, outputs), lhs, (inputs, 1), weight, (outputs, 1));
     })
 }
 
@@ -87,56 +92,69 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     // Wᵀ: element (o, i) = weight[i·outputs + o].
-    by_row_blocks((rows, outputs, inputs), grad, |lhs, dst| {
+    by_row_blocks((rows, outputs, inputs), grad, |threads, lhs, dst| {
         let block_rows = dst.len() / inputs.max(1);
-        product_into(Threads::Block, (block_rows, inputs, outputs), dst, lhs, (outputs, 1), weight, (1, outputs))
+        product_into(threads, (block_rows, inputs, outputs), dst, lhs, (outputs, 1), weight, (1, outputs))
     })
 }
 
-/// `[rows, cols]` from `lhs` `[rows, depth]`, each [`ROWS`]-row block
-/// computed by `block(lhs rows, destination rows)` (which writes every value
-/// of its destination), the blocks on rayon's threads when there is enough
-/// work. Every call gets exactly [`ROWS`] rows: a last partial block is
-/// computed as the last [`ROWS`] rows of `lhs` (overlapping the block
-/// before), or, for fewer rows in all, padded with zero rows; the extra rows'
-/// values are dropped.
+/// `[rows, cols]` from `lhs` `[rows, depth]` by `product(threads, lhs rows,
+/// destination rows)`, which writes every value of its destination. With
+/// `gemm`: one product over the pool's threads, of at least [`min_rows`]
+/// rows (fewer are padded with zero rows, whose values are dropped). With a
+/// `GRID_BLAS` library: one call per block of exactly [`ROWS`] rows, the
+/// blocks on rayon's threads when there is enough work; a last partial block
+/// is computed as the last [`ROWS`] rows of `lhs` (overlapping the block
+/// before), or, for fewer rows in all, padded.
 fn by_row_blocks(
     (rows, depth, cols): (usize, usize, usize),
     lhs: &[f32],
-    block: impl Fn(&[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
+    product: impl Fn(Threads, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
 ) -> Vec<f32> {
     let mut values: Vec<f32> = Vec::with_capacity(rows * cols);
     if cols == 0 || rows == 0 {
         return values;
     }
     let dst = &mut values.spare_capacity_mut()[..rows * cols];
-    let parallel = rows * depth * cols >= PARALLEL_WORK;
-    let full = |first: usize, dst: &mut [MaybeUninit<f32>]| block(&lhs[first * depth..(first + ROWS) * depth], dst);
-    let chunks = |(index, dst): (usize, &mut [MaybeUninit<f32>])| {
-        let (first, count) = (index * ROWS, dst.len() / cols);
-        if count == ROWS {
-            return full(first, dst);
-        }
-        // The last block: its rows end a full block computed aside.
-        let mut aside = vec![MaybeUninit::new(0.0f32); ROWS * cols];
-        if rows >= ROWS {
-            full(rows - ROWS, &mut aside);
-            dst.copy_from_slice(&aside[(ROWS - count) * cols..]);
-        } else {
-            let mut padded = vec![0.0f32; ROWS * depth];
-            padded[..count * depth].copy_from_slice(&lhs[first * depth..]);
-            block(&padded, &mut aside);
-            dst.copy_from_slice(&aside[..count * cols]);
-        }
+    // `count` rows of `lhs` from `first` as a product of `at_least` rows.
+    let padded = |threads: Threads, first: usize, count: usize, at_least: usize, dst: &mut [MaybeUninit<f32>]| {
+        let mut lhs_rows = vec![0.0f32; at_least * depth];
+        lhs_rows[..count * depth].copy_from_slice(&lhs[first * depth..(first + count) * depth]);
+        let mut aside = vec![MaybeUninit::new(0.0f32); at_least * cols];
+        product(threads, &lhs_rows, &mut aside);
+        dst.copy_from_slice(&aside[..count * cols]);
     };
-    if parallel {
-        use rayon::prelude::*;
-        dst.par_chunks_mut(ROWS * cols).enumerate().for_each(chunks);
+    if blas_in_use().is_none() {
+        let at_least = min_rows(cols);
+        if rows >= at_least {
+            product(Threads::Pool, lhs, dst);
+        } else {
+            padded(Threads::Pool, 0, rows, at_least, dst);
+        }
     } else {
-        dst.chunks_mut(ROWS * cols).enumerate().for_each(chunks);
+        let parallel = rows * depth * cols >= PARALLEL_WORK;
+        let blocks = |(index, dst): (usize, &mut [MaybeUninit<f32>])| {
+            let (first, count) = (index * ROWS, dst.len() / cols);
+            if count == ROWS {
+                product(Threads::Block, &lhs[first * depth..(first + ROWS) * depth], dst);
+            } else if rows >= ROWS {
+                // The last block: its rows end a full block computed aside.
+                let mut aside = vec![MaybeUninit::new(0.0f32); ROWS * cols];
+                product(Threads::Block, &lhs[(rows - ROWS) * depth..], &mut aside);
+                dst.copy_from_slice(&aside[(ROWS - count) * cols..]);
+            } else {
+                padded(Threads::Block, first, count, ROWS, dst);
+            }
+        };
+        if parallel {
+            use rayon::prelude::*;
+            dst.par_chunks_mut(ROWS * cols).enumerate().for_each(blocks);
+        } else {
+            dst.chunks_mut(ROWS * cols).enumerate().for_each(blocks);
+        }
     }
-    // SAFETY: every block wrote all of its rows (`block`'s contract, and the
-    // copies of the last one).
+    // SAFETY: every product wrote all of its destination (`product`'s
+    // contract, and the copies of padded and overlapping blocks).
     unsafe { values.set_len(rows * cols) };
     values
 }
@@ -266,13 +284,15 @@ mod tests {
                 }
             }
         };
-        for (inputs, outputs) in [(48, 40), (10, 4), (4, 1), (300, 7)] {
-            let rows = 3 * ROWS + 17;
+        for (inputs, outputs) in [(48, 40), (10, 4), (4, 1), (40, 3), (300, 7), (600, 7), (384, 96), (600, 70)] {
+            let rows = 3 * min_rows(outputs).max(min_rows(inputs)).max(ROWS) + 17;
             let (x, weight) = (wave(rows * inputs, 0.37, 0.1), wave(inputs * outputs, 0.61, 0.4));
             let (bias, grad) = (wave(outputs, 0.9, 0.2), wave(rows * outputs, 0.53, 0.7));
             let all = Dims { rows, inputs, outputs };
             let (y, x_grad) = (forward(all, &x, &weight, &bias), input_gradient(all, &grad, &weight));
-            for (first, count) in [(0, 1), (5, 9), (rows - ROWS - 3, ROWS + 3), (ROWS + 7, ROWS), (rows - 1, 1)] {
+            for (first, count) in
+                [(0, 1), (5, 9), (rows - ROWS - 3, ROWS + 3), (ROWS + 7, ROWS), (rows - 1, 1), (3, rows - 3)]
+            {
                 let part = Dims { rows: count, inputs, outputs };
                 let what = format!("{inputs} → {outputs}, rows {first}+{count}");
                 let y_part = forward(part, &x[first * inputs..(first + count) * inputs], &weight, &bias);

@@ -75,13 +75,14 @@ pub fn fma_flops(threads: usize, seconds: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// Any x86-64 CPU of the last fifteen years does more than a GFLOP/s per
-    /// core with SIMD multiply-adds, and none does a TFLOP/s per core: a count
-    /// that is off by the lane width or the chains shows here.
+    /// No CPU does a TFLOP/s per core, so a count that is off by the lane
+    /// width or the chains shows here; the floor is low enough for an
+    /// emulated CPU (CI runs the tests under QEMU too), high enough to catch a
+    /// loop that did not run.
     #[test]
     fn the_ceiling_is_in_a_plausible_range() {
         let flops = fma_flops(1, 0.05);
         eprintln!("{:.1} GFLOP/s on one thread", flops / 1e9);
-        assert!((1e9..1e12).contains(&flops), "{flops} flop/s on one thread");
+        assert!((1e6..1e12).contains(&flops), "{flops} flop/s on one thread");
     }
 }

@@ -384,7 +384,28 @@ pub fn markdown(context: &super::BenchContext, roofline: &Roofline) -> String {
             ratio(taken_rate, torch),
         ));
     }
+    if let Some(verdict) = blas_verdict(&roofline.rows) {
+        out.push_str(&format!("\n{verdict}\n"));
+    }
     out
+}
+
+/// Whether the `GRID_BLAS` library pays here: its rate over every timed
+/// product (each weighted by its work in a model's pass) against `gemm`'s.
+pub fn blas_verdict(rows: &[GemmRow]) -> Option<String> {
+    let all: Vec<&GemmRow> = rows.iter().collect();
+    let gemm = model_rate(&all, |r| Some(r.grid))?;
+    let blas = model_rate(&all, |r| r.grid_blas)?;
+    let ratio = blas / gemm;
+    Some(if ratio >= 1.05 {
+        format!("GRID_BLAS runs these products at {ratio:.2}× gemm's rate: keep it set on this machine.")
+    } else if ratio <= 0.95 {
+        format!("GRID_BLAS runs these products at {ratio:.2}× gemm's rate: unset it on this machine.")
+    } else {
+        format!(
+            "GRID_BLAS runs these products at {ratio:.2}× gemm's rate: within this measurement's noise; either will do."
+        )
+    })
 }
 
 #[cfg(test)]
@@ -427,6 +448,23 @@ mod tests {
         let got = model_rate(&[&light, &heavy], |r| Some(r.grid)).unwrap();
         assert!((got - expected).abs() < 1e-9, "{got} vs {expected}");
         assert_eq!(model_rate(&[&light], |r| r.torch), None, "no torch rate, no model rate");
+    }
+
+    /// The verdict weighs products by their work and needs the library's
+    /// column.
+    #[test]
+    fn the_verdict_says_whether_the_library_pays() {
+        let row = |grid: f64, grid_blas: Option<f64>| GemmRow {
+            shape: shape(Phase::Train),
+            grid,
+            grid_blas,
+            single_matmuls: grid,
+            torch: None,
+        };
+        assert_eq!(blas_verdict(&[row(50.0, None)]), None);
+        assert!(blas_verdict(&[row(50.0, Some(150.0))]).unwrap().contains("3.00× gemm's rate: keep it set"));
+        assert!(blas_verdict(&[row(100.0, Some(80.0))]).unwrap().contains("unset it"));
+        assert!(blas_verdict(&[row(100.0, Some(101.0))]).unwrap().contains("either will do"));
     }
 
     /// The timed pass runs the products it counts: on the CPU backend, a

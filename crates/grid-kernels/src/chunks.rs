@@ -5,11 +5,11 @@ use rayon::prelude::*;
 /// `f(index, chunk)` for each `chunk`-long piece of `out` (the last may be
 /// shorter), on rayon's threads when `parallel`, else in order. Each piece
 /// is computed the same way either way, so the split never changes a value.
-pub(crate) fn for_each_chunk(
-    out: &mut [f32],
+pub(crate) fn for_each_chunk<T: Send>(
+    out: &mut [T],
     chunk: usize,
     parallel: bool,
-    f: impl Fn((usize, &mut [f32])) + Sync + Send,
+    f: impl Fn((usize, &mut [T])) + Sync + Send,
 ) {
     if parallel {
         out.par_chunks_mut(chunk).enumerate().for_each(f);

@@ -146,12 +146,7 @@ fn by_row_blocks(
                 padded(Threads::Block, first, count, ROWS, dst);
             }
         };
-        if parallel {
-            use rayon::prelude::*;
-            dst.par_chunks_mut(ROWS * cols).enumerate().for_each(blocks);
-        } else {
-            dst.chunks_mut(ROWS * cols).enumerate().for_each(blocks);
-        }
+        for_each_chunk(dst, ROWS * cols, parallel, blocks);
     }
     // SAFETY: every product wrote all of its destination (`product`'s
     // contract, and the copies of padded and overlapping blocks).
@@ -177,12 +172,7 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
         // lhs = xᵀ restricted to these features: element (i, r) = x[r·inputs + first + i].
         product_into(Threads::Block, (features, outputs, rows), dst, &x[first..], (1, inputs), grad, (outputs, 1));
     };
-    if parallel {
-        use rayon::prelude::*;
-        dst.par_chunks_mut(BLOCK * outputs).enumerate().for_each(blocks);
-    } else {
-        dst.chunks_mut(BLOCK * outputs).enumerate().for_each(blocks);
-    }
+    for_each_chunk(dst, BLOCK * outputs, parallel, blocks);
     // SAFETY: each block's product wrote all of its features' rows.
     unsafe { weight.set_len(inputs * outputs) };
     weight

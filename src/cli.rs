@@ -1087,9 +1087,7 @@ fn bench(
     let context = crate::bench::context(compute, &common.grid);
     print!("{}", crate::bench::markdown(&context, &rows));
     if let Some(path) = json {
-        let value = serde_json::json!({ "context": context, "rows": rows });
-        let text = serde_json::to_string_pretty(&value).map_err(runtime)?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)?;
+        write_json(&path, &serde_json::json!({ "context": context, "rows": rows }))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1147,11 +1145,15 @@ fn bench_gemm(
     let context = crate::bench::context(compute, &common.grid);
     print!("{}", gemm::markdown(&context, &roofline));
     if let Some(path) = json {
-        let value = serde_json::json!({ "context": context, "roofline": roofline });
-        let text = serde_json::to_string_pretty(&value).map_err(runtime)?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)?;
+        write_json(&path, &serde_json::json!({ "context": context, "roofline": roofline }))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A benchmark's `--json` file.
+fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(runtime)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)
 }
 
 /// Shortcut models that failed verification are marked in every table; say so

@@ -77,22 +77,31 @@ fn a_grid_on_libtorch_reaches_flex_verdicts_and_scores() {
 
     // Trained on LibTorch too: its kernels sum in another order, so the weights
     // differ in the last bits after 60–80 steps, and a score over 30 examples
-    // may move by an example or two. The verdicts stay.
+    // may move by an example or two (0.1). The verdicts stay. The gradient
+    // means, which rounding orders even on one model (above), get twice that:
+    // on an AVX2-only AMD EPYC, `tiny-bert … gradl-mean` moved by three
+    // examples of 29 (0.103) and no other cell moved at all.
     let trained = GridTest::new(QUICKSTART_SMALL);
     let outcome = trained.run_with(libtorch());
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
     let passed = |csv: &str| csv.lines().map(|l| l.contains(",true")).collect::<Vec<_>>();
     assert_eq!(passed(&verification(&flex)), passed(&verification(&trained)));
-    let off = differing(&results(&flex), &results(&trained), 0.1);
+    let off: Vec<_> = differing(&results(&flex), &results(&trained), 0.1)
+        .into_iter()
+        .filter(|(cell, a, b)| !(cell.contains("-mean,") && (a - b).abs() <= 0.2))
+        .collect();
     assert!(off.is_empty(), "scores after training on libtorch differ (cell, flex, libtorch): {off:#?}");
 }
 
 /// `--precision bf16-mixed` on the small grid, both architectures trained
 /// and explained with bf16 products: the verdicts of f32 on LibTorch, and
-/// every score cell within 0.1 (bf16's rounding moves the training path; a
-/// cell is a share of 29–30 examples, so 0.1 is three of them; measured on an
-/// AMD EPYC with AVX-512 BF16: 0.034, one example). The precision is in the
-/// model steps' keys.
+/// scores close to f32's. bf16's rounding moves the training path, by how
+/// much depends on the CPU's bf16 support (a cell is a share of 29–30
+/// examples): on an AMD EPYC with AVX-512 BF16 the largest cell moved by
+/// 0.034 (one example); on an AVX2-only AMD EPYC (no native bf16) the BiLSTM
+/// trains to a visibly different model: largest cell 0.167 (five examples),
+/// mean over the 32 cells 0.043. So: every cell within 0.25, and the mean
+/// within 0.07 (two examples). The precision is in the model steps' keys.
 #[test]
 fn bf16_mixed_reaches_the_f32_verdicts_and_scores() {
     let f32_run = GridTest::new(QUICKSTART_SMALL);
@@ -105,10 +114,13 @@ fn bf16_mixed_reaches_the_f32_verdicts_and_scores() {
     let passed = |csv: &str| csv.lines().map(|l| l.contains(",true")).collect::<Vec<_>>();
     assert_eq!(passed(&verification(&f32_run)), passed(&verification(&mixed)));
     let (a, b) = (results(&f32_run), results(&mixed));
-    let worst = a.iter().filter(|(_, x)| !x.is_nan()).map(|(cell, x)| (x - b[cell]).abs()).fold(0.0, f64::max);
-    eprintln!("largest difference of a cell, bf16-mixed vs f32: {worst}");
-    let off = differing(&a, &b, 0.1);
+    let gaps: Vec<f64> = a.iter().filter(|(_, x)| !x.is_nan()).map(|(cell, x)| (x - b[cell]).abs()).collect();
+    let worst = gaps.iter().copied().fold(0.0, f64::max);
+    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+    eprintln!("difference of a cell, bf16-mixed vs f32: largest {worst}, mean {mean} over {} cells", gaps.len());
+    let off = differing(&a, &b, 0.25);
     assert!(off.is_empty(), "scores under bf16-mixed differ (cell, f32, bf16-mixed): {off:#?}");
+    assert!(mean <= 0.07, "scores under bf16-mixed differ by {mean} on average (over {} cells)", gaps.len());
     // Each train step's precision, from its manifest's parameters.
     let precisions = |t: &GridTest| {
         let mut found = Vec::new();

@@ -456,6 +456,12 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     {
         eprintln!("device: {} (--device auto: {why})", compute.device);
     }
+    if let Some(choice) = grid_kernels::blas::auto_choice()
+        && verbosity > Verbosity::Quiet
+        && (command == "run" || command == "plan")
+    {
+        eprintln!("note: {}", choice.describe());
+    }
     if command == "run" || command == "step" {
         prepare_kernel_cache(&common, compute, command == "run" && verbosity > Verbosity::Quiet)?;
     }
@@ -1141,7 +1147,8 @@ fn bench_gemm(
         })
         .collect();
     let blas = grid_kernels::matmul::blas_in_use().map(|library| library.path().display().to_string());
-    let roofline = gemm::Roofline { threads, peak, rows, torch_note, blas };
+    let auto = grid_kernels::blas::auto_choice().map(|choice| choice.describe());
+    let roofline = gemm::Roofline { threads, peak, rows, torch_note, blas, auto };
     let context = crate::bench::context(compute, &common.grid);
     print!("{}", gemm::markdown(&context, &roofline));
     if let Some(path) = json {

@@ -109,6 +109,42 @@ fn plan_says_what_is_cached_and_why_the_rest_runs() {
     assert!(line("synth/gen/op").starts_with("cached"), "{plan}");
 }
 
+/// `GRID_BLAS=auto`: the first `plan` times the libraries it is given
+/// against `gemm` and says what it chose; the next reads the choice back
+/// for this machine instead of measuring again. (Against Debian's OpenBLAS
+/// where installed, as in CI; a candidate that is not there is skipped.)
+#[test]
+fn grid_blas_auto_measures_once_and_says_what_it_chose() {
+    let t = GridTest::new(TINY);
+    let memory = t.path().join("blas-choice.tsv");
+    let openblas = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0";
+    let candidates = format!("{}:{openblas}", t.path().join("no/libmkl_rt.so.2").display());
+    let plan = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
+            .args(["plan", "grid.toml"])
+            .current_dir(t.path())
+            .env("GRID_BLAS", "auto")
+            .env("GRID_BLAS_CANDIDATES", &candidates)
+            .env("GRID_BLAS_MEMORY", &memory)
+            .output()
+            .expect("run grid");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        stderr
+            .lines()
+            .find(|l| l.starts_with("note: GRID_BLAS=auto: "))
+            .unwrap_or_else(|| panic!("{stderr}"))
+            .to_owned()
+    };
+    let first = plan();
+    assert!(first.ends_with(&format!("measured now, remembered in {}", memory.display())), "{first}");
+    let chosen = first.split(';').next().unwrap();
+    assert!(std::fs::read_to_string(&memory).unwrap().lines().count() == 1);
+    let second = plan();
+    assert!(second.contains("as measured before on this machine"), "{second}");
+    assert_eq!(second.split(';').next().unwrap().split(" (").next(), chosen.split(" (").next(), "the same choice");
+}
+
 /// `--device auto` (the default) says where the run goes and why: on a
 /// machine (or a build) without a GPU, the CPU.
 #[test]

@@ -117,6 +117,8 @@ pub struct Roofline {
     pub torch_note: Option<String>,
     /// The `GRID_BLAS` library, when set.
     pub blas: Option<String>,
+    /// What `GRID_BLAS=auto` chose and why, when asked.
+    pub auto: Option<String>,
 }
 
 /// What the bench is asked.
@@ -327,6 +329,9 @@ pub fn markdown(context: &super::BenchContext, roofline: &Roofline) -> String {
         out.push_str(&format!("torch not measured: {note}\n\n"));
     }
     let blas = roofline.blas.is_some();
+    if let Some(auto) = &roofline.auto {
+        out.push_str(&format!("{auto}\n\n"));
+    }
     if let Some(path) = &roofline.blas {
         out.push_str(&format!("GRID_BLAS: {path}\n\n"));
     }

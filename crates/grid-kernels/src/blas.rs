@@ -7,16 +7,20 @@
 //!
 //! Which is faster depends on the CPU (`gemm`'s AVX-512 kernels against
 //! MKL's on an Intel Xeon, say), so the choice is a measurement:
-//! `grid bench --gemm` times both on the grid's own shapes.
+//! `GRID_BLAS=auto` makes it ([`auto`]: the libraries found, timed against
+//! `gemm`, the choice remembered per machine), and `grid bench --gemm`
+//! shows it on the grid's own shapes.
 //!
 //! The library runs single-threaded (MKL's sequential layer, one OpenBLAS or
 //! BLIS thread) and takes the fixed blocks of rows that the dense layers
 //! split their products into, several at once on rayon's threads
-//! ([`crate::matmul::Threads::Block`]): no second thread pool (OpenMP's
+//! (`matmul::Threads::Block`): no second thread pool (OpenMP's
 //! threads spin after each call, on the cores rayon's kernels need next),
 //! nothing to configure, and, since every block has the same shape however a
 //! batch is split or however many threads run, values that do not depend on
 //! either (a row's scores are the same in any batch, as with `gemm`).
+
+pub mod auto;
 
 use std::ffi::c_int;
 use std::path::{Path, PathBuf};
@@ -144,14 +148,41 @@ fn layout(rs: usize, cs: usize, rows: usize, cols: usize) -> Option<(c_int, c_in
     }
 }
 
-/// The library [`ENV`] names, loaded once; `None` when unset or empty.
+/// What [`ENV`] asks for, resolved once per process.
+enum Resolved {
+    Unset,
+    Path(Blas),
+    Auto(auto::Choice),
+}
+
+fn resolved() -> &'static Result<Resolved, String> {
+    static RESOLVED: OnceLock<Result<Resolved, String>> = OnceLock::new();
+    RESOLVED.get_or_init(|| match std::env::var_os(ENV) {
+        Some(value) if value == auto::AUTO => Ok(Resolved::Auto(auto::from_env())),
+        Some(path) if !path.is_empty() => {
+            Blas::open(Path::new(&path)).map(Resolved::Path).map_err(|e| format!("{ENV}={e}"))
+        }
+        _ => Ok(Resolved::Unset),
+    })
+}
+
+/// The library [`ENV`] names (a path, or `auto`: see [`auto`]), loaded
+/// once; `None` when unset or empty, or when `auto` kept `gemm`.
 pub fn active() -> Result<Option<&'static Blas>, String> {
-    static LOADED: OnceLock<Result<Option<Blas>, String>> = OnceLock::new();
-    let loaded = LOADED.get_or_init(|| match std::env::var_os(ENV) {
-        Some(path) if !path.is_empty() => Blas::open(Path::new(&path)).map(Some).map_err(|e| format!("{ENV}={e}")),
-        _ => Ok(None),
-    });
-    loaded.as_ref().map(Option::as_ref).map_err(Clone::clone)
+    match resolved() {
+        Ok(Resolved::Unset) => Ok(None),
+        Ok(Resolved::Path(library)) => Ok(Some(library)),
+        Ok(Resolved::Auto(choice)) => Ok(choice.library),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// What `GRID_BLAS=auto` chose in this process (measuring it on first use).
+pub fn auto_choice() -> Option<&'static auto::Choice> {
+    match resolved() {
+        Ok(Resolved::Auto(choice)) => Some(choice),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::blas::Blas;
 use crate::chunks::for_each_chunk;
 use crate::matmul::{Threads, blas_in_use, product, product_into};
 
@@ -54,6 +55,9 @@ const BIAS_BLOCK: usize = 256;
 /// Below this many multiply-adds a gradient is computed on one thread.
 const PARALLEL_WORK: usize = 1 << 20;
 
+/// The CBLAS library a layer's blocks run in; `None`: the `gemm` crate.
+pub(crate) type Library = Option<&'static Blas>;
+
 /// The shape of a dense layer's batch: `rows` positions of `inputs` features
 /// in, `outputs` out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,11 +72,16 @@ pub struct Dims {
 /// the bias and the product is added to it (no zero fill, no second pass for
 /// the bias).
 pub fn forward(dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> {
+    forward_on(blas_in_use(), dims, x, weight, bias)
+}
+
+/// [`forward`] with the blocks in `library` (`None`: `gemm`).
+pub(crate) fn forward_on(library: Library, dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> {
     let Dims { rows, inputs, outputs } = dims;
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     assert_eq!(bias.len(), outputs, "linear: bias size");
-    by_row_blocks((rows, inputs, outputs), x, |threads, lhs, dst| {
+    by_row_blocks(library, (rows, inputs, outputs), x, |threads, lhs, dst| {
         for row in dst.chunks_exact_mut(outputs) {
             for (value, &b) in row.iter_mut().zip(bias) {
                 value.write(b);
@@ -88,11 +97,16 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32], bias: &[f32]) -> Vec<f32> 
 /// `∂x = ∂y Wᵀ`, `[rows, inputs]` row-major, from `grad` (`∂y`)
 /// `[rows, outputs]` and `weight` `[inputs, outputs]`.
 pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
+    input_gradient_on(blas_in_use(), dims, grad, weight)
+}
+
+/// [`input_gradient`] with the blocks in `library` (`None`: `gemm`).
+pub(crate) fn input_gradient_on(library: Library, dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     let Dims { rows, inputs, outputs } = dims;
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
     assert_eq!(weight.len(), inputs * outputs, "linear: weight size");
     // Wᵀ: element (o, i) = weight[i·outputs + o].
-    by_row_blocks((rows, outputs, inputs), grad, |threads, lhs, dst| {
+    by_row_blocks(library, (rows, outputs, inputs), grad, |threads, lhs, dst| {
         let block_rows = dst.len() / inputs.max(1);
         product_into(threads, (block_rows, inputs, outputs), dst, lhs, (outputs, 1), weight, (1, outputs))
     })
@@ -107,6 +121,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 /// is computed as the last [`ROWS`] rows of `lhs` (overlapping the block
 /// before), or, for fewer rows in all, padded.
 fn by_row_blocks(
+    library: Library,
     (rows, depth, cols): (usize, usize, usize),
     lhs: &[f32],
     product: impl Fn(Threads, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
@@ -124,7 +139,7 @@ fn by_row_blocks(
         product(threads, &lhs_rows, &mut aside);
         dst.copy_from_slice(&aside[..count * cols]);
     };
-    if blas_in_use().is_none() {
+    if library.is_none() {
         let at_least = min_rows(cols);
         if rows >= at_least {
             product(Threads::Pool, lhs, dst);
@@ -136,14 +151,14 @@ fn by_row_blocks(
         let blocks = |(index, dst): (usize, &mut [MaybeUninit<f32>])| {
             let (first, count) = (index * ROWS, dst.len() / cols);
             if count == ROWS {
-                product(Threads::Block, &lhs[first * depth..(first + ROWS) * depth], dst);
+                product(Threads::Block(library), &lhs[first * depth..(first + ROWS) * depth], dst);
             } else if rows >= ROWS {
                 // The last block: its rows end a full block computed aside.
                 let mut aside = vec![MaybeUninit::new(0.0f32); ROWS * cols];
-                product(Threads::Block, &lhs[(rows - ROWS) * depth..], &mut aside);
+                product(Threads::Block(library), &lhs[(rows - ROWS) * depth..], &mut aside);
                 dst.copy_from_slice(&aside[(ROWS - count) * cols..]);
             } else {
-                padded(Threads::Block, first, count, ROWS, dst);
+                padded(Threads::Block(library), first, count, ROWS, dst);
             }
         };
         for_each_chunk(dst, ROWS * cols, parallel, blocks);
@@ -157,6 +172,11 @@ fn by_row_blocks(
 /// `∂W = xᵀ ∂y`, `[inputs, outputs]` row-major, from `x` `[rows, inputs]` and
 /// `grad` (`∂y`) `[rows, outputs]`.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
+    weight_gradient_on(blas_in_use(), dims, x, grad)
+}
+
+/// [`weight_gradient`] with the blocks in `library` (`None`: `gemm`).
+pub(crate) fn weight_gradient_on(library: Library, dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     let Dims { rows, inputs, outputs } = dims;
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
@@ -170,7 +190,15 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
         let first = block * BLOCK;
         let features = dst.len() / outputs;
         // lhs = xᵀ restricted to these features: element (i, r) = x[r·inputs + first + i].
-        product_into(Threads::Block, (features, outputs, rows), dst, &x[first..], (1, inputs), grad, (outputs, 1));
+        product_into(
+            Threads::Block(library),
+            (features, outputs, rows),
+            dst,
+            &x[first..],
+            (1, inputs),
+            grad,
+            (outputs, 1),
+        );
     };
     for_each_chunk(dst, BLOCK * outputs, parallel, blocks);
     // SAFETY: each block's product wrote all of its features' rows.

@@ -1,7 +1,7 @@
 //! Dense products on strided views of slices, through the `gemm` crate that
 //! burn's CPU backend uses (it picks its SIMD kernels at run time), or, for
 //! the fixed blocks of the dense layers ([`Threads::Block`]), a CBLAS library
-//! named by `GRID_BLAS` ([`crate::blas`]). Shared by the kernels that multiply
+//! (`GRID_BLAS`, [`crate::blas`]). Shared by the kernels that multiply
 //! inside a fused pass.
 
 use std::mem::MaybeUninit;
@@ -27,18 +27,19 @@ pub(crate) fn gemm(
 }
 
 /// Where a product runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Threads {
     /// On the calling thread (a caller that splits the work itself).
     One,
     /// Over rayon's threads, as the `gemm` crate splits it.
     Pool,
     /// On the calling thread, one of a caller's fixed blocks (several run at
-    /// once): in the `GRID_BLAS` library where one is set (it runs
-    /// single-threaded), else as [`Threads::One`]. A block of a fixed shape
-    /// takes the same path whatever else runs, so its values do not depend
-    /// on how a batch was split.
-    Block,
+    /// once): in the given CBLAS library (it runs single-threaded), else as
+    /// [`Threads::One`]. A block of a fixed shape takes the same path
+    /// whatever else runs, so its values do not depend on how a batch was
+    /// split. The caller names the library (usually [`blas_in_use`]), so
+    /// `GRID_BLAS=auto` can time one without changing what other threads use.
+    Block(Option<&'static blas::Blas>),
 }
 
 /// [`gemm`] on the given threads.
@@ -146,15 +147,14 @@ unsafe fn raw(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
-    if threads == Threads::Block
-        && let Some(library) = blas_in_use()
+    if let Threads::Block(Some(library)) = threads
         // SAFETY: the caller's contract.
         && unsafe { library.sgemm(accumulate, (m, n, k), (dst, dst_rs), (lhs, lhs_rs, lhs_cs), (rhs, rhs_rs, rhs_cs)) }
     {
         return;
     }
     let parallelism = match threads {
-        Threads::One | Threads::Block => gemm::Parallelism::None,
+        Threads::One | Threads::Block(_) => gemm::Parallelism::None,
         Threads::Pool => gemm::Parallelism::Rayon(0),
     };
     // SAFETY: the caller's contract.

@@ -45,6 +45,12 @@ impl Executor for ChildProcess {
         if let Some(threads) = self.threads {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }
+        // `GRID_BLAS=auto` was measured here, before any step ran: a child
+        // takes the choice (a path, or empty for `gemm`) rather than timing
+        // the libraries again beside its siblings on the same cores.
+        if let Some(choice) = grid_kernels::blas::auto_choice() {
+            command.env(grid_kernels::blas::ENV, choice.library.map(|l| l.path().as_os_str()).unwrap_or_default());
+        }
         let child = command
             .args(self.command.args_for(step.key.as_str()))
             .stdin(Stdio::null())

@@ -118,6 +118,23 @@ impl<B: Backend> BertSelfAttention<B> {
     }
 }
 
+impl<B: Backend> BertSelfAttention<B> {
+    /// The context vector of the first position only, `[batch, 1, hidden]`:
+    /// its query against every position's key and value (inference, no
+    /// dropout, the ordinary rules).
+    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        let [batch, time, hidden] = x.dims();
+        let head_size = hidden / self.num_heads;
+        let divisor = (head_size as f64).sqrt();
+        let q = at_every_position(&self.query, x.clone().narrow(1, 0, 1));
+        let (k, v) = (at_every_position(&self.key, x.clone()), at_every_position(&self.value, x));
+        let heads = |t: Tensor<B, 3>, rows: usize| swap_middle(t.reshape([batch, rows, self.num_heads, head_size]));
+        let (q, k, v) = (heads(q, 1), heads(k, time), heads(v, time));
+        let probs = Rules::Plain.attention_softmax(Rules::Plain.matmul(q, k.transpose()), mask_bias, divisor);
+        swap_middle(Rules::Plain.matmul(probs, v)).reshape([batch, 1, hidden])
+    }
+}
+
 /// `swap_dims(1, 2)` as a contiguous copy where the backend has the kernel
 /// (the matmuls after it would copy the strided view element by element).
 fn swap_middle<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
@@ -204,6 +221,19 @@ impl<B: Backend> BertLayer<B> {
         let attended = self.attention.output.forward(context, x, noise.as_deref_mut(), rules);
         let out = self.output.forward(self.intermediate.forward(attended.clone(), rules), attended, noise, rules);
         (out, Some(probs))
+    }
+
+    /// The layer's output at the first position only, `[batch, 1, hidden]`:
+    /// all a classifier reads of the last layer (the pooler takes `[CLS]`).
+    /// Every other position's query, attention output and feed-forward are
+    /// skipped: about five sixths of the layer's products. Inference only
+    /// (no dropout), ordinary rules; the values are the full layer's first
+    /// row to float rounding (attention's products in another order).
+    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        let first = x.clone().narrow(1, 0, 1);
+        let context = self.attention.self_attention.first_position(x, mask_bias);
+        let attended = self.attention.output.forward(context, first, None, Rules::Plain);
+        self.output.forward(self.intermediate.forward(attended.clone(), Rules::Plain), attended, None, Rules::Plain)
     }
 
     /// [`crate::kernels::encoder_layer`] on this layer's parameters: `None`
@@ -412,6 +442,24 @@ impl<B: Backend> BertModel<B> {
         }
         let pooled = self.pooler.forward(x.clone(), rules, noise);
         BertOutput { last_hidden_state: x, pooled, attentions }
+    }
+
+    /// The pooled first position `[batch, hidden]` for inference (no
+    /// dropout), as [`Self::forward_from_words`]'s `pooled`, with the last
+    /// layer run at the first position only ([`BertLayer::first_position`]):
+    /// the classifier's logits for gradients, IG, LIME, occlusion and
+    /// verification, about a seventh fewer products for a six-layer model.
+    pub fn pooled_for_inference(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        let Some((last, layers)) = self.encoder.layer.split_last() else {
+            return self.forward_from_words(words, mask, false, None).pooled;
+        };
+        let [batch, time] = mask.dims();
+        let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
+        let mut x = self.embeddings.forward(words, None, Rules::Plain);
+        for layer in layers {
+            x = layer.forward(x, mask_bias.clone(), None, Rules::Plain, None, false).0;
+        }
+        self.pooler.forward(last.first_position(x, mask_bias), Rules::Plain, None)
     }
 
     /// Sets the dropout probabilities from `config` (which may override the checkpoint's).

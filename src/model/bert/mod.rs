@@ -60,11 +60,14 @@ impl<B: Backend> BertClassifier<B> {
     }
 
     /// Logits from word embeddings; with `noise`, the training forward pass.
-    pub fn forward(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, mut noise: Option<&mut Noise>) -> Tensor<B, 2> {
-        let pooled = self.bert.forward_from_words(words, mask, false, noise.as_deref_mut()).pooled;
+    pub fn forward(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, noise: Option<&mut Noise>) -> Tensor<B, 2> {
         let pooled = match noise {
-            Some(noise) => noise.dropout_on_device(pooled, self.dropout),
-            None => pooled,
+            Some(noise) => {
+                let pooled = self.bert.forward_from_words(words, mask, false, Some(&mut *noise)).pooled;
+                noise.dropout_on_device(pooled, self.dropout)
+            }
+            // Inference reads the last layer at `[CLS]` only.
+            None => self.bert.pooled_for_inference(words, mask),
         };
         self.classifier.forward(pooled)
     }
@@ -187,6 +190,39 @@ mod tests {
             let (missing, total) = crate::model::params_without_grad(&model, &grads);
             assert!(total > 10 && missing == 0, "{missing} of {total} parameters got no gradient");
         }
+    }
+
+    /// Inference runs the last layer at `[CLS]` only: the full pass's pooled
+    /// state and logits, and their gradients at the word embeddings, to
+    /// float rounding, with padding in the batch.
+    #[test]
+    fn inference_reads_the_last_layer_at_cls_only() {
+        let model = tiny(3, 5);
+        let batch = TokenBatch::<Ad>::from_sequences(
+            &[&[2, 5, 7, 3], &[2, 9, 8, 9, 9, 6, 4, 3], &[2, 3]],
+            0,
+            &Default::default(),
+        );
+        let words = model.embed(batch.ids.clone()).detach().require_grad();
+        let full = model.bert.forward_from_words(words.clone(), batch.mask.clone(), false, None).pooled;
+        let fast = model.bert.pooled_for_inference(words.clone(), batch.mask.clone());
+        assert_eq!(full.dims(), fast.dims());
+        let close = |a: Tensor<Flex, 2>, b: Tensor<Flex, 2>, what: &str| {
+            let (a, b): (Vec<f32>, Vec<f32>) = (a.into_data().to_vec().unwrap(), b.into_data().to_vec().unwrap());
+            let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+            assert!(worst <= 1e-5, "{what} differ by {worst}");
+        };
+        close(full.inner(), fast.inner(), "pooled states");
+        let (ours, _) = model.forward_under(words.clone(), batch.mask.clone(), Rules::Plain, None);
+        let theirs = model.forward(words.clone(), batch.mask.clone(), None);
+        close(ours.clone().inner(), theirs.clone().inner(), "logits");
+        let gradient = |logits: Tensor<Ad, 2>| {
+            let grads = logits.sum().backward();
+            let g = words.grad(&grads).unwrap();
+            let [b, t, h] = g.dims();
+            g.reshape([b, t * h])
+        };
+        close(gradient(ours), gradient(theirs), "gradients at the words");
     }
 
     #[test]

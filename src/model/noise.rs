@@ -53,6 +53,28 @@ impl<'a> Noise<'a> {
         x * mask.div_scalar(keep)
     }
 
+    /// [`Self::dropout_on_device`] on the first rows along `dim` of a tensor
+    /// `len` long there: the mask is drawn for the whole tensor and cut, so
+    /// the backend's random stream advances as for the whole, and `x` gets
+    /// the whole's mask on its rows.
+    pub fn dropout_on_device_part<B: Backend, const D: usize>(
+        &mut self,
+        x: Tensor<B, D>,
+        len: usize,
+        dim: usize,
+        p: f64,
+    ) -> Tensor<B, D> {
+        if p <= 0.0 {
+            return x;
+        }
+        let keep = 1.0 - p;
+        let mut whole = x.dims();
+        let rows = whole[dim];
+        whole[dim] = len;
+        let mask = Tensor::<B, D>::random(whole, burn::tensor::Distribution::Bernoulli(keep), &x.device());
+        x * mask.narrow(dim, 0, rows).div_scalar(keep)
+    }
+
     /// Word dropout (on ids): replace each real token by `unk_id` with probability `p`.
     pub fn word_dropout(&mut self, ids: &mut [u32], p: f64, unk_id: u32) {
         if p <= 0.0 {

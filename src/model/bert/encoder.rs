@@ -120,9 +120,10 @@ impl<B: Backend> BertSelfAttention<B> {
 
 impl<B: Backend> BertSelfAttention<B> {
     /// The context vector of the first position only, `[batch, 1, hidden]`:
-    /// its query against every position's key and value (inference, no
-    /// dropout, the ordinary rules).
-    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+    /// its query against every position's key and value, under the ordinary
+    /// rules; with `noise`, dropout on its probabilities from a mask drawn for
+    /// every query and cut to the first.
+    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
         let [batch, time, hidden] = x.dims();
         let head_size = hidden / self.num_heads;
         let divisor = (head_size as f64).sqrt();
@@ -131,6 +132,7 @@ impl<B: Backend> BertSelfAttention<B> {
         let heads = |t: Tensor<B, 3>, rows: usize| swap_middle(t.reshape([batch, rows, self.num_heads, head_size]));
         let (q, k, v) = (heads(q, 1), heads(k, time), heads(v, time));
         let probs = Rules::Plain.attention_softmax(Rules::Plain.matmul(q, k.transpose()), mask_bias, divisor);
+        let probs = dropout_part(probs, time, 2, self.dropout, noise);
         swap_middle(Rules::Plain.matmul(probs, v)).reshape([batch, 1, hidden])
     }
 }
@@ -159,7 +161,21 @@ impl<B: Backend> BertResidual<B> {
         noise: Option<&mut Noise>,
         rules: Rules,
     ) -> Tensor<B, 3> {
-        let x = dropout(at_every_position(&self.dense, x), self.dropout, noise) + residual;
+        let time = x.dims()[1];
+        self.forward_part(x, residual, time, noise, rules)
+    }
+
+    /// [`Self::forward`] on the first positions of a sequence `time` long:
+    /// dropout's mask drawn for all `time` and cut (see [`dropout_part`]).
+    fn forward_part(
+        &self,
+        x: Tensor<B, 3>,
+        residual: Tensor<B, 3>,
+        time: usize,
+        noise: Option<&mut Noise>,
+        rules: Rules,
+    ) -> Tensor<B, 3> {
+        let x = dropout_part(at_every_position(&self.dense, x), time, 1, self.dropout, noise) + residual;
         rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps)
     }
 }
@@ -226,14 +242,19 @@ impl<B: Backend> BertLayer<B> {
     /// The layer's output at the first position only, `[batch, 1, hidden]`:
     /// all a classifier reads of the last layer (the pooler takes `[CLS]`).
     /// Every other position's query, attention output and feed-forward are
-    /// skipped: about five sixths of the layer's products. Inference only
-    /// (no dropout), ordinary rules; the values are the full layer's first
-    /// row to float rounding (attention's products in another order).
-    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+    /// skipped: about five sixths of the layer's products. Ordinary rules;
+    /// the values are the full layer's first row to float rounding
+    /// (attention's products in another order). With `noise` (training)
+    /// each dropout mask is drawn for every position and cut to the first,
+    /// so the backend's random stream, and every later mask, is the full
+    /// layer's.
+    fn first_position(&self, x: Tensor<B, 3>, mask_bias: Tensor<B, 4>, mut noise: Option<&mut Noise>) -> Tensor<B, 3> {
+        let time = x.dims()[1];
         let first = x.clone().narrow(1, 0, 1);
-        let context = self.attention.self_attention.first_position(x, mask_bias);
-        let attended = self.attention.output.forward(context, first, None, Rules::Plain);
-        self.output.forward(self.intermediate.forward(attended.clone(), Rules::Plain), attended, None, Rules::Plain)
+        let context = self.attention.self_attention.first_position(x, mask_bias, noise.as_deref_mut());
+        let attended = self.attention.output.forward_part(context, first, time, noise.as_deref_mut(), Rules::Plain);
+        let intermediate = self.intermediate.forward(attended.clone(), Rules::Plain);
+        self.output.forward_part(intermediate, attended, time, noise, Rules::Plain)
     }
 
     /// [`crate::kernels::encoder_layer`] on this layer's parameters: `None`
@@ -444,22 +465,28 @@ impl<B: Backend> BertModel<B> {
         BertOutput { last_hidden_state: x, pooled, attentions }
     }
 
-    /// The pooled first position `[batch, hidden]` for inference (no
-    /// dropout), as [`Self::forward_from_words`]'s `pooled`, with the last
-    /// layer run at the first position only ([`BertLayer::first_position`]):
-    /// the classifier's logits for gradients, IG, LIME, occlusion and
-    /// verification, about a seventh fewer products for a six-layer model.
-    pub fn pooled_for_inference(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+    /// [`Self::forward_from_words`]'s `pooled` (`[batch, hidden]`), with the
+    /// last layer run at the first position only ([`BertLayer::first_position`]):
+    /// the classifier's logits for training, gradients, IG, LIME, occlusion
+    /// and verification, about a seventh fewer products for a six-layer
+    /// model. Where the backend runs a whole layer as one block while
+    /// training (LibTorch), its dropout comes from torch's own stream, so
+    /// the last layer stays one block there.
+    pub fn pooled(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, mut noise: Option<&mut Noise>) -> Tensor<B, 2> {
         let Some((last, layers)) = self.encoder.layer.split_last() else {
-            return self.forward_from_words(words, mask, false, None).pooled;
+            return self.forward_from_words(words, mask, false, noise).pooled;
         };
+        if noise.is_some() && crate::kernels::encoder_layer_applies(&words) {
+            return self.forward_from_words(words, mask, false, noise).pooled;
+        }
         let [batch, time] = mask.dims();
         let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
-        let mut x = self.embeddings.forward(words, None, Rules::Plain);
+        let mut x = self.embeddings.forward(words, noise.as_deref_mut(), Rules::Plain);
         for layer in layers {
-            x = layer.forward(x, mask_bias.clone(), None, Rules::Plain, None, false).0;
+            x = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), Rules::Plain, None, false).0;
         }
-        self.pooler.forward(last.first_position(x, mask_bias), Rules::Plain, None)
+        let first = last.first_position(x, mask_bias, noise.as_deref_mut());
+        self.pooler.forward(first, Rules::Plain, noise)
     }
 
     /// Sets the dropout probabilities from `config` (which may override the checkpoint's).
@@ -485,6 +512,22 @@ impl<B: Backend> BertModel<B> {
 fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
     match noise {
         Some(noise) => noise.dropout_on_device(x, p),
+        None => x,
+    }
+}
+
+/// [`dropout`] on the first rows along `dim` of a tensor `len` long there:
+/// the mask drawn for the whole tensor and cut, so the random stream moves
+/// as it would for the whole (and the next mask is the same).
+fn dropout_part<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    len: usize,
+    dim: usize,
+    p: f64,
+    noise: Option<&mut Noise>,
+) -> Tensor<B, D> {
+    match noise {
+        Some(noise) => noise.dropout_on_device_part(x, len, dim, p),
         None => x,
     }
 }

@@ -61,13 +61,13 @@ impl<B: Backend> BertClassifier<B> {
 
     /// Logits from word embeddings; with `noise`, the training forward pass.
     pub fn forward(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, noise: Option<&mut Noise>) -> Tensor<B, 2> {
+        // The last layer at `[CLS]` only: the classifier reads nothing else.
         let pooled = match noise {
             Some(noise) => {
-                let pooled = self.bert.forward_from_words(words, mask, false, Some(&mut *noise)).pooled;
+                let pooled = self.bert.pooled(words, mask, Some(&mut *noise));
                 noise.dropout_on_device(pooled, self.dropout)
             }
-            // Inference reads the last layer at `[CLS]` only.
-            None => self.bert.pooled_for_inference(words, mask),
+            None => self.bert.pooled(words, mask, None),
         };
         self.classifier.forward(pooled)
     }
@@ -205,7 +205,7 @@ mod tests {
         );
         let words = model.embed(batch.ids.clone()).detach().require_grad();
         let full = model.bert.forward_from_words(words.clone(), batch.mask.clone(), false, None).pooled;
-        let fast = model.bert.pooled_for_inference(words.clone(), batch.mask.clone());
+        let fast = model.bert.pooled(words.clone(), batch.mask.clone(), None);
         assert_eq!(full.dims(), fast.dims());
         let close = |a: Tensor<Flex, 2>, b: Tensor<Flex, 2>, what: &str| {
             let (a, b): (Vec<f32>, Vec<f32>) = (a.into_data().to_vec().unwrap(), b.into_data().to_vec().unwrap());
@@ -223,6 +223,52 @@ mod tests {
             g.reshape([b, t * h])
         };
         close(gradient(ours), gradient(theirs), "gradients at the words");
+    }
+
+    /// Training through the last layer at `[CLS]` only: with dropout
+    /// everywhere and the backend seeded alike, the full pass's loss and
+    /// every parameter's gradient to float rounding (each mask drawn whole
+    /// and cut, so the random stream is the full pass's).
+    #[test]
+    fn training_reads_the_last_layer_at_cls_only() {
+        use burn::module::Module;
+        let device = Default::default();
+        let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
+        (config.hidden_dropout_prob, config.attention_probs_dropout_prob) = (0.3, 0.2);
+        let model = BertClassifier::<Ad>::new(&config, 2, &mut ChaCha8Rng::seed_from_u64(8), &device);
+        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 5, 7, 3], &[2, 9, 8, 9, 9, 6, 4, 3]], 0, &device);
+        let run = |full: bool| {
+            Ad::seed(&device, 21);
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut noise = Noise::new(&mut rng);
+            let words = model.embed(batch.ids.clone());
+            let logits = if full {
+                let pooled = model.bert.forward_from_words(words, batch.mask.clone(), false, Some(&mut noise)).pooled;
+                model.classifier.forward(noise.dropout_on_device(pooled, model.dropout))
+            } else {
+                model.forward(words, batch.mask.clone(), Some(&mut noise))
+            };
+            let loss = logits.clone().powf_scalar(2.0).sum();
+            let grads = loss.clone().backward();
+            struct Collect<'a> {
+                grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+                into: Vec<f32>,
+            }
+            impl burn::module::ModuleVisitor<Ad> for Collect<'_> {
+                fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<Ad, D>>) {
+                    let grad = param.grad(self.grads).expect("every parameter gets a gradient");
+                    self.into.extend(grad.into_data().to_vec::<f32>().unwrap());
+                }
+            }
+            let mut collect = Collect { grads: &grads, into: loss.into_data().to_vec().unwrap() };
+            model.visit(&mut collect);
+            collect.into
+        };
+        let (full, ours) = (run(true), run(false));
+        assert_eq!(full.len(), ours.len());
+        assert!(full.len() > 1000, "every parameter's gradient: {}", full.len());
+        let worst = full.iter().zip(&ours).map(|(a, b)| (a - b).abs() / (1.0 + a.abs())).fold(0.0f32, f32::max);
+        assert!(worst <= 1e-5, "loss or a gradient differs by {worst}");
     }
 
     #[test]

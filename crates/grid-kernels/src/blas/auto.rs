@@ -120,9 +120,9 @@ impl Workload {
     }
 
     /// Seconds for one pass through every layer's three products.
-    fn pass(&self, library: Library, operands: &[(Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>)]) -> f64 {
+    fn pass(&self, library: Library, operands: &[Operands]) -> f64 {
         let start = Instant::now();
-        for (&(inputs, outputs), (x, weight, bias, grad)) in self.layers.iter().zip(operands) {
+        for (&(inputs, outputs), Operands { x, weight, bias, grad }) in self.layers.iter().zip(operands) {
             let dims = Dims { rows: self.rows, inputs, outputs };
             std::hint::black_box(linear::forward_on(library, dims, x, weight, bias));
             std::hint::black_box(linear::input_gradient_on(library, dims, grad, weight));
@@ -138,7 +138,12 @@ impl Workload {
         let operands: Vec<_> = self
             .layers
             .iter()
-            .map(|&(i, o)| (wave(self.rows * i, 0.37), wave(i * o, 0.61), wave(o, 0.9), wave(self.rows * o, 0.53)))
+            .map(|&(i, o)| Operands {
+                x: wave(self.rows * i, 0.37),
+                weight: wave(i * o, 0.61),
+                bias: wave(o, 0.9),
+                grad: wave(self.rows * o, 0.53),
+            })
             .collect();
         let contenders: Vec<Library> = std::iter::once(None).chain(libraries.iter().copied().map(Some)).collect();
         let mut best = vec![f64::INFINITY; contenders.len()];
@@ -153,6 +158,14 @@ impl Workload {
         }
         best.iter().map(|seconds| self.flops() / seconds / 1e9).collect()
     }
+}
+
+/// One timed layer's input, weight, bias and output gradient.
+struct Operands {
+    x: Vec<f32>,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    grad: Vec<f32>,
 }
 
 /// The index of the library to use, from `gemm`'s rate and theirs: the

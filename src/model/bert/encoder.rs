@@ -448,8 +448,7 @@ impl<B: Backend> BertModel<B> {
         rules: Rules,
         last_attention: Option<ProbsHook<B>>,
     ) -> BertOutput<B> {
-        let [batch, time] = mask.dims();
-        let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
+        let mask_bias = mask_bias(mask);
         let mut x = self.embeddings.forward(words, noise.as_deref_mut(), rules);
         let mut attentions = Vec::new();
         let last = self.encoder.layer.len().saturating_sub(1);
@@ -479,8 +478,7 @@ impl<B: Backend> BertModel<B> {
         if noise.is_some() && crate::kernels::encoder_layer_applies(&words) {
             return self.forward_from_words(words, mask, false, noise).pooled;
         }
-        let [batch, time] = mask.dims();
-        let mask_bias = (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time]);
+        let mask_bias = mask_bias(mask);
         let mut x = self.embeddings.forward(words, noise.as_deref_mut(), Rules::Plain);
         for layer in layers {
             x = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), Rules::Plain, None, false).0;
@@ -507,6 +505,13 @@ impl<B: Backend> BertModel<B> {
     pub fn max_length(&self) -> usize {
         self.embeddings.position_embeddings.weight.dims()[0].saturating_sub(self.embeddings.position_offset)
     }
+}
+
+/// A `[batch, time]` mask (1 = real token) as attention's additive bias,
+/// `[batch, 1, 1, time]`: 0 on real keys, [`MASKED_SCORE`] on padding.
+fn mask_bias<B: Backend>(mask: Tensor<B, 2>) -> Tensor<B, 4> {
+    let [batch, time] = mask.dims();
+    (mask.neg() + 1.0).mul_scalar(MASKED_SCORE).reshape([batch, 1, 1, time])
 }
 
 fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {

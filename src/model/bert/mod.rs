@@ -60,14 +60,12 @@ impl<B: Backend> BertClassifier<B> {
     }
 
     /// Logits from word embeddings; with `noise`, the training forward pass.
-    pub fn forward(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, noise: Option<&mut Noise>) -> Tensor<B, 2> {
+    pub fn forward(&self, words: Tensor<B, 3>, mask: Tensor<B, 2>, mut noise: Option<&mut Noise>) -> Tensor<B, 2> {
         // The last layer at `[CLS]` only: the classifier reads nothing else.
+        let pooled = self.bert.pooled(words, mask, noise.as_deref_mut());
         let pooled = match noise {
-            Some(noise) => {
-                let pooled = self.bert.pooled(words, mask, Some(&mut *noise));
-                noise.dropout_on_device(pooled, self.dropout)
-            }
-            None => self.bert.pooled(words, mask, None),
+            Some(noise) => noise.dropout_on_device(pooled, self.dropout),
+            None => pooled,
         };
         self.classifier.forward(pooled)
     }

@@ -236,27 +236,29 @@ pub fn usual_places() -> Vec<PathBuf> {
 /// else measured on `workload` (and remembered there).
 pub fn choose(candidates: &[PathBuf], memory: Option<&Path>, workload: Workload) -> Choice {
     let machine = fingerprint(candidates);
-    let mut skipped = Vec::new();
-    let mut libraries: Vec<&'static Blas> = Vec::new();
-    for path in candidates {
-        match Blas::open(path) {
-            // Kept loaded for the process's life: the products point into it
-            // (a handful of libraries at most, opened once).
-            Ok(library) => libraries.push(Box::leak(Box::new(library))),
-            Err(why) => skipped.push(why),
-        }
-    }
+    // Kept loaded for the process's life: the products point into it (a
+    // handful of libraries at most, opened once).
+    let open = |path: &Path| Blas::open(path).map(|library| &*Box::leak(Box::new(library)));
     if let Some(file) = memory
         && let Some(entry) = Memory::read(file).find(&machine)
     {
+        // Only the remembered library is opened; one that no longer loads
+        // is measured again.
         let library = match entry.choice.as_str() {
             "gemm" => Some(None),
-            path => libraries.iter().find(|l| l.path() == Path::new(path)).map(|&l| Some(l)),
+            path => open(Path::new(path)).ok().map(Some),
         };
-        // A remembered library that no longer loads is measured again.
         if let Some(library) = library {
-            let rates = entry.rates.clone();
-            return Choice { library, rates, source: Source::Remembered(file.to_path_buf()), skipped };
+            let (rates, source) = (entry.rates.clone(), Source::Remembered(file.to_path_buf()));
+            return Choice { library, rates, source, skipped: Vec::new() };
+        }
+    }
+    let mut skipped = Vec::new();
+    let mut libraries: Vec<&'static Blas> = Vec::new();
+    for path in candidates {
+        match open(path) {
+            Ok(library) => libraries.push(library),
+            Err(why) => skipped.push(why),
         }
     }
     let measured = workload.rates(&libraries);

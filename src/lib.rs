@@ -6,6 +6,7 @@
 //! runs the ones the `cache` lacks; each step kind lives in its own module
 //! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
 
+pub mod architectures;
 pub mod backend;
 pub mod bench;
 pub mod cache;
@@ -26,3 +27,4 @@ pub mod spec;
 pub mod steps;
 pub mod text;
 pub mod train;
+pub mod values;

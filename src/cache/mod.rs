@@ -43,7 +43,6 @@ pub mod gc;
 mod leftovers;
 mod resume;
 mod reuse;
-pub mod stale;
 
 use std::fs::{self, File};
 use std::io;
@@ -55,7 +54,6 @@ pub use check::{Damage, Entry};
 pub use failures::Failure;
 pub use frozen::{FROZEN_GRACE, FrozenPolicy, collect_frozen};
 pub use reuse::ContentKey;
-pub use stale::StaleReason;
 
 /// The kinds of step, one per pipeline stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -17,6 +17,7 @@ pub mod reuse;
 pub mod run;
 pub mod schedule;
 pub mod slurm;
+pub mod stale;
 pub mod status;
 
 use crate::cache::{StepKey, StepKind};

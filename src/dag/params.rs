@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use crate::backend::Precision;
 
+use crate::architectures::{bert, bilstm};
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;
 use crate::metrics::WordAggregation;
-use crate::model::{bert, bilstm};
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
@@ -123,8 +123,8 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         training,
     } = model;
     let architecture = match architecture {
-        ArchitectureSpec::Bilstm(spec) => bilstm::spec::key(spec, asset_hash),
-        ArchitectureSpec::Bert(spec) => bert::spec::key(spec, asset_hash),
+        ArchitectureSpec::Bilstm(spec) => bilstm::key(spec, asset_hash),
+        ArchitectureSpec::Bert(spec) => bert::key(spec, asset_hash),
     };
     // Original data has no planted pattern, so `balanced` selects by accuracy
     // there: the same model, under the same key.

@@ -7,7 +7,7 @@ use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions};
 use crate::steps::verify::Chance;
 
-use crate::model::{bert, bilstm};
+use crate::architectures::{bert, bilstm};
 use crate::spec::{ArchitectureSpec, DatasetSource, Grid, ModelSpec};
 
 use super::params::{self, FileHashes};
@@ -524,7 +524,7 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
 /// its train keys: each architecture knows its own.
 fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
     match &model.architecture {
-        ArchitectureSpec::Bilstm(spec) => bilstm::spec::assets(spec, &model.name, base, cache),
-        ArchitectureSpec::Bert(spec) => bert::spec::assets(spec, &model.name, base, cache),
+        ArchitectureSpec::Bilstm(spec) => bilstm::assets(spec, &model.name, base, cache),
+        ArchitectureSpec::Bert(spec) => bert::assets(spec, &model.name, base, cache),
     }
 }

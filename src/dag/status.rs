@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use super::Plan;
 use super::slurm::OnSlurm;
-use crate::cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind, stale};
+use super::stale;
+use crate::cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind};
 
 /// One step's state, most telling first: a result that can be served, one that
 /// is being computed, one that failed, one that cannot be trusted, or none.

@@ -18,8 +18,8 @@ use burn::tensor::TensorPrimitive;
 use burn::tensor::ops::FloatTensorOps;
 use burn_flex::FlexTensor;
 
+use super::Rules;
 use super::cast;
-use crate::model::rules::Rules;
 
 use grid_kernels::lstm::{self, Dims, Keep, Order, Tape};
 use grid_kernels::norm;

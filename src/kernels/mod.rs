@@ -132,6 +132,17 @@ fn cast<T: 'static, U: 'static>(value: T) -> Result<U, T> {
     }
 }
 
+/// How the nonlinear operations of a forward pass are differentiated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rules {
+    /// The ordinary forward pass.
+    #[default]
+    Plain,
+    /// DeepLift's Rescale rule; the batch stacks the inputs over their references
+    /// (so its size is even). Values are the ordinary ones.
+    Rescale,
+}
+
 #[cfg(test)]
 mod tests {
     use burn::backend::{Autodiff, Flex};

@@ -13,11 +13,11 @@ use burn::prelude::*;
 use burn_store::{ModuleSnapshot, SafetensorsStore};
 use serde::{Deserialize, Serialize};
 
+use super::Architecture;
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::{AttentionLeaf, Classifier};
 use crate::model::AttentionView;
-use crate::spec::Architecture;
 use crate::text::TextEncoder;
 
 pub const WEIGHTS: &str = "model.safetensors";

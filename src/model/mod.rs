@@ -6,6 +6,7 @@
 //! architecture that implements [`Classifier`] gets every gradient method for free;
 //! `salience` never matches on the architecture.
 
+pub mod architecture;
 pub mod assets;
 pub mod bert;
 pub mod bilstm;
@@ -23,6 +24,7 @@ pub mod shapes;
 
 use burn::prelude::*;
 
+pub use architecture::{Architecture, ModelTraits};
 pub use assets::ModelAssets;
 
 /// A right-padded batch of token ids with its padding mask.

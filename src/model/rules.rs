@@ -30,16 +30,7 @@ use burn::tensor::activation;
 // Where the rule switches from secants to their limits: the fused kernels' thresholds.
 use grid_kernels::rescale::{NEAR, SERIES};
 
-/// How the nonlinear operations of a forward pass are differentiated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Rules {
-    /// The ordinary forward pass.
-    #[default]
-    Plain,
-    /// DeepLift's Rescale rule; the batch stacks the inputs over their references
-    /// (so its size is even). Values are the ordinary ones.
-    Rescale,
-}
+pub use crate::kernels::Rules;
 
 /// tanh through the fused kernel where the backend has one (burn's CPU
 /// backend calls libm once per element), else burn's.

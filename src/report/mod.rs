@@ -42,8 +42,8 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Metric;
+use crate::model::Architecture;
 use crate::salience::Method;
-use crate::spec::Architecture;
 use markdown::Align;
 use tables::Layout;
 
@@ -643,9 +643,9 @@ mod tests {
             key: crate::report::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::spec::Architecture::Bert
+                    crate::model::Architecture::Bert
                 } else {
-                    crate::spec::Architecture::Bilstm
+                    crate::model::Architecture::Bilstm
                 },
                 dataset: dataset.into(),
                 shortcut: shortcut.into(),
@@ -668,7 +668,7 @@ mod tests {
         VerificationRow {
             key: crate::report::CellKey {
                 model: model.into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: dataset.into(),
                 shortcut: shortcut.into(),
                 seed: 1,

@@ -25,10 +25,10 @@ use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, first
 use super::{DisplayTable, VerificationRow};
 use crate::metrics::bootstrap::Bootstrap;
 use crate::metrics::{ErasureMetric, Metric};
+use crate::model::Architecture;
 use crate::salience::Method;
 use crate::salience::method::GradientMethod;
 use crate::shortcut::ShortcutKind;
-use crate::spec::Architecture;
 
 /// A method family, as the papers group their tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -758,9 +758,9 @@ mod tests {
             key: crate::report::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::spec::Architecture::Bert
+                    crate::model::Architecture::Bert
                 } else {
-                    crate::spec::Architecture::Bilstm
+                    crate::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
@@ -916,7 +916,7 @@ mod tests {
         let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
             key: crate::report::CellKey {
                 model: "lstm".into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
                 seed: 1,

@@ -436,7 +436,7 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
         .collect();
     // The thresholds the rows were judged against (one per grid); rows read
     // from an older report carry none and get the papers' default.
-    let default = crate::spec::VerificationSpec::default().min_synthetic_accuracy.get();
+    let default = crate::shortcut::MIN_SYNTHETIC_ACCURACY;
     let thresholds = first_appearance(rows.iter().map(|r| r.min_synthetic_accuracy.unwrap_or(default).to_bits()));
     // Chance is 1/C for C classes (0.5 when binary, where rows carry none).
     let chances = first_appearance(rows.iter().map(|r| r.accuracy_without_shortcut.unwrap_or(0.5).to_bits()));
@@ -844,9 +844,9 @@ mod tests {
             key: crate::report::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::spec::Architecture::Bert
+                    crate::model::Architecture::Bert
                 } else {
-                    crate::spec::Architecture::Bilstm
+                    crate::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
@@ -891,7 +891,7 @@ mod tests {
         VerificationRow {
             key: crate::report::CellKey {
                 model: model.into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
                 seed: 1,

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use polars::prelude::*;
 
 use crate::metrics::Metric;
+use crate::model::Architecture;
 use crate::salience::Method;
-use crate::spec::Architecture;
 
 use super::{CellResult, ReportError, VerificationRow};
 
@@ -423,7 +423,7 @@ mod tests {
         CellResult {
             key: crate::report::CellKey {
                 model: model.into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: key.0.into(),
                 shortcut: key.1.into(),
                 seed: 1,
@@ -536,7 +536,7 @@ mod tests {
         let mut row = VerificationRow {
             key: crate::report::CellKey {
                 model: "lstm".into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: "st".into(),
                 seed: 1,

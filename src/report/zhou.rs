@@ -222,7 +222,7 @@ mod tests {
         CellResult {
             key: crate::report::CellKey {
                 model: "lstm".into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
                 seed,
@@ -297,7 +297,7 @@ mod tests {
         let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
             key: crate::report::CellKey {
                 model: "lstm".into(),
-                architecture: crate::spec::Architecture::Bilstm,
+                architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.into(),
                 seed: 1,

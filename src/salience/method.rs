@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::AttentionView;
+pub use crate::model::{AttentionView, ModelTraits};
 
 /// What is differentiated: the predicted class's probability (`p`) or logit (`l`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -133,17 +133,6 @@ pub enum Method {
     },
     /// `random`: uniform scores, the floor every method must beat.
     Random,
-}
-
-/// What a model must offer for a method to apply to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelTraits {
-    /// The vocabulary has a `[MASK]` token.
-    pub mask_token: bool,
-    /// Additive attention over the input (the BiLSTM).
-    pub additive_attention: bool,
-    /// Transformer self-attention layers with a `[CLS]` row (BERT).
-    pub transformer_attention: bool,
 }
 
 impl Method {
@@ -494,7 +483,7 @@ mod tests {
                 "bert" => ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true },
                 other => panic!("unknown arch {other}"),
             };
-            for name in crate::spec::expand::expand(pattern).unwrap() {
+            for name in crate::salience::expand::expand(pattern).unwrap() {
                 let m: Method = name.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(m.to_string(), name, "the paper's spelling is the canonical one");
                 assert_eq!(m.unsupported_reason(traits), None, "{name} on {arch}");

@@ -13,6 +13,7 @@
 
 pub mod attention;
 pub mod deeplift;
+pub mod expand;
 pub mod gradient;
 pub mod integrated_gradients;
 pub mod kernel_shap;

@@ -67,6 +67,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{Corpus, Example, words};
 
+/// The papers' bar for a learned shortcut: accuracy on the synthetic test set,
+/// where every example carries the planted pattern, of at least 0.99
+/// (PROTOCOL §2; the grid file's `min_synthetic_accuracy` by default).
+pub const MIN_SYNTHETIC_ACCURACY: f64 = 0.99;
+
 /// Which shortcut rule is planted (see the module docs for the rules), or
 /// which of Zhou et al.'s article manipulations is applied (see [`articles`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -7,7 +7,6 @@
 //! generated corpus), which carry spans of their own. Every error names the file,
 //! line and column. Every key is documented in the README.
 
-pub mod expand;
 pub mod extends;
 mod finite;
 pub(crate) mod model;
@@ -27,10 +26,11 @@ use crate::metrics::WordAggregation;
 use crate::metrics::{ErasureMetric, Metric};
 use crate::report::ReportFormat;
 use crate::salience::Method;
+use crate::salience::expand;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 pub use model::{
-    Architecture, ArchitectureSpec, BertInit, BertSpec, BestBy, BiLstmSpec, Family, HeadInit, Keep, ModelSpec,
-    Optimizer, PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
+    Architecture, ArchitectureSpec, BertInit, BertSpec, BestBy, BiLstmSpec, HeadInit, Keep, ModelSpec, Optimizer,
+    OptimizerName, PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
 };
 pub use values::{Positive, Share};
 
@@ -247,9 +247,9 @@ struct RawDataset {
     classes: Option<Positive>,
     #[serde(default)]
     limits: SplitLimits,
-    #[serde(default = "Share::default_validation")]
+    #[serde(default = "values::default_validation")]
     validation_share: Share,
-    #[serde(default = "Positive::default_max_length")]
+    #[serde(default = "values::default_max_length")]
     max_length: Positive,
     insert_within: Option<Positive>,
     batch_size: Option<Positive>,
@@ -269,16 +269,16 @@ pub struct ShortcutSpec {
     pub kinds: Vec<ShortcutKind>,
     #[serde(default)]
     pub tokens: TokenSpec,
-    #[serde(default = "Share::default_mix")]
+    #[serde(default = "values::default_mix")]
     pub mix_share: Share,
     /// Share of original examples that get one lone rule token (tic/op);
     /// defaults to `mix_share` ("as many as the synthetic ones").
     pub lone_share: Option<Share>,
-    #[serde(default = "Positive::default_max_distance")]
+    #[serde(default = "values::default_max_distance")]
     pub max_distance: Positive,
     /// Article manipulations: probability `r` that a label survives the
     /// reassignment (Zhou et al.; 0.5 makes the text itself uninformative).
-    #[serde(default = "Share::default_keep")]
+    #[serde(default = "values::default_keep")]
     pub keep_probability: Share,
     #[serde(default = "default_shortcut_seed")]
     pub seed: u64,
@@ -354,10 +354,10 @@ impl Default for ShortcutSpec {
         Self {
             kinds: inserted_kinds(),
             tokens: TokenSpec::default(),
-            mix_share: Share::default_mix(),
+            mix_share: values::default_mix(),
             lone_share: None,
-            max_distance: Positive::default_max_distance(),
-            keep_probability: Share::default_keep(),
+            max_distance: values::default_max_distance(),
+            keep_probability: values::default_keep(),
             seed: default_shortcut_seed(),
         }
     }
@@ -458,22 +458,22 @@ fn attr_seed() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct VerificationSpec {
     /// The shortcut model's accuracy on the synthetic test set must reach this.
-    #[serde(default = "Share::default_synthetic")]
+    #[serde(default = "values::default_synthetic")]
     pub min_synthetic_accuracy: Share,
     /// The original model's synthetic-test accuracy must lie within this of 0.5.
-    #[serde(default = "Share::default_chance")]
+    #[serde(default = "values::default_chance")]
     pub chance_tolerance: Share,
     /// The shortcut model may lose at most this much accuracy on the original test set.
-    #[serde(default = "Share::default_drop")]
+    #[serde(default = "values::default_drop")]
     pub max_original_drop: Share,
 }
 
 impl Default for VerificationSpec {
     fn default() -> Self {
         Self {
-            min_synthetic_accuracy: Share::default_synthetic(),
-            chance_tolerance: Share::default_chance(),
-            max_original_drop: Share::default_drop(),
+            min_synthetic_accuracy: values::default_synthetic(),
+            chance_tolerance: values::default_chance(),
+            max_original_drop: values::default_drop(),
         }
     }
 }

@@ -1,81 +1,21 @@
 //! `[[models]]`: an architecture with its hyper-parameters and its training
 //! recipe. The TOML keys are flat (one table per model). Each architecture owns
 //! its keys, their defaults, its recipe and what methods may rely on, in
-//! `model::<architecture>::spec` ([`Family`]); this file reads the table, refuses
+//! `architectures::<architecture>` ([`crate::architectures::Family`]); this file reads the table, refuses
 //! a key of another architecture at its own line, and hands the rest over.
 //! Defaults are the paper's for each architecture (Bastings et al. 2022, appendix A).
 
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::Spanned;
 
 use super::values::{Positive, Share};
-pub use crate::model::bert::spec::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
-pub use crate::model::bilstm::spec::{BiLstmSpec, PadEmbedding, VocabSpec};
-use crate::model::{bert, bilstm};
-use crate::salience::ModelTraits;
-
-/// Model architectures `grid` can train: the registry. A new one is a folder
-/// under `model/` with its `spec.rs` (a [`Family`]), a variant here and its arm
-/// in [`Architecture::family`] and [`model`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Architecture {
-    Bilstm,
-    Bert,
-}
-
-impl Architecture {
-    pub fn family(self) -> &'static Family {
-        match self {
-            Architecture::Bilstm => &bilstm::spec::FAMILY,
-            Architecture::Bert => &bert::spec::FAMILY,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        self.family().name
-    }
-
-    /// What salience methods can rely on.
-    pub fn traits(self) -> ModelTraits {
-        self.family().traits
-    }
-}
-
-impl std::fmt::Display for Architecture {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What an architecture says of itself to the grid file and the planner.
-#[derive(Debug)]
-pub struct Family {
-    /// Its `architecture = "…"` in the grid file.
-    pub name: &'static str,
-    /// Its keys of `[[models]]`, beside `name`, `architecture` and `training`.
-    pub keys: &'static [&'static str],
-    /// What a key of another architecture most likely meant here.
-    pub hint: fn(&str) -> Option<&'static str>,
-    /// The training defaults.
-    pub recipe: Recipe,
-    pub traits: ModelTraits,
-}
-
-/// An architecture's training defaults; the rest are shared (weight decay
-/// 5e-6, ≤ 35,000 steps, early stop after 10,000 without gain).
-#[derive(Debug, Clone, Copy)]
-pub struct Recipe {
-    pub optimizer: OptimizerName,
-    pub learning_rate: f64,
-    pub batch_size: usize,
-    /// A linear warm-up over this share of the steps then a linear decay; `None`: constant.
-    pub warmup_share: Option<f64>,
-    /// Clip the global gradient norm at this value; `None`: no clipping.
-    pub max_grad_norm: Option<f64>,
-}
+pub use crate::architectures::bert::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
+pub use crate::architectures::bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
+use crate::architectures::{self as family, Recipe, bert, bilstm};
+pub use crate::model::Architecture;
+pub use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {
@@ -122,16 +62,6 @@ pub enum ArchitectureSpec {
     Bert(BertSpec),
 }
 
-/// The optimiser and its own knobs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "name", rename_all = "lowercase")]
-pub enum Optimizer {
-    /// SGD with (heavy-ball) momentum: the paper's LSTM recipe.
-    Sgd { momentum: Share },
-    /// AdamW (β = 0.9, 0.999, ε = 1e-8, decoupled weight decay): BERT fine-tuning.
-    Adamw,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerName {
@@ -139,100 +69,11 @@ pub enum OptimizerName {
     Adamw,
 }
 
-/// Optimisation. Defaults per architecture: the paper's LSTM (SGD lr 0.03,
-/// momentum 0.9, batch 64) and BERT (AdamW lr 2e-5, batch 16, plus the usual
-/// fine-tuning schedule: 10% linear warm-up, linear decay, clipping at norm 1);
-/// both: weight decay 5e-6, ≤ 35,000 steps, early stop after 10,000 without gain.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TrainingSpec {
-    pub batch_size: Positive,
-    pub optimizer: Optimizer,
-    pub learning_rate: f64,
-    pub weight_decay: f64,
-    /// Share of `max_steps` over which the learning rate rises linearly from 0;
-    /// after it, it decays linearly to 0 at `max_steps`. 0 with no decay: constant.
-    pub schedule: Schedule,
-    pub max_steps: Positive,
-    pub eval_every: Positive,
-    /// Which weights training returns.
-    pub keep: Keep,
-    /// Clip the global gradient norm to this value.
-    pub max_grad_norm: Option<f64>,
-    pub seed: u64,
-}
-
-/// Which weights a training run returns.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "name", rename_all = "lowercase")]
-pub enum Keep {
-    /// The evaluation with the highest validation score (`by`); stop after
-    /// `patience` steps without a gain (the paper's recipe).
-    Best { patience: Positive, by: BestBy },
-    /// The weights after `max_steps`, with no early stop (Hugging Face's
-    /// Trainer default). Accuracy on a mixed validation set is mostly accuracy on
-    /// the original task, so `best` can return a model that has not finished
-    /// learning a shortcut that only a share of the examples carries.
-    Last,
-}
-
-/// What `keep = "best"` compares evaluations by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BestBy {
-    /// Accuracy over the whole validation split (the paper's).
-    #[default]
-    Accuracy,
-    /// The mean of the accuracies over the validation examples that carry the
-    /// whole planted pattern and over those that do not: learning the shortcut
-    /// counts as much as the task, however few examples carry it. A model
-    /// trained without a shortcut has no such examples; it is compared by
-    /// accuracy.
-    Balanced,
-}
-
-impl BestBy {
-    pub fn name(self) -> &'static str {
-        match self {
-            BestBy::Accuracy => "accuracy",
-            BestBy::Balanced => "balanced",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum KeepName {
     Best,
     Last,
-}
-
-/// The learning-rate schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "name", rename_all = "lowercase")]
-pub enum Schedule {
-    Constant,
-    /// Linear warm-up over `warmup_share` of the steps, then linear decay to 0.
-    Linear {
-        warmup_share: Share,
-    },
-}
-
-impl Schedule {
-    /// The multiplier of the base learning rate at 0-based `step` of `total`.
-    pub fn factor(self, step: usize, total: usize) -> f64 {
-        match self {
-            Schedule::Constant => 1.0,
-            Schedule::Linear { warmup_share } => {
-                let warmup = (warmup_share.get() * total as f64).round() as usize;
-                // HF's get_linear_schedule_with_warmup, at the step being taken.
-                if step < warmup {
-                    (step + 1) as f64 / warmup as f64
-                } else {
-                    ((total - step.min(total)) as f64 / (total - warmup).max(1) as f64).max(0.0)
-                }
-            }
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -338,17 +179,17 @@ pub(crate) fn value<T: Clone>(key: &Option<Spanned<T>>, default: T) -> T {
 
 pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
     let name = raw.name.get_ref().clone();
-    let family = raw.architecture.family();
+    let family = family::of(raw.architecture);
     if let Some((key, span)) = raw.keys_set().into_iter().find(|(key, _)| !family.keys.contains(key)) {
         let message = match (family.hint)(key) {
             Some(hint) => format!("model `{name}`: {hint}"),
-            None => format!("model `{name}`: `{key}` is not a key of architecture `{}`", family.name),
+            None => format!("model `{name}`: `{key}` is not a key of architecture `{}`", raw.architecture),
         };
         return Err((Some(span), message));
     }
     let architecture = match raw.architecture {
-        Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::spec::parse(&raw)),
-        Architecture::Bert => ArchitectureSpec::Bert(bert::spec::parse(&raw, &name)?),
+        Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::parse(&raw)),
+        Architecture::Bert => ArchitectureSpec::Bert(bert::parse(&raw, &name)?),
     };
     let training = training(raw.training, family.recipe, &name)?;
     Ok(ModelSpec { name, architecture, training })

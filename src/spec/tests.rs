@@ -440,25 +440,26 @@ const MODEL_KEY_VALUES: &[(&str, &str)] = &[
 
 #[test]
 fn every_key_of_one_architecture_is_refused_by_the_other_at_its_line() {
-    let families = [Architecture::Bilstm, Architecture::Bert];
-    for family in families.map(Architecture::family) {
-        for other in families.map(Architecture::family) {
+    let architectures = [Architecture::Bilstm, Architecture::Bert];
+    for architecture in architectures {
+        let family = crate::architectures::of(architecture);
+        for other in architectures.map(crate::architectures::of) {
             for key in other.keys.iter().filter(|k| !family.keys.contains(k)) {
                 let (_, value) = MODEL_KEY_VALUES.iter().find(|(k, _)| k == key).expect("a sample value for every key");
                 let text = MINIMAL.replace(
                     "architecture = \"bilstm\"",
-                    &format!("architecture = \"{}\"\n{key} = {value}", family.name),
+                    &format!("architecture = \"{architecture}\"\n{key} = {value}"),
                 );
                 let e = error(&text);
                 let expected = (family.hint)(key)
                     .map(str::to_string)
-                    .unwrap_or_else(|| format!("`{key}` is not a key of architecture `{}`", family.name));
-                assert!(e.contains("test.toml:9:") && e.contains(&expected), "{}: {key}: {e}", family.name);
+                    .unwrap_or_else(|| format!("`{key}` is not a key of architecture `{architecture}`"));
+                assert!(e.contains("test.toml:9:") && e.contains(&expected), "{architecture}: {key}: {e}");
             }
         }
     }
     // Every key of every family has a sample above, so a new key is tested here.
-    for family in families.map(Architecture::family) {
+    for family in architectures.map(crate::architectures::of) {
         for key in family.keys {
             assert!(MODEL_KEY_VALUES.iter().any(|(k, _)| k == key), "no sample value for `{key}`");
         }

@@ -1,83 +1,36 @@
-//! Validated scalar types, checked while the TOML is parsed so that an error
-//! carries the span of the offending value.
+//! The grid file's default values of the validated scalars
+//! ([`Share`], [`Positive`], in `crate::values`).
 
-use serde::{Deserialize, Serialize};
+pub use crate::values::{Positive, Share};
 
-/// A number in [0, 1].
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct Share(f64);
-
-impl Share {
-    pub fn get(self) -> f64 {
-        self.0
-    }
-    pub fn new(v: f64) -> Self {
-        Self::try_from(v).expect("a share in [0, 1]")
-    }
-    pub(super) fn default_mix() -> Self {
-        Share(0.2)
-    }
-    pub(super) fn default_keep() -> Self {
-        Share(0.5)
-    }
-    pub(super) fn default_validation() -> Self {
-        Share(0.1)
-    }
-    pub(super) fn default_synthetic() -> Self {
-        Share(0.99)
-    }
-    pub(super) fn default_chance() -> Self {
-        Share(0.1)
-    }
-    pub(super) fn default_drop() -> Self {
-        Share(0.02)
-    }
+pub(super) fn default_mix() -> Share {
+    Share::new(0.2)
 }
 
-impl TryFrom<f64> for Share {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
-        if (0.0..=1.0).contains(&v) { Ok(Share(v)) } else { Err(format!("expected a number in [0, 1], got {v}")) }
-    }
+pub(super) fn default_keep() -> Share {
+    Share::new(0.5)
 }
 
-impl From<Share> for f64 {
-    fn from(s: Share) -> f64 {
-        s.0
-    }
+pub(super) fn default_validation() -> Share {
+    Share::new(0.1)
 }
 
-/// A whole number ≥ 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "i64", into = "u64")]
-pub struct Positive(usize);
-
-impl Positive {
-    pub fn get(self) -> usize {
-        self.0
-    }
-    pub fn new(v: usize) -> Self {
-        assert!(v >= 1, "Positive::new(0)");
-        Positive(v)
-    }
-    pub(super) fn default_max_length() -> Self {
-        Positive(128)
-    }
-    pub(super) fn default_max_distance() -> Self {
-        Positive(50)
-    }
+pub(super) fn default_synthetic() -> Share {
+    Share::new(crate::shortcut::MIN_SYNTHETIC_ACCURACY)
 }
 
-impl TryFrom<i64> for Positive {
-    type Error = String;
-    fn try_from(v: i64) -> Result<Self, String> {
-        if v >= 1 { Ok(Positive(v as usize)) } else { Err(format!("expected a whole number ≥ 1, got {v}")) }
-    }
+pub(super) fn default_chance() -> Share {
+    Share::new(0.1)
 }
 
-impl From<Positive> for u64 {
-    fn from(p: Positive) -> u64 {
-        p.0 as u64
-    }
+pub(super) fn default_drop() -> Share {
+    Share::new(0.02)
+}
+
+pub(super) fn default_max_length() -> Positive {
+    Positive::new(128)
+}
+
+pub(super) fn default_max_distance() -> Positive {
+    Positive::new(50)
 }

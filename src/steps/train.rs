@@ -1,6 +1,6 @@
 //! `train`: a corpus or mixed split → a trained classifier (safetensors) with
 //! its config, tokenizer and training log. Each architecture builds, trains and
-//! saves its own model (`model::<architecture>::fit`); this step reads the data
+//! saves its own model (`architectures::<architecture>::fit`); this step reads the data
 //! and hands it over.
 
 use std::path::Path;
@@ -10,12 +10,12 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::StepContext;
 use super::io::read_jsonl;
+use crate::architectures::TrainData;
+use crate::architectures::{bert, bilstm};
 use crate::data::Example;
 use crate::model::ModelAssets;
-use crate::model::{bert, bilstm};
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::spec::{ArchitectureSpec, ModelSpec};
-use crate::train::TrainData;
 
 pub fn run(
     model: &ModelSpec,

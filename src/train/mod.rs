@@ -8,7 +8,7 @@
 //! device-side dropout masks from the backend's RNG, seeded by the run.
 
 mod adamw;
-mod data;
+pub mod recipe;
 mod snapshot;
 
 use std::time::Instant;
@@ -29,9 +29,8 @@ use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
-use crate::spec::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
+use recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 
-pub use data::TrainData;
 use snapshot::LoopState;
 pub use snapshot::Snapshots;
 

@@ -31,7 +31,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use super::LogEntry;
-use crate::cache::files::sha256_hex;
+use sha2::{Digest, Sha256};
 
 /// Bumped when the layout or the loop state changes: an older snapshot is then
 /// not used.
@@ -140,7 +140,11 @@ impl Snapshots {
         for (name, bytes) in &records {
             let path = staging.join(name);
             fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-            files.push(FileSum { name: (*name).into(), sha256: sha256_hex(bytes), bytes: bytes.len() as u64 });
+            files.push(FileSum {
+                name: (*name).into(),
+                sha256: hex::encode(Sha256::digest(bytes)),
+                bytes: bytes.len() as u64,
+            });
         }
         let done = self.dir.join(&folder);
         if done.exists() {
@@ -202,7 +206,7 @@ impl Snapshots {
                 .with_context(|| format!("snapshot.json lists no `{name}`"))?;
             let path = folder.join(name);
             let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            if bytes.len() as u64 != sum.bytes || sha256_hex(&bytes) != sum.sha256 {
+            if bytes.len() as u64 != sum.bytes || hex::encode(Sha256::digest(&bytes)) != sum.sha256 {
                 bail!("{} does not match its checksum", path.display());
             }
             Ok(bytes)

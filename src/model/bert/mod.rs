@@ -6,10 +6,8 @@
 pub mod config;
 pub mod encoder;
 pub mod family;
-pub mod fit;
 pub mod load;
 pub mod saved;
-pub mod spec;
 
 use burn::module::Param;
 use burn::nn::Linear;

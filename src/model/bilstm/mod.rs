@@ -18,9 +18,7 @@
 //! Nonlinearities and input-dependent products go through [`Rules`], so that
 //! DeepLift's Rescale rule runs this same code; [`Rules::Plain`] is the ordinary pass.
 
-pub mod fit;
 pub mod saved;
-pub mod spec;
 
 use burn::module::Param;
 use burn::prelude::*;

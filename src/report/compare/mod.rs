@@ -90,9 +90,9 @@ use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
 use crate::report::tables::format_fixed;
+use crate::salience::expand::expand;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
 use crate::shortcut::ShortcutKind;
-use crate::spec::expand::expand;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
 const NEAR: f64 = 0.1;

@@ -143,9 +143,9 @@ fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, 
         key: crate::report::CellKey {
             model: model.into(),
             architecture: if model.starts_with("bert") {
-                crate::spec::Architecture::Bert
+                crate::model::Architecture::Bert
             } else {
-                crate::spec::Architecture::Bilstm
+                crate::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
             shortcut: shortcut.into(),
@@ -372,9 +372,9 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
         key: crate::report::CellKey {
             model: model.into(),
             architecture: if model == "bert" {
-                crate::spec::Architecture::Bert
+                crate::model::Architecture::Bert
             } else {
-                crate::spec::Architecture::Bilstm
+                crate::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
             shortcut: shortcut.into(),

@@ -10,13 +10,14 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::{BiLstmClassifier, BiLstmConfig, saved};
+use crate::architectures::TrainData;
+use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig, saved};
 use crate::model::glove::{self, GloveCoverage};
 use crate::spec::{BiLstmSpec, ModelSpec, PadEmbedding};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
-use crate::train::{TrainData, TrainSetup, train};
+use crate::train::{TrainSetup, train};
 
 /// What `training.json` records of a BiLSTM beyond what every model records.
 #[derive(Serialize)]

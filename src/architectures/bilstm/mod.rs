@@ -1,23 +1,24 @@
 //! A BiLSTM in the grid file: its keys, their defaults (Bastings et al.
-//! appendix A.1), its training recipe, what salience methods may rely on, the
-//! parameters of its train key and the external file (GloVe) it reads.
+//! appendix A.1), its training recipe, the parameters of its
+//! train key and the external file (GloVe) it reads; and how it is fitted ([`fit`]).
+
+pub mod fit;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::{Family, Recipe};
 use crate::cache::Cache;
 use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
 use crate::model::glove::{self, GloveError};
-use crate::salience::ModelTraits;
-use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, value};
+use crate::spec::model::{OptimizerName, RawModel, value};
 use crate::spec::{Positive, Share};
 
-/// The BiLSTM's entry in the registry ([`crate::spec::Architecture`]).
+/// The BiLSTM's entry in the registry ([`super::of`]).
 pub const FAMILY: Family = Family {
-    name: "bilstm",
     keys: &[
         "hidden_size",
         "dropout",
@@ -38,7 +39,6 @@ pub const FAMILY: Family = Family {
         warmup_share: None,
         max_grad_norm: None,
     },
-    traits: ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false },
 };
 
 /// What a key of another architecture most likely meant here.

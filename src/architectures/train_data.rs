@@ -7,10 +7,10 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{TrainExample, TrainSummary};
 use crate::data::Example;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::text::TextEncoder;
+use crate::train::{TrainExample, TrainSummary};
 
 /// The examples and text limits a model trains on.
 pub struct TrainData<'a> {

@@ -13,16 +13,17 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::encoder::BertModel;
-use super::load::{LoadReport, add_word_embeddings, load_head, load_pretrained};
-use super::{BertClassifier, BertConfig, saved};
+use crate::architectures::TrainData;
 use crate::model::ModelAssets;
+use crate::model::bert::encoder::BertModel;
+use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained};
+use crate::model::bert::{BertClassifier, BertConfig, saved};
 use crate::model::hub;
 use crate::spec::{BertInit, BertSpec, HeadInit, ModelSpec, PositionInit};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
-use crate::train::{TrainData, TrainSetup, train};
+use crate::train::{TrainSetup, train};
 
 /// What `training.json` records of a BERT beyond what every model records.
 #[derive(Serialize)]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Cache, StepKey, StepKind};
+use crate::cache::{Cache, StepKey, StepKind};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum StaleReason {

@@ -1,7 +1,8 @@
 //! A BERT-family model in the grid file: its keys and their defaults (a
 //! pretrained checkpoint of any registered family, or `BertConfig`'s shape for
-//! a random one), the fine-tuning recipe, what salience methods may rely on,
-//! the parameters of its train key and the checkpoint it reads.
+//! a random one), the fine-tuning recipe, the parameters of its train key and the checkpoint it reads.
+
+pub mod fit;
 
 use std::path::{Path, PathBuf};
 
@@ -9,18 +10,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::{Family, Recipe};
 use crate::cache::Cache;
 use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
 use crate::model::hub::{self, CheckpointSource, HubError};
-use crate::salience::ModelTraits;
-use crate::spec::model::{Family, OptimizerName, RawModel, Recipe, SpanError, refuse, value};
+use crate::spec::model::{OptimizerName, RawModel, SpanError, refuse, value};
 use crate::spec::{Positive, Share};
 
-/// BERT's entry in the registry ([`crate::spec::Architecture`]): every
+/// BERT's entry in the registry ([`super::of`]): every
 /// transformers family it loads (BERT, RoBERTa, DistilBERT) is this architecture.
 pub const FAMILY: Family = Family {
-    name: "bert",
     keys: &[
         "hidden_size",
         "dropout",
@@ -44,8 +44,6 @@ pub const FAMILY: Family = Family {
         warmup_share: Some(0.1),
         max_grad_norm: Some(1.0),
     },
-    // A pretrained vocabulary without `[MASK]` is caught when its attribution step runs.
-    traits: ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true },
 };
 
 /// What a key of another architecture most likely meant here.

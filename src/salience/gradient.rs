@@ -178,4 +178,67 @@ mod tests {
         let gxi: Vec<f32> = gradient_times_input(g, e).into_data().to_vec().unwrap();
         assert_eq!(gxi, vec![-5.0, -0.5]);
     }
+
+    /// BERT's input gradients (these two tests stood with the model before the
+    /// workspace split; they read `input_gradients`, a method of this layer).
+    mod bert {
+        use super::*;
+        use crate::model::bert::{BertClassifier, BertConfig};
+        use rand_chacha::ChaCha8Rng;
+
+        fn tiny(num_outputs: usize, seed: u64) -> BertClassifier<Ad> {
+            let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
+            config.hidden_dropout_prob = 0.0;
+            config.attention_probs_dropout_prob = 0.0;
+            BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
+        }
+
+        #[test]
+        fn gradients_match_finite_differences() {
+            let model = tiny(1, 3);
+            let device = Default::default();
+            let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 3]], 0, &device);
+            let g = input_gradients(&model, &batch, Target::Logit);
+            let shape = g.embeddings.dims();
+            let e: Vec<f32> = g.embeddings.into_data().to_vec().unwrap();
+            let grad: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
+            let sign = if g.predicted[0] == 1 { 1.0 } else { -1.0 };
+            let f = |values: Vec<f32>| -> f64 {
+                let e = Tensor::<Ad, 3>::from_data(TensorData::new(values, shape), &device);
+                let l: Vec<f32> = model.logits_from_embeddings(e, batch.mask.clone()).into_data().to_vec().unwrap();
+                sign * l[0] as f64
+            };
+            let h = 1e-2f32;
+            for i in 0..e.len() {
+                let (mut plus, mut minus) = (e.clone(), e.clone());
+                plus[i] += h;
+                minus[i] -= h;
+                let numeric = (f(plus) - f(minus)) / (2.0 * h as f64);
+                assert!(
+                    (numeric - grad[i] as f64).abs() < 1e-3 + 1e-2 * numeric.abs(),
+                    "element {i}: {numeric} vs {}",
+                    grad[i]
+                );
+            }
+        }
+
+        /// BERT normalises `word + position + token type` with LayerNorm, which is
+        /// invariant to adding a constant to every dimension, so the gradient with
+        /// respect to a word embedding always sums to zero: `grad-mean` on BERT is
+        /// rounding noise, whatever the model learned (BENCHMARKS.md, SST-2 MiniLM).
+        #[test]
+        fn word_embedding_gradients_sum_to_zero() {
+            let model = tiny(1, 7);
+            let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 5, 3]], 0, &Default::default());
+            let g = input_gradients(&model, &batch, Target::Logit);
+            let [_, time, dim] = g.gradients.dims();
+            let values: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
+            for t in 0..time {
+                let row = &values[t * dim..(t + 1) * dim];
+                let sum: f32 = row.iter().sum();
+                let l1: f32 = row.iter().map(|v| v.abs()).sum();
+                assert!(l1 > 0.0 && sum.abs() <= 1e-5 * l1, "token {t}: sum {sum}, l1 {l1}");
+            }
+        }
+    }
 }

@@ -13,6 +13,7 @@
 
 pub mod attention;
 pub mod deeplift;
+mod equivalence;
 pub mod expand;
 pub mod gradient;
 pub mod integrated_gradients;

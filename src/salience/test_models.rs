@@ -1,22 +1,16 @@
 //! Tiny models shared by the salience tests: the two real architectures at toy
 //! size, and models simple enough that the right attribution is known by hand.
 
-use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+
+pub use crate::model::toy::*;
 
 use super::{Examples, Settings, Vocabulary};
 use crate::model::Classifier;
-use crate::model::bert::{BertClassifier, BertConfig};
-use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
 use crate::model::rules::Rules;
-
-pub type Ad = Autodiff<Flex>;
 
 /// Vocabulary of the tiny models: 0 pad, 1 unk, 2 cls, 3 sep, 4 mask, then words.
 pub const VOCAB: Vocabulary = Vocabulary { pad: 0, unk: 1, mask: Some(4) };
-pub const VOCAB_SIZE: usize = 24;
 
 /// One config of every method family, for tests that hold all of them to one
 /// standard (buckets, backends).
@@ -38,73 +32,8 @@ pub const EVERY_METHOD: [&str; 15] = [
     "random",
 ];
 
-/// Three examples of different lengths, as BiLSTM ids and as BERT ids (the
-/// same with `[CLS]` = 2 and `[SEP]` = 3 around them).
-pub fn three_examples() -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
-    let lstm: Vec<Vec<u32>> = vec![vec![5, 9, 12], vec![7, 6, 11, 20, 8, 14], vec![13]];
-    let bert = lstm.iter().map(|ids| [&[2][..], ids, &[3]].concat()).collect();
-    (lstm, bert)
-}
-
 pub fn settings() -> Settings {
     Settings { seed: 3, internal_batch_size: 16, perturbations_per_eval: 64 }
-}
-
-pub fn bilstm(seed: u64) -> BiLstmClassifier<Ad> {
-    bilstm_on(seed, &Default::default())
-}
-
-/// [`bilstm`] on any backend: the weights come from the seed, not the backend.
-pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<B> {
-    let config = BiLstmConfig {
-        vocab_size: VOCAB_SIZE,
-        embedding_dim: 6,
-        hidden_size: 5,
-        attention_size: 4,
-        mlp_size: 7,
-        num_outputs: 1,
-        dropout: 0.0,
-        pad_id: 0,
-    };
-    BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, device)
-}
-
-/// [`bilstm`] with its LSTM input weights, attention projection and MLP scaled
-/// by `gain`: saturating gates, peaked attention and a larger output range, where
-/// DeepLift's secants differ most from gradients.
-pub fn steep_bilstm(seed: u64, gain: f64) -> BiLstmClassifier<Ad> {
-    let mut model = bilstm(seed);
-    let scale = |w: Tensor<Ad, 2>| w.mul_scalar(gain);
-    model.lstm_forward.weight_ih = model.lstm_forward.weight_ih.clone().map(scale);
-    model.lstm_backward.weight_ih = model.lstm_backward.weight_ih.clone().map(scale);
-    model.attention.projection.weight = model.attention.projection.weight.clone().map(scale);
-    model.hidden.weight = model.hidden.weight.clone().map(scale);
-    model.output.weight = model.output.weight.clone().map(scale);
-    model
-}
-
-pub fn bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
-    bert_on(seed, num_outputs, &Default::default())
-}
-
-/// [`bert`] on any backend.
-pub fn bert_on<B: Backend>(seed: u64, num_outputs: usize, device: &B::Device) -> BertClassifier<B> {
-    let mut config = BertConfig::small(VOCAB_SIZE, 16, 2, 2, 32, 32);
-    config.hidden_dropout_prob = 0.0;
-    config.attention_probs_dropout_prob = 0.0;
-    // Larger weights than BERT's 0.02, so a random model's output depends on its input visibly.
-    config.initializer_range = 0.3;
-    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), device)
-}
-
-/// A wider BERT with weights of 0.6: attention logits span hundreds, and an
-/// input's differ from its reference's by more than `exp` can represent.
-pub fn steep_bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
-    let mut config = BertConfig::small(VOCAB_SIZE, 64, 2, 4, 128, 64);
-    config.hidden_dropout_prob = 0.0;
-    config.attention_probs_dropout_prob = 0.0;
-    config.initializer_range = 0.6;
-    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
 }
 
 /// Word-only sequences for the BiLSTM (no special tokens).

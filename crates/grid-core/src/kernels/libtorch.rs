@@ -446,8 +446,8 @@ mod tests {
     use crate::backend::CpuAutodiff;
     use crate::backend::libtorch::{LibTorch, LibTorchAutodiff};
     use crate::model::bert::BertClassifier;
+    use crate::model::toy::{bert_on, bilstm_on, three_examples};
     use crate::model::{Classifier, TokenBatch};
-    use crate::salience::test_models::{bert_on, bilstm_on, three_examples};
 
     use super::*;
 

@@ -554,7 +554,7 @@ mod tests {
     /// piece that takes its space, truncation keeps `<s>` and `</s>`.
     #[test]
     fn byte_level_bpe_maps_pieces_to_words() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roberta_transformers");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/roberta_transformers");
         let e = SubwordEncoder::from_pretrained_dir(&dir, &shortcuts()).unwrap();
         assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (1, 3, 0, 2, Some(4)));
         let got = e.encode("An awful, #1 plot", 512);

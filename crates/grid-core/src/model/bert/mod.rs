@@ -143,8 +143,6 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
 mod tests {
     use super::*;
     use crate::model::TokenBatch;
-    use crate::salience::Target;
-    use crate::salience::gradient::input_gradients;
     use burn::backend::{Autodiff, Flex};
     use rand::SeedableRng;
 
@@ -172,7 +170,7 @@ mod tests {
         let device = Default::default();
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let config = BertConfig::small(20, 16, 2, 2, 32, 16);
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bert_transformers");
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bert_transformers");
         let (pretrained_config, pretrained, _) = load_pretrained::<Ad>(&fixture, &mut rng, &device).unwrap();
         let encoders = [
             (config.clone(), BertModel::<Ad>::new(&config, &mut rng, &device)),
@@ -286,57 +284,10 @@ mod tests {
     }
 
     #[test]
-    fn gradients_match_finite_differences() {
-        let model = tiny(1, 3);
-        let device = Default::default();
-        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 3]], 0, &device);
-        let g = input_gradients(&model, &batch, Target::Logit);
-        let shape = g.embeddings.dims();
-        let e: Vec<f32> = g.embeddings.into_data().to_vec().unwrap();
-        let grad: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
-        let sign = if g.predicted[0] == 1 { 1.0 } else { -1.0 };
-        let f = |values: Vec<f32>| -> f64 {
-            let e = Tensor::<Ad, 3>::from_data(TensorData::new(values, shape), &device);
-            let l: Vec<f32> = model.logits_from_embeddings(e, batch.mask.clone()).into_data().to_vec().unwrap();
-            sign * l[0] as f64
-        };
-        let h = 1e-2f32;
-        for i in 0..e.len() {
-            let (mut plus, mut minus) = (e.clone(), e.clone());
-            plus[i] += h;
-            minus[i] -= h;
-            let numeric = (f(plus) - f(minus)) / (2.0 * h as f64);
-            assert!(
-                (numeric - grad[i] as f64).abs() < 1e-3 + 1e-2 * numeric.abs(),
-                "element {i}: {numeric} vs {}",
-                grad[i]
-            );
-        }
-    }
-
-    /// BERT normalises `word + position + token type` with LayerNorm, which is
-    /// invariant to adding a constant to every dimension, so the gradient with
-    /// respect to a word embedding always sums to zero: `grad-mean` on BERT is
-    /// rounding noise, whatever the model learned (BENCHMARKS.md, SST-2 MiniLM).
-    #[test]
-    fn word_embedding_gradients_sum_to_zero() {
-        let model = tiny(1, 7);
-        let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 7, 11, 5, 3]], 0, &Default::default());
-        let g = input_gradients(&model, &batch, Target::Logit);
-        let [_, time, dim] = g.gradients.dims();
-        let values: Vec<f32> = g.gradients.into_data().to_vec().unwrap();
-        for t in 0..time {
-            let row = &values[t * dim..(t + 1) * dim];
-            let sum: f32 = row.iter().sum();
-            let l1: f32 = row.iter().map(|v| v.abs()).sum();
-            assert!(l1 > 0.0 && sum.abs() <= 1e-5 * l1, "token {t}: sum {sum}, l1 {l1}");
-        }
-    }
-
-    #[test]
     fn learns_a_three_class_rule() {
-        use crate::spec::{Optimizer, Positive, Schedule, Share, TrainingSpec};
+        use crate::train::recipe::{Optimizer, Schedule, TrainingSpec};
         use crate::train::{TrainExample, TrainSetup, train};
+        use crate::values::{Positive, Share};
         use rand::Rng;
         // Class = which of tokens 5, 6, 7 the sequence contains.
         let data = |n: usize, seed: u64| -> Vec<TrainExample> {
@@ -361,7 +312,10 @@ mod tests {
             schedule: Schedule::Linear { warmup_share: Share::new(0.1) },
             max_steps: Positive::new(500),
             eval_every: Positive::new(100),
-            keep: crate::spec::Keep::Best { patience: Positive::new(500), by: crate::spec::BestBy::Accuracy },
+            keep: crate::train::recipe::Keep::Best {
+                patience: Positive::new(500),
+                by: crate::train::recipe::BestBy::Accuracy,
+            },
             max_grad_norm: Some(1.0),
             seed: 4,
         };
@@ -378,8 +332,9 @@ mod tests {
     /// backend's RNG is re-seeded at every evaluation step.
     #[test]
     fn training_with_device_dropout_resumes_exactly() {
-        use crate::spec::{Optimizer, Positive, Schedule, Share, TrainingSpec};
+        use crate::train::recipe::{Optimizer, Schedule, TrainingSpec};
         use crate::train::{Snapshots, Stopped, TrainExample, TrainSetup, train};
+        use crate::values::{Positive, Share};
         use rand::Rng;
         let data = |n: usize, seed: u64| -> Vec<TrainExample> {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -401,7 +356,7 @@ mod tests {
             schedule: Schedule::Linear { warmup_share: Share::new(0.1) },
             max_steps: Positive::new(60),
             eval_every: Positive::new(20),
-            keep: crate::spec::Keep::Last,
+            keep: crate::train::recipe::Keep::Last,
             max_grad_norm: Some(1.0),
             seed: 4,
         };

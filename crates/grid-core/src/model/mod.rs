@@ -21,6 +21,8 @@ pub mod noise;
 pub mod predict;
 pub mod rules;
 pub mod shapes;
+#[cfg(any(test, feature = "toy-models"))]
+pub mod toy;
 
 use burn::prelude::*;
 

@@ -699,7 +699,7 @@ mod tests {
     /// The shared real files, when present (they are not in the repository).
     #[test]
     fn real_sst2_parquet_if_present() {
-        let p = &Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/sst2/validation.parquet");
+        let p = &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/sst2/validation.parquet");
         if !p.exists() {
             return;
         }

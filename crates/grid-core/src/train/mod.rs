@@ -565,7 +565,7 @@ mod tests {
 
     use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
     use crate::model::predict::predict;
-    use crate::spec::{Positive, Share};
+    use crate::values::{Positive, Share};
     use burn::backend::Autodiff;
 
     /// Label 1 iff token 3 occurs: a rule a BiLSTM learns in a few dozen steps.
@@ -650,7 +650,7 @@ mod tests {
             optimizer: OptimizerSpec::Sgd { momentum: Share::new(0.9) },
             learning_rate: 0.1,
             weight_decay: 5e-6,
-            schedule: crate::spec::Schedule::Constant,
+            schedule: crate::train::recipe::Schedule::Constant,
             max_steps: Positive::new(200),
             eval_every: Positive::new(eval_every),
             keep,
@@ -853,7 +853,7 @@ mod tests {
             optimizer: OptimizerSpec::Sgd { momentum: Share::new(0.9) },
             learning_rate: 1e38,
             weight_decay: 0.0,
-            schedule: crate::spec::Schedule::Constant,
+            schedule: crate::train::recipe::Schedule::Constant,
             max_steps: Positive::new(50),
             eval_every: Positive::new(25),
             keep: Keep::Last,

@@ -5,7 +5,6 @@
 //! (ARCHITECTURE.md).
 
 pub mod backend;
-pub mod clock;
 pub mod data;
 pub mod errors;
 pub mod interrupt;

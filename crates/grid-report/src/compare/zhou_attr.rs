@@ -137,7 +137,7 @@ pub(super) fn other_words(
             })
             .collect()
     };
-    let parts = crate::report::zhou::other_words(&seeds(Metric::AttrShare), &seeds(Metric::AttrNonCorrelating), split);
+    let parts = crate::zhou::other_words(&seeds(Metric::AttrShare), &seeds(Metric::AttrNonCorrelating), split);
     if parts.is_empty() {
         return None;
     }

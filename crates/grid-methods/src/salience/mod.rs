@@ -208,8 +208,8 @@ pub(crate) fn rows_of<B: burn::prelude::Backend>(
     values.chunks(time.max(1)).zip(&examples.ids).map(|(row, ids)| row[..ids.len()].to_vec()).collect()
 }
 
-#[cfg(test)]
-pub(crate) mod test_models;
+#[cfg(any(test, feature = "toy-models"))]
+pub mod test_models;
 
 #[cfg(test)]
 mod tests {

@@ -41,6 +41,10 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+// The layers below, under the paths these modules use.
+pub(crate) use grid_core::{data, model};
+pub(crate) use grid_methods::{metrics, salience, shortcut};
+
 use crate::metrics::Metric;
 use crate::model::Architecture;
 use crate::salience::Method;
@@ -618,13 +622,13 @@ fn write_atomic(
 }
 
 /// Writes `text` to `dir/name` through a temporary file.
-pub(crate) fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
+pub fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
     let path = dir.join(name);
     write_atomic(dir, name, |f| f.write_all(text.as_bytes()).map_err(|source| ReportError::Io { path, source }))
 }
 
 /// Writes `df` as CSV (with header) to `dir/name` through a temporary file.
-pub(crate) fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
+pub fn write_csv(dir: &Path, name: &str, df: &mut DataFrame) -> Result<PathBuf, ReportError> {
     let what = dir.join(name).display().to_string();
     write_atomic(dir, name, |f| CsvWriter::new(f).include_header(true).finish(df).map_err(polars_err(what)))
 }
@@ -640,7 +644,7 @@ mod tests {
 
     fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
                     crate::model::Architecture::Bert
@@ -666,7 +670,7 @@ mod tests {
 
     fn ver(model: &str, dataset: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: dataset.into(),

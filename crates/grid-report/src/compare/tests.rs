@@ -1,7 +1,7 @@
 use super::*;
 
 fn reference(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/reference").join(name)
 }
 
 fn parse(text: &str) -> Result<Published, CompareError> {
@@ -140,7 +140,7 @@ fn aliases_parse() {
 
 fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, seed: u64, v: [f64; 3]) -> CellResult {
     CellResult {
-        key: crate::report::CellKey {
+        key: crate::CellKey {
             model: model.into(),
             architecture: if model.starts_with("bert") {
                 crate::model::Architecture::Bert
@@ -369,7 +369,7 @@ fn zhao_preferences() {
 
 fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, shortcut_acc: f64) -> VerificationRow {
     VerificationRow {
-        key: crate::report::CellKey {
+        key: crate::CellKey {
             model: model.into(),
             architecture: if model == "bert" {
                 crate::model::Architecture::Bert
@@ -751,7 +751,7 @@ fn a_cell_over_seeds_has_the_tables_interval() {
     let cells = vec![seed(1, vec![1.0, 0.5, 1.0, 0.0, 1.0]), seed(2, vec![0.5, 0.5, 1.0, 1.0, 0.0])];
     let published = parse(BASTINGS_SMALL).unwrap();
     let c = compare(&published, &cells, &[], &aliases(&[("generated", "sst2")])).unwrap();
-    let tables = crate::report::tables::over_seeds(&cells);
+    let tables = crate::tables::over_seeds(&cells);
     let (ours, table) = (&c.cells[0], &tables[0].cell);
     assert_eq!((ours.runs, ours.ours), (2, table.value));
     assert_eq!((ours.ci_low, ours.ci_high), (table.ci_low, table.ci_high));

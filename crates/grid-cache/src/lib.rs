@@ -1,4 +1,6 @@
-//! The content-addressed step cache.
+//! The content-addressed step cache: the layer under the pipeline. A step's
+//! payload and its progress files are opaque here; it depends on no other
+//! layer of `grid` (ARCHITECTURE.md).
 //!
 //! # What goes into a step's key
 //!
@@ -36,6 +38,7 @@
 //! that `grid plan` can say *why* a step will run.
 
 pub mod check;
+pub mod clock;
 mod failures;
 pub mod files;
 mod frozen;
@@ -54,6 +57,11 @@ pub use check::{Damage, Entry};
 pub use failures::Failure;
 pub use frozen::{FROZEN_GRACE, FrozenPolicy, collect_frozen};
 pub use reuse::ContentKey;
+
+/// The folder under a cache root where the GPU backends keep compiled kernels
+/// (`grid_core::backend::kernel_cache`); `gc` keeps it unless asked. A test of
+/// the `grid` crate checks that the two agree.
+pub const KERNELS_FOLDER: &str = "kernels";
 
 /// The kinds of step, one per pipeline stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -265,7 +273,7 @@ pub enum CacheError {
 
 /// Writes `value` as JSON to `path` (creating its folder) through a file of
 /// this process renamed into place, so a reader never sees half a record.
-pub(crate) fn write_json_whole(path: &Path, value: &impl Serialize) -> Result<(), CacheError> {
+pub fn write_json_whole(path: &Path, value: &impl Serialize) -> Result<(), CacheError> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).map_err(io_err(parent))?;
     }

@@ -471,7 +471,7 @@ mod tests {
     fn every_config_of_the_published_tables_parses_and_applies() {
         use polars::prelude::*;
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("experiments/reference/bastings2022_precision_rank.csv");
+            .join("../../experiments/reference/bastings2022_precision_rank.csv");
         let df = CsvReadOptions::default().try_into_reader_with_file_path(Some(path)).unwrap().finish().unwrap();
         let arch = df.column("arch").unwrap().str().unwrap();
         let method = df.column("method").unwrap().str().unwrap();

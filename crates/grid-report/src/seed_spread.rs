@@ -107,8 +107,8 @@ fn min_max(values: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CellKey;
     use crate::model::Architecture;
-    use crate::report::CellKey;
 
     fn row(shortcut: &str, seed: u64, synthetic: f64, shortcut_on_original: f64) -> VerificationRow {
         VerificationRow {

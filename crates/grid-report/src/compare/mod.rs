@@ -47,7 +47,7 @@
 //!   region's share of the tokens (`region_share`) and the paper's word frequency
 //!   (`published_frequency`).
 //! - Seeds: cells that differ only by seed are merged as the tables merge them
-//!   ([`crate::report::tables::over_seeds`]): the mean over seeds, with the
+//!   ([`crate::tables::over_seeds`]): the mean over seeds, with the
 //!   bootstrap interval of the seed-averaged per-example values, so a cell
 //!   shows one interval in every output.
 //!
@@ -89,10 +89,10 @@ use super::{CellResult, VerificationRow};
 use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
-use crate::report::tables::format_fixed;
 use crate::salience::expand::expand;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
 use crate::shortcut::ShortcutKind;
+use crate::tables::format_fixed;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
 const NEAR: f64 = 0.1;
@@ -398,7 +398,7 @@ impl OurCell {
 /// The cells whose metric `keep` accepts, averaged over seeds.
 pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -> Vec<OurCell> {
     let kept: Vec<CellResult> = cells.iter().filter(|c| keep(c.metric)).cloned().collect();
-    crate::report::tables::over_seeds(&kept)
+    crate::tables::over_seeds(&kept)
         .into_iter()
         .map(|summary| {
             let cell = summary.cell;

@@ -421,7 +421,7 @@ mod tests {
 
     fn cell(model: &str, key: (&str, &str), method: &str, metric: &str, value: f64) -> CellResult {
         CellResult {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: key.0.into(),
@@ -534,7 +534,7 @@ mod tests {
     #[test]
     fn macro_f1_is_shown_only_when_measured() {
         let mut row = VerificationRow {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),

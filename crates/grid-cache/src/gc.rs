@@ -97,7 +97,7 @@ pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOption
             let _ = fs::remove_file(&record);
         }
     }
-    let kernels = cache.root().join(crate::backend::kernel_cache::FOLDER);
+    let kernels = cache.root().join(super::KERNELS_FOLDER);
     summary.kernel_bytes = size_of(&kernels);
     if options.kernels && kernels.exists() {
         if !options.dry_run {

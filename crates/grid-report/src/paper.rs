@@ -341,7 +341,7 @@ pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option
     }
     let groups = first_appearance(rows.iter().map(|r| (r.model.clone(), r.architecture, r.dataset.clone())));
     let pct = |values: Vec<f64>| {
-        crate::report::tables::mean_and_sd(&values).map(|(m, sd)| match sd {
+        crate::tables::mean_and_sd(&values).map(|(m, sd)| match sd {
             Some(sd) => format!("{} ± {}", format_fixed(m * 100.0, 1), format_fixed(sd * 100.0, 1)),
             None => format_fixed(m * 100.0, 1),
         })
@@ -748,14 +748,14 @@ pub fn recommendation_table(recommendations: &[Recommendation]) -> PolarsResult<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::CellResult;
-    use crate::report::tables::over_seeds;
+    use crate::CellResult;
+    use crate::tables::over_seeds;
 
     fn cell(model: &str, shortcut: &str, method: &str, metric: &str, values: &[f64]) -> CellResult {
         let value = values.iter().sum::<f64>() / values.len() as f64;
         let [lo, hi] = Bootstrap::default().interval(values).unwrap();
         CellResult {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
                     crate::model::Architecture::Bert
@@ -914,7 +914,7 @@ mod tests {
     #[test]
     fn table1_from_verification() {
         let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),

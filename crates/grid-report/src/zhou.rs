@@ -220,7 +220,7 @@ mod tests {
 
     fn cell(shortcut: &str, method: &str, metric: &str, seed: u64, value: f64, share: f64) -> CellResult {
         CellResult {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn accuracy_table_keeps_article_rows() {
         let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),

@@ -841,7 +841,7 @@ mod tests {
 
     fn cell(model: &str, shortcut: &str, method: &str, value: f64) -> CellResult {
         CellResult {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
                     crate::model::Architecture::Bert
@@ -889,7 +889,7 @@ mod tests {
 
     fn ver(model: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
-            key: crate::report::CellKey {
+            key: crate::CellKey {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),

@@ -1,0 +1,15 @@
+//! The methods layer: input-salience methods (gradients, integrated
+//! gradients, SmoothGrad, DeepLift, LIME, KernelSHAP, occlusion, attention),
+//! the metrics that score them against the planted ground truth, and the
+//! shortcut rules planted in the data. Methods see models only through
+//! `grid_core::model::Classifier`; nothing here knows of grid files, caches
+//! or steps (ARCHITECTURE.md).
+
+pub mod metrics;
+pub mod salience;
+pub mod shortcut;
+
+// The layer below, under the paths these modules use.
+#[cfg(all(test, feature = "libtorch"))]
+pub(crate) use grid_core::backend;
+pub(crate) use grid_core::{data, model};

@@ -6,13 +6,8 @@
 //! runs the ones the `cache` lacks; each step kind lives in its own module
 //! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
 
-pub mod architectures;
 pub mod bench;
 pub mod cli;
-pub mod crowd;
-pub mod dag;
-pub mod spec;
-pub mod steps;
 
 // The layers below, under the paths they had before the workspace split.
 pub use grid_cache as cache;
@@ -20,6 +15,7 @@ pub use grid_cache::clock;
 pub use grid_core::with_autodiff_backend;
 pub use grid_core::{backend, data, errors, interrupt, kernels, model, text, train, values};
 pub use grid_methods::{metrics, salience, shortcut};
+pub use grid_pipeline::{architectures, crowd, dag, spec, steps};
 pub use grid_report as report;
 
 #[cfg(test)]

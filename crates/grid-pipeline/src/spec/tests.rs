@@ -50,7 +50,7 @@ fn minimal_grid_gets_the_papers_defaults() {
 
 #[test]
 fn shipped_grids_parse() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -526,7 +526,7 @@ fn fine_tune_false_takes_a_classifier_checkpoint_with_its_head() {
 
 #[test]
 fn shipped_grids_that_extend_train_their_bases_models() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn reads_the_reference_file() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference/lu2024_crowd_accuracy.csv");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/reference/lu2024_crowd_accuracy.csv");
         let rows = read_published(&path).unwrap();
         let ig = rows.iter().find(|r| r.dataset == "imdb" && r.method == "integrated gradient").unwrap();
         assert_eq!(ig.accuracy, [(5, 74.0), (10, 81.0), (20, 87.0), (30, 80.0), (40, 87.0)]);

@@ -1,0 +1,20 @@
+//! The pipeline layer: `spec` turns a TOML file into a validated
+//! [`spec::Grid`]; `dag` expands it into content-hashed steps and runs the
+//! ones the cache lacks, through an executor; each step kind lives in its own
+//! module of `steps`; `architectures` is what each model family gives the
+//! planner and the `train` step; `crowd` runs the crowd study
+//! (ARCHITECTURE.md).
+
+pub mod architectures;
+pub mod crowd;
+pub mod dag;
+pub mod spec;
+pub mod steps;
+
+// The layers below, under the paths these modules use.
+pub(crate) use grid_cache as cache;
+pub(crate) use grid_cache::clock;
+pub(crate) use grid_core::with_autodiff_backend;
+pub(crate) use grid_core::{backend, data, errors, interrupt, model, text, train, values};
+pub(crate) use grid_methods::{metrics, salience, shortcut};
+pub(crate) use grid_report as report;

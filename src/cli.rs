@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::Compute;
-use crate::cache::{Cache, StepKind};
+use crate::cache::Cache;
 use crate::dag::executor::{self, Job, StepCommand, StepSettings};
 use crate::dag::{self, Plan, PlanOptions, RunOptions, StepStatus, Verbosity};
 use crate::spec::Grid;
@@ -479,7 +479,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         return run_steps(&plan, &cache, &keys, &common.grid, compute, verbosity);
     }
     if command == "run" {
-        download_checkpoints(&plan, &cache, verbosity);
+        dag::checkpoints::download(&plan, &cache, verbosity);
     }
     let jobs = common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     // Workers plan from the text planned here, whatever happens to the file.
@@ -547,10 +547,22 @@ fn finish_run(
             eprintln!("reports written to {}", first.parent().unwrap_or(Path::new(".")).display());
         }
     }
-    warn_failed_verification(plan, cache);
+    for (label, verification) in dag::status::verifications(plan, cache) {
+        if !verification.passed {
+            eprintln!("warning: {label} failed verification: {}", verification.failures.join("; "));
+        }
+        if !verification.close_calls.is_empty() {
+            eprintln!("note: {label} is a close call: {}", verification.close_calls.join("; "));
+        }
+    }
     if !comparisons.0.is_empty() {
         let reports = common.reports.join(&plan.grid_name);
-        compare_with_published(plan, cache, &reports, &comparisons.0, &comparisons.1)?;
+        let print = |written: dag::compare::Written| {
+            println!("{}", written.markdown);
+            eprintln!("comparison written to {} and {}", written.markdown_path.display(), written.csv_path.display());
+        };
+        dag::compare::compare_with_published(plan, cache, &reports, &comparisons.0, &comparisons.1, print)
+            .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     }
     let failures: Vec<_> = outcome.failures().collect();
     if failures.is_empty() {
@@ -681,7 +693,7 @@ fn run_on_slurm(common: Common, wait: bool) -> Result<ExitCode, Failure> {
         .ok_or_else(|| runtime(anyhow::anyhow!("cannot find this `grid` executable for the Slurm tasks to run")))?;
     prepare_kernel_cache(&common, compute, verbosity > Verbosity::Quiet)?;
     // Compute nodes often cannot reach the Hub: checkpoints come first, here.
-    download_checkpoints(&plan, &cache, verbosity);
+    dag::checkpoints::download(&plan, &cache, verbosity);
     let gpu = matches!(compute.device, crate::backend::DeviceChoice::Cuda(_));
     let options = SlurmOptions { command, resources: &grid.slurm, gpu, verbosity };
     let submission = slurm::submit(&plan, &cache, &options).map_err(runtime)?;
@@ -729,40 +741,6 @@ fn step_settings(common: &Common, compute: Compute, verbosity: Verbosity, frozen
         autotune: common.autotune.clone(),
         quiet: verbosity == Verbosity::Quiet,
     }
-}
-
-/// `grid report --compare`: each published file beside the report step's
-/// cells, written as `compare_<file stem>.{md,csv}` next to the tables and
-/// printed. A file that cannot be read or matched is a usage error naming it.
-fn compare_with_published(
-    plan: &dag::Plan,
-    cache: &Cache,
-    reports: &Path,
-    files: &[PathBuf],
-    aliases: &[(String, String)],
-) -> Result<(), Failure> {
-    use crate::report::compare;
-    let report = plan.report_step().ok_or_else(|| usage(anyhow::anyhow!("the grid has no report step")))?;
-    let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
-    let data_file = dir.join(crate::steps::report::DATA);
-    let text = std::fs::read_to_string(&data_file)
-        .map_err(|e| usage(anyhow::anyhow!("{}: {e} (run the grid first: `grid run`)", data_file.display())))?;
-    let data: crate::steps::report::ReportData =
-        serde_json::from_str(&text).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", data_file.display())))?;
-    std::fs::create_dir_all(reports).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", reports.display())))?;
-    for file in files {
-        let comparison = compare::compare_file(file, &data.cells, &data.verification, aliases)
-            .map_err(|e| usage(anyhow::anyhow!(e)))?;
-        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
-        let markdown = compare::render_markdown(&comparison);
-        let md_path = crate::report::write_text(reports, &format!("compare_{stem}.md"), &markdown).map_err(runtime)?;
-        let mut frame = compare::frame(&comparison).clone();
-        let csv_path =
-            crate::report::write_csv(reports, &format!("compare_{stem}.csv"), &mut frame).map_err(runtime)?;
-        println!("{markdown}");
-        eprintln!("comparison written to {} and {}", md_path.display(), csv_path.display());
-    }
-    Ok(())
 }
 
 /// `--device`, `--backend`, `--precision` and `--shape-buckets`.
@@ -990,30 +968,15 @@ fn gc(
     set: Vec<String>,
     options: crate::cache::gc::GcOptions,
 ) -> Result<ExitCode, Failure> {
-    use crate::backend::Precision;
     let settings = overrides(&set)?;
     let cache = Cache::open(&cache_dir).map_err(runtime)?;
-    let mut keep = std::collections::HashSet::new();
-    let mut keep_frozen = std::collections::HashSet::new();
-    for grid in grids {
-        let grid = Grid::load_with(grid, &settings).map_err(usage)?;
-        keep_frozen.insert(cache.frozen_grid_path(&grid.text));
-        for precision in [Precision::F32, Precision::Bf16Mixed, Precision::Bf16] {
-            let options = PlanOptions { data_root: data_root.clone(), precision };
-            let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
-            keep.extend(plan.steps.into_iter().map(|s| s.key));
-        }
-    }
-    let keep = (!grids.is_empty()).then_some(&keep);
-    let summary = crate::cache::gc::collect(&cache, keep, options).map_err(runtime)?;
-    let now = crate::clock::unix_now();
-    let frozen_policy = crate::cache::FrozenPolicy {
-        keep: (!grids.is_empty()).then_some(&keep_frozen),
-        older_than: options.older_than,
-        now,
-        dry_run: options.dry_run,
-    };
-    let frozen = crate::cache::collect_frozen(&cache, frozen_policy).map_err(runtime)?;
+    let grids =
+        grids.iter().map(|grid| Grid::load_with(grid, &settings)).collect::<Result<Vec<_>, _>>().map_err(usage)?;
+    let collected = dag::gc::collect(&cache, &grids, data_root, options).map_err(|e| match e {
+        dag::gc::GcError::Plan(e) => usage(e),
+        dag::gc::GcError::Cache(e) => runtime(e),
+    })?;
+    let (summary, frozen) = (collected.steps, collected.frozen);
     let verb = if options.dry_run { "would remove" } else { "removed" };
     let grace_days = crate::cache::FROZEN_GRACE.as_secs() / 86_400;
     for path in &frozen {
@@ -1161,59 +1124,4 @@ fn bench_gemm(
 fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(runtime)?;
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)
-}
-
-/// Shortcut models that failed verification are marked in every table; say so
-/// here too, once per model, so that nobody reads a marked column by accident.
-/// A close call (a bar inside its measurement's interval) is a note.
-fn warn_failed_verification(plan: &Plan, cache: &Cache) {
-    for step in plan.steps.iter().filter(|s| s.kind == StepKind::Verify) {
-        let path = cache.step_dir(step.kind, &step.key).join(crate::steps::verify::FILE);
-        let Ok(result) = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path) else { continue };
-        if !result.passed {
-            eprintln!("warning: {} failed verification: {}", step.label, result.failures.join("; "));
-        }
-        if !result.close_calls.is_empty() {
-            eprintln!("note: {} is a close call: {}", step.label, result.close_calls.join("; "));
-        }
-    }
-}
-
-/// Downloads the `hf://` checkpoints that train steps still need, here in the
-/// parent with a visible progress bar, before worker processes (whose output is
-/// not a terminal) would. A failure is only reported: the train steps that need
-/// the checkpoint then fail with it, and every other branch still runs.
-fn download_checkpoints(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
-    let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
-    for step in &plan.steps {
-        if let crate::steps::Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, .. }, .. } =
-            &step.work
-            && matches!(source, crate::model::hub::CheckpointSource::Hub { .. })
-            && !sources.contains(&source)
-            && !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_)))
-        {
-            sources.push(source);
-        }
-    }
-    for source in sources {
-        if source.dir(cache.root()).is_dir() {
-            continue;
-        }
-        let bar = if verbosity == Verbosity::Quiet {
-            indicatif::ProgressBar::hidden()
-        } else {
-            indicatif::ProgressBar::new(0).with_style(
-                indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            )
-        };
-        if verbosity > Verbosity::Quiet {
-            eprintln!("downloading {source}");
-        }
-        let result = crate::model::hub::resolve(source, cache.root(), &crate::model::hub::bar_progress(&bar));
-        bar.finish_and_clear();
-        if let Err(e) = result {
-            eprintln!("warning: {source}: {e}");
-        }
-    }
 }

@@ -112,7 +112,7 @@ impl Metric {
         match self {
             Metric::Precision => 2,
             Metric::Rank => 1,
-            _ => 3,
+            Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_) => 3,
         }
     }
 
@@ -156,12 +156,13 @@ impl Metric {
     }
 
     /// The per-example value of a ranking metric (precision, rank); `None` for
-    /// the others, which need more than a ranking.
+    /// the others, which need more than a ranking (each is scored by its own
+    /// module: the match names them all, so a new metric must say which it is).
     pub fn evaluate(self, ranking: &[usize], truth: &[usize]) -> Option<f64> {
         match self {
             Metric::Precision => precision_at_k(ranking, truth),
             Metric::Rank => rank_of_ground_truth(ranking, truth).map(|r| r as f64),
-            _ => None,
+            Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_) => None,
         }
     }
 }

@@ -9,7 +9,10 @@
 //! grid. With `seeds = [..]`, everything from training down is planned per seed.
 //! Steps are listed in an order where every input comes before its users.
 
+pub mod checkpoints;
+pub mod compare;
 pub mod executor;
+pub mod gc;
 pub mod params;
 pub mod placement;
 pub mod plan;

@@ -324,6 +324,22 @@ fn utc(seconds: u64) -> String {
         .unwrap_or_else(|| format!("{seconds} s after the epoch"))
 }
 
+/// The verification results a plan's verify steps have in the cache, with
+/// their labels, in plan order. Shortcut models that failed are marked in
+/// every table; the CLI says so too, once per model, so that nobody reads a
+/// marked column by accident (and a close call is a note).
+pub fn verifications(plan: &Plan, cache: &Cache) -> Vec<(String, crate::steps::verify::Verification)> {
+    plan.steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Verify)
+        .filter_map(|step| {
+            let path = cache.step_dir(step.kind, &step.key).join(crate::steps::verify::FILE);
+            let result = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path).ok()?;
+            Some((step.label.clone(), result))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,44 @@
+//! `hf://` checkpoints a plan's train steps need, fetched before any step runs.
+
+use crate::cache::Cache;
+
+use super::{Plan, Verbosity};
+
+/// Downloads the `hf://` checkpoints that train steps still need, here in the
+/// parent with a visible progress bar, before worker processes (whose output is
+/// not a terminal) would. A failure is only reported: the train steps that need
+/// the checkpoint then fail with it, and every other branch still runs.
+pub fn download(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
+    let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
+    for step in &plan.steps {
+        if let crate::steps::Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, .. }, .. } =
+            &step.work
+            && matches!(source, crate::model::hub::CheckpointSource::Hub { .. })
+            && !sources.contains(&source)
+            && !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_)))
+        {
+            sources.push(source);
+        }
+    }
+    for source in sources {
+        if source.dir(cache.root()).is_dir() {
+            continue;
+        }
+        let bar = if verbosity == Verbosity::Quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new(0).with_style(
+                indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            )
+        };
+        if verbosity > Verbosity::Quiet {
+            eprintln!("downloading {source}");
+        }
+        let result = crate::model::hub::resolve(source, cache.root(), &crate::model::hub::bar_progress(&bar));
+        bar.finish_and_clear();
+        if let Err(e) = result {
+            eprintln!("warning: {source}: {e}");
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `grid report --compare`: each published file beside the report step's
+//! cells, as read back from the cache, written as `compare_<file stem>.{md,csv}`
+//! next to the tables.
+
+use std::path::{Path, PathBuf};
+
+use crate::cache::{Cache, StepKind};
+use crate::report::{ReportError, compare};
+use crate::steps::report::{DATA, ReportData};
+
+use super::Plan;
+
+/// One published file compared and written.
+#[derive(Debug)]
+pub struct Written {
+    pub markdown: String,
+    pub markdown_path: PathBuf,
+    pub csv_path: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("the grid has no report step")]
+    NoReportStep,
+    #[error("{path}: {source} (run the grid first: `grid run`)")]
+    NotRun { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Corrupt { path: PathBuf, source: serde_json::Error },
+    /// A published file that cannot be read or matched.
+    #[error(transparent)]
+    Published(compare::CompareError),
+    #[error("{path}: {source}")]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Write(#[from] ReportError),
+}
+
+impl CompareError {
+    /// Whether the user's input is at fault (the grid, a published file, a
+    /// report not yet computed) rather than the machine.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            CompareError::NoReportStep | CompareError::NotRun { .. } | CompareError::Published(_) => true,
+            CompareError::Corrupt { .. } | CompareError::Folder { .. } | CompareError::Write(_) => false,
+        }
+    }
+}
+
+/// Compares every file of `files` with the cells of `plan`'s report step in
+/// `cache`, writing each comparison into `reports` and handing it to
+/// `written` before the next file is read.
+pub fn compare_with_published(
+    plan: &Plan,
+    cache: &Cache,
+    reports: &Path,
+    files: &[PathBuf],
+    aliases: &[(String, String)],
+    mut written: impl FnMut(Written),
+) -> Result<(), CompareError> {
+    let report = plan.report_step().ok_or(CompareError::NoReportStep)?;
+    let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
+    let path = dir.join(DATA);
+    let text = std::fs::read_to_string(&path).map_err(|source| CompareError::NotRun { path: path.clone(), source })?;
+    let data: ReportData = serde_json::from_str(&text).map_err(|source| CompareError::Corrupt { path, source })?;
+    std::fs::create_dir_all(reports).map_err(|source| CompareError::Folder { path: reports.to_path_buf(), source })?;
+    for file in files {
+        let comparison =
+            compare::compare_file(file, &data.cells, &data.verification, aliases).map_err(CompareError::Published)?;
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
+        let markdown = compare::render_markdown(&comparison);
+        let markdown_path = crate::report::write_text(reports, &format!("compare_{stem}.md"), &markdown)?;
+        let mut frame = compare::frame(&comparison).clone();
+        let csv_path = crate::report::write_csv(reports, &format!("compare_{stem}.csv"), &mut frame)?;
+        written(Written { markdown, markdown_path, csv_path });
+    }
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! `grid gc`: what the given grids still need, then the cache's collection.
+//! The keep set is every step the grids plan under every precision (a key
+//! differs by precision) and the frozen grid texts they use; with no grids,
+//! only `--older-than` decides.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::backend::Precision;
+use crate::cache::gc::{GcOptions, GcSummary};
+use crate::cache::{Cache, CacheError, FrozenPolicy, collect_frozen};
+use crate::spec::Grid;
+
+use super::{PlanError, PlanOptions, plan};
+
+/// What a collection removed (or, dry, would remove).
+#[derive(Debug)]
+pub struct Collected {
+    pub steps: GcSummary,
+    /// Frozen grid texts no run has used for [`crate::cache::FROZEN_GRACE`].
+    pub frozen: Vec<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GcError {
+    /// A grid could not be planned: nothing was removed.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// Removes from `cache` every step no grid of `grids` plans (all of them when
+/// `grids` is empty and `options.older_than` says so), and the frozen texts
+/// of grids no run used lately. Every grid is planned before anything goes.
+pub fn collect(
+    cache: &Cache,
+    grids: &[Grid],
+    data_root: Option<PathBuf>,
+    options: GcOptions,
+) -> Result<Collected, GcError> {
+    let mut keep = HashSet::new();
+    let mut keep_frozen = HashSet::new();
+    for grid in grids {
+        keep_frozen.insert(cache.frozen_grid_path(&grid.text));
+        for precision in [Precision::F32, Precision::Bf16Mixed, Precision::Bf16] {
+            let options = PlanOptions { data_root: data_root.clone(), precision };
+            keep.extend(plan(grid, cache, &options)?.steps.into_iter().map(|s| s.key));
+        }
+    }
+    let keep_steps = (!grids.is_empty()).then_some(&keep);
+    let steps = crate::cache::gc::collect(cache, keep_steps, options)?;
+    let policy = FrozenPolicy {
+        keep: (!grids.is_empty()).then_some(&keep_frozen),
+        older_than: options.older_than,
+        now: crate::clock::unix_now(),
+        dry_run: options.dry_run,
+    };
+    let frozen = collect_frozen(cache, policy)?;
+    Ok(Collected { steps, frozen })
+}

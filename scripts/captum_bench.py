@@ -9,7 +9,7 @@ predicted class, our scores and, for IG, the completeness gap. This script
    `model.safetensors` with burn's parameter paths and Linear weights stored
    [in, out], `config.json`, `vocab.json` or `tokenizer.json`) into an equivalent
    PyTorch model: `transformers.BertForSequenceClassification` for BERT, and the
-   module below for the BiLSTM of `src/model/bilstm.rs`;
+   module below for the BiLSTM of `crates/grid-core/src/model/bilstm/mod.rs`;
 2. checks it: the torch model's prediction must equal the dumped one for every
    example, and the deterministic methods (grad*, gxi*, ig*, occlusion-*) must
    reproduce the dumped scores (max absolute and relative difference; for IG also
@@ -59,7 +59,7 @@ moves the remaining tokens together.
 
 The gradient of a probability is taken through a sigmoid/softmax whose backward
 is written as p * (1 - p) with 1 - p computed from the other classes, as
-`src/salience/target.rs` does: a shortcut model's logits of 20-40 round p to 1.0
+`crates/grid-methods/src/salience/target.rs` does: a shortcut model's logits of 20-40 round p to 1.0
 in float32, and autograd's own sigmoid backward would then return 0.
 
 Gradient and IG methods explain `--batch-size` examples per call (ours: 32), in
@@ -119,7 +119,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 # The id that marks a deleted token in perturbed inputs (`erase`).
 DELETED = -1
-# LIME as LIT runs it (src/salience/lime.rs).
+# LIME as LIT runs it (crates/grid-methods/src/salience/lime.rs).
 LIME_KERNEL_WIDTH = 25.0
 LIME_DISTANCE_SCALE = 100.0
 LIME_RIDGE_ALPHA = 1.0
@@ -129,7 +129,7 @@ LIME_RIDGE_ALPHA = 1.0
 
 
 class BiLstmClassifier(nn.Module):
-    """`src/model/bilstm.rs` in PyTorch: embedding -> one bidirectional LSTM layer
+    """`crates/grid-core/src/model/bilstm/mod.rs` in PyTorch: embedding -> one bidirectional LSTM layer
     run over each sequence's own length -> keys-only additive attention
     softmax_t(v . tanh(W h_t)) over real tokens -> context sum_t a_t h_t ->
     Linear + ReLU -> Linear to the logits."""
@@ -338,7 +338,7 @@ def predicted_classes(logits):
 
 
 def class_probability(logits, classes):
-    """p(class) in float64 from float32 logits, as src/salience/perturb.rs reads it."""
+    """p(class) in float64 from float32 logits, as crates/grid-methods/src/salience/perturb.rs reads it."""
     logits = logits.double()
     if logits.shape[1] == 1:
         return torch.sigmoid(logits[:, 0] * (2 * classes - 1).double())
@@ -464,7 +464,7 @@ class Runner:
             # nn.Sigmoid, nn.Tanh, nn.Softmax, ...): neither HF's GELU module, the
             # functional softmax of its attention, nor nn.LSTM's gates; those pass
             # plain gradients. Ours applies Rescale to every nonlinearity
-            # (src/model/rules.rs), so only the cost compares, not the scores.
+            # (crates/grid-core/src/model/rules.rs), so only the cost compares, not the scores.
             classes = clean_classes()
             baselines = self.baselines(options["baseline"], ids, special, embeddings)
             attributions, gaps = DeepLift(ExplainedScore(self.model)).attribute(

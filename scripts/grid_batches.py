@@ -1,7 +1,7 @@
 """grid's training batches, for the PyTorch sides of its training benchmarks.
 
 A train step shuffles the examples, sorts pools of 50 batches by length, cuts
-them into batches and shuffles the batches (`src/train`): the same shapes on
+them into batches and shuffles the batches (`crates/grid-core/src/train`): the same shapes on
 both sides of a comparison.
 """
 

@@ -75,7 +75,8 @@ mod through_buckets {
 #[cfg(all(test, feature = "libtorch"))]
 mod on_libtorch {
     use crate::backend::CpuAutodiff;
-    use crate::backend::libtorch::{LibTorchAutodiff, LibTorchDevice};
+    use crate::backend::DeviceChoice;
+    use crate::backend::libtorch::{self, LibTorchAutodiff};
     use crate::salience::test_models::{
         EVERY_METHOD, VOCAB, bert_examples, bert_on, bilstm_on, lstm_examples, settings, three_examples,
     };
@@ -90,7 +91,7 @@ mod on_libtorch {
         let (lstm_ids, bert_ids) = three_examples();
         let methods = EVERY_METHOD;
         let flex = Default::default();
-        let torch = LibTorchDevice::Cpu;
+        let torch = libtorch::device(DeviceChoice::Cpu);
         let lstm_flex = bilstm_on::<CpuAutodiff>(11, &flex);
         let lstm_torch = bilstm_on::<LibTorchAutodiff>(11, &torch);
         let bert_flex = bert_on::<CpuAutodiff>(12, 2, &flex);

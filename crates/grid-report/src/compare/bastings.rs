@@ -1,7 +1,17 @@
 //! Bastings et al. 2022: precision and rank per method config (Tables 10/11)
 //! with their findings, and the source models' accuracy (Table 1).
 
-use super::*;
+use super::published::{PaperArch, PrecisionRankRow, SourceAccuracyRow};
+use super::render::{decimals, signed};
+use super::{
+    ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, DROP_METRIC, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS, NEAR,
+    ORIGINAL_ACCURACY_METRIC, OurCell, Outcome, SPEARMAN_AGREES, merge_seeds,
+};
+use crate::metrics::Metric;
+use crate::metrics::agreement::rank_correlation as spearman;
+use crate::salience::{GradientMethod, Method};
+use crate::tables::format_fixed;
+use crate::{CellResult, VerificationRow};
 
 // --- Bastings et al.: precision and rank -------------------------------------
 

@@ -77,22 +77,12 @@
 //! our `attr` / `attr-noncorr` cells on the article manipulations only, so other
 //! methods than attention, and architectures the file has no row for).
 
-use std::collections::HashSet;
-use std::fmt;
-use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use super::markdown::{self, Align};
 use super::{CellResult, VerificationRow};
-use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
-use crate::metrics::agreement::rank_correlation as spearman;
-use crate::salience::expand::expand;
-use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
-use crate::shortcut::ShortcutKind;
-use crate::tables::format_fixed;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
 const NEAR: f64 = 0.1;
@@ -142,11 +132,15 @@ mod tests;
 mod zhao;
 mod zhou_attr;
 
-use self::bastings::*;
-pub use self::published::*;
-pub use self::render::*;
-use self::zhao::*;
-use self::zhou_attr::*;
+use self::bastings::{compare_precision_rank, compare_source_accuracy};
+pub use self::published::{
+    DiagnosticityRow, PaperArch, PrecisionRankRow, Published, PublishedKind, SourceAccuracyRow, ZhaoAttribution,
+    ZhouAttrRow, ZhouAttribution, ZhouDataset, ZhouRegion, load,
+};
+use self::render::cells_frame;
+pub use self::render::render_markdown;
+use self::zhao::compare_diagnosticity;
+use self::zhou_attr::compare_zhou_attr;
 
 // ---------------------------------------------------------------------------
 // Errors

@@ -1,7 +1,18 @@
 //! The published numbers: one row type per paper's table, read from the
 //! CSVs in `experiments/reference/` and told apart by their header.
 
-use super::*;
+use super::zhao::DiagMetric;
+use super::{
+    CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, PRECISION_RANK_HEADER,
+    SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER,
+};
+use crate::data::csv_records::{Record, read_records};
+use crate::salience::expand::expand;
+use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
+use crate::shortcut::ShortcutKind;
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::path::Path;
 
 // ---------------------------------------------------------------------------
 // Published numbers

@@ -1,6 +1,11 @@
 //! A comparison as polars frames and as Markdown.
 
-use super::*;
+use super::published::PublishedKind;
+use super::{ComparedCell, Comparison, DROP_METRIC, ORIGINAL_ACCURACY_METRIC, OTHER_METRIC};
+use crate::markdown;
+use crate::markdown::Align;
+use crate::tables::format_fixed;
+use polars::prelude::{Column, DataFrame, PolarsResult};
 
 // ---------------------------------------------------------------------------
 // Frames and markdown

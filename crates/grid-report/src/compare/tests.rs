@@ -1,4 +1,15 @@
+use super::bastings::UNVERIFIED_NOTE;
+use super::published::{
+    DiagnosticityRow, PaperArch, PrecisionRankRow, Published, PublishedKind, ZhaoAttribution, ZhouAttrRow,
+    ZhouAttribution, ZhouDataset, ZhouRegion, load, parse_published,
+};
+use super::render::{COLUMNS, columns, render_markdown};
+use super::zhao::{DiagMetric, chosen_method};
+use std::collections::HashSet;
+
 use super::*;
+use crate::metrics::agreement::rank_correlation as spearman;
+use crate::shortcut::ShortcutKind;
 
 fn reference(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/reference").join(name)

@@ -1,8 +1,14 @@
 //! Zhao & Aletras 2023: diagnosticity of the erasure metrics (Table 6) and
 //! whether soft erasure beats hard erasure.
 
-use super::*;
+use super::bastings::{UNVERIFIED_NOTE, percent, unverified_line};
+use super::published::{DiagnosticityRow, ZhaoAttribution};
+use super::{Aliases, ComparedCell, Finding, NEAR, OurCell, Outcome, merge_seeds};
+use crate::CellResult;
+use crate::salience::Method;
 use crate::shortcut::Regime;
+use crate::tables::format_fixed;
+use std::collections::HashSet;
 
 // --- Zhao & Aletras: diagnosticity -------------------------------------------
 

@@ -1,6 +1,16 @@
 //! Zhou et al. 2022: attention's Attr% on the article manipulations (Table 1).
 
-use super::*;
+use super::bastings::{UNVERIFIED_NOTE, percent, unverified_line};
+use super::published::{PaperArch, ZhouAttrRow, ZhouAttribution, ZhouDataset, ZhouRegion};
+use super::render::signed;
+use super::zhao::{best_method, diag_sites};
+use super::{
+    ComparedCell, FAITHFUL_ATTR_BAR, Finding, NONCORR_PARITY, OTHER_METRIC, OurCell, Outcome, ZHOU_MODEL_ACCURACY,
+    merge_seeds,
+};
+use crate::metrics::Metric;
+use crate::tables::format_fixed;
+use crate::{CellResult, VerificationRow};
 
 // --- Zhou et al.: attention Attr% on the article manipulations ---------------
 

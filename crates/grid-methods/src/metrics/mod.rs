@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub mod agreement;
 pub mod bootstrap;
 pub mod erasure;
+pub mod intervals;
 pub mod wilcoxon;
 pub mod words;
 

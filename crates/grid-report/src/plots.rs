@@ -142,7 +142,7 @@ struct Mean<'a> {
     architecture: &'a str,
     dataset: &'a str,
     shortcut: &'a str,
-    method: String,
+    method: Method,
     metric: &'a str,
     value: f64,
     /// The whisker (see the module doc for several seeds).
@@ -166,7 +166,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
         architecture: first.key.architecture.name(),
         dataset: &first.key.dataset,
         shortcut: &first.key.shortcut,
-        method: first.method.to_string(),
+        method: first.method,
         metric: first.metric.name(),
         value,
         interval,
@@ -174,32 +174,26 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
     }
 }
 
-/// How the papers print a method (`lime-unk-100` → `limeunk-100`); a name that
-/// does not parse is shown as it is.
-fn paper_name(method: &str) -> String {
-    method.parse::<Method>().map(|m| m.to_string()).unwrap_or_else(|_| method.to_string())
-}
-
-fn is_random(method: &str) -> bool {
-    matches!(method.parse::<Method>(), Ok(Method::Random))
-}
-
 /// A method's budget and its config with the number replaced by `m` (IG steps)
 /// or `n` (samples): `igl-zero-100` → (`igl-zero-m`, 100), `lime-unk-100` →
 /// (`limeunk-n`, 100). `None` for methods without a budget.
-fn budget_of(method: &str) -> Option<(String, u32)> {
-    use crate::salience::GradientMethod::IntegratedGradients;
-    let parsed: Method = method.parse().ok()?;
-    let (letter, budget) = match parsed {
+fn budget_of(method: Method) -> Option<(String, u32)> {
+    use crate::salience::GradientMethod::{Gradient, GradientTimesInput, IntegratedGradients};
+    let (letter, budget) = match method {
         Method::Gradient(IntegratedGradients { steps, .. }) => ("m", steps),
         Method::Lime { samples, .. } | Method::KernelShap { samples, .. } => ("n", samples),
         Method::SmoothGrad { inner, samples, sigma } => {
             // The samples are not the last field: σ follows them.
             return Some((format!("smooth-{inner}-n-{}", sigma.get()), samples));
         }
-        _ => return None,
+        Method::Gradient(Gradient { .. } | GradientTimesInput { .. })
+        | Method::Occlusion { .. }
+        | Method::Attention(_)
+        | Method::ScaledAttention
+        | Method::DeepLift { .. }
+        | Method::Random => return None,
     };
-    let name = parsed.to_string();
+    let name = method.to_string();
     let (config, _) = name.rsplit_once('-')?;
     Some((format!("{config}-{letter}"), budget))
 }
@@ -327,10 +321,11 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
     let series: Vec<Series> =
         shortcuts.iter().zip(&colors).map(|(s, &color)| Series { name: s.to_string(), color }).collect();
     let slot = |shortcut: &str| shortcuts.iter().position(|s| *s == shortcut).unwrap_or(0);
-    let groups = first_appearance(points.iter().map(|p| p.method.as_str()))
+    // A method's name is how the papers print it (`lime-unk-100` → `limeunk-100`).
+    let groups = first_appearance(points.iter().map(|p| p.method))
         .into_iter()
         .map(|method| Group {
-            label: paper_name(method),
+            label: method.to_string(),
             bars: points
                 .iter()
                 .filter(|p| p.method == method)
@@ -340,7 +335,7 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
         .collect();
     let ref_lines = points
         .iter()
-        .filter(|p| is_random(&p.method))
+        .filter(|p| p.method == Method::Random)
         .map(|p| RefLine {
             x: p.value,
             color: colors[slot(p.shortcut)],
@@ -362,10 +357,10 @@ fn budget_chart(points: &[&Mean]) -> Option<BudgetChart> {
     // (shortcut, config) → points, in first-appearance order.
     let mut lines: Vec<(&str, String, Vec<BudgetPoint>)> = Vec::new();
     for p in points {
-        let Some((config, budget)) = budget_of(&p.method) else { continue };
+        let Some((config, budget)) = budget_of(p.method) else { continue };
         let point = BudgetPoint { budget, value: p.value, interval: p.interval, failed: p.failed };
         match lines.iter_mut().find(|(s, c, _)| *s == p.shortcut && *c == config) {
-            // Two spellings of one method (`lime-unk-100`, `limeunk-100`): the first wins.
+            // Two cells of one budget (the first wins).
             Some((_, _, pts)) if pts.iter().any(|q| q.budget == budget) => {}
             Some((_, _, pts)) => pts.push(point),
             None => lines.push((p.shortcut, config, vec![point])),
@@ -1125,16 +1120,15 @@ mod tests {
 
     #[test]
     fn budgets_and_paper_names() {
-        assert_eq!(budget_of("igl-zero-100"), Some(("igl-zero-m".into(), 100)));
-        assert_eq!(budget_of("igp-mask-7"), Some(("igp-mask-m".into(), 7)));
-        assert_eq!(budget_of("lime-unk-100"), Some(("limeunk-n".into(), 100)));
-        assert_eq!(budget_of("kernelshap-200"), Some(("kernelshap-unk-n".into(), 200)));
-        assert_eq!(budget_of("smooth-gradl-l2-50-0.1"), Some(("smooth-gradl-l2-n-0.1".into(), 50)));
-        assert_eq!(budget_of("gradl-l1"), None);
-        assert_eq!(budget_of("random"), None);
-        assert_eq!(budget_of("no-such-method"), None);
-        assert_eq!(paper_name("lime-unk-100"), "limeunk-100");
-        assert_eq!(paper_name("no such"), "no such");
+        let budget = |name: &str| budget_of(name.parse().expect("a method"));
+        assert_eq!(budget("igl-zero-100"), Some(("igl-zero-m".into(), 100)));
+        assert_eq!(budget("igp-mask-7"), Some(("igp-mask-m".into(), 7)));
+        assert_eq!(budget("lime-unk-100"), Some(("limeunk-n".into(), 100)));
+        assert_eq!(budget("kernelshap-200"), Some(("kernelshap-unk-n".into(), 200)));
+        assert_eq!(budget("smooth-gradl-l2-50-0.1"), Some(("smooth-gradl-l2-n-0.1".into(), 50)));
+        assert_eq!(budget("gradl-l1"), None);
+        assert_eq!(budget("random"), None);
+        assert_eq!("lime-unk-100".parse::<Method>().map(|m| m.to_string()), Ok("limeunk-100".to_string()));
     }
 
     #[test]

@@ -22,8 +22,10 @@ pub struct Written {
 pub enum CompareError {
     #[error("the grid has no report step")]
     NoReportStep,
-    #[error("{path}: {source} (run the grid first: `grid run`)")]
-    NotRun { path: PathBuf, source: std::io::Error },
+    /// Not a `source`: the message ends with advice, so the cause would be
+    /// printed twice.
+    #[error("{path}: {cause} (run the grid first: `grid run`)")]
+    NotRun { path: PathBuf, cause: std::io::Error },
     #[error("{path}: {source}")]
     Corrupt { path: PathBuf, source: serde_json::Error },
     /// A published file that cannot be read or matched.
@@ -60,7 +62,7 @@ pub fn compare_with_published(
     let report = plan.report_step().ok_or(CompareError::NoReportStep)?;
     let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
     let path = dir.join(DATA);
-    let text = std::fs::read_to_string(&path).map_err(|source| CompareError::NotRun { path: path.clone(), source })?;
+    let text = std::fs::read_to_string(&path).map_err(|cause| CompareError::NotRun { path: path.clone(), cause })?;
     let data: ReportData = serde_json::from_str(&text).map_err(|source| CompareError::Corrupt { path, source })?;
     std::fs::create_dir_all(reports).map_err(|source| CompareError::Folder { path: reports.to_path_buf(), source })?;
     for file in files {
@@ -74,4 +76,25 @@ pub fn compare_with_published(
         written(Written { markdown, markdown_path, csv_path });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_not_yet_computed_is_a_usage_error_that_names_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let plan = crate::dag::test_plan(&[(StepKind::Report, &[])]);
+        let e = compare_with_published(&plan, &cache, dir.path(), &[], &[], |_| {}).unwrap_err();
+        assert!(e.is_usage());
+        let line = crate::errors::one_line(&anyhow::Error::new(e));
+        assert_eq!(line.matches("os error").count(), 1, "{line}");
+        assert!(line.ends_with("(run the grid first: `grid run`)"), "{line}");
+
+        let no_report = crate::dag::test_plan(&[(StepKind::Score, &[])]);
+        let e = compare_with_published(&no_report, &cache, dir.path(), &[], &[], |_| {}).unwrap_err();
+        assert!(e.is_usage() && e.to_string() == "the grid has no report step", "{e}");
+    }
 }

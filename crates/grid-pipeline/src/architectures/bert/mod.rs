@@ -1,6 +1,7 @@
 //! A BERT-family model in the grid file: its keys and their defaults (a
 //! pretrained checkpoint of any registered family, or `BertConfig`'s shape for
-//! a random one), the fine-tuning recipe, the parameters of its train key and the checkpoint it reads.
+//! a random one), the fine-tuning recipe, the parameters of its train key, the
+//! checkpoint it reads; and how it is fitted ([`fit`]).
 
 pub mod fit;
 

@@ -78,3 +78,13 @@ pub fn steep_bert(seed: u64, num_outputs: usize) -> BertClassifier<Ad> {
     config.initializer_range = 0.6;
     BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
 }
+
+/// A BERT of vocabulary 20 (hidden 16, 2 layers, 2 heads) without dropout,
+/// at `BertConfig`'s initialiser range: the model tests' and the input
+/// gradients' tests' BERT.
+pub fn plain_bert(num_outputs: usize, seed: u64) -> BertClassifier<Ad> {
+    let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
+    config.hidden_dropout_prob = 0.0;
+    config.attention_probs_dropout_prob = 0.0;
+    BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
+}

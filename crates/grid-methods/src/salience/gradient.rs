@@ -183,15 +183,8 @@ mod tests {
     /// workspace split; they read `input_gradients`, a method of this layer).
     mod bert {
         use super::*;
-        use crate::model::bert::{BertClassifier, BertConfig};
-        use rand_chacha::ChaCha8Rng;
 
-        fn tiny(num_outputs: usize, seed: u64) -> BertClassifier<Ad> {
-            let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
-            config.hidden_dropout_prob = 0.0;
-            config.attention_probs_dropout_prob = 0.0;
-            BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
-        }
+        use crate::model::toy::plain_bert as tiny;
 
         #[test]
         fn gradients_match_finite_differences() {

@@ -148,12 +148,7 @@ mod tests {
 
     type Ad = Autodiff<Flex>;
 
-    fn tiny(num_outputs: usize, seed: u64) -> BertClassifier<Ad> {
-        let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
-        config.hidden_dropout_prob = 0.0;
-        config.attention_probs_dropout_prob = 0.0;
-        BertClassifier::new(&config, num_outputs, &mut ChaCha8Rng::seed_from_u64(seed), &Default::default())
-    }
+    use crate::model::toy::plain_bert as tiny;
 
     fn logits(model: &BertClassifier<Ad>, sequences: &[&[u32]]) -> Vec<f32> {
         let batch = TokenBatch::<Ad>::from_sequences(sequences, 0, &Default::default());

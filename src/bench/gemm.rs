@@ -20,15 +20,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
+use crate::architectures::DenseLayer;
 use crate::dag::Plan;
-use crate::model::assets::ModelAssets;
 use crate::model::dense::at_every_position;
-use crate::spec::{ArchitectureSpec, BertInit, ModelSpec};
 use crate::steps::Work;
 
 /// Timed passes go on until this much time has gone by; the fastest counts.
@@ -143,7 +142,8 @@ pub fn shapes(plan: &Plan, options: &GemmOptions) -> Result<Vec<GemmShape>> {
         if options.filter.as_deref().is_some_and(|f| !model.name.contains(f)) || !seen.insert(model.name.clone()) {
             continue;
         }
-        for (layer, inputs, outputs, per_model) in dense_layers(model, assets)? {
+        for layer in model.architecture.dense_layers(&model.name, assets)? {
+            let DenseLayer { name: layer, inputs, outputs, per_pass: per_model } = layer;
             for (phase, batch) in
                 [(Phase::Train, model.training.batch_size.get()), (Phase::Attribute, options.attribution_batch)]
             {
@@ -161,33 +161,6 @@ pub fn shapes(plan: &Plan, options: &GemmOptions) -> Result<Vec<GemmShape>> {
         }
     }
     Ok(shapes)
-}
-
-/// `(layer, inputs, outputs, layers of that shape per pass)` of one model.
-fn dense_layers(model: &ModelSpec, assets: &ModelAssets) -> Result<Vec<(&'static str, usize, usize, usize)>> {
-    Ok(match &model.architecture {
-        ArchitectureSpec::Bilstm(b) => {
-            vec![("attention projection", 2 * b.hidden_size.get(), b.attention_size.get(), 1)]
-        }
-        ArchitectureSpec::Bert(bert) => {
-            let (hidden, intermediate, layers) = match (&bert.init, assets) {
-                (BertInit::Random(r), _) => (r.hidden_size.get(), r.intermediate_size.get(), r.num_hidden_layers.get()),
-                (BertInit::Pretrained { .. }, ModelAssets::Checkpoint { source, cache_root }) => {
-                    let dir = crate::model::hub::resolve(source, cache_root, &|_| {})
-                        .with_context(|| format!("model `{}`: checkpoint {source}", model.name))?;
-                    let config = crate::model::bert::load::read_config(&dir)
-                        .with_context(|| format!("model `{}`: {}", model.name, dir.display()))?;
-                    (config.hidden_size, config.intermediate_size, config.num_hidden_layers)
-                }
-                (BertInit::Pretrained { .. }, _) => anyhow::bail!("model `{}`: no checkpoint planned", model.name),
-            };
-            vec![
-                ("attention q/k/v/output", hidden, hidden, 4 * layers),
-                ("feed-forward in", hidden, intermediate, layers),
-                ("feed-forward out", intermediate, hidden, layers),
-            ]
-        }
-    })
 }
 
 /// Times every shape on backend `B`: `(grid, grid with GRID_BLAS, single

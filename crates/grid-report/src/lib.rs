@@ -458,7 +458,7 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
             format!(
                 "{} ({}) on {}:{}: use {}, precision {}{}",
                 r.model,
-                paper::architecture_label(r.architecture),
+                r.architecture.label(),
                 r.dataset,
                 r.shortcut,
                 r.best,
@@ -518,7 +518,7 @@ fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
         title: format!(
             "Method agreement for {} ({}) on {}:{}, seed {}: top-{} overlap above the diagonal, Spearman ρ below",
             a.key.model,
-            paper::architecture_label(a.key.architecture),
+            a.key.architecture.label(),
             a.key.dataset,
             a.key.shortcut,
             a.key.seed,

@@ -109,14 +109,6 @@ impl Family {
     }
 }
 
-/// `LSTM` / `BERT` as the papers print architectures.
-pub fn architecture_label(architecture: Architecture) -> &'static str {
-    match architecture {
-        Architecture::Bilstm => "LSTM",
-        Architecture::Bert => "BERT",
-    }
-}
-
 /// A frame of optional string columns; `None` prints as an empty cell.
 pub(super) fn string_frame(header: &[String], rows: &[Vec<Option<String>>]) -> PolarsResult<DataFrame> {
     let columns = header
@@ -221,8 +213,7 @@ pub fn family_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
                 if numbers.iter().all(Option::is_none) {
                     continue;
                 }
-                let mut row =
-                    vec![Some(format!("{model} ({})", architecture_label(*architecture))), Some(method.to_string())];
+                let mut row = vec![Some(format!("{model} ({})", architecture.label())), Some(method.to_string())];
                 row.extend(numbers);
                 rows.push(row);
             }
@@ -265,7 +256,7 @@ pub fn full_matrices(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTable>> {
             stem: format!("bastings_full_{}", super::file_safe(&model)),
             title: format!(
                 "Precision (P) and mean rank (R) of every method config for {model} ({}), as Bastings et al. Tables 10–11",
-                architecture_label(architecture)
+                architecture.label()
             ),
             notes: failed_notes(&rows),
             frame: string_frame(&header, &rows)?,
@@ -301,7 +292,7 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
             let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
             vec![
                 Some(model.clone()),
-                Some(architecture_label(*architecture).to_string()),
+                Some(architecture.label().to_string()),
                 Some(dataset.clone()),
                 pct(mean(of.iter().map(|r| r.original_model_on_original))),
                 pct(drop),
@@ -353,7 +344,7 @@ pub fn natural_model_table(rows: &[super::EvaluationRow]) -> PolarsResult<Option
                 rows.iter().filter(|r| &r.model == model && &r.dataset == dataset).collect();
             vec![
                 Some(model.clone()),
-                Some(architecture_label(*architecture).to_string()),
+                Some(architecture.label().to_string()),
                 Some(dataset.clone()),
                 Some(of.len().to_string()),
                 Some(of[0].examples.to_string()),
@@ -399,7 +390,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
         let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.key.model == model).collect();
         let methods = first_appearance(of_model.iter().map(|s| s.cell.method));
         let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.key.dataset, &s.cell.key.shortcut)));
-        let arch = architecture_label(architecture);
+        let arch = architecture.label();
         let safe = super::file_safe(&model);
 
         let by_method: Vec<Vec<Option<String>>> = methods
@@ -603,7 +594,7 @@ fn by_ratio_tables(
             .collect();
         out.push(DisplayTable {
             stem: format!("{stem}_{}", super::file_safe(&model)),
-            title: format!("{title}, for {model} ({})", architecture_label(architecture)),
+            title: format!("{title}, for {model} ({})", architecture.label()),
             notes: vec![note.into()],
             frame: string_frame(&header, &rows)?,
             align: align(2, header.len() - 2),
@@ -701,7 +692,7 @@ pub fn recommendation_table(recommendations: &[Recommendation]) -> PolarsResult<
             }
             vec![
                 Some(r.model.clone()),
-                Some(architecture_label(r.architecture).to_string()),
+                Some(r.architecture.label().to_string()),
                 Some(r.dataset.clone()),
                 Some(r.shortcut.clone()),
                 Some(r.best.clone()),

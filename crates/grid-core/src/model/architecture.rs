@@ -1,8 +1,21 @@
-//! The architectures `grid` can train, and what each offers salience methods.
-//! A new one is a folder under `model/`, a variant here and its family in the
-//! pipeline's registry (`family::of`).
+//! The registry of architectures: each one's name, what it offers salience
+//! methods, its saved `config.json` and its trained classifier behind one type.
+//! A new architecture is its folder under `model/` (its model, `saved.rs`, its
+//! `Trainable`), its `pub mod` in `model/mod.rs`, and its variants and arms
+//! here; the compiler points at every arm. The pipeline has its own registry
+//! (`grid_pipeline::architectures`).
 
+use std::path::Path;
+
+use burn::module::Module;
+use burn::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use super::bert::{BertClassifier, BertConfig};
+use super::bilstm::{BiLstmClassifier, BiLstmConfig};
+use super::checkpoint::CheckpointError;
+use super::{AttentionLeaf, AttentionView, Classifier};
+use crate::text::TextEncoder;
 
 /// Model architectures `grid` can train.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -18,6 +31,14 @@ impl Architecture {
         match self {
             Architecture::Bilstm => "bilstm",
             Architecture::Bert => "bert",
+        }
+    }
+
+    /// How the papers' tables print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Architecture::Bilstm => "LSTM",
+            Architecture::Bert => "BERT",
         }
     }
 
@@ -50,6 +71,128 @@ pub struct ModelTraits {
     pub additive_attention: bool,
     /// Transformer self-attention layers with a `[CLS]` row (BERT).
     pub transformer_attention: bool,
+}
+
+/// `config.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "architecture", rename_all = "lowercase")]
+pub enum ModelConfig {
+    Bilstm {
+        config: BiLstmConfig,
+        max_length: usize,
+    },
+    /// `config` is the encoder's (Hugging Face names), with `vocab_size` grown by
+    /// the shortcut tokens.
+    Bert {
+        config: BertConfig,
+        num_outputs: usize,
+        max_length: usize,
+    },
+}
+
+impl ModelConfig {
+    /// The architecture that saved it.
+    pub fn architecture(&self) -> Architecture {
+        match self {
+            ModelConfig::Bilstm { .. } => Architecture::Bilstm,
+            ModelConfig::Bert { .. } => Architecture::Bert,
+        }
+    }
+
+    pub fn max_length(&self) -> usize {
+        match self {
+            ModelConfig::Bilstm { max_length, .. } | ModelConfig::Bert { max_length, .. } => *max_length,
+        }
+    }
+
+    /// The classifier and its tokenizer saved in `dir` under this config.
+    pub(super) fn load<B: Backend>(
+        &self,
+        dir: &Path,
+        device: &B::Device,
+    ) -> Result<(AnyClassifier<B>, Box<dyn TextEncoder>), CheckpointError> {
+        Ok(match self {
+            ModelConfig::Bilstm { config, .. } => {
+                let (model, vocab) = super::bilstm::saved::load(dir, config, device)?;
+                (AnyClassifier::Bilstm(model), Box::new(vocab))
+            }
+            ModelConfig::Bert { config, num_outputs, .. } => {
+                let (model, tokenizer) = super::bert::saved::load(dir, config, *num_outputs, device)?;
+                (AnyClassifier::Bert(model), Box::new(tokenizer))
+            }
+        })
+    }
+}
+
+/// A trained classifier of any architecture. One lives per step, so the size
+/// difference between variants costs nothing worth a box.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum AnyClassifier<B: Backend> {
+    Bilstm(BiLstmClassifier<B>),
+    Bert(BertClassifier<B>),
+}
+
+impl<B: Backend> AnyClassifier<B> {
+    /// Stops tracking parameter gradients: salience differentiates with respect
+    /// to the inputs only, and a backward pass through frozen weights skips every
+    /// weight-gradient matmul.
+    pub fn frozen(self) -> Self {
+        match self {
+            AnyClassifier::Bilstm(m) => AnyClassifier::Bilstm(m.no_grad()),
+            AnyClassifier::Bert(m) => AnyClassifier::Bert(m.no_grad()),
+        }
+    }
+}
+
+impl<B: Backend> Classifier<B> for AnyClassifier<B> {
+    fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.embed(ids),
+            AnyClassifier::Bert(m) => m.embed(ids),
+        }
+    }
+    fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.logits_from_embeddings(embeddings, mask),
+            AnyClassifier::Bert(m) => m.logits_from_embeddings(embeddings, mask),
+        }
+    }
+    fn num_outputs(&self) -> usize {
+        match self {
+            AnyClassifier::Bilstm(m) => m.num_outputs(),
+            AnyClassifier::Bert(m) => m.num_outputs(),
+        }
+    }
+    fn max_length(&self) -> Option<usize> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.max_length(),
+            AnyClassifier::Bert(m) => m.max_length(),
+        }
+    }
+    fn attention_scores(
+        &self,
+        embeddings: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        view: AttentionView,
+    ) -> Option<Tensor<B, 2>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.attention_scores(embeddings, mask, view),
+            AnyClassifier::Bert(m) => m.attention_scores(embeddings, mask, view),
+        }
+    }
+    fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.attention_leaf(embeddings, mask),
+            AnyClassifier::Bert(m) => m.attention_leaf(embeddings, mask),
+        }
+    }
+    fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        match self {
+            AnyClassifier::Bilstm(m) => m.deeplift_logits(embeddings, mask),
+            AnyClassifier::Bert(m) => m.deeplift_logits(embeddings, mask),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -34,21 +34,10 @@ use recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 use snapshot::LoopState;
 pub use snapshot::Snapshots;
 
-/// A model the trainer can fit: a forward pass with training noise.
+/// A model the trainer can fit: a forward pass with training noise. Each
+/// architecture implements it beside its model (`model::<architecture>`).
 pub trait Trainable<B: Backend>: Classifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2>;
-}
-
-impl<B: Backend> Trainable<B> for crate::model::bilstm::BiLstmClassifier<B> {
-    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
-        self.forward_with(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise)).0
-    }
-}
-
-impl<B: Backend> Trainable<B> for crate::model::bert::BertClassifier<B> {
-    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
-        self.forward(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise))
-    }
 }
 
 /// A training example: token ids and label.

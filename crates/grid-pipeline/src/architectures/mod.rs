@@ -1,12 +1,14 @@
 //! Model families as the pipeline sees them: what each architecture reads
 //! from the grid file (its keys, defaults and training recipe), its part of a
-//! train step's key and the checkpoint it reads, and how its `train` step fits
+//! train step's key and the files it reads, and how its `train` step fits
 //! it. The models themselves (`model::<architecture>`) know nothing of grid
 //! files, plans or steps.
 //!
-//! A new architecture is its model folder under `model/`, a folder here (its
-//! [`Family`], `parse`, `key`, `assets` and `fit`), and its arm in [`of`] and
-//! in the two matches over `ArchitectureSpec` (`spec::model`, `steps::train`).
+//! This file is the registry. A new architecture is its model folder under
+//! `grid-core/src/model/` with its variants in `model/architecture.rs`, a
+//! folder here (its [`Family`], `parse`, `key`, `assets`, `fit`, sizes), and
+//! here: its keys in [`RawModel`], its variant of [`ArchitectureSpec`] and
+//! an arm in each of its matches (the compiler points at every one).
 
 pub mod bert;
 pub mod bilstm;
@@ -14,8 +16,23 @@ mod train_data;
 
 pub use train_data::TrainData;
 
-use crate::model::Architecture;
-use crate::spec::OptimizerName;
+use std::ops::Range;
+use std::path::Path;
+
+use anyhow::Result;
+use burn::tensor::backend::AutodiffBackend;
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::cache::Cache;
+use crate::dag::plan::PlanError;
+use crate::model::{Architecture, ModelAssets};
+use crate::spec::model::{RawTraining, SpanError};
+use crate::spec::{ModelSpec, OptimizerName, Positive, Share};
+use crate::steps::StepContext;
+use bert::{BertSpec, HeadInit, PositionInit};
+use bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
 
 /// The registry: each architecture's family.
 pub fn of(architecture: Architecture) -> &'static Family {
@@ -23,6 +40,93 @@ pub fn of(architecture: Architecture) -> &'static Family {
         Architecture::Bilstm => &bilstm::FAMILY,
         Architecture::Bert => &bert::FAMILY,
     }
+}
+
+/// A model's architecture with its own settings, as the grid file gives them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArchitectureSpec {
+    Bilstm(BiLstmSpec),
+    Bert(BertSpec),
+}
+
+impl ArchitectureSpec {
+    /// The architecture's own keys of a `[[models]]` table, once the table's
+    /// keys of other architectures have been refused.
+    pub(crate) fn parse(raw: &RawModel, name: &str) -> Result<Self, SpanError> {
+        Ok(match raw.architecture {
+            Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::parse(raw)),
+            Architecture::Bert => ArchitectureSpec::Bert(bert::parse(raw, name)?),
+        })
+    }
+
+    pub fn architecture(&self) -> Architecture {
+        match self {
+            ArchitectureSpec::Bilstm(_) => Architecture::Bilstm,
+            ArchitectureSpec::Bert(_) => Architecture::Bert,
+        }
+    }
+
+    /// Multiply-adds per token of a forward pass, from the sizes the grid
+    /// file gives; `None` where they are read only when a step runs.
+    pub fn macs_per_token(&self) -> Option<f64> {
+        match self {
+            ArchitectureSpec::Bilstm(spec) => Some(bilstm::macs_per_token(spec)),
+            ArchitectureSpec::Bert(spec) => bert::macs_per_token(spec),
+        }
+    }
+
+    /// Its part of a train step's key; `asset_hash` stands for the content
+    /// of the files it reads (see [`Self::assets`]).
+    pub fn key(&self, asset_hash: Option<&str>) -> Value {
+        match self {
+            ArchitectureSpec::Bilstm(spec) => bilstm::key(spec, asset_hash),
+            ArchitectureSpec::Bert(spec) => bert::key(spec, asset_hash),
+        }
+    }
+
+    /// The external files model `model` reads (GloVe, a checkpoint), and the
+    /// hash that stands for their content in its train keys.
+    pub fn assets(&self, model: &str, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
+        match self {
+            ArchitectureSpec::Bilstm(spec) => bilstm::assets(spec, model, base, cache),
+            ArchitectureSpec::Bert(spec) => bert::assets(spec, model, base, cache),
+        }
+    }
+
+    /// Trains `model` on `data` and saves it under `out` (the `train` step).
+    pub fn fit<B: AutodiffBackend>(
+        &self,
+        model: &ModelSpec,
+        assets: &ModelAssets,
+        data: &TrainData,
+        out: &Path,
+        ctx: &StepContext,
+        device: &B::Device,
+    ) -> Result<()> {
+        match self {
+            ArchitectureSpec::Bilstm(spec) => bilstm::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
+            ArchitectureSpec::Bert(spec) => bert::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
+        }
+    }
+
+    /// The dense layers of one forward pass (what `grid bench gemm` times);
+    /// a pretrained checkpoint's sizes come from its config.json in `assets`.
+    pub fn dense_layers(&self, model: &str, assets: &ModelAssets) -> Result<Vec<DenseLayer>> {
+        match self {
+            ArchitectureSpec::Bilstm(spec) => Ok(bilstm::dense_layers(spec)),
+            ArchitectureSpec::Bert(spec) => bert::dense_layers(spec, model, assets),
+        }
+    }
+}
+
+/// One shape of dense layer in a model's forward pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenseLayer {
+    pub name: &'static str,
+    pub inputs: usize,
+    pub outputs: usize,
+    /// How many layers of this shape one pass runs.
+    pub per_pass: usize,
 }
 
 /// What an architecture says of itself to the grid file and the planner.
@@ -47,4 +151,72 @@ pub struct Recipe {
     pub warmup_share: Option<f64>,
     /// Clip the global gradient norm at this value; `None`: no clipping.
     pub max_grad_norm: Option<f64>,
+}
+
+/// A `[[models]]` table as written: every key of every architecture, each
+/// architecture's `parse` reading its own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    pub(crate) name: Spanned<String>,
+    pub(crate) architecture: Architecture,
+    // Both: BiLSTM hidden size per direction / BERT hidden size; dropout.
+    pub(crate) hidden_size: Option<Spanned<Positive>>,
+    pub(crate) dropout: Option<Spanned<Share>>,
+    // BiLSTM.
+    pub(crate) embedding_dim: Option<Spanned<Positive>>,
+    pub(crate) attention_size: Option<Spanned<Positive>>,
+    pub(crate) mlp_size: Option<Spanned<Positive>>,
+    pub(crate) word_dropout: Option<Spanned<Share>>,
+    pub(crate) glove: Option<Spanned<String>>,
+    pub(crate) vocab: Option<Spanned<VocabSpec>>,
+    pub(crate) pad_embedding: Option<Spanned<PadEmbedding>>,
+    // BERT.
+    pub(crate) checkpoint: Option<Spanned<String>>,
+    pub(crate) num_hidden_layers: Option<Spanned<Positive>>,
+    pub(crate) num_attention_heads: Option<Spanned<Positive>>,
+    pub(crate) intermediate_size: Option<Spanned<Positive>>,
+    pub(crate) wordpiece_vocab_size: Option<Spanned<Positive>>,
+    pub(crate) lowercase: Option<Spanned<bool>>,
+    pub(crate) position_init: Option<Spanned<PositionInit>>,
+    pub(crate) head: Option<Spanned<HeadInit>>,
+    pub(crate) fine_tune: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub(crate) training: RawTraining,
+}
+
+/// The architecture keys a table sets, with their spans, in the table's field order.
+macro_rules! keys_set {
+    ($raw:expr, $($key:ident),* $(,)?) => {
+        [$((stringify!($key), $raw.$key.as_ref().map(|v| v.span()))),*]
+            .into_iter()
+            .filter_map(|(key, span)| span.map(|span| (key, span)))
+            .collect::<Vec<(&'static str, Range<usize>)>>()
+    };
+}
+
+impl RawModel {
+    pub(crate) fn keys_set(&self) -> Vec<(&'static str, Range<usize>)> {
+        keys_set!(
+            self,
+            hidden_size,
+            dropout,
+            embedding_dim,
+            attention_size,
+            mlp_size,
+            word_dropout,
+            glove,
+            vocab,
+            pad_embedding,
+            checkpoint,
+            num_hidden_layers,
+            num_attention_heads,
+            intermediate_size,
+            wordpiece_vocab_size,
+            lowercase,
+            position_init,
+            head,
+            fine_tune,
+        )
+    }
 }

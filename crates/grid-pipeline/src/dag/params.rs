@@ -8,15 +8,13 @@ use serde_json::{Value, json};
 
 use crate::backend::Precision;
 
-use crate::architectures::{bert, bilstm};
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::metrics::Metric;
 use crate::metrics::WordAggregation;
 use crate::salience::Method;
 use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
-    ArchitectureSpec, BestBy, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec,
-    VerificationSpec,
+    BestBy, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec, VerificationSpec,
 };
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
@@ -122,10 +120,7 @@ pub fn train(model: &ModelSpec, max_length: usize, tokens: &[String], data: &str
         architecture,
         training,
     } = model;
-    let architecture = match architecture {
-        ArchitectureSpec::Bilstm(spec) => bilstm::key(spec, asset_hash),
-        ArchitectureSpec::Bert(spec) => bert::key(spec, asset_hash),
-    };
+    let architecture = architecture.key(asset_hash);
     // Original data has no planted pattern, so `balanced` selects by accuracy
     // there: the same model, under the same key.
     let mut training = training.clone();

@@ -7,8 +7,7 @@ use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 use crate::steps::verify::Chance;
 
-use crate::architectures::{bert, bilstm};
-use crate::spec::{ArchitectureSpec, DatasetSource, DatasetSpec, Grid, ModelSpec, ShortcutSpec};
+use crate::spec::{DatasetSource, DatasetSpec, Grid, ModelSpec, ShortcutSpec};
 
 use super::params::{self, FileHashes};
 use super::{Plan, Step};
@@ -655,8 +654,5 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
 /// A model's external inputs and the hash that stands for their content in
 /// its train keys: each architecture knows its own.
 fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
-    match &model.architecture {
-        ArchitectureSpec::Bilstm(spec) => bilstm::assets(spec, &model.name, base, cache),
-        ArchitectureSpec::Bert(spec) => bert::assets(spec, &model.name, base, cache),
-    }
+    model.architecture.assets(&model.name, base, cache)
 }

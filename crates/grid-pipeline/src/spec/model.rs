@@ -13,7 +13,8 @@ use toml::Spanned;
 use super::values::{Positive, Share};
 pub use crate::architectures::bert::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
 pub use crate::architectures::bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
-use crate::architectures::{self as family, Recipe, bert, bilstm};
+use crate::architectures::{self as family, Recipe};
+pub use crate::architectures::{ArchitectureSpec, RawModel};
 pub use crate::model::Architecture;
 pub use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
 
@@ -26,40 +27,15 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     pub fn kind(&self) -> Architecture {
-        match self.architecture {
-            ArchitectureSpec::Bilstm(_) => Architecture::Bilstm,
-            ArchitectureSpec::Bert(_) => Architecture::Bert,
-        }
+        self.architecture.architecture()
     }
 
     /// Multiply-adds per token of a forward pass, from the sizes the grid
     /// file gives (what `--device auto` weighs); `None` for a pretrained
-    /// checkpoint, whose sizes are read only when its step runs. The
-    /// BiLSTM: two directions of four gates over input and state, then
-    /// attention and the hidden layer; a BERT layer: four `h × h`
-    /// projections and the `h × i` feed-forward pair.
+    /// checkpoint, whose sizes are read only when its step runs.
     pub fn macs_per_token(&self) -> Option<f64> {
-        match &self.architecture {
-            ArchitectureSpec::Bilstm(b) => {
-                let (e, h) = (b.embedding_dim.get() as f64, b.hidden_size.get() as f64);
-                let (a, m) = (b.attention_size.get() as f64, b.mlp_size.get() as f64);
-                Some(2.0 * 4.0 * h * (e + h) + 2.0 * h * a + 2.0 * h * m)
-            }
-            ArchitectureSpec::Bert(bert) => match &bert.init {
-                BertInit::Random(r) => {
-                    let (h, i) = (r.hidden_size.get() as f64, r.intermediate_size.get() as f64);
-                    Some(r.num_hidden_layers.get() as f64 * (4.0 * h * h + 2.0 * h * i))
-                }
-                BertInit::Pretrained { .. } => None,
-            },
-        }
+        self.architecture.macs_per_token()
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum ArchitectureSpec {
-    Bilstm(BiLstmSpec),
-    Bert(BertSpec),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -78,7 +54,7 @@ enum KeepName {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTraining {
+pub(crate) struct RawTraining {
     batch_size: Option<Positive>,
     optimizer: Option<Spanned<OptimizerName>>,
     learning_rate: Option<Spanned<f64>>,
@@ -93,74 +69,6 @@ pub(super) struct RawTraining {
     /// `0` switches clipping off where the architecture's default has it.
     max_grad_norm: Option<Spanned<f64>>,
     seed: Option<u64>,
-}
-
-/// A `[[models]]` table as written: every key of every architecture, each
-/// architecture's `parse` reading its own.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawModel {
-    pub(super) name: Spanned<String>,
-    architecture: Architecture,
-    // Both: BiLSTM hidden size per direction / BERT hidden size; dropout.
-    pub(crate) hidden_size: Option<Spanned<Positive>>,
-    pub(crate) dropout: Option<Spanned<Share>>,
-    // BiLSTM.
-    pub(crate) embedding_dim: Option<Spanned<Positive>>,
-    pub(crate) attention_size: Option<Spanned<Positive>>,
-    pub(crate) mlp_size: Option<Spanned<Positive>>,
-    pub(crate) word_dropout: Option<Spanned<Share>>,
-    pub(crate) glove: Option<Spanned<String>>,
-    pub(crate) vocab: Option<Spanned<VocabSpec>>,
-    pub(crate) pad_embedding: Option<Spanned<PadEmbedding>>,
-    // BERT.
-    pub(crate) checkpoint: Option<Spanned<String>>,
-    pub(crate) num_hidden_layers: Option<Spanned<Positive>>,
-    pub(crate) num_attention_heads: Option<Spanned<Positive>>,
-    pub(crate) intermediate_size: Option<Spanned<Positive>>,
-    pub(crate) wordpiece_vocab_size: Option<Spanned<Positive>>,
-    pub(crate) lowercase: Option<Spanned<bool>>,
-    pub(crate) position_init: Option<Spanned<PositionInit>>,
-    pub(crate) head: Option<Spanned<HeadInit>>,
-    pub(crate) fine_tune: Option<Spanned<bool>>,
-    #[serde(default)]
-    training: RawTraining,
-}
-
-/// The architecture keys a table sets, with their spans, in the table's field order.
-macro_rules! keys_set {
-    ($raw:expr, $($key:ident),* $(,)?) => {
-        [$((stringify!($key), $raw.$key.as_ref().map(|v| v.span()))),*]
-            .into_iter()
-            .filter_map(|(key, span)| span.map(|span| (key, span)))
-            .collect::<Vec<(&'static str, Range<usize>)>>()
-    };
-}
-
-impl RawModel {
-    fn keys_set(&self) -> Vec<(&'static str, Range<usize>)> {
-        keys_set!(
-            self,
-            hidden_size,
-            dropout,
-            embedding_dim,
-            attention_size,
-            mlp_size,
-            word_dropout,
-            glove,
-            vocab,
-            pad_embedding,
-            checkpoint,
-            num_hidden_layers,
-            num_attention_heads,
-            intermediate_size,
-            wordpiece_vocab_size,
-            lowercase,
-            position_init,
-            head,
-            fine_tune,
-        )
-    }
 }
 
 /// An error at a byte span of the grid file.
@@ -187,10 +95,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
         };
         return Err((Some(span), message));
     }
-    let architecture = match raw.architecture {
-        Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::parse(&raw)),
-        Architecture::Bert => ArchitectureSpec::Bert(bert::parse(&raw, &name)?),
-    };
+    let architecture = ArchitectureSpec::parse(&raw, &name)?;
     let training = training(raw.training, family.recipe, &name)?;
     Ok(ModelSpec { name, architecture, training })
 }

@@ -11,11 +11,10 @@ use burn::tensor::backend::AutodiffBackend;
 use super::StepContext;
 use super::io::read_jsonl;
 use crate::architectures::TrainData;
-use crate::architectures::{bert, bilstm};
 use crate::data::Example;
 use crate::model::ModelAssets;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
-use crate::spec::{ArchitectureSpec, ModelSpec};
+use crate::spec::ModelSpec;
 
 pub fn run(
     model: &ModelSpec,
@@ -42,11 +41,5 @@ fn fit<B: AutodiffBackend>(
     ctx: &StepContext,
     device: &B::Device,
 ) -> Result<()> {
-    match (&model.architecture, assets) {
-        (ArchitectureSpec::Bilstm(spec), ModelAssets::Glove(path)) => {
-            bilstm::fit::fit::<B>(model, spec, Some(path), data, out, ctx, device)
-        }
-        (ArchitectureSpec::Bilstm(spec), _) => bilstm::fit::fit::<B>(model, spec, None, data, out, ctx, device),
-        (ArchitectureSpec::Bert(spec), assets) => bert::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
-    }
+    model.architecture.fit::<B>(model, assets, data, out, ctx, device)
 }

@@ -20,8 +20,9 @@ use encoder::{BertModel, ProbsHook};
 use super::init;
 use super::noise::Noise;
 use super::rules::Rules;
-use super::{AttentionLeaf, Classifier};
+use super::{AttentionLeaf, Classifier, TokenBatch};
 use crate::model::AttentionView;
+use crate::train::Trainable;
 
 #[derive(Module, Debug)]
 pub struct BertClassifier<B: Backend> {
@@ -136,6 +137,12 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
 
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
         Some(self.forward_under(embeddings, mask, Rules::Rescale, None).0)
+    }
+}
+
+impl<B: Backend> Trainable<B> for BertClassifier<B> {
+    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
+        self.forward(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise))
     }
 }
 

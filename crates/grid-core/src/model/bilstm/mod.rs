@@ -29,8 +29,9 @@ use super::dense::at_every_position;
 use super::init;
 use super::noise::Noise;
 use super::rules::Rules;
-use super::{AttentionLeaf, Classifier};
+use super::{AttentionLeaf, Classifier, TokenBatch};
 use crate::model::AttentionView;
+use crate::train::Trainable;
 
 /// Hyper-parameters, saved as `config.json` next to the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,6 +400,12 @@ impl<B: Backend> Classifier<B> for BiLstmClassifier<B> {
 
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
         Some(self.forward_under(embeddings, mask, None, Rules::Rescale).0)
+    }
+}
+
+impl<B: Backend> Trainable<B> for BiLstmClassifier<B> {
+    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
+        self.forward_with(self.embed(batch.ids.clone()), batch.mask.clone(), Some(noise)).0
     }
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Family, Recipe};
+use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
 use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
@@ -238,6 +238,42 @@ pub fn key(spec: &BertSpec, checkpoint_hash: Option<&str>) -> Value {
         bert.insert("device_rng".into(), json!("reseeded at evaluations"));
     }
     key
+}
+
+/// Multiply-adds per token of a forward pass, for a random BERT (a layer:
+/// four `h × h` projections and the `h × i` feed-forward pair); `None` for a
+/// checkpoint, whose sizes are read only when its step runs.
+pub fn macs_per_token(spec: &BertSpec) -> Option<f64> {
+    match &spec.init {
+        BertInit::Random(r) => {
+            let (h, i) = (r.hidden_size.get() as f64, r.intermediate_size.get() as f64);
+            Some(r.num_hidden_layers.get() as f64 * (4.0 * h * h + 2.0 * h * i))
+        }
+        BertInit::Pretrained { .. } => None,
+    }
+}
+
+/// Its dense layers: per encoder layer four attention projections and the
+/// feed-forward pair; a checkpoint's sizes come from its config.json.
+pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyhow::Result<Vec<DenseLayer>> {
+    use anyhow::Context as _;
+    let (hidden, intermediate, layers) = match (&spec.init, assets) {
+        (BertInit::Random(r), _) => (r.hidden_size.get(), r.intermediate_size.get(), r.num_hidden_layers.get()),
+        (BertInit::Pretrained { .. }, ModelAssets::Checkpoint { source, cache_root }) => {
+            let dir = hub::resolve(source, cache_root, &|_| {})
+                .with_context(|| format!("model `{model}`: checkpoint {source}"))?;
+            let config = crate::model::bert::load::read_config(&dir)
+                .with_context(|| format!("model `{model}`: {}", dir.display()))?;
+            (config.hidden_size, config.intermediate_size, config.num_hidden_layers)
+        }
+        (BertInit::Pretrained { .. }, _) => anyhow::bail!("model `{model}`: no checkpoint planned"),
+    };
+    let layer = |name, inputs, outputs, per_pass| DenseLayer { name, inputs, outputs, per_pass };
+    Ok(vec![
+        layer("attention q/k/v/output", hidden, hidden, 4 * layers),
+        layer("feed-forward in", hidden, intermediate, layers),
+        layer("feed-forward out", intermediate, hidden, layers),
+    ])
 }
 
 /// What a local checkpoint's content is, for its key.

@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::architectures::TrainData;
+use crate::model::ModelAssets;
 use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig, saved};
 use crate::model::glove::{self, GloveCoverage};
 use crate::spec::{BiLstmSpec, ModelSpec, PadEmbedding};
@@ -26,11 +27,11 @@ struct Details {
 }
 
 /// Trains the BiLSTM `spec` describes on `data` and saves it under `out`;
-/// `glove_path` is the resolved GloVe file, when the spec names one.
+/// `assets` holds the resolved GloVe file, when the spec names one.
 pub fn fit<B: AutodiffBackend>(
     model: &ModelSpec,
     spec: &BiLstmSpec,
-    glove_path: Option<&Path>,
+    assets: &ModelAssets,
     data: &TrainData,
     out: &Path,
     ctx: &StepContext,
@@ -54,13 +55,13 @@ pub fn fit<B: AutodiffBackend>(
         pad_id: vocab.pad_id(),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
-    let (pretrained, coverage) = match glove_path {
-        Some(path) => {
+    let (pretrained, coverage) = match assets {
+        ModelAssets::Glove(path) => {
             let (matrix, coverage) = glove::load(path, vocab.words(), config.embedding_dim, &mut rng)
                 .with_context(|| format!("model `{}`: GloVe", model.name))?;
             (Some(matrix), Some(coverage))
         }
-        None => (None, None),
+        _ => (None, None),
     };
     let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
     if spec.pad_embedding == PadEmbedding::Zero {

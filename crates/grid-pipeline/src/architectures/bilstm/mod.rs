@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Family, Recipe};
+use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
 use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
@@ -154,6 +154,20 @@ pub fn key(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
         object.insert("pad_embedding".into(), json!(pad_embedding));
     }
     json!({ "bilstm": bilstm })
+}
+
+/// Multiply-adds per token of a forward pass: two directions of four gates
+/// over input and state, then attention and the hidden layer.
+pub fn macs_per_token(spec: &BiLstmSpec) -> f64 {
+    let (e, h) = (spec.embedding_dim.get() as f64, spec.hidden_size.get() as f64);
+    let (a, m) = (spec.attention_size.get() as f64, spec.mlp_size.get() as f64);
+    2.0 * 4.0 * h * (e + h) + 2.0 * h * a + 2.0 * h * m
+}
+
+/// Its dense layers outside the recurrence: the attention projection.
+pub fn dense_layers(spec: &BiLstmSpec) -> Vec<DenseLayer> {
+    let name = "attention projection";
+    vec![DenseLayer { name, inputs: 2 * spec.hidden_size.get(), outputs: spec.attention_size.get(), per_pass: 1 }]
 }
 
 /// The GloVe file it reads, if any, and its content hash for the key.

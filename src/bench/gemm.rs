@@ -26,6 +26,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::architectures::DenseLayer;
+use crate::backend::Compute;
 use crate::dag::Plan;
 use crate::model::dense::at_every_position;
 use crate::steps::Work;
@@ -161,6 +162,41 @@ pub fn shapes(plan: &Plan, options: &GemmOptions) -> Result<Vec<GemmShape>> {
         }
     }
     Ok(shapes)
+}
+
+/// Times `shapes` on `compute` (and in torch, when `options.python` is set)
+/// against the machine's peak: what `grid bench --gemm` prints. Runs on the
+/// calling thread; call it where a step would run (`on_worker_thread`).
+pub fn roofline(shapes: Vec<GemmShape>, compute: Compute, options: &GemmOptions) -> Result<Roofline> {
+    let threads = rayon::current_num_threads();
+    let rates =
+        crate::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time_shapes::<B>(&shapes, &device)))?;
+    let (torch, torch_note) = match &options.python {
+        None => (None, Some("--python none".to_string())),
+        Some(python) => {
+            let script = tempfile::Builder::new().suffix(".py").tempfile()?;
+            std::fs::write(script.path(), include_str!("../../scripts/torch_gemm.py"))?;
+            match torch_rates(python, script.path(), &shapes, threads) {
+                Ok(rates) => (Some(rates), None),
+                Err(why) => (None, Some(why)),
+            }
+        }
+    };
+    let rows = shapes
+        .into_iter()
+        .zip(rates)
+        .enumerate()
+        .map(|(i, (shape, (grid, grid_blas, single_matmuls)))| GemmRow {
+            shape,
+            grid,
+            grid_blas,
+            single_matmuls,
+            torch: torch.as_ref().map(|rates| rates[i]),
+        })
+        .collect();
+    let blas = grid_kernels::matmul::blas_in_use().map(|library| library.path().display().to_string());
+    let auto = grid_kernels::blas::auto_choice().map(|choice| choice.describe());
+    Ok(Roofline { threads, peak: peak(threads), rows, torch_note, blas, auto })
 }
 
 /// Times every shape on backend `B`: `(grid, grid with GRID_BLAS, single

@@ -18,6 +18,7 @@ pub mod placement;
 pub mod plan;
 pub mod reuse;
 pub mod run;
+pub mod runner;
 pub mod schedule;
 pub mod slurm;
 pub mod stale;

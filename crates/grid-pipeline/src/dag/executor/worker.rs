@@ -1,9 +1,14 @@
-//! The command line of a `grid step` worker: the same grid, planned with the
-//! same options as the run that starts it, computing the one step named by
-//! its key. Child processes and cluster jobs both run it.
+//! A `grid step` worker: its command line (the same grid, planned with the
+//! same options as the run that starts it) and what it does, computing the
+//! steps named by their keys. Child processes and cluster jobs both run it.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use super::Job;
+use crate::backend::Compute;
+use crate::cache::Cache;
+use crate::dag::{Plan, StepStatus, Verbosity};
 
 /// What `grid step` prints (stderr) when the step was cached by the time it
 /// held the lock, so that whoever started it does not claim to have computed it.
@@ -84,6 +89,93 @@ impl StepCommand {
         let mut args = self.args.clone();
         args.extend(["--key".into(), key.into()]);
         args
+    }
+}
+
+/// Why `grid step` did not compute everything it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// A key this plan lacks: bad usage, not a failed step.
+    #[error(
+        "no step of {grid} has key {key} (a worker of a run whose `grid` binary or grid file changed \
+         meanwhile plans other keys: run the grid again)"
+    )]
+    UnknownKey { grid: String, key: String },
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// `grid step --key K…`: computes the named steps in this process, one after
+/// the other. Under a Slurm task (`GRID_STEP_LOG` set by its script) each
+/// failure is recorded with the task's log, since no parent is there to do it.
+pub fn compute_keys(
+    plan: &Plan,
+    cache: &Cache,
+    keys: &[String],
+    grid: &Path,
+    compute: Compute,
+    verbosity: Verbosity,
+) -> Result<(), WorkerError> {
+    let mut indices = Vec::with_capacity(keys.len());
+    for key in keys {
+        let index = plan
+            .steps
+            .iter()
+            .position(|s| s.key.as_str() == key)
+            .ok_or_else(|| WorkerError::UnknownKey { grid: grid.display().to_string(), key: key.clone() })?;
+        indices.push(index);
+    }
+    let task_log = std::env::var_os("GRID_STEP_LOG").map(PathBuf::from);
+    let bar = indicatif::ProgressBar::hidden();
+    let mut failed = Vec::new();
+    for index in indices {
+        let step = &plan.steps[index];
+        // Under Slurm a task starts once its input tasks ended, however they
+        // ended: a step whose inputs are not there is skipped, not failed.
+        let missing = step
+            .inputs
+            .iter()
+            .map(|&j| &plan.steps[j])
+            .find(|input| !matches!(cache.lookup(input.kind, &input.key), Ok(Some(_))));
+        if let Some(input) = missing {
+            eprintln!("skipped {}: input `{}` did not complete", step.label, input.label);
+            continue;
+        }
+        let label = step.label.clone();
+        // A parent labels a lone step's lines itself; a batch names each step.
+        let log = |line: String| match verbosity {
+            Verbosity::Quiet => {}
+            _ if keys.len() > 1 => eprintln!("{label}: {line}"),
+            _ => eprintln!("{line}"),
+        };
+        let job = Job { plan, cache, index, progress: &bar, log: &log };
+        // One step at a time in this process: on rayon's pool (see `InProcess`).
+        let status =
+            crate::backend::on_worker_thread(compute.device, || super::in_process::compute_step(&job, compute));
+        match status {
+            StepStatus::Failed { error } => {
+                if let Some(task_log) = &task_log {
+                    crate::dag::slurm::task_failed(plan, cache, index, &error, task_log);
+                }
+                failed.push((step.label.as_str(), error));
+            }
+            StepStatus::Cached if keys.len() == 1 => eprintln!("{FOUND_CACHED}"),
+            StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
+                eprintln!("ran {} in {seconds:.1}s", step.label)
+            }
+            StepStatus::Reused { from } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
+                eprintln!("reused {}: {}", step.label, crate::dag::run::reused_from(&from))
+            }
+            _ => {}
+        }
+    }
+    match failed.as_slice() {
+        [] => Ok(()),
+        [(_, error)] if keys.len() == 1 => Err(WorkerError::Failed(error.clone())),
+        _ => {
+            let each: Vec<String> = failed.iter().map(|(label, error)| format!("{label}: {error}")).collect();
+            Err(WorkerError::Failed(format!("{} of {} steps failed: {}", failed.len(), keys.len(), each.join("; "))))
+        }
     }
 }
 

@@ -1,0 +1,82 @@
+//! `grid bench` and `grid bench --gemm` (`crate::bench`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::args::Common;
+use super::compute::{compute_of, prepare_kernel_cache};
+use super::{Failure, plan_of, runtime, usage};
+
+pub(super) fn bench(
+    common: Common,
+    methods: Option<Vec<String>>,
+    examples: usize,
+    only: Option<String>,
+    json: Option<PathBuf>,
+    dump: Option<PathBuf>,
+    (internal_batch_size, perturbations_per_eval): (Option<usize>, Option<usize>),
+) -> Result<ExitCode, Failure> {
+    let compute = compute_of(&common)?;
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    prepare_kernel_cache(&common, compute, true)?;
+    let methods = methods
+        .map(|names| names.iter().map(|n| n.trim().parse::<crate::salience::Method>()).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(usage)?;
+    let (cache, plan) = plan_of(&common, compute)?;
+    let bench_options = crate::bench::BenchOptions {
+        methods,
+        examples: examples.max(1),
+        filter: only,
+        dump,
+        internal_batch_size: internal_batch_size.map(|n| n.max(1)),
+        perturbations_per_eval: perturbations_per_eval.map(|n| n.max(1)),
+    };
+    // As `grid run` computes a step: on the pool's thread (see `on_worker_thread`).
+    let rows =
+        crate::backend::on_worker_thread(compute.device, || crate::bench::run(&plan, &cache, compute, &bench_options))
+            .map_err(runtime)?;
+    let context = crate::bench::context(compute, &common.grid);
+    print!("{}", crate::bench::markdown(&context, &rows));
+    if let Some(path) = json {
+        write_json(&path, &serde_json::json!({ "context": context, "rows": rows }))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Examples per attribution batch that `grid bench --gemm` times unless
+/// `--internal-batch-size` says otherwise.
+pub(super) const GEMM_ATTRIBUTION_BATCH: usize = 32;
+
+/// `grid bench --gemm`: see [`crate::bench::gemm`].
+pub(super) fn bench_gemm(
+    common: Common,
+    options: crate::bench::gemm::GemmOptions,
+    json: Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
+    use crate::bench::gemm;
+    let compute = compute_of(&common)?;
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    prepare_kernel_cache(&common, compute, true)?;
+    let (_cache, plan) = plan_of(&common, compute)?;
+    let shapes = gemm::shapes(&plan, &options).map_err(runtime)?;
+    if shapes.is_empty() {
+        return Err(usage(anyhow::anyhow!("{}: no models to time", common.grid.display())));
+    }
+    let roofline = crate::backend::on_worker_thread(compute.device, || gemm::roofline(shapes, compute, &options))
+        .map_err(runtime)?;
+    let context = crate::bench::context(compute, &common.grid);
+    print!("{}", gemm::markdown(&context, &roofline));
+    if let Some(path) = json {
+        write_json(&path, &serde_json::json!({ "context": context, "roofline": roofline }))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A benchmark's `--json` file.
+fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(runtime)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display())).map_err(runtime)
+}

@@ -1,0 +1,185 @@
+//! The `grid` command line: as thin as ripgrep's core crate. Arguments are
+//! parsed and results printed here; everything else is a library call. One
+//! file per family of subcommands: `run` (run, plan, report, step), `crowd`,
+//! `gc`, `bench`; `args` holds their words, `compute` the device options.
+//!
+//! Exit codes: 0 success, 1 a step failed, 2 bad usage or configuration, 130
+//! stopped by Ctrl-C.
+
+mod args;
+mod bench;
+mod compute;
+mod crowd;
+mod gc;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Cli;
+use args::{Command, Common, ExecutorChoice};
+use compute::compute_of;
+use run::Action;
+
+use crate::cache::Cache;
+use crate::dag::{self, Plan, PlanOptions, Verbosity};
+use crate::spec::Grid;
+
+/// Parses arguments, runs, and maps the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(Failure::Usage(e)) => {
+            eprintln!("error: {}", crate::errors::one_line(&e));
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("error: {}", crate::errors::one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+enum Failure {
+    /// Bad arguments or configuration: exit 2.
+    Usage(anyhow::Error),
+    /// Something broke while running: exit 1.
+    Runtime(anyhow::Error),
+}
+
+fn usage<E: Into<anyhow::Error>>(e: E) -> Failure {
+    Failure::Usage(e.into())
+}
+fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
+    Failure::Runtime(e.into())
+}
+
+fn dispatch(command: Command) -> Result<ExitCode, Failure> {
+    match command {
+        Command::Bench { common, gemm: true, only, json, internal_batch_size, tokens, python, .. } => {
+            let options = crate::bench::gemm::GemmOptions {
+                tokens: tokens.max(1),
+                attribution_batch: internal_batch_size.unwrap_or(bench::GEMM_ATTRIBUTION_BATCH).max(1),
+                filter: only,
+                python: (python != "none").then_some(python),
+            };
+            bench::bench_gemm(common, options, json)
+        }
+        Command::Bench {
+            common,
+            methods,
+            examples,
+            only,
+            json,
+            dump,
+            internal_batch_size,
+            perturbations_per_eval,
+            ..
+        } => {
+            let knobs = (internal_batch_size, perturbations_per_eval);
+            bench::bench(common, methods, examples, only, json, dump, knobs)
+        }
+        Command::Gc { grids, older_than, cache, data_root, set, dry_run, kernels } => {
+            let older_than = older_than
+                .map(|text| gc::cutoff(&text).map_err(|e| usage(anyhow::anyhow!("--older-than {text}: {e}"))))
+                .transpose()?;
+            gc::gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
+        }
+        Command::Run { common: _, executor: ExecutorChoice::Local, wait: true } => {
+            Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))
+        }
+        Command::Run { common, executor, wait } => run::run(Action::Run { executor, wait }, common),
+        Command::Plan { common, json: false } => run::run(Action::Plan, common),
+        Command::Plan { common, json: true } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
+            println!("{}", serde_json::to_string_pretty(&lines).map_err(runtime)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status { common, json } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&lines).map_err(runtime)?);
+            } else {
+                print!("{}", dag::status::render_lines(&lines));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { common, step, json } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let index = dag::status::find(&plan, &step).map_err(|e| usage(anyhow::anyhow!(e)))?;
+            let detail = dag::status::detail(&plan, &cache, index).map_err(runtime)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&detail).map_err(runtime)?);
+            } else {
+                print!("{}", dag::status::render_detail(&detail));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report { common, compare, compare_as } => {
+            let aliases = compare_aliases(&compare_as)?;
+            run::run(Action::Report { compare, aliases }, common)
+        }
+        Command::Step { common, key } => run::run(Action::Step { keys: key }, common),
+        Command::Crowd { command } => crowd::crowd(command),
+    }
+}
+
+/// `--compare-as OURS=PUBLISHED`, each parsed.
+fn compare_aliases(compare_as: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    compare_as
+        .iter()
+        .map(|a| crate::report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
+        .collect()
+}
+
+fn verbosity_of(common: &Common) -> Verbosity {
+    if common.quiet {
+        Verbosity::Quiet
+    } else if common.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    }
+}
+
+fn load_grid(common: &Common) -> Result<Grid, Failure> {
+    match &common.frozen {
+        Some(_) if !common.set.is_empty() => {
+            Err(usage(anyhow::anyhow!("--frozen takes no --set: the frozen text holds the run's overrides")))
+        }
+        Some(frozen) => Grid::load_frozen(frozen, &common.grid).map_err(usage),
+        None => Grid::load_with(&common.grid, &overrides(&common.set)?).map_err(usage),
+    }
+}
+
+/// The `--set KEY=VALUE` arguments, parsed.
+fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
+    set.iter()
+        .map(|s| s.parse::<crate::spec::overrides::Override>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| usage(anyhow::anyhow!(e)))
+}
+
+/// The grid file, planned against its cache.
+fn plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Cache, Plan), Failure> {
+    grid_and_plan_of(common, compute).map(|(_, cache, plan)| (cache, plan))
+}
+
+/// The grid as loaded (with `--set`), its cache and its plan.
+fn grid_and_plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Grid, Cache, Plan), Failure> {
+    let grid = load_grid(common)?;
+    let cache = Cache::open(&common.cache).map_err(runtime)?;
+    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
+    let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
+    Ok((grid, cache, plan))
+}

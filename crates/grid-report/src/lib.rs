@@ -48,6 +48,7 @@ pub(crate) use grid_methods::{metrics, salience, shortcut};
 use crate::metrics::Metric;
 use crate::model::Architecture;
 use crate::salience::Method;
+use crate::shortcut::Regime;
 use markdown::Align;
 use tables::Layout;
 
@@ -60,8 +61,9 @@ pub struct CellKey {
     pub architecture: Architecture,
     /// e.g. "sst2".
     pub dataset: String,
-    /// The regime: "st" | "tic" | "op" | "articles" | "articles-cn" | "articles-nc" | "natural".
-    pub shortcut: String,
+    /// The regime, written by its name: `st`, `tic`, `op`, `articles`,
+    /// `articles-cn`, `articles-nc` or `natural`.
+    pub shortcut: Regime,
     /// The training seed (`seeds = [..]` trains one model per seed).
     pub seed: u64,
 }
@@ -253,9 +255,9 @@ pub enum ReportError {
     #[error(
         "two result cells for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`, method `{method}`, metric `{metric}`"
     )]
-    DuplicateCell { model: String, dataset: String, shortcut: String, method: String, metric: String },
+    DuplicateCell { model: String, dataset: String, shortcut: Regime, method: String, metric: String },
     #[error("two verification rows for model `{model}`, dataset `{dataset}`, shortcut `{shortcut}`")]
-    DuplicateVerification { model: String, dataset: String, shortcut: String },
+    DuplicateVerification { model: String, dataset: String, shortcut: Regime },
     #[error("{}: the tables for {first} and {second} would share this file name", path.display())]
     NameCollision { path: PathBuf, first: String, second: String },
 }
@@ -512,7 +514,7 @@ fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
             "agreement_{}_{}_{}_seed{}",
             file_safe(&a.key.model),
             file_safe(&a.key.dataset),
-            file_safe(&a.key.shortcut),
+            file_safe(a.key.shortcut.name()),
             a.key.seed
         ),
         title: format!(
@@ -652,7 +654,7 @@ mod tests {
                     crate::model::Architecture::Bilstm
                 },
                 dataset: dataset.into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             method: method.parse().expect("a method"),
@@ -674,7 +676,7 @@ mod tests {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: dataset.into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },

@@ -28,7 +28,7 @@ use crate::metrics::{ErasureMetric, Metric};
 use crate::model::Architecture;
 use crate::salience::Method;
 use crate::salience::method::GradientMethod;
-use crate::shortcut::ShortcutKind;
+use crate::shortcut::Regime;
 
 /// A method family, as the papers group their tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ fn find<'a>(
         c.key.model == model
             && c.method == method
             && c.metric == metric
-            && column_key(&c.key.dataset, &c.key.shortcut) == key
+            && column_key(&c.key.dataset, c.key.shortcut) == key
     })
 }
 
@@ -164,20 +164,20 @@ struct RankedCells<'a> {
 }
 
 /// Whether a cell's shortcut is one of Bastings et al.'s inserted rules.
-pub(super) fn is_inserted(shortcut: &str) -> bool {
-    shortcut.parse::<ShortcutKind>().is_ok_and(|k| k.article_layout().is_none())
+pub(super) fn is_inserted(shortcut: Regime) -> bool {
+    matches!(shortcut, Regime::Shortcut(kind) if kind.article_layout().is_none())
 }
 
 /// `None` when the grid scores neither precision nor rank on an inserted rule.
 fn ranked_cells(cells: &[SeedSummary]) -> Option<RankedCells<'_>> {
     let ranked: Vec<&SeedSummary> = cells
         .iter()
-        .filter(|s| matches!(s.cell.metric, Metric::Precision | Metric::Rank) && is_inserted(&s.cell.key.shortcut))
+        .filter(|s| matches!(s.cell.metric, Metric::Precision | Metric::Rank) && is_inserted(s.cell.key.shortcut))
         .collect();
     if ranked.is_empty() {
         return None;
     }
-    let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.key.dataset, &s.cell.key.shortcut)));
+    let keys = first_appearance(ranked.iter().map(|s| column_key(&s.cell.key.dataset, s.cell.key.shortcut)));
     let models = first_appearance(ranked.iter().map(|s| (s.cell.key.model.clone(), s.cell.key.architecture)));
     Some(RankedCells { keys, ranked, models })
 }
@@ -276,7 +276,7 @@ pub(super) fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
     // A label reassignment removes the original task on purpose: its drop
     // would swamp the shortcut's.
-    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_inserted(&r.key.shortcut)).collect();
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_inserted(r.key.shortcut)).collect();
     if rows.is_empty() {
         return Ok(None);
     }
@@ -389,7 +389,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
     for (model, architecture) in models {
         let of_model: Vec<&&SeedSummary> = diag.iter().filter(|s| s.cell.key.model == model).collect();
         let methods = first_appearance(of_model.iter().map(|s| s.cell.method));
-        let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.key.dataset, &s.cell.key.shortcut)));
+        let keys = first_appearance(of_model.iter().map(|s| column_key(&s.cell.key.dataset, s.cell.key.shortcut)));
         let arch = architecture.label();
         let safe = super::file_safe(&model);
 
@@ -409,7 +409,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
                 let mut row = vec![Some(key.clone())];
                 row.extend(metrics.iter().map(|&m| {
                     value(
-                        &|s| s.cell.key.model == model && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key,
+                        &|s| s.cell.key.model == model && &column_key(&s.cell.key.dataset, s.cell.key.shortcut) == key,
                         m,
                     )
                 }));
@@ -426,7 +426,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
                         &|s| {
                             s.cell.key.model == model
                                 && &s.cell.method == method
-                                && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
+                                && &column_key(&s.cell.key.dataset, s.cell.key.shortcut) == key
                         },
                         m,
                     )
@@ -481,13 +481,13 @@ fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
         diag.iter()
             .find(|s| {
                 s.cell.method == method
-                    && column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
+                    && column_key(&s.cell.key.dataset, s.cell.key.shortcut) == key
                     && s.cell.metric == Metric::Diagnosticity(m)
             })
             .map(|s| s.cell.value)
     };
     let sites =
-        first_appearance(diag.iter().map(|s| (s.cell.method, column_key(&s.cell.key.dataset, &s.cell.key.shortcut))));
+        first_appearance(diag.iter().map(|s| (s.cell.method, column_key(&s.cell.key.dataset, s.cell.key.shortcut))));
     let mut notes = Vec::new();
     for (soft, hard) in [(ErasureMetric::SoftNs, ErasureMetric::Ns), (ErasureMetric::SoftNc, ErasureMetric::Nc)] {
         let pairs: Vec<(f64, f64)> = sites
@@ -566,7 +566,7 @@ fn by_ratio_tables(
         let of_model: Vec<&&SeedSummary> = hard.iter().filter(|s| s.cell.key.model == model).collect();
         let ratios = first_appearance(of_model.iter().flat_map(|s| s.cell.by_ratio.iter().map(|[r, _]| percent(*r))));
         let rows_keys = first_appearance(
-            of_model.iter().map(|s| (column_key(&s.cell.key.dataset, &s.cell.key.shortcut), s.cell.method)),
+            of_model.iter().map(|s| (column_key(&s.cell.key.dataset, s.cell.key.shortcut), s.cell.method)),
         );
         let mut header = vec!["dataset:shortcut".to_string(), "method".to_string()];
         for metric in ["NS", "NC"] {
@@ -581,7 +581,7 @@ fn by_ratio_tables(
                     let cell = of_model.iter().find(|s| {
                         s.cell.metric == metric
                             && &s.cell.method == method
-                            && &column_key(&s.cell.key.dataset, &s.cell.key.shortcut) == key
+                            && &column_key(&s.cell.key.dataset, s.cell.key.shortcut) == key
                     });
                     row.extend(ratios.iter().map(|r| {
                         cell.and_then(|c| c.cell.by_ratio.iter().find(|[x, _]| &percent(*x) == r))
@@ -610,7 +610,7 @@ pub struct Recommendation {
     pub model: String,
     pub architecture: Architecture,
     pub dataset: String,
-    pub shortcut: String,
+    pub shortcut: Regime,
     pub best: String,
     pub precision: f64,
     pub interval: Option<[f64; 2]>,
@@ -632,7 +632,7 @@ pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     }));
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
-        find(cells, &c.key.model, c.method, Metric::Rank, &column_key(&c.key.dataset, &c.key.shortcut))
+        find(cells, &c.key.model, c.method, Metric::Rank, &column_key(&c.key.dataset, c.key.shortcut))
             .map(|r| r.cell.value)
             .unwrap_or(f64::INFINITY)
     };
@@ -694,7 +694,7 @@ pub fn recommendation_table(recommendations: &[Recommendation]) -> PolarsResult<
                 Some(r.model.clone()),
                 Some(r.architecture.label().to_string()),
                 Some(r.dataset.clone()),
-                Some(r.shortcut.clone()),
+                Some(r.shortcut.to_string()),
                 Some(r.best.clone()),
                 Some(precision),
                 r.interval.map(|[l, h]| format!("[{}, {}]", format_fixed(l, 2), format_fixed(h, 2))),
@@ -754,7 +754,7 @@ mod tests {
                     crate::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             method: method.parse().expect("a method"),
@@ -909,7 +909,7 @@ mod tests {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },

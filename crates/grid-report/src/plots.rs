@@ -36,6 +36,7 @@ use plotters::style::{FontStyle, register_font};
 
 use super::{CellResult, Plot, ReportError, VerificationRow};
 use crate::salience::Method;
+use crate::shortcut::{Regime, ShortcutKind};
 
 /// The family every text uses; [`register_fonts`] binds it to DejaVu Sans.
 const FONT: &str = "sans-serif";
@@ -141,7 +142,7 @@ struct Mean<'a> {
     model: &'a str,
     architecture: &'a str,
     dataset: &'a str,
-    shortcut: &'a str,
+    shortcut: Regime,
     method: Method,
     metric: &'a str,
     value: f64,
@@ -165,7 +166,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
         model: &first.key.model,
         architecture: first.key.architecture.name(),
         dataset: &first.key.dataset,
-        shortcut: &first.key.shortcut,
+        shortcut: first.key.shortcut,
         method: first.method,
         metric: first.metric.name(),
         value,
@@ -203,14 +204,14 @@ fn budget_of(method: Method) -> Option<(String, u32)> {
 
 /// The papers' three shortcuts have fixed colours, so every chart agrees; any
 /// other shortcut takes the rest of the palette in order of appearance.
-fn shortcut_colors(shortcuts: &[&str]) -> Vec<RGBColor> {
+fn shortcut_colors(shortcuts: &[Regime]) -> Vec<RGBColor> {
     let mut next_extra = 3;
     shortcuts
         .iter()
-        .map(|s| match *s {
-            "st" => PALETTE[0],
-            "tic" => PALETTE[1],
-            "op" => PALETTE[2],
+        .map(|s| match s {
+            Regime::Shortcut(ShortcutKind::St) => PALETTE[0],
+            Regime::Shortcut(ShortcutKind::Tic) => PALETTE[1],
+            Regime::Shortcut(ShortcutKind::Op) => PALETTE[2],
             _ => {
                 next_extra += 1;
                 PALETTE[(next_extra - 1) % PALETTE.len()]
@@ -320,7 +321,7 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
     let colors = shortcut_colors(&shortcuts);
     let series: Vec<Series> =
         shortcuts.iter().zip(&colors).map(|(s, &color)| Series { name: s.to_string(), color }).collect();
-    let slot = |shortcut: &str| shortcuts.iter().position(|s| *s == shortcut).unwrap_or(0);
+    let slot = |shortcut: Regime| shortcuts.iter().position(|&s| s == shortcut).unwrap_or(0);
     // A method's name is how the papers print it (`lime-unk-100` → `limeunk-100`).
     let groups = first_appearance(points.iter().map(|p| p.method))
         .into_iter()
@@ -355,7 +356,7 @@ fn precision_chart(points: &[&Mean]) -> Option<BarChart> {
 fn budget_chart(points: &[&Mean]) -> Option<BudgetChart> {
     let first = points.first()?;
     // (shortcut, config) → points, in first-appearance order.
-    let mut lines: Vec<(&str, String, Vec<BudgetPoint>)> = Vec::new();
+    let mut lines: Vec<(Regime, String, Vec<BudgetPoint>)> = Vec::new();
     for p in points {
         let Some((config, budget)) = budget_of(p.method) else { continue };
         let point = BudgetPoint { budget, value: p.value, interval: p.interval, failed: p.failed };
@@ -844,7 +845,7 @@ mod tests {
                     crate::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             method: method.parse().expect("a method"),
@@ -888,7 +889,7 @@ mod tests {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             shortcut_model_on_synthetic: if passed { 0.997 } else { 0.81 },
@@ -1102,7 +1103,7 @@ mod tests {
         assert_eq!(means.len(), 2);
         assert!((means[0].value - 0.375).abs() < 1e-12);
         assert!(means[0].failed);
-        assert_eq!(means[1].shortcut, "op");
+        assert_eq!(means[1].shortcut.name(), "op");
         // The whisker is the interval the tables (and --compare) show for the cell.
         let table = super::super::tables::over_seeds(&cells);
         let summary = &table[0].cell;

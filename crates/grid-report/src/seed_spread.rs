@@ -49,7 +49,7 @@ pub fn verification_over_seeds(rows: &[VerificationRow]) -> PolarsResult<Option<
             vec![
                 Some(first.model.clone()),
                 Some(first.dataset.clone()),
-                Some(first.shortcut.clone()),
+                Some(first.shortcut.to_string()),
                 Some(of.len().to_string()),
                 Some(format!("{} of {}", of.iter().filter(|r| r.passed).count(), of.len())),
                 Some(format!("{}–{}", points(low), points(high))),
@@ -116,7 +116,7 @@ mod tests {
                 model: "lstm".into(),
                 architecture: Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed,
             },
             shortcut_model_on_synthetic: synthetic,

@@ -12,6 +12,7 @@ use polars::prelude::*;
 use crate::metrics::Metric;
 use crate::model::Architecture;
 use crate::salience::Method;
+use crate::shortcut::Regime;
 
 use super::{CellResult, ReportError, VerificationRow};
 
@@ -50,7 +51,7 @@ pub fn format_fixed(value: f64, decimals: usize) -> String {
 }
 
 /// The column key of a layout: `dataset:shortcut`.
-pub fn column_key(dataset: &str, shortcut: &str) -> String {
+pub fn column_key(dataset: &str, shortcut: Regime) -> String {
     format!("{dataset}:{shortcut}")
 }
 
@@ -59,13 +60,12 @@ pub fn column_key(dataset: &str, shortcut: &str) -> String {
 pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(cells.len());
     for c in cells {
-        let key =
-            (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut.as_str(), c.method, c.metric, c.key.seed);
+        let key = (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut, c.method, c.metric, c.key.seed);
         if !seen.insert(key) {
             return Err(ReportError::DuplicateCell {
                 model: c.key.model.clone(),
                 dataset: c.key.dataset.clone(),
-                shortcut: c.key.shortcut.clone(),
+                shortcut: c.key.shortcut,
                 method: c.method.to_string(),
                 metric: c.metric.name().to_string(),
             });
@@ -78,11 +78,11 @@ pub fn check_unique_cells(cells: &[CellResult]) -> Result<(), ReportError> {
 pub fn check_unique_verification(rows: &[VerificationRow]) -> Result<(), ReportError> {
     let mut seen = HashSet::with_capacity(rows.len());
     for r in rows {
-        if !seen.insert((r.key.model.as_str(), r.key.dataset.as_str(), r.key.shortcut.as_str(), r.key.seed)) {
+        if !seen.insert((r.key.model.as_str(), r.key.dataset.as_str(), r.key.shortcut, r.key.seed)) {
             return Err(ReportError::DuplicateVerification {
                 model: r.key.model.clone(),
                 dataset: r.key.dataset.clone(),
-                shortcut: r.key.shortcut.clone(),
+                shortcut: r.key.shortcut,
             });
         }
     }
@@ -98,7 +98,7 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
             Column::new("model".into(), strings(|c| &c.key.model)),
             Column::new("architecture".into(), strings(|c| c.key.architecture.name())),
             Column::new("dataset".into(), strings(|c| &c.key.dataset)),
-            Column::new("shortcut".into(), strings(|c| &c.key.shortcut)),
+            Column::new("shortcut".into(), strings(|c| c.key.shortcut.name())),
             Column::new("method".into(), cells.iter().map(|c| c.method.to_string()).collect::<Vec<String>>()),
             Column::new("metric".into(), strings(|c| c.metric.name())),
             Column::new("seed".into(), cells.iter().map(|c| c.key.seed).collect::<Vec<u64>>()),
@@ -139,7 +139,7 @@ const VERIFICATION_KEYS: [Key; 4] = [
     ("model", |r| &r.key.model),
     ("architecture", |r| r.key.architecture.name()),
     ("dataset", |r| &r.key.dataset),
-    ("shortcut", |r| &r.key.shortcut),
+    ("shortcut", |r| r.key.shortcut.name()),
 ];
 
 /// One row per verification, accuracies as fractions (0..1), `failures` joined
@@ -210,9 +210,9 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
 /// shortcut, method, metric), groups and members in first-appearance order.
 pub fn seed_groups<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Vec<&'a CellResult>> {
     let mut groups: Vec<Vec<&CellResult>> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str, &str, Method, Metric), usize> = Default::default();
+    let mut index: std::collections::HashMap<(&str, &str, Regime, Method, Metric), usize> = Default::default();
     for c in cells {
-        let key = (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut.as_str(), c.method, c.metric);
+        let key = (c.key.model.as_str(), c.key.dataset.as_str(), c.key.shortcut, c.method, c.metric);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Vec::new());
             groups.len() - 1
@@ -346,7 +346,7 @@ pub fn layouts(cells: &[CellResult]) -> PolarsResult<Vec<Layout>> {
     let models = first_appearance(cells.iter().map(|c| c.key.model.as_str()));
     let metrics = first_appearance(cells.iter().map(|c| c.metric));
     let methods = first_appearance(cells.iter().map(|c| c.method));
-    let keys: Vec<String> = cells.iter().map(|c| column_key(&c.key.dataset, &c.key.shortcut)).collect();
+    let keys: Vec<String> = cells.iter().map(|c| column_key(&c.key.dataset, c.key.shortcut)).collect();
     let columns = first_appearance(keys.iter().map(String::as_str));
     let method_rank = |method: Method| methods.iter().position(|&m| m == method);
     let column_rank = |key: &str| columns.iter().position(|&c| c == key);
@@ -425,7 +425,7 @@ mod tests {
                 model: model.into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: key.0.into(),
-                shortcut: key.1.into(),
+                shortcut: key.1.parse().unwrap(),
                 seed: 1,
             },
             method: method.parse().expect("a method"),
@@ -538,7 +538,7 @@ mod tests {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: "st".into(),
+                shortcut: "st".parse().unwrap(),
                 seed: 1,
             },
             shortcut_model_on_synthetic: 1.0,

@@ -16,16 +16,16 @@ use super::tables::{FAILED_MARK, first_appearance, format_fixed, mean_and_sd};
 use super::{CellResult, DisplayTable, VerificationRow};
 use crate::metrics::Metric;
 use crate::salience::Method;
-use crate::shortcut::ShortcutKind;
+use crate::shortcut::Regime;
 
 /// Whether a cell's shortcut is one of the article manipulations.
-fn is_article(shortcut: &str) -> bool {
-    shortcut.parse::<ShortcutKind>().is_ok_and(|k| k.article_layout().is_some())
+fn is_article(shortcut: Regime) -> bool {
+    matches!(shortcut, Regime::Shortcut(kind) if kind.article_layout().is_some())
 }
 
 /// Whether the manipulation has non-correlating articles (CN, NC).
-fn has_non_correlating(shortcut: &str) -> bool {
-    shortcut.parse::<ShortcutKind>().is_ok_and(ShortcutKind::has_distractors)
+fn has_non_correlating(shortcut: Regime) -> bool {
+    shortcut.has_distractors()
 }
 
 /// Attr% on the other words, `1 − attr − attr-noncorr`, per seed of
@@ -86,7 +86,7 @@ fn seeds_of<'a>(cells: &'a [CellResult], key: &RowKey, metric: Metric) -> Vec<&'
 struct RowKey {
     model: String,
     dataset: String,
-    shortcut: String,
+    shortcut: Regime,
     method: Method,
 }
 
@@ -98,13 +98,13 @@ fn share_of(cells: &[&CellResult]) -> Option<f64> {
 /// Zhou et al. Table 1, one per model, every method of the grid as a row.
 pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable>> {
     let attr: Vec<&CellResult> =
-        cells.iter().filter(|c| c.metric == Metric::AttrShare && is_article(&c.key.shortcut)).collect();
+        cells.iter().filter(|c| c.metric == Metric::AttrShare && is_article(c.key.shortcut)).collect();
     let mut out = Vec::new();
     for model in first_appearance(attr.iter().map(|c| c.key.model.clone())) {
         let keys = first_appearance(attr.iter().filter(|c| c.key.model == model).map(|c| RowKey {
             model: c.key.model.clone(),
             dataset: c.key.dataset.clone(),
-            shortcut: c.key.shortcut.clone(),
+            shortcut: c.key.shortcut,
             method: c.method,
         }));
         let rows: Vec<Vec<Option<String>>> = keys
@@ -112,7 +112,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
             .map(|key| {
                 let correlating = seeds_of(cells, key, Metric::AttrShare);
                 let non_correlating = seeds_of(cells, key, Metric::AttrNonCorrelating);
-                let split = has_non_correlating(&key.shortcut);
+                let split = has_non_correlating(key.shortcut);
                 let other: Vec<f64> =
                     other_words(&correlating, &non_correlating, split).into_iter().map(|(v, _)| v).collect();
                 let (corr_share, non_share) = (share_of(&correlating), share_of(&non_correlating));
@@ -126,7 +126,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
                 let mark = |text: Option<String>| text.map(|t| if failed { t + FAILED_MARK } else { t });
                 vec![
                     Some(key.dataset.clone()),
-                    Some(key.shortcut.clone()),
+                    Some(key.shortcut.to_string()),
                     Some(key.method.to_string()),
                     mark(attr_cell(&values(&correlating), corr_share)),
                     if split { mark(attr_cell(&values(&non_correlating), non_share)) } else { Some("NA".into()) },
@@ -159,7 +159,7 @@ pub fn attribution_tables(cells: &[CellResult]) -> PolarsResult<Vec<DisplayTable
 /// The accuracies behind Zhou et al.'s sanity check, per manipulated model:
 /// only an accuracy well above the bound proves the model reads the articles.
 pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTable>> {
-    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_article(&r.key.shortcut)).collect();
+    let rows: Vec<&VerificationRow> = rows.iter().filter(|r| is_article(r.key.shortcut)).collect();
     if rows.is_empty() {
         return Ok(None);
     }
@@ -178,7 +178,7 @@ pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTa
             vec![
                 Some(model.clone()),
                 Some(dataset.clone()),
-                Some(shortcut.clone()),
+                Some(shortcut.to_string()),
                 pct(mean(of.iter().filter_map(|r| r.accuracy_without_shortcut))),
                 avg(&|r| r.shortcut_model_on_synthetic),
                 avg(&|r| r.shortcut_model_on_flip),
@@ -224,7 +224,7 @@ mod tests {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed,
             },
             method: method.parse().expect("a method"),
@@ -299,7 +299,7 @@ mod tests {
                 model: "lstm".into(),
                 architecture: crate::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
-                shortcut: shortcut.into(),
+                shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
             shortcut_model_on_synthetic: synthetic,

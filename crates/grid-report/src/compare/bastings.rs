@@ -10,6 +10,7 @@ use super::{
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
 use crate::salience::{GradientMethod, Method};
+use crate::shortcut::Regime;
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
 
@@ -26,7 +27,7 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
             .filter(|&i| {
                 let r = &rows[i];
                 Some(r.arch) == arch
-                    && r.shortcut == cell.shortcut
+                    && r.shortcut == cell.shortcut.name()
                     && r.method == cell.method
                     && aliases.matches(&cell.dataset, &r.dataset)
                     && r.value(&cell.metric).is_some()
@@ -223,8 +224,9 @@ pub(super) fn beats_random_finding(
     let mut margins = Vec::new(); // (ours, published)
     let (mut our_random_missing, mut paper_random_missing) = (false, false);
     for c in cells {
-        let our_random =
-            our_randoms.iter().find(|r| r.model == c.model && r.dataset == c.dataset && r.shortcut == c.shortcut);
+        let our_random = our_randoms
+            .iter()
+            .find(|r| r.model == c.model && r.dataset == c.dataset && r.shortcut.name() == c.shortcut);
         let paper_random = rows
             .iter()
             .find(|r| {
@@ -381,11 +383,11 @@ pub(super) fn verification_groups(rows: &[VerificationRow]) -> Vec<Vec<&Verifica
     out
 }
 
-pub(super) fn distinct_shortcuts<'a>(group: &[&'a VerificationRow]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
+pub(super) fn distinct_shortcuts(group: &[&VerificationRow]) -> Vec<Regime> {
+    let mut out: Vec<Regime> = Vec::new();
     for r in group {
-        if !out.contains(&r.key.shortcut.as_str()) {
-            out.push(&r.key.shortcut);
+        if !out.contains(&r.key.shortcut) {
+            out.push(r.key.shortcut);
         }
     }
     out
@@ -404,7 +406,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         architecture: first.key.architecture.name().to_string(),
         dataset: first.key.dataset.clone(),
         published_dataset: row.dataset.clone(),
-        shortcut: distinct_shortcuts(group).join("+"),
+        shortcut: distinct_shortcuts(group).iter().map(|s| s.name()).collect::<Vec<_>>().join("+"),
         method: None,
         published_method: None,
         metric: metric.to_string(),

@@ -83,6 +83,7 @@ use polars::prelude::*;
 
 use super::{CellResult, VerificationRow};
 use crate::metrics::Metric;
+use crate::shortcut::Regime;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
 const NEAR: f64 = 0.1;
@@ -347,7 +348,7 @@ pub(super) struct OurCell {
     pub(super) model: String,
     pub(super) architecture: String,
     pub(super) dataset: String,
-    pub(super) shortcut: String,
+    pub(super) shortcut: Regime,
     /// Canonical when it parses as a [`Method`].
     pub(super) method: String,
     pub(super) metric: String,
@@ -372,7 +373,7 @@ impl OurCell {
             architecture: self.architecture.clone(),
             dataset: self.dataset.clone(),
             published_dataset: published_dataset.to_string(),
-            shortcut: self.shortcut.clone(),
+            shortcut: self.shortcut.to_string(),
             method: Some(self.method.clone()),
             published_method: published_method.map(str::to_string),
             metric: self.metric.clone(),

@@ -9,7 +9,7 @@ use super::{
 use crate::data::csv_records::{Record, read_records};
 use crate::salience::expand::expand;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
-use crate::shortcut::ShortcutKind;
+use crate::shortcut::{Regime, ShortcutKind};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -241,8 +241,8 @@ impl ZhouDataset {
         }
     }
 
-    pub(super) fn of_shortcut(shortcut: &str) -> Option<Self> {
-        let kind = shortcut.parse::<ShortcutKind>().ok()?;
+    pub(super) fn of_shortcut(shortcut: Regime) -> Option<Self> {
+        let Regime::Shortcut(kind) = shortcut else { return None };
         Self::ALL.into_iter().find(|d| d.shortcut() == kind)
     }
 

@@ -159,7 +159,7 @@ fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, 
                 crate::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
-            shortcut: shortcut.into(),
+            shortcut: shortcut.parse().unwrap(),
             seed,
         },
         method: method.parse().expect("a method"),
@@ -388,7 +388,7 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
                 crate::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
-            shortcut: shortcut.into(),
+            shortcut: shortcut.parse().unwrap(),
             seed: 1,
         },
         shortcut_model_on_synthetic: 1.0,
@@ -537,8 +537,9 @@ fn loads_zhou_table1() {
         assert!((attr - 100.0f64).abs() < 0.15 && (frequency - 100.0f64).abs() < 0.15, "{d:?}: {attr} {frequency}");
     }
     assert_eq!(ZhouDataset::Nc.shortcut(), ShortcutKind::ArticlesNc);
-    assert_eq!(ZhouDataset::of_shortcut("articles-cn"), Some(ZhouDataset::Cn));
-    assert_eq!(ZhouDataset::of_shortcut("st"), None);
+    assert_eq!(ZhouDataset::of_shortcut(Regime::Shortcut(ShortcutKind::ArticlesCn)), Some(ZhouDataset::Cn));
+    assert_eq!(ZhouDataset::of_shortcut(Regime::Shortcut(ShortcutKind::St)), None);
+    assert_eq!(ZhouDataset::of_shortcut(Regime::Natural), None);
 }
 
 #[test]
@@ -789,7 +790,7 @@ fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
     assert!(c.cells.iter().all(|x| (x.ours - 0.4).abs() < 1e-12), "the natural cells");
     assert_eq!(c.unmatched_ours, 4, "the st cells are left out");
     // Without natural cells the shortcut cells are compared, as before.
-    let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.key.shortcut == "st").collect();
+    let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.key.shortcut.name() == "st").collect();
     let c = compare(&published, &shortcut_only, &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 4);
 }

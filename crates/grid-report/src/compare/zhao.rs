@@ -106,18 +106,18 @@ pub(super) fn compare_diagnosticity(rows: &[DiagnosticityRow], cells: &[CellResu
 /// Distinct (model, dataset, shortcut) of our diagnosticity cells, in order.
 /// Where a (model, dataset) has natural cells, only those: Zhao & Aletras
 /// measured models that learnt the task, not a planted shortcut.
-pub(super) fn diag_sites(ours: &[OurCell]) -> Vec<(String, String, String)> {
-    let natural = Regime::Natural.name();
+pub(super) fn diag_sites(ours: &[OurCell]) -> Vec<(String, String, Regime)> {
+    let natural = Regime::Natural;
     let has_natural = |model: &str, dataset: &str| {
         ours.iter().any(|c| c.model == model && c.dataset == dataset && c.shortcut == natural)
     };
-    let mut out: Vec<(String, String, String)> = Vec::new();
+    let mut out: Vec<(String, String, Regime)> = Vec::new();
     for c in ours {
         if c.shortcut != natural && has_natural(&c.model, &c.dataset) {
             continue;
         }
         if !out.iter().any(|(m, d, s)| *m == c.model && *d == c.dataset && *s == c.shortcut) {
-            out.push((c.model.clone(), c.dataset.clone(), c.shortcut.clone()));
+            out.push((c.model.clone(), c.dataset.clone(), c.shortcut));
         }
     }
     out

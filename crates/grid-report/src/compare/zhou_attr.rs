@@ -9,6 +9,7 @@ use super::{
     merge_seeds,
 };
 use crate::metrics::Metric;
+use crate::shortcut::Regime;
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
 
@@ -19,7 +20,7 @@ pub(super) struct ZhouMatch<'a> {
     pub(super) model: &'a str,
     pub(super) dataset: &'a str,
     pub(super) manipulation: ZhouDataset,
-    pub(super) shortcut: &'a str,
+    pub(super) shortcut: Regime,
     pub(super) method: &'a str,
     /// Our `attr`, seeds merged.
     pub(super) correlating: &'a OurCell,
@@ -55,14 +56,14 @@ pub(super) fn compare_zhou_attr(
 ) -> Outcome {
     let ours: Vec<OurCell> = merge_seeds(cells, |m| matches!(m, Metric::AttrShare | Metric::AttrNonCorrelating))
         .into_iter()
-        .filter(|c| ZhouDataset::of_shortcut(&c.shortcut).is_some())
+        .filter(|c| ZhouDataset::of_shortcut(c.shortcut).is_some())
         .collect();
     let mut used = vec![false; ours.len()];
     let mut matched = vec![false; rows.len()];
     let mut compared = Vec::new();
     let mut matches = Vec::new();
     for (model, dataset, shortcut) in diag_sites(&ours) {
-        let Some(manipulation) = ZhouDataset::of_shortcut(&shortcut) else { continue };
+        let Some(manipulation) = ZhouDataset::of_shortcut(shortcut) else { continue };
         let here: Vec<usize> = (0..ours.len())
             .filter(|&i| ours[i].model == model && ours[i].dataset == dataset && ours[i].shortcut == shortcut)
             .collect();
@@ -105,12 +106,12 @@ pub(super) fn compare_zhou_attr(
                 model: &ours[corr].model,
                 dataset: &ours[corr].dataset,
                 manipulation,
-                shortcut: &ours[corr].shortcut,
+                shortcut: ours[corr].shortcut,
                 method: &ours[corr].method,
                 correlating: &ours[corr],
                 non_correlating: non_corr.map(|i| &ours[i]),
                 published,
-                accuracy: manipulated_accuracy(verification, &model, &dataset, &shortcut),
+                accuracy: manipulated_accuracy(verification, &model, &dataset, shortcut),
             });
         }
     }
@@ -192,7 +193,7 @@ pub(super) fn manipulated_accuracy(
     rows: &[VerificationRow],
     model: &str,
     dataset: &str,
-    shortcut: &str,
+    shortcut: Regime,
 ) -> Option<f64> {
     let of: Vec<f64> = rows
         .iter()

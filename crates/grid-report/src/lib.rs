@@ -49,6 +49,7 @@ use crate::metrics::Metric;
 use crate::model::Architecture;
 use crate::salience::Method;
 use crate::shortcut::Regime;
+use crate::shortcut::verification::Verification;
 use markdown::Align;
 use tables::Layout;
 
@@ -138,26 +139,16 @@ pub struct EvaluationRow {
     pub macro_f1: f64,
 }
 
-/// The verification of one shortcut model (PROTOCOL §1): accuracies as fractions.
+/// The verification of one shortcut model (PROTOCOL §1) in a report: which
+/// model it is, what the verify step wrote, and the thresholds it was judged
+/// against. Accuracies are fractions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationRow {
     /// The shortcut model (and its original model, same seed).
     #[serde(flatten)]
     pub key: CellKey,
-    pub shortcut_model_on_synthetic: f64,
-    pub original_model_on_synthetic: f64,
-    pub shortcut_model_on_flip: f64,
-    pub shortcut_model_on_original: f64,
-    pub original_model_on_original: f64,
-    /// Macro-F1 on the original test set, when the verify step measured it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shortcut_model_macro_f1: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original_model_macro_f1: Option<f64>,
-    /// After a label reassignment (articles): `max(r, 1 − r)`; with C > 2
-    /// classes: 1/C. Absent for binary inserted rules (50%).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accuracy_without_shortcut: Option<f64>,
+    #[serde(flatten)]
+    pub verification: Verification,
     /// The synthetic-accuracy threshold the row was judged against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_synthetic_accuracy: Option<f64>,
@@ -165,13 +156,6 @@ pub struct VerificationRow {
     /// (inserted rules; a label reassignment is not judged by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_original_drop: Option<f64>,
-    pub passed: bool,
-    /// Human-readable reasons, empty when `passed`.
-    pub failures: Vec<String>,
-    /// Thresholds inside a measurement's 95% interval: a pass or a failure
-    /// that another seed or CPU could turn (`verify::close_calls`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub close_calls: Vec<String>,
 }
 
 /// Which files [`write_reports`] writes (see the module table).
@@ -469,24 +453,24 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
             )
         })
         .collect();
-    for v in verification.iter().filter(|v| !v.passed) {
+    for v in verification.iter().filter(|v| !v.verification.passed) {
         lines.push(format!(
             "warning: {} on {}:{} (seed {}) failed verification: {}",
             v.key.model,
             v.key.dataset,
             v.key.shortcut,
             v.key.seed,
-            v.failures.join("; ")
+            v.verification.failures.join("; ")
         ));
     }
-    for v in verification.iter().filter(|v| !v.close_calls.is_empty()) {
+    for v in verification.iter().filter(|v| !v.verification.close_calls.is_empty()) {
         lines.push(format!(
             "note: {} on {}:{} (seed {}) is a close call: {}",
             v.key.model,
             v.key.dataset,
             v.key.shortcut,
             v.key.seed,
-            v.close_calls.join("; ")
+            v.verification.close_calls.join("; ")
         ));
     }
     lines
@@ -670,6 +654,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn verification_rows_written_before_the_record_was_whole_still_read() {
+        // A row of report_data.json as reports wrote it when it mirrored a
+        // part of the verify step's record: no example counts, no intervals.
+        let old = r#"{"model": "lstm", "architecture": "bilstm", "dataset": "sst2", "shortcut": "op", "seed": 1,
+            "shortcut_model_on_synthetic": 0.998, "original_model_on_synthetic": 0.5,
+            "shortcut_model_on_flip": 0.997, "shortcut_model_on_original": 0.86,
+            "original_model_on_original": 0.87, "min_synthetic_accuracy": 0.99, "max_original_drop": 0.1,
+            "passed": true, "failures": []}"#;
+        let row: VerificationRow = serde_json::from_str(old).unwrap();
+        assert_eq!(row.key.shortcut, "op".parse().unwrap());
+        assert_eq!(row.verification.shortcut_model_on_synthetic, 0.998);
+        assert_eq!(row.verification.synthetic_examples, 0);
+        assert_eq!(row.verification.shortcut_model_on_synthetic_interval, None);
+        assert_eq!(row.min_synthetic_accuracy, Some(0.99));
+        assert!(row.verification.passed);
+        // What is written now reads back whole.
+        let mut now = ver("lstm", "sst2", "op", true);
+        now.verification.synthetic_examples = 1000;
+        now.verification.shortcut_model_on_synthetic_interval = Some((0.99, 1.0));
+        let json = serde_json::to_string(&now).unwrap();
+        assert_eq!(serde_json::from_str::<VerificationRow>(&json).unwrap(), now);
+    }
+
     fn ver(model: &str, dataset: &str, shortcut: &str, passed: bool) -> VerificationRow {
         VerificationRow {
             key: crate::CellKey {
@@ -679,23 +687,30 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
-            original_model_on_synthetic: 0.5,
-            shortcut_model_on_flip: 0.996,
-            shortcut_model_on_original: 0.8612,
-            original_model_on_original: 0.8655,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: None,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
+                original_model_on_synthetic: 0.5,
+                shortcut_model_on_flip: 0.996,
+                shortcut_model_on_original: 0.8612,
+                original_model_on_original: 0.8655,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: None,
+                passed,
+                close_calls: Vec::new(),
+                failures: if passed {
+                    vec![]
+                } else {
+                    vec!["synthetic accuracy 81.0% < 99%".into(), "flip | too low".into()]
+                },
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: None,
             max_original_drop: None,
-            passed,
-            close_calls: Vec::new(),
-            failures: if passed {
-                vec![]
-            } else {
-                vec!["synthetic accuracy 81.0% < 99%".into(), "flip | too low".into()]
-            },
         }
     }
 

@@ -288,17 +288,21 @@ pub fn source_accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<Di
         .map(|(model, architecture, dataset)| {
             let of: Vec<&VerificationRow> =
                 rows.iter().copied().filter(|r| &r.key.model == model && &r.key.dataset == dataset).collect();
-            let drop = mean(of.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original));
-            let min_synthetic = of.iter().map(|r| r.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
+            let drop = mean(
+                of.iter()
+                    .map(|r| r.verification.original_model_on_original - r.verification.shortcut_model_on_original),
+            );
+            let min_synthetic =
+                of.iter().map(|r| r.verification.shortcut_model_on_synthetic).fold(f64::INFINITY, f64::min);
             vec![
                 Some(model.clone()),
                 Some(architecture.label().to_string()),
                 Some(dataset.clone()),
-                pct(mean(of.iter().map(|r| r.original_model_on_original))),
+                pct(mean(of.iter().map(|r| r.verification.original_model_on_original))),
                 pct(drop),
                 pct(Some(min_synthetic)),
-                pct(mean(of.iter().map(|r| r.shortcut_model_on_synthetic))),
-                pct(mean(of.iter().map(|r| r.original_model_on_synthetic))),
+                pct(mean(of.iter().map(|r| r.verification.shortcut_model_on_synthetic))),
+                pct(mean(of.iter().map(|r| r.verification.original_model_on_synthetic))),
             ]
         })
         .collect();
@@ -912,19 +916,26 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },
-            original_model_on_synthetic: 0.5,
-            shortcut_model_on_flip: 1.0,
-            shortcut_model_on_original: shortcut_on_original,
-            original_model_on_original: 0.88,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: None,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },
+                original_model_on_synthetic: 0.5,
+                shortcut_model_on_flip: 1.0,
+                shortcut_model_on_original: shortcut_on_original,
+                original_model_on_original: 0.88,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: None,
+                passed: true,
+                close_calls: Vec::new(),
+                failures: vec![],
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: None,
             max_original_drop: None,
-            passed: true,
-            close_calls: Vec::new(),
-            failures: vec![],
         };
         let t = source_accuracy_table(&[row("st", 0.87), row("tic", 0.86)]).unwrap().unwrap();
         assert_eq!(strings(&t.frame, "original test accuracy %"), [Some("88.0".to_string())]);

@@ -401,10 +401,10 @@ fn sorted_by_budget(points: &[BudgetPoint]) -> Vec<BudgetPoint> {
 type Accuracy = (&'static str, fn(&VerificationRow) -> f64);
 
 const VERIFICATION_BARS: [Accuracy; 4] = [
-    ("shortcut model, synthetic", |r| r.shortcut_model_on_synthetic),
-    ("original model, synthetic", |r| r.original_model_on_synthetic),
-    ("shortcut model, original", |r| r.shortcut_model_on_original),
-    ("original model, original", |r| r.original_model_on_original),
+    ("shortcut model, synthetic", |r| r.verification.shortcut_model_on_synthetic),
+    ("original model, synthetic", |r| r.verification.original_model_on_synthetic),
+    ("shortcut model, original", |r| r.verification.shortcut_model_on_original),
+    ("original model, original", |r| r.verification.original_model_on_original),
 ];
 
 fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
@@ -426,7 +426,7 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
             bars: VERIFICATION_BARS
                 .iter()
                 .enumerate()
-                .map(|(i, (_, get))| Bar { series: i, value: get(r), interval: None, failed: !r.passed })
+                .map(|(i, (_, get))| Bar { series: i, value: get(r), interval: None, failed: !r.verification.passed })
                 .collect(),
         })
         .collect();
@@ -435,7 +435,8 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
     let default = crate::shortcut::MIN_SYNTHETIC_ACCURACY;
     let thresholds = first_appearance(rows.iter().map(|r| r.min_synthetic_accuracy.unwrap_or(default).to_bits()));
     // Chance is 1/C for C classes (0.5 when binary, where rows carry none).
-    let chances = first_appearance(rows.iter().map(|r| r.accuracy_without_shortcut.unwrap_or(0.5).to_bits()));
+    let chances =
+        first_appearance(rows.iter().map(|r| r.verification.accuracy_without_shortcut.unwrap_or(0.5).to_bits()));
     let mut ref_lines: Vec<RefLine> = chances
         .into_iter()
         .map(f64::from_bits)
@@ -892,19 +893,26 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            shortcut_model_on_synthetic: if passed { 0.997 } else { 0.81 },
-            original_model_on_synthetic: 0.52,
-            shortcut_model_on_flip: 0.99,
-            shortcut_model_on_original: 0.86,
-            original_model_on_original: 0.87,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: None,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: if passed { 0.997 } else { 0.81 },
+                original_model_on_synthetic: 0.52,
+                shortcut_model_on_flip: 0.99,
+                shortcut_model_on_original: 0.86,
+                original_model_on_original: 0.87,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: None,
+                passed,
+                close_calls: Vec::new(),
+                failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: None,
             max_original_drop: None,
-            passed,
-            close_calls: Vec::new(),
-            failures: if passed { vec![] } else { vec!["synthetic accuracy 81.0% < 99%".into()] },
         }
     }
 

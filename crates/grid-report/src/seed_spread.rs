@@ -35,10 +35,12 @@ pub fn verification_over_seeds(rows: &[VerificationRow]) -> PolarsResult<Option<
         .iter()
         .map(|of| {
             let first = &of[0].key;
-            let synthetic: Vec<f64> = of.iter().map(|r| r.shortcut_model_on_synthetic).collect();
+            let synthetic: Vec<f64> = of.iter().map(|r| r.verification.shortcut_model_on_synthetic).collect();
             let (low, high) = min_max(&synthetic);
-            let losses: Vec<f64> =
-                of.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original).collect();
+            let losses: Vec<f64> = of
+                .iter()
+                .map(|r| r.verification.original_model_on_original - r.verification.shortcut_model_on_original)
+                .collect();
             // A label reassignment is not judged by its loss (its rows record no allowance).
             let judged_by_loss = of.iter().any(|r| r.max_original_drop.is_some());
             let loss = judged_by_loss.then(|| mean_and_sd(&losses)).flatten().map(|(mean, sd)| match sd {
@@ -51,12 +53,12 @@ pub fn verification_over_seeds(rows: &[VerificationRow]) -> PolarsResult<Option<
                 Some(first.dataset.clone()),
                 Some(first.shortcut.to_string()),
                 Some(of.len().to_string()),
-                Some(format!("{} of {}", of.iter().filter(|r| r.passed).count(), of.len())),
+                Some(format!("{} of {}", of.iter().filter(|r| r.verification.passed).count(), of.len())),
                 Some(format!("{}–{}", points(low), points(high))),
                 loss,
                 largest_loss,
                 worst_margin(of).map(points),
-                Some(of.iter().filter(|r| !r.close_calls.is_empty()).count().to_string()),
+                Some(of.iter().filter(|r| !r.verification.close_calls.is_empty()).count().to_string()),
             ]
         })
         .collect();
@@ -92,9 +94,10 @@ pub fn verification_over_seeds(rows: &[VerificationRow]) -> PolarsResult<Option<
 /// bar it was judged by; `None` when no row records its bars.
 fn worst_margin(rows: &[&VerificationRow]) -> Option<f64> {
     let margins = rows.iter().flat_map(|r| {
-        let synthetic = r.min_synthetic_accuracy.map(|bar| r.shortcut_model_on_synthetic - bar);
-        let loss =
-            r.max_original_drop.map(|allowed| allowed - (r.original_model_on_original - r.shortcut_model_on_original));
+        let synthetic = r.min_synthetic_accuracy.map(|bar| r.verification.shortcut_model_on_synthetic - bar);
+        let loss = r.max_original_drop.map(|allowed| {
+            allowed - (r.verification.original_model_on_original - r.verification.shortcut_model_on_original)
+        });
         synthetic.into_iter().chain(loss)
     });
     margins.fold(None, |worst: Option<f64>, m| Some(worst.map_or(m, |w| w.min(m))))
@@ -119,19 +122,26 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed,
             },
-            shortcut_model_on_synthetic: synthetic,
-            original_model_on_synthetic: 0.5,
-            shortcut_model_on_flip: synthetic,
-            shortcut_model_on_original: shortcut_on_original,
-            original_model_on_original: 0.865,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: None,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: synthetic,
+                original_model_on_synthetic: 0.5,
+                shortcut_model_on_flip: synthetic,
+                shortcut_model_on_original: shortcut_on_original,
+                original_model_on_original: 0.865,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: None,
+                passed: synthetic >= 0.99 && 0.865 - shortcut_on_original <= 0.02,
+                failures: Vec::new(),
+                close_calls: Vec::new(),
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: Some(0.99),
             max_original_drop: Some(0.02),
-            passed: synthetic >= 0.99 && 0.865 - shortcut_on_original <= 0.02,
-            failures: Vec::new(),
-            close_calls: Vec::new(),
         }
     }
 

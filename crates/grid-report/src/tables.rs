@@ -117,19 +117,19 @@ pub fn long_frame(cells: &[CellResult]) -> PolarsResult<DataFrame> {
 type Accuracy = (&'static str, &'static str, fn(&VerificationRow) -> f64);
 
 const ACCURACIES: [Accuracy; 5] = [
-    ("shortcut_model_on_synthetic", "shortcut model, synthetic %", |r| r.shortcut_model_on_synthetic),
-    ("original_model_on_synthetic", "original model, synthetic %", |r| r.original_model_on_synthetic),
-    ("shortcut_model_on_flip", "shortcut model, flip %", |r| r.shortcut_model_on_flip),
-    ("shortcut_model_on_original", "shortcut model, original %", |r| r.shortcut_model_on_original),
-    ("original_model_on_original", "original model, original %", |r| r.original_model_on_original),
+    ("shortcut_model_on_synthetic", "shortcut model, synthetic %", |r| r.verification.shortcut_model_on_synthetic),
+    ("original_model_on_synthetic", "original model, synthetic %", |r| r.verification.original_model_on_synthetic),
+    ("shortcut_model_on_flip", "shortcut model, flip %", |r| r.verification.shortcut_model_on_flip),
+    ("shortcut_model_on_original", "shortcut model, original %", |r| r.verification.shortcut_model_on_original),
+    ("original_model_on_original", "original model, original %", |r| r.verification.original_model_on_original),
 ];
 
 /// Macro-F1 on the original test set: column name, markdown header, field.
 type MacroF1 = (&'static str, &'static str, fn(&VerificationRow) -> Option<f64>);
 
 const MACRO_F1: [MacroF1; 2] = [
-    ("shortcut_model_macro_f1", "shortcut model, original macro-F1 %", |r| r.shortcut_model_macro_f1),
-    ("original_model_macro_f1", "original model, original macro-F1 %", |r| r.original_model_macro_f1),
+    ("shortcut_model_macro_f1", "shortcut model, original macro-F1 %", |r| r.verification.shortcut_model_macro_f1),
+    ("original_model_macro_f1", "original model, original macro-F1 %", |r| r.verification.original_model_macro_f1),
 ];
 
 /// Column name, field.
@@ -156,11 +156,14 @@ pub fn verification_frame(rows: &[VerificationRow]) -> PolarsResult<DataFrame> {
     for (name, _, get) in MACRO_F1 {
         columns.push(Column::new(name.into(), rows.iter().map(get).collect::<Vec<Option<f64>>>()));
     }
-    columns.push(Column::new("passed".into(), rows.iter().map(|r| r.passed).collect::<Vec<bool>>()));
-    columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
+    columns.push(Column::new("passed".into(), rows.iter().map(|r| r.verification.passed).collect::<Vec<bool>>()));
+    columns.push(Column::new(
+        "failures".into(),
+        rows.iter().map(|r| r.verification.failures.join("; ")).collect::<Vec<String>>(),
+    ));
     columns.push(Column::new(
         "close_calls".into(),
-        rows.iter().map(|r| r.close_calls.join("; ")).collect::<Vec<String>>(),
+        rows.iter().map(|r| r.verification.close_calls.join("; ")).collect::<Vec<String>>(),
     ));
     DataFrame::new(rows.len(), columns)
 }
@@ -192,14 +195,17 @@ pub fn verification_display_frame(rows: &[VerificationRow]) -> PolarsResult<(Dat
     }
     columns.push(Column::new(
         "passed".into(),
-        rows.iter().map(|r| if r.passed { "yes" } else { "no" }).collect::<Vec<&str>>(),
+        rows.iter().map(|r| if r.verification.passed { "yes" } else { "no" }).collect::<Vec<&str>>(),
     ));
     numeric.push(false);
-    columns.push(Column::new("failures".into(), rows.iter().map(|r| r.failures.join("; ")).collect::<Vec<String>>()));
+    columns.push(Column::new(
+        "failures".into(),
+        rows.iter().map(|r| r.verification.failures.join("; ")).collect::<Vec<String>>(),
+    ));
     numeric.push(false);
     // Shown only when a threshold lies inside a measurement's 95% interval.
-    if rows.iter().any(|r| !r.close_calls.is_empty()) {
-        let calls = rows.iter().map(|r| r.close_calls.join("; "));
+    if rows.iter().any(|r| !r.verification.close_calls.is_empty()) {
+        let calls = rows.iter().map(|r| r.verification.close_calls.join("; "));
         columns.push(Column::new("close calls".into(), calls.collect::<Vec<String>>()));
         numeric.push(false);
     }
@@ -541,24 +547,32 @@ mod tests {
                 shortcut: "st".parse().unwrap(),
                 seed: 1,
             },
-            shortcut_model_on_synthetic: 1.0,
-            original_model_on_synthetic: 0.5,
-            shortcut_model_on_flip: 1.0,
-            shortcut_model_on_original: 0.8,
-            original_model_on_original: 0.82,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: None,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: 1.0,
+                original_model_on_synthetic: 0.5,
+                shortcut_model_on_flip: 1.0,
+                shortcut_model_on_original: 0.8,
+                original_model_on_original: 0.82,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: None,
+                passed: true,
+                close_calls: Vec::new(),
+                failures: Vec::new(),
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: None,
             max_original_drop: None,
-            passed: true,
-            close_calls: Vec::new(),
-            failures: Vec::new(),
         };
         let header = "original model, original macro-F1 %";
         let (shown, _) = verification_display_frame(std::slice::from_ref(&row)).unwrap();
         assert!(shown.column(header).is_err());
-        (row.shortcut_model_macro_f1, row.original_model_macro_f1) = (Some(0.7949), Some(0.8181));
+        (row.verification.shortcut_model_macro_f1, row.verification.original_model_macro_f1) =
+            (Some(0.7949), Some(0.8181));
         let (shown, numeric) = verification_display_frame(std::slice::from_ref(&row)).unwrap();
         assert_eq!(strings(&shown, header), [s("81.8")]);
         assert_eq!(numeric.len(), shown.width());

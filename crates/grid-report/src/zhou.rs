@@ -174,16 +174,16 @@ pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTa
                 .filter(|r| &r.key.model == model && &r.key.dataset == dataset && &r.key.shortcut == shortcut)
                 .collect();
             let avg = |f: &dyn Fn(&VerificationRow) -> f64| pct(mean(of.iter().map(|r| f(r))));
-            let passed = of.iter().filter(|r| r.passed).count();
+            let passed = of.iter().filter(|r| r.verification.passed).count();
             vec![
                 Some(model.clone()),
                 Some(dataset.clone()),
                 Some(shortcut.to_string()),
-                pct(mean(of.iter().filter_map(|r| r.accuracy_without_shortcut))),
-                avg(&|r| r.shortcut_model_on_synthetic),
-                avg(&|r| r.shortcut_model_on_flip),
-                avg(&|r| r.original_model_on_synthetic),
-                avg(&|r| r.shortcut_model_on_original),
+                pct(mean(of.iter().filter_map(|r| r.verification.accuracy_without_shortcut))),
+                avg(&|r| r.verification.shortcut_model_on_synthetic),
+                avg(&|r| r.verification.shortcut_model_on_flip),
+                avg(&|r| r.verification.original_model_on_synthetic),
+                avg(&|r| r.verification.shortcut_model_on_original),
                 Some(format!("{passed}/{}", of.len())),
             ]
         })
@@ -302,19 +302,26 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            shortcut_model_on_synthetic: synthetic,
-            original_model_on_synthetic: 0.5,
-            shortcut_model_on_flip: 0.98,
-            shortcut_model_on_original: 0.55,
-            original_model_on_original: 0.8,
-            shortcut_model_macro_f1: None,
-            original_model_macro_f1: None,
-            accuracy_without_shortcut: bound,
+            verification: crate::shortcut::verification::Verification {
+                shortcut_model_on_synthetic: synthetic,
+                original_model_on_synthetic: 0.5,
+                shortcut_model_on_flip: 0.98,
+                shortcut_model_on_original: 0.55,
+                original_model_on_original: 0.8,
+                shortcut_model_macro_f1: None,
+                original_model_macro_f1: None,
+                accuracy_without_shortcut: bound,
+                passed,
+                close_calls: Vec::new(),
+                failures: vec![],
+                synthetic_examples: 0,
+                synthetic_truncated: 0,
+                original_examples: 0,
+                shortcut_model_on_synthetic_interval: None,
+                original_drop_interval: None,
+            },
             min_synthetic_accuracy: None,
             max_original_drop: None,
-            passed,
-            close_calls: Vec::new(),
-            failures: vec![],
         };
         let rows = [
             row("st", None, 1.0, true),

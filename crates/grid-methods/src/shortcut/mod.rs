@@ -52,6 +52,7 @@
 mod articles;
 mod insert;
 mod regime;
+pub mod verification;
 
 pub use regime::Regime;
 

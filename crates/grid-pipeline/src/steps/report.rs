@@ -56,19 +56,9 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
                 shortcut: crate::shortcut::Regime::Shortcut(v.shortcut),
                 seed: v.seed,
             },
-            shortcut_model_on_synthetic: result.shortcut_model_on_synthetic,
-            original_model_on_synthetic: result.original_model_on_synthetic,
-            shortcut_model_on_flip: result.shortcut_model_on_flip,
-            shortcut_model_on_original: result.shortcut_model_on_original,
-            original_model_on_original: result.original_model_on_original,
-            shortcut_model_macro_f1: result.shortcut_model_macro_f1,
-            original_model_macro_f1: result.original_model_macro_f1,
-            accuracy_without_shortcut: result.accuracy_without_shortcut,
+            verification: result,
             min_synthetic_accuracy: Some(v.min_synthetic_accuracy),
             max_original_drop: v.max_original_drop,
-            passed: result.passed,
-            failures: result.failures,
-            close_calls: result.close_calls,
         });
     }
     let mut evaluations = Vec::new();

@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use super::StepContext;
 use super::io::write_json;
@@ -20,6 +19,9 @@ use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
 
 pub const FILE: &str = "verification.json";
+
+/// What the step writes to [`FILE`]; the report reads the same type.
+pub use crate::shortcut::verification::Verification;
 
 /// Largest probability that a model bounded by the reassignment's accuracy
 /// reaches the measured one by luck (Zhou et al. §3's binomial bound).
@@ -110,46 +112,6 @@ pub fn close_calls(thresholds: &VerificationSpec, chance: Chance, m: &Measured) 
         }
     }
     calls
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verification {
-    pub shortcut_model_on_synthetic: f64,
-    pub original_model_on_synthetic: f64,
-    pub shortcut_model_on_flip: f64,
-    pub shortcut_model_on_original: f64,
-    pub original_model_on_original: f64,
-    /// Macro-F1 of each model on the original test set (Zhao & Aletras report
-    /// it beside accuracy); absent in records written before it was measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shortcut_model_macro_f1: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original_model_macro_f1: Option<f64>,
-    /// After a label reassignment: `max(r, 1 − r)`, the accuracy a model that
-    /// ignores the manipulation can expect; with C > 2 classes, 1/C. Absent
-    /// for binary inserted rules (50%).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accuracy_without_shortcut: Option<f64>,
-    pub synthetic_examples: usize,
-    /// Synthetic test examples left out because truncation to the model's
-    /// length cut their shortcut (a token of a pattern, or every article of a
-    /// region): no model could read the label from them. The same rule as
-    /// attribution's.
-    #[serde(default)]
-    pub synthetic_truncated: usize,
-    pub original_examples: usize,
-    /// 95% intervals: the shortcut model's synthetic accuracy (Wilson) and
-    /// the original model's accuracy minus the shortcut model's on the
-    /// original test set (paired). Absent in records written before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shortcut_model_on_synthetic_interval: Option<(f64, f64)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original_drop_interval: Option<(f64, f64)>,
-    pub passed: bool,
-    pub failures: Vec<String>,
-    /// Thresholds inside a measurement's 95% interval ([`close_calls`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub close_calls: Vec<String>,
 }
 
 /// Applies the thresholds to measured accuracies.

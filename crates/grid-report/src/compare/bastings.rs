@@ -397,9 +397,13 @@ pub(super) fn distinct_shortcuts(group: &[&VerificationRow]) -> Vec<Regime> {
 /// means over every verification of the (model, dataset), seeds and shortcuts.
 pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow) -> (ComparedCell, ComparedCell) {
     let n = group.len() as f64;
-    let original = 100.0 * group.iter().map(|r| r.original_model_on_original).sum::<f64>() / n;
-    let drop =
-        100.0 * group.iter().map(|r| r.original_model_on_original - r.shortcut_model_on_original).sum::<f64>() / n;
+    let original = 100.0 * group.iter().map(|r| r.verification.original_model_on_original).sum::<f64>() / n;
+    let drop = 100.0
+        * group
+            .iter()
+            .map(|r| r.verification.original_model_on_original - r.verification.shortcut_model_on_original)
+            .sum::<f64>()
+        / n;
     let first = group[0];
     let cell = |metric: &str, ours: f64, published: f64| ComparedCell {
         model: first.key.model.clone(),
@@ -415,7 +419,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         ci_low: None,
         ci_high: None,
         published,
-        verified: group.iter().all(|r| r.passed),
+        verified: group.iter().all(|r| r.verification.passed),
         published_sd: None,
         share: None,
         published_share: None,

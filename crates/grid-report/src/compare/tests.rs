@@ -391,19 +391,26 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
             shortcut: shortcut.parse().unwrap(),
             seed: 1,
         },
-        shortcut_model_on_synthetic: 1.0,
-        original_model_on_synthetic: 0.5,
-        shortcut_model_on_flip: 1.0,
-        shortcut_model_on_original: shortcut_acc,
-        original_model_on_original: original,
-        shortcut_model_macro_f1: None,
-        original_model_macro_f1: None,
-        accuracy_without_shortcut: None,
+        verification: crate::shortcut::verification::Verification {
+            shortcut_model_on_synthetic: 1.0,
+            original_model_on_synthetic: 0.5,
+            shortcut_model_on_flip: 1.0,
+            shortcut_model_on_original: shortcut_acc,
+            original_model_on_original: original,
+            shortcut_model_macro_f1: None,
+            original_model_macro_f1: None,
+            accuracy_without_shortcut: None,
+            passed: true,
+            close_calls: Vec::new(),
+            failures: vec![],
+            synthetic_examples: 0,
+            synthetic_truncated: 0,
+            original_examples: 0,
+            shortcut_model_on_synthetic_interval: None,
+            original_drop_interval: None,
+        },
         min_synthetic_accuracy: None,
         max_original_drop: None,
-        passed: true,
-        close_calls: Vec::new(),
-        failures: vec![],
     }
 }
 
@@ -607,7 +614,10 @@ fn zhou_verification() -> Vec<VerificationRow> {
     vec![verification("lstm", "sst2", "articles", 0.9, 0.9), verification("lstm", "imdb", "articles", 0.9, 0.9)]
         .into_iter()
         .zip([0.99, 0.90])
-        .map(|(r, on_synthetic)| VerificationRow { shortcut_model_on_synthetic: on_synthetic, ..r })
+        .map(|(mut r, on_synthetic)| {
+            r.verification.shortcut_model_on_synthetic = on_synthetic;
+            r
+        })
         .collect()
 }
 

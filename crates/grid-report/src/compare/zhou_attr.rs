@@ -198,7 +198,7 @@ pub(super) fn manipulated_accuracy(
     let of: Vec<f64> = rows
         .iter()
         .filter(|r| r.key.model == model && r.key.dataset == dataset && r.key.shortcut == shortcut)
-        .map(|r| r.shortcut_model_on_synthetic)
+        .map(|r| r.verification.shortcut_model_on_synthetic)
         .collect();
     (!of.is_empty()).then(|| of.iter().sum::<f64>() / of.len() as f64)
 }

@@ -233,8 +233,10 @@ mod tests {
             &device,
         )
         .unwrap();
+        // The same products summed in another order (IG batches its steps; the
+        // GEMM splits work by the threads free): equal to f32 rounding.
         for (a, b) in ig.scores.iter().flatten().zip(gxi.scores.iter().flatten()) {
-            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+            assert!((a - b).abs() <= 1e-5 * (1.0 + a.abs().max(b.abs())), "{a} vs {b}");
         }
     }
 

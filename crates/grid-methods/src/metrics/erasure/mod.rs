@@ -14,9 +14,16 @@
 //!
 //! Normalised values are `None` when `1 − S(x,ŷ,0) ≤ 1e-12`: the zeroed input is
 //! then as confident as the full one and the ratio is undefined. The functions
-//! here are pure; the forward passes live in `steps::erasure`.
+//! here are pure; the forward passes that feed them are in [`passes`].
+
+mod passes;
 
 use serde::{Deserialize, Serialize};
+
+pub use passes::{
+    ErasedExample, ErasureError, ErasureInput, ErasureSummary, bernoulli_mask, erase, forward_passes, is_undefined,
+    summarise,
+};
 
 /// Below this, `1 − S(x,ŷ,0)` counts as zero and normalisation is undefined.
 pub const UNDEFINED_BELOW: f64 = 1e-12;

@@ -87,31 +87,8 @@ pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) 
 /// any GPU client exists, and (`announce`) says so when the folder is new: the
 /// first run on a device spends its first minutes compiling kernels.
 pub(super) fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Result<(), Failure> {
-    #[cfg(feature = "cuda")]
-    use crate::backend::kernel_cache;
-    use crate::backend::kernel_cache::AutotuneLevel;
+    use crate::backend::kernel_cache::{self, AutotuneLevel};
     let level: AutotuneLevel =
         common.autotune.parse().map_err(|e: String| usage(anyhow::anyhow!("--autotune: {e}")))?;
-    let (crate::backend::BackendKind::Cubecl, crate::backend::DeviceChoice::Cuda(_index)) =
-        (compute.backend, compute.device)
-    else {
-        return Ok(());
-    };
-    #[cfg(feature = "cuda")]
-    {
-        let tag = crate::backend::cuda_driver::device_tag(_index)
-            .map_err(|e| runtime(anyhow::anyhow!("--device cuda: {e}")))?;
-        let dir = kernel_cache::folder(&common.cache, "cuda", &tag);
-        if announce && kernel_cache::is_cold(&dir) {
-            eprintln!(
-                "compiling GPU kernels for {tag} into {}: the first run on a device spends its first minutes \
-                 on this; later runs, steps and nodes sharing the cache reuse them",
-                dir.display()
-            );
-        }
-        kernel_cache::configure_cubecl(&dir, level).map_err(|e| runtime(anyhow::anyhow!(e)))?;
-    }
-    #[cfg(not(feature = "cuda"))]
-    let _ = (level, announce); // `compute.check()` has already refused CUDA here.
-    Ok(())
+    kernel_cache::prepare(&common.cache, compute, level, announce).map_err(|e| runtime(anyhow::anyhow!(e)))
 }

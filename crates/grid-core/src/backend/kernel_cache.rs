@@ -55,6 +55,33 @@ pub fn is_cold(dir: &Path) -> bool {
     std::fs::read_dir(dir).map(|mut entries| entries.next().is_none()).unwrap_or(true)
 }
 
+/// Before a run on cubecl: points it at the cache's kernel folder for this
+/// device before any GPU client exists, and (`announce`) says so when the
+/// folder is new, since the first run on a device spends its first minutes
+/// compiling kernels. Nothing to do on another backend.
+pub fn prepare(cache_root: &Path, compute: super::Compute, level: AutotuneLevel, announce: bool) -> Result<(), String> {
+    let (super::BackendKind::Cubecl, super::DeviceChoice::Cuda(_index)) = (compute.backend, compute.device) else {
+        return Ok(());
+    };
+    #[cfg(feature = "cuda")]
+    {
+        let tag = super::cuda_driver::device_tag(_index).map_err(|e| format!("--device cuda: {e}"))?;
+        let dir = folder(cache_root, "cuda", &tag);
+        if announce && is_cold(&dir) {
+            eprintln!(
+                "compiling GPU kernels for {tag} into {}: the first run on a device spends its first minutes \
+                 on this; later runs, steps and nodes sharing the cache reuse them",
+                dir.display()
+            );
+        }
+        configure_cubecl(&dir, level)?;
+    }
+    // Without the feature, `Compute::check` has already refused CUDA.
+    #[cfg(not(feature = "cuda"))]
+    let _ = (cache_root, level, announce);
+    Ok(())
+}
+
 /// Points cubecl's kernel and autotune caches at `dir`, with `level`. Must run
 /// before the first GPU client is created (cubecl reads its configuration once);
 /// a second call in the same process is a no-op that says so.

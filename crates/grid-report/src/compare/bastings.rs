@@ -5,7 +5,7 @@ use super::published::{PaperArch, PrecisionRankRow, SourceAccuracyRow};
 use super::render::{decimals, signed};
 use super::{
     ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, DROP_METRIC, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS, NEAR,
-    ORIGINAL_ACCURACY_METRIC, OurCell, Outcome, SPEARMAN_AGREES, merge_seeds,
+    ORIGINAL_ACCURACY_METRIC, OurCell, OurMetric, Outcome, SPEARMAN_AGREES, merge_seeds,
 };
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
@@ -30,7 +30,7 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
                     && r.shortcut == cell.shortcut.name()
                     && r.method == cell.method
                     && aliases.matches(&cell.dataset, &r.dataset)
-                    && r.value(&cell.metric).is_some()
+                    && r.value(cell.metric).is_some()
             })
             .collect();
         if hits.is_empty() {
@@ -39,7 +39,7 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
         for i in hits {
             matched[i] = true;
             let r = &rows[i];
-            let published = r.value(&cell.metric).unwrap_or(f64::NAN); // `hits` has a value
+            let published = r.value(cell.metric).unwrap_or(f64::NAN); // `hits` has a value
             compared.push(cell.compared(&r.dataset, Some(&r.printed_as), published));
         }
     }
@@ -92,8 +92,8 @@ pub(super) fn sites<'a>(cells: &[&'a ComparedCell]) -> Vec<Site<'a>> {
     out
 }
 
-pub(super) fn method_of(c: &ComparedCell) -> &str {
-    c.method.as_deref().unwrap_or("")
+pub(super) fn method_of(c: &ComparedCell) -> String {
+    c.method.map(|m| m.to_string()).unwrap_or_default()
 }
 
 /// `0.97 [0.93, 1.00]`
@@ -127,7 +127,7 @@ pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
     // The paper often prints several 1.00s: any of them may be the one.
     let published_best: Vec<&ComparedCell> = site.cells.iter().copied().filter(|c| c.published == top).collect();
     let our_best = site.cells.iter().copied().fold(site.cells[0], |b, c| if c.ours > b.ours { c } else { b });
-    let names: Vec<&str> = published_best.iter().map(|c| method_of(c)).collect();
+    let names: Vec<String> = published_best.iter().map(|c| method_of(c)).collect();
     let statement = format!(
         "{}: the published best method ({}, {}) is also ours, or statistically tied with ours",
         site.name(),
@@ -174,8 +174,8 @@ pub(super) fn spearman_finding(site: &Site) -> Option<Finding> {
 }
 
 /// The method family a config belongs to (`None` for `random`).
-pub(super) fn family(method: &str) -> Option<&'static str> {
-    Some(match method.parse::<Method>().ok()? {
+pub(super) fn family(method: Method) -> Option<&'static str> {
+    Some(match method {
         Method::Gradient(GradientMethod::Gradient { .. }) => "grad",
         Method::Gradient(GradientMethod::GradientTimesInput { .. }) => "gxi",
         Method::Gradient(GradientMethod::IntegratedGradients { .. }) => "ig",
@@ -199,13 +199,14 @@ pub(super) fn beats_random_findings(
 ) -> Vec<Finding> {
     let mut groups: Vec<(&str, &str, &str, Vec<&ComparedCell>)> = Vec::new();
     for &c in precision {
-        let Some(fam) = c.method.as_deref().and_then(family) else { continue };
+        let Some(fam) = c.method.and_then(family) else { continue };
         match groups.iter_mut().find(|g| g.0 == c.model && g.2 == fam) {
             Some(g) => g.3.push(c),
             None => groups.push((&c.model, &c.architecture, fam, vec![c])),
         }
     }
-    let randoms: Vec<&OurCell> = ours.iter().filter(|c| c.method == "random" && c.metric == "precision").collect();
+    let randoms: Vec<&OurCell> =
+        ours.iter().filter(|c| c.method == Method::Random && c.metric == OurMetric::Grid(Metric::Precision)).collect();
     groups
         .into_iter()
         .map(|(model, arch, fam, cells)| beats_random_finding(model, arch, fam, &cells, &randoms, rows))
@@ -233,7 +234,7 @@ pub(super) fn beats_random_finding(
                 Some(r.arch) == arch
                     && r.dataset == c.published_dataset
                     && r.shortcut == c.shortcut
-                    && r.method == "random"
+                    && r.method == Method::Random
             })
             .and_then(|r| r.precision);
         our_random_missing |= our_random.is_none();

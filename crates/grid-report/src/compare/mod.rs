@@ -83,6 +83,7 @@ use polars::prelude::*;
 
 use super::{CellResult, VerificationRow};
 use crate::metrics::Metric;
+use crate::salience::Method;
 use crate::shortcut::Regime;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
@@ -204,7 +205,7 @@ pub struct ComparedCell {
     /// Source accuracy: the shortcuts averaged, joined with `+`.
     pub shortcut: String,
     /// Our method config (none for source accuracy).
-    pub method: Option<String>,
+    pub method: Option<Method>,
     /// The paper's method cell: a brace group, or a Zhao & Aletras attribution.
     pub published_method: Option<String>,
     pub metric: String,
@@ -342,6 +343,23 @@ impl Aliases<'_> {
     }
 }
 
+/// What one of our cells measures: a grid metric, or one derived from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OurMetric {
+    Grid(Metric),
+    /// Zhou et al.'s "other words": 1 − attr − attr-noncorr.
+    AttrOther,
+}
+
+impl OurMetric {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            OurMetric::Grid(metric) => metric.name(),
+            OurMetric::AttrOther => OTHER_METRIC,
+        }
+    }
+}
+
 /// Our cells with seeds merged, keyed without the seed, in first-appearance order.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct OurCell {
@@ -349,9 +367,8 @@ pub(super) struct OurCell {
     pub(super) architecture: String,
     pub(super) dataset: String,
     pub(super) shortcut: Regime,
-    /// Canonical when it parses as a [`Method`].
-    pub(super) method: String,
-    pub(super) metric: String,
+    pub(super) method: Method,
+    pub(super) metric: OurMetric,
     pub(super) runs: u32,
     pub(super) value: f64,
     pub(super) ci_low: Option<f64>,
@@ -374,9 +391,9 @@ impl OurCell {
             dataset: self.dataset.clone(),
             published_dataset: published_dataset.to_string(),
             shortcut: self.shortcut.to_string(),
-            method: Some(self.method.clone()),
+            method: Some(self.method),
             published_method: published_method.map(str::to_string),
-            metric: self.metric.clone(),
+            metric: self.metric.name().to_string(),
             runs: self.runs,
             ours: self.value,
             ci_low: self.ci_low,
@@ -398,12 +415,12 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -
         .map(|summary| {
             let cell = summary.cell;
             OurCell {
-                method: cell.method.to_string(),
+                method: cell.method,
                 model: cell.key.model,
                 architecture: cell.key.architecture.name().to_string(),
                 dataset: cell.key.dataset,
                 shortcut: cell.key.shortcut,
-                metric: cell.metric.name().to_string(),
+                metric: OurMetric::Grid(cell.metric),
                 runs: summary.seeds as u32,
                 value: cell.value,
                 ci_low: cell.ci_low,

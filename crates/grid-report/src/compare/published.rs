@@ -3,10 +3,11 @@
 
 use super::zhao::DiagMetric;
 use super::{
-    CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, PRECISION_RANK_HEADER,
+    CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, OurMetric, PRECISION_RANK_HEADER,
     SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER,
 };
 use crate::data::csv_records::{Record, read_records};
+use crate::metrics::Metric;
 use crate::salience::expand::expand;
 use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
 use crate::shortcut::{Regime, ShortcutKind};
@@ -61,8 +62,8 @@ pub struct PrecisionRankRow {
     /// Line in the CSV.
     pub line: usize,
     pub arch: PaperArch,
-    /// Canonical config name, e.g. `gradl-l1`.
-    pub method: String,
+    /// The config, e.g. `gradl-l1`.
+    pub method: Method,
     /// The CSV's method cell, e.g. `grad{p,l}-l1` (one number for the whole group).
     pub printed_as: String,
     pub dataset: String,
@@ -73,12 +74,16 @@ pub struct PrecisionRankRow {
 }
 
 impl PrecisionRankRow {
-    /// The published number for our metric `precision` or `rank`.
-    pub(super) fn value(&self, metric: &str) -> Option<f64> {
+    /// The published number for our metric `precision` or `rank`; Bastings
+    /// et al. publish no other.
+    pub(super) fn value(&self, metric: OurMetric) -> Option<f64> {
         match metric {
-            "precision" => self.precision,
-            "rank" => self.rank,
-            _ => None,
+            OurMetric::Grid(Metric::Precision) => self.precision,
+            OurMetric::Grid(Metric::Rank) => self.rank,
+            OurMetric::Grid(
+                Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_),
+            )
+            | OurMetric::AttrOther => None,
         }
     }
 }
@@ -442,16 +447,12 @@ impl CsvFile<'_> {
     }
 
     /// The configs a method cell stands for, canonical, in expansion order.
-    pub(super) fn methods(&self, record: &Record, i: usize) -> Result<Vec<String>, CompareError> {
+    pub(super) fn methods(&self, record: &Record, i: usize) -> Result<Vec<Method>, CompareError> {
         let printed = self.text(record, i, "method")?;
         let names = expand(printed).map_err(|e| self.field_error(record, "method", e.to_string()))?;
         names
             .iter()
-            .map(|n| {
-                n.parse::<Method>()
-                    .map(|m| m.to_string())
-                    .map_err(|e| self.field_error(record, "method", e.to_string()))
-            })
+            .map(|n| n.parse::<Method>().map_err(|e| self.field_error(record, "method", e.to_string())))
             .collect()
     }
 

@@ -36,7 +36,9 @@ fn loads_bastings_precision_and_rank_with_brace_groups_expanded() {
     assert_eq!(rows.iter().filter(|r| r.arch == PaperArch::Lstm).count(), 243);
     let find = |arch, method: &str, dataset: &str, shortcut: &str| {
         rows.iter()
-            .find(|r| r.arch == arch && r.method == method && r.dataset == dataset && r.shortcut == shortcut)
+            .find(|r| {
+                r.arch == arch && r.method.to_string() == method && r.dataset == dataset && r.shortcut == shortcut
+            })
             .unwrap_or_else(|| panic!("{method}"))
     };
     // lstm,"grad{p,l}-l1",sst2,st,0.96,1 is one number for both configs.
@@ -53,7 +55,7 @@ fn loads_bastings_precision_and_rank_with_brace_groups_expanded() {
     let r = find(PaperArch::Lstm, "igp-pad-1000", "toxicity", "st");
     assert_eq!((r.line, r.precision, r.rank), (134, None, Some(1.0)));
     let first = &rows[0];
-    assert_eq!((first.line, first.method.as_str(), first.precision, first.rank), (2, "random", Some(0.06), Some(11.0)));
+    assert_eq!((first.line, first.method, first.precision, first.rank), (2, Method::Random, Some(0.06), Some(11.0)));
 }
 
 #[test]
@@ -226,7 +228,10 @@ fn precision_rank_cells_and_findings() {
     assert_eq!(c.unmatched_published, 2);
 
     let gxil = &c.cells[0];
-    assert_eq!((gxil.method.as_deref(), gxil.published_method.as_deref()), (Some("gxil"), Some("gxi{p,l}")));
+    assert_eq!(
+        (gxil.method.map(|m| m.to_string()).as_deref(), gxil.published_method.as_deref()),
+        (Some("gxil"), Some("gxi{p,l}"))
+    );
     assert_eq!((gxil.dataset.as_str(), gxil.published_dataset.as_str(), gxil.runs), ("generated", "sst2", 2));
     assert!((gxil.ours - 0.85).abs() < 1e-12 && (gxil.difference() + 0.15).abs() < 1e-12);
     assert!((gxil.ci_low.unwrap() - 0.80).abs() < 1e-12 && (gxil.ci_high.unwrap() - 0.90).abs() < 1e-12);
@@ -234,7 +239,7 @@ fn precision_rank_cells_and_findings() {
     let rank = &c.cells[1];
     assert_eq!((rank.metric.as_str(), rank.published, rank.within_interval()), ("rank", 1.0, Some(true)));
     // `lime-unk-100` is canonicalised to the paper's `limeunk-100`; 0.3 is on the interval's edge.
-    let lime = c.cells.iter().find(|x| x.method.as_deref() == Some("limeunk-100")).unwrap();
+    let lime = c.cells.iter().find(|x| x.method.is_some_and(|m| m.to_string() == "limeunk-100")).unwrap();
     assert_eq!(lime.within_interval(), Some(true));
 
     // st: the paper's best (gxil 1.0) is not ours (gradl-l2 0.97 [0.93, 1.00]),
@@ -326,13 +331,13 @@ fn diagnosticity_picks_methods_and_checks_directions() {
         ("igl-zero-100", [0.9, 0.9, 0.9, 0.9]),
     ] {
         for (metric, v) in DiagMetric::ALL.iter().zip(values) {
-            cells.push(cell("bert", "sst2", "st", method, metric.ours(), 1, [v, v - 0.05, v + 0.05]));
+            cells.push(cell("bert", "sst2", "st", method, metric.ours().name(), 1, [v, v - 0.05, v + 0.05]));
         }
     }
     let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 8);
-    let methods: HashSet<&str> = c.cells.iter().filter_map(|x| x.method.as_deref()).collect();
-    assert_eq!(methods, HashSet::from(["attn-last", "igl-zero-1000"]));
+    let methods: HashSet<String> = c.cells.iter().filter_map(|x| x.method.map(|m| m.to_string())).collect();
+    assert_eq!(methods, HashSet::from(["attn-last".to_string(), "igl-zero-1000".to_string()]));
     assert_eq!(c.cells[0].published_method.as_deref(), Some("Attention"));
     assert_eq!((c.unmatched_ours, c.unmatched_published), (8, 1));
 
@@ -357,7 +362,7 @@ fn a_printed_tie_claims_no_direction() {
     let cells: Vec<CellResult> = DiagMetric::ALL
         .iter()
         .zip([0.3, 0.5, 0.4, 0.6])
-        .map(|(metric, v)| cell("bert", "sst2", "st", "gxil", metric.ours(), 1, [v, v - 0.05, v + 0.05]))
+        .map(|(metric, v)| cell("bert", "sst2", "st", "gxil", metric.ours().name(), 1, [v, v - 0.05, v + 0.05]))
         .collect();
     let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
     let tie = finding(&c, "bert on sst2 (as SST): Soft-NC and NC are equally diagnostic in the paper");
@@ -367,15 +372,17 @@ fn a_printed_tie_claims_no_direction() {
 
 #[test]
 fn zhao_preferences() {
-    let pick = |a, names: &[&'static str]| chosen_method(a, names.iter().copied());
-    assert_eq!(pick(ZhaoAttribution::Attention, &["attn-all", "attn-last"]), Some("attn-last"));
-    assert_eq!(pick(ZhaoAttribution::Attention, &["attn-all", "gxil"]), Some("attn-all"));
-    assert_eq!(pick(ZhaoAttribution::Attention, &["attn"]), Some("attn"));
-    assert_eq!(pick(ZhaoAttribution::Gradients, &["gxip", "gxil", "gradl-l2"]), Some("gxil"));
+    let pick = |a, names: &[&'static str]| {
+        chosen_method(a, names.iter().map(|n| n.parse::<Method>().unwrap())).map(|m| m.to_string())
+    };
+    assert_eq!(pick(ZhaoAttribution::Attention, &["attn-all", "attn-last"]).as_deref(), Some("attn-last"));
+    assert_eq!(pick(ZhaoAttribution::Attention, &["attn-all", "gxil"]).as_deref(), Some("attn-all"));
+    assert_eq!(pick(ZhaoAttribution::Attention, &["attn"]).as_deref(), Some("attn"));
+    assert_eq!(pick(ZhaoAttribution::Gradients, &["gxip", "gxil", "gradl-l2"]).as_deref(), Some("gxil"));
     let ig = ["igp-zero-5000", "igl-zero-100", "igl-unk-5000", "igl-zero-1000"];
-    assert_eq!(pick(ZhaoAttribution::IntegratedGradients, &ig), Some("igl-zero-1000"));
-    assert_eq!(pick(ZhaoAttribution::DeepLift, &["deeplift-unk", "deeplift"]), Some("deeplift"));
-    assert_eq!(pick(ZhaoAttribution::ScaledAttention, &["attn"]), None);
+    assert_eq!(pick(ZhaoAttribution::IntegratedGradients, &ig).as_deref(), Some("igl-zero-1000"));
+    assert_eq!(pick(ZhaoAttribution::DeepLift, &["deeplift-unk", "deeplift"]).as_deref(), Some("deeplift"));
+    assert_eq!(pick(ZhaoAttribution::ScaledAttention, &["attn"]).as_deref(), None);
 }
 
 fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, shortcut_acc: f64) -> VerificationRow {
@@ -642,7 +649,10 @@ fn zhou_matches_regions_and_other_words() {
 
     // Article: attr (0.10 + 0.14)/2 in percent, the interval averaged.
     let a = compared(&c, "sst2", "articles", "attr");
-    assert_eq!((a.method.as_deref(), a.published_method.as_deref()), (Some("attn"), Some("attention")));
+    assert_eq!(
+        (a.method.map(|m| m.to_string()).as_deref(), a.published_method.as_deref()),
+        (Some("attn"), Some("attention"))
+    );
     assert_eq!((a.published_dataset.as_str(), a.runs, a.published), ("article", 2, 10.3));
     assert!(near(a.ours, 12.0) && near(a.ci_low.unwrap(), 10.0) && near(a.ci_high.unwrap(), 14.0), "{a:?}");
     assert!(near(a.difference(), 1.7) && near(a.share.unwrap(), 8.0), "{a:?}");
@@ -748,13 +758,16 @@ fn zhou_bert_rows_take_attn_last() {
     ];
     let c = compare(&published, &cells, &[], &[]).unwrap();
     assert_eq!(c.cells.len(), 1);
-    assert_eq!((c.cells[0].method.as_deref(), c.cells[0].architecture.as_str()), (Some("attn-last"), "bert"));
+    assert_eq!(
+        (c.cells[0].method.map(|m| m.to_string()).as_deref(), c.cells[0].architecture.as_str()),
+        (Some("attn-last"), "bert")
+    );
     assert!(near(c.cells[0].ours, 10.0) && c.cells[0].published == 20.0);
     // The lstm row has no cell of ours; attn-all has no row.
     assert_eq!((c.unmatched_published, c.unmatched_ours), (1, 1));
     // Without attn-last, attn-all stands for attention.
     let c = compare(&published, &cells[..1], &[], &[]).unwrap();
-    assert_eq!(c.cells[0].method.as_deref(), Some("attn-all"));
+    assert_eq!(c.cells[0].method.map(|m| m.to_string()).as_deref(), Some("attn-all"));
 
     // Nothing of ours on the article manipulations: nothing matches.
     let c = compare(&published, &lstm_cells(), &[], &[]).unwrap();
@@ -792,7 +805,15 @@ fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
     let mut cells = Vec::new();
     for (shortcut, v) in [("st", 0.9), ("natural", 0.4)] {
         for metric in DiagMetric::ALL {
-            cells.push(cell("bert", "sst2", shortcut, "igl-zero-100", metric.ours(), 1, [v, v - 0.05, v + 0.05]));
+            cells.push(cell(
+                "bert",
+                "sst2",
+                shortcut,
+                "igl-zero-100",
+                metric.ours().name(),
+                1,
+                [v, v - 0.05, v + 0.05],
+            ));
         }
     }
     let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();

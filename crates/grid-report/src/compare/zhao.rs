@@ -3,8 +3,9 @@
 
 use super::bastings::{UNVERIFIED_NOTE, percent, unverified_line};
 use super::published::{DiagnosticityRow, ZhaoAttribution};
-use super::{Aliases, ComparedCell, Finding, NEAR, OurCell, Outcome, merge_seeds};
+use super::{Aliases, ComparedCell, Finding, NEAR, OurCell, OurMetric, Outcome, merge_seeds};
 use crate::CellResult;
+use crate::metrics::{ErasureMetric, Metric};
 use crate::salience::Method;
 use crate::shortcut::Regime;
 use crate::tables::format_fixed;
@@ -23,14 +24,14 @@ pub(super) enum DiagMetric {
 impl DiagMetric {
     pub(super) const ALL: [Self; 4] = [Self::Ns, Self::SoftNs, Self::Nc, Self::SoftNc];
 
-    /// Our metric name.
-    pub(super) fn ours(self) -> &'static str {
-        match self {
-            Self::Ns => "diag-ns",
-            Self::SoftNs => "diag-soft-ns",
-            Self::Nc => "diag-nc",
-            Self::SoftNc => "diag-soft-nc",
-        }
+    /// Our metric.
+    pub(super) fn ours(self) -> Metric {
+        Metric::Diagnosticity(match self {
+            Self::Ns => ErasureMetric::Ns,
+            Self::SoftNs => ErasureMetric::SoftNs,
+            Self::Nc => ErasureMetric::Nc,
+            Self::SoftNc => ErasureMetric::SoftNc,
+        })
     }
 
     pub(super) fn label(self) -> &'static str {
@@ -60,7 +61,7 @@ pub(super) struct DiagMatch {
 }
 
 pub(super) fn compare_diagnosticity(rows: &[DiagnosticityRow], cells: &[CellResult], aliases: &Aliases) -> Outcome {
-    let ours = merge_seeds(cells, |m| DiagMetric::ALL.iter().any(|d| d.ours() == m.name()));
+    let ours = merge_seeds(cells, |m| DiagMetric::ALL.iter().any(|d| d.ours() == m));
     let mut used = vec![false; ours.len()];
     let mut matched = vec![false; rows.len()];
     let mut compared = Vec::new();
@@ -70,7 +71,7 @@ pub(super) fn compare_diagnosticity(rows: &[DiagnosticityRow], cells: &[CellResu
             .filter(|&i| ours[i].model == model && ours[i].dataset == dataset && ours[i].shortcut == shortcut)
             .collect();
         for (r, row) in rows.iter().enumerate().filter(|(_, r)| aliases.matches(&dataset, &r.dataset)) {
-            let Some(method) = chosen_method(row.attribution, here.iter().map(|&i| ours[i].method.as_str())) else {
+            let Some(method) = chosen_method(row.attribution, here.iter().map(|&i| ours[i].method)) else {
                 continue;
             };
             let mut m = DiagMatch {
@@ -82,7 +83,9 @@ pub(super) fn compare_diagnosticity(rows: &[DiagnosticityRow], cells: &[CellResu
                 verified: true,
             };
             for metric in DiagMetric::ALL {
-                let Some(&i) = here.iter().find(|&&i| ours[i].method == method && ours[i].metric == metric.ours())
+                let Some(&i) = here
+                    .iter()
+                    .find(|&&i| ours[i].method == method && ours[i].metric == OurMetric::Grid(metric.ours()))
                 else {
                     continue;
                 };
@@ -124,27 +127,24 @@ pub(super) fn diag_sites(ours: &[OurCell]) -> Vec<(String, String, Regime)> {
 }
 
 /// Our method that best stands for `attribution` among `methods` (first on ties).
-pub(super) fn chosen_method<'a>(
-    attribution: ZhaoAttribution,
-    methods: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub(super) fn chosen_method(attribution: ZhaoAttribution, methods: impl Iterator<Item = Method>) -> Option<Method> {
     best_method(|m| attribution.preference(m), methods)
 }
 
 /// The method of `methods` with the lowest `preference` (first on ties); `None`
 /// if no method stands for it.
-pub(super) fn best_method<'a>(
+pub(super) fn best_method(
     preference: impl Fn(&Method) -> Option<(u8, i64)>,
-    methods: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let mut best: Option<((u8, i64), &str)> = None;
-    for name in methods {
-        let Some(p) = name.parse::<Method>().ok().and_then(|m| preference(&m)) else { continue };
+    methods: impl Iterator<Item = Method>,
+) -> Option<Method> {
+    let mut best: Option<((u8, i64), Method)> = None;
+    for method in methods {
+        let Some(p) = preference(&method) else { continue };
         if best.is_none_or(|(b, _)| p < b) {
-            best = Some((p, name));
+            best = Some((p, method));
         }
     }
-    best.map(|(_, name)| name)
+    best.map(|(_, method)| method)
 }
 
 /// Per (model, dataset) and, over two or more datasets, per model: the direction of

@@ -5,10 +5,11 @@ use super::published::{PaperArch, ZhouAttrRow, ZhouAttribution, ZhouDataset, Zho
 use super::render::signed;
 use super::zhao::{best_method, diag_sites};
 use super::{
-    ComparedCell, FAITHFUL_ATTR_BAR, Finding, NONCORR_PARITY, OTHER_METRIC, OurCell, Outcome, ZHOU_MODEL_ACCURACY,
+    ComparedCell, FAITHFUL_ATTR_BAR, Finding, NONCORR_PARITY, OurCell, OurMetric, Outcome, ZHOU_MODEL_ACCURACY,
     merge_seeds,
 };
 use crate::metrics::Metric;
+use crate::salience::Method;
 use crate::shortcut::Regime;
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
@@ -21,7 +22,7 @@ pub(super) struct ZhouMatch<'a> {
     pub(super) dataset: &'a str,
     pub(super) manipulation: ZhouDataset,
     pub(super) shortcut: Regime,
-    pub(super) method: &'a str,
+    pub(super) method: Method,
     /// Our `attr`, seeds merged.
     pub(super) correlating: &'a OurCell,
     /// Our `attr-noncorr`, seeds merged (CN / NC, when the grid computed it).
@@ -80,12 +81,14 @@ pub(super) fn compare_zhou_attr(
             }
         }
         for attribution in attributions {
-            let with_attr = here.iter().filter(|&&i| ours[i].metric == "attr").map(|&i| ours[i].method.as_str());
+            let with_attr =
+                here.iter().filter(|&&i| ours[i].metric == OurMetric::Grid(Metric::AttrShare)).map(|&i| ours[i].method);
             let Some(method) = best_method(|m| attribution.preference(m), with_attr) else { continue };
-            let find =
-                |metric: &str| here.iter().copied().find(|&i| ours[i].method == method && ours[i].metric == metric);
-            let Some(corr) = find("attr") else { continue };
-            let non_corr = find("attr-noncorr");
+            let find = |metric: Metric| {
+                here.iter().copied().find(|&i| ours[i].method == method && ours[i].metric == OurMetric::Grid(metric))
+            };
+            let Some(corr) = find(Metric::AttrShare) else { continue };
+            let non_corr = find(Metric::AttrNonCorrelating);
             let other = other_words(cells, &ours[corr], non_corr.map(|i| &ours[i]), manipulation);
             let mut published = [None; 3];
             for (r, row) in rows_here(Some(attribution)) {
@@ -107,7 +110,7 @@ pub(super) fn compare_zhou_attr(
                 dataset: &ours[corr].dataset,
                 manipulation,
                 shortcut: ours[corr].shortcut,
-                method: &ours[corr].method,
+                method: ours[corr].method,
                 correlating: &ours[corr],
                 non_correlating: non_corr.map(|i| &ours[i]),
                 published,
@@ -144,7 +147,7 @@ pub(super) fn other_words(
                     && c.key.dataset == correlating.dataset
                     && c.key.shortcut == correlating.shortcut
                     && c.metric == metric
-                    && c.method.to_string() == correlating.method
+                    && c.method == correlating.method
             })
             .collect()
     };
@@ -164,7 +167,7 @@ pub(super) fn other_words(
         dataset: correlating.dataset.clone(),
         shortcut: correlating.shortcut.clone(),
         method: correlating.method.clone(),
-        metric: OTHER_METRIC.into(),
+        metric: OurMetric::AttrOther,
         runs: parts.len() as u32,
         value: parts.iter().map(|p| p.0).sum::<f64>() / parts.len() as f64,
         ci_low,

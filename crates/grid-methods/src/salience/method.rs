@@ -147,7 +147,7 @@ impl Method {
             Method::Lime { hiding, .. } | Method::KernelShap { hiding, .. } | Method::Occlusion { hiding } => {
                 *hiding == Hiding::Mask
             }
-            _ => false,
+            Method::Attention(_) | Method::ScaledAttention | Method::Random => false,
         };
         if needs_mask && !traits.mask_token {
             return Some("the model's vocabulary has no [MASK] token");

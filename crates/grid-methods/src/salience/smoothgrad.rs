@@ -43,7 +43,7 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
         GradientMethod::IntegratedGradients { baseline, .. } => {
             Some(baseline_embeddings(model, inputs.clone(), examples, vocab.baseline_token(baseline)?, device))
         }
-        _ => None,
+        GradientMethod::Gradient { .. } | GradientMethod::GradientTimesInput { .. } => None,
     };
     let values: Vec<f32> = inputs.clone().into_data().convert::<f32>().to_vec().unwrap_or_default();
     let scales: Vec<f32> = (0..n).map(|i| sigma.get() * value_range(examples, i, &values, time, dim)).collect();
@@ -55,7 +55,7 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     let rows_per_pass = settings.rows_per_pass(time);
     let copies_per_chunk = match inner {
         GradientMethod::IntegratedGradients { steps, .. } => (rows_per_pass / steps as usize).max(1),
-        _ => rows_per_pass,
+        GradientMethod::Gradient { .. } | GradientMethod::GradientTimesInput { .. } => rows_per_pass,
     };
     let mut summed = Tensor::<B::InnerBackend, 2>::zeros([n, time], &inner_device);
     let mut start = 0;

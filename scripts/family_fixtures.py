@@ -1,4 +1,4 @@
-"""RoBERTa and DistilBERT folders exactly as transformers writes them, with the
+"""RoBERTa, DistilBERT and ELECTRA folders exactly as transformers writes them, with the
 outputs transformers computes, for the model-family equivalence tests
 (tests/families.rs).
 
@@ -6,14 +6,15 @@ For each family this builds a small randomly initialised
 `*ForSequenceClassification` (fixed seed, LayerNorms moved off their initial
 values so one that failed to load would show), a tokenizer of the family's kind
 trained on a few sentences (byte-level BPE for RoBERTa, WordPiece for
-DistilBERT), and saves both with `save_pretrained`. Beside them,
+DistilBERT and ELECTRA), and saves both with `save_pretrained`. Beside them,
 `reference.safetensors` holds the ids the tokenizer gives a padded batch of
 sentences (the sentences are in its metadata), the last hidden states and the
 classification logits.
 
-Regenerate (needs torch, transformers and tokenizers; a CPU is enough):
+Regenerate (needs torch, transformers and tokenizers; a CPU is enough), all
+families or the ones named:
 
-    python scripts/family_fixtures.py tests/fixtures
+    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra]
 """
 
 import json
@@ -29,6 +30,9 @@ from transformers import (
     DistilBertConfig,
     DistilBertForSequenceClassification,
     DistilBertTokenizerFast,
+    ElectraConfig,
+    ElectraForSequenceClassification,
+    ElectraTokenizerFast,
     RobertaConfig,
     RobertaForSequenceClassification,
     RobertaTokenizerFast,
@@ -91,6 +95,27 @@ def distilbert(out_dir: pathlib.Path) -> None:
     write(out_dir / "distilbert_transformers", model, tokenizer, lambda m, **kw: m.distilbert(**kw))
 
 
+def electra(out_dir: pathlib.Path) -> None:
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator(CORPUS, vocab_size=200, min_frequency=1)
+    tokenizer = ElectraTokenizerFast(tokenizer_object=wordpiece._tokenizer)
+    # Embeddings narrower than the encoder, as in ELECTRA-small (128 under 256),
+    # so `embeddings_project` is exercised.
+    config = ElectraConfig(
+        vocab_size=tokenizer.vocab_size,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=40,
+        num_labels=3,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = ElectraForSequenceClassification(config).eval()
+    write(out_dir / "electra_transformers", model, tokenizer, lambda m, **kw: m.electra(**kw))
+
+
 def write(out_dir, model, tokenizer, encoder) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
@@ -122,14 +147,21 @@ def write(out_dir, model, tokenizer, encoder) -> None:
     print(f"wrote {out_dir} (transformers {transformers.__version__}, torch {torch.__version__})")
 
 
-def main(out: str) -> None:
-    torch.manual_seed(20)
+FAMILIES = {"roberta": roberta, "distilbert": distilbert, "electra": electra}
+
+
+def main(out: str, names: list[str]) -> None:
     out_dir = pathlib.Path(out)
-    roberta(out_dir)
-    distilbert(out_dir)
+    # RoBERTa then DistilBERT draw from one stream seeded 20 (regenerate the
+    # two together); ELECTRA, added later, from its own.
+    torch.manual_seed(20)
+    for name in names or list(FAMILIES):
+        if name == "electra":
+            torch.manual_seed(21)
+        FAMILIES[name](out_dir)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2 or any(n not in FAMILIES for n in sys.argv[2:]):
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -110,15 +110,17 @@ fn random_bert_runs_every_step() {
     assert_eq!(training["architecture"], "bert");
 }
 
-/// RoBERTa (byte-level BPE, a fresh head) and DistilBERT (WordPiece, its own
-/// two-label head kept as one logit) checkpoints, as transformers saves
-/// them, run every step: the shortcut tokens stay whole tokens of their word.
+/// RoBERTa (byte-level BPE, a fresh head), DistilBERT (WordPiece, its own
+/// two-label head kept as one logit) and ELECTRA (embeddings projected up to
+/// a wider encoder, a GELU head) checkpoints, as transformers saves them, run
+/// every step: the shortcut tokens stay whole tokens of their word.
 #[test]
-fn roberta_and_distilbert_checkpoints_run_every_step() {
+fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     for (fixture, head, first, last) in [
         ("roberta_transformers", "", "<s>", "</s>"),
         ("distilbert_transformers", "head = \"checkpoint\"", "[CLS]", "[SEP]"),
+        ("electra_transformers", "", "[CLS]", "[SEP]"),
     ] {
         let t = GridTest::new("");
         let dir = t.path().join("checkpoint");
@@ -140,6 +142,40 @@ fn roberta_and_distilbert_checkpoints_run_every_step() {
         .unwrap();
         assert_eq!(training["pretrained"]["head_from_checkpoint"], !head.is_empty(), "{fixture}");
         assert_eq!(training["pretrained"]["load"]["random_pooler"], false, "{fixture}");
+    }
+}
+
+/// Every method family on an ELECTRA checkpoint (DeepLift's rules through its
+/// projection and GELU head; [MASK] baselines from its WordPiece vocabulary):
+/// one finite score per token for every attributed example.
+#[test]
+fn electra_checkpoint_runs_every_method_family() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/electra_transformers");
+    let t = GridTest::new("");
+    let dir = t.path().join("checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    let methods = r#"methods = ["gradl-l2", "gxil", "igl-mask-8", "smooth-gradl-l2-4-0.1", "limemask-40",
+    "kernelshap-mask-40", "occlusion-mask", "attn-last", "attn-all", "attn-scaled", "deeplift", "deeplift-mask",
+    "random"]"#;
+    let grid = grid_with("checkpoint = \"checkpoint\"").replace(r#"methods = ["gradl-l2", "gxip", "random"]"#, methods);
+    t.write_grid(&grid);
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&Grid::load(&t.grid_file()).unwrap(), &cache, &PlanOptions::default()).unwrap();
+    let attributed: Vec<_> = plan.steps.iter().filter(|s| s.kind == StepKind::Attribute).collect();
+    assert_eq!(attributed.len(), 13);
+    for step in attributed {
+        let rows: Vec<AttributedExample> =
+            read_jsonl(&cache.step_dir(step.kind, &step.key).join("attributions.jsonl")).unwrap();
+        assert!(rows.len() >= 10, "{}: {} rows", step.label, rows.len());
+        for row in &rows {
+            assert_eq!(row.scores.len(), row.tokens.len(), "{}", step.label);
+            assert!(row.scores.iter().all(|s| s.is_finite()), "{}: {:?}", step.label, row.scores);
+        }
     }
 }
 
@@ -266,7 +302,7 @@ fn unsupported_model_type_fails_its_branch_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert)"
+            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra)"
         ),
         "{err}"
     );

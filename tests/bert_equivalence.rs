@@ -168,14 +168,14 @@ fn same_outputs<B: Backend>(dir: &Path, reference: &Reference, tolerance: f32, d
 /// encoder its last hidden states, and the encoder with the checkpoint's own
 /// head (`*ForSequenceClassification`) its logits.
 #[test]
-fn roberta_and_distilbert_match_transformers() {
+fn roberta_distilbert_and_electra_match_transformers() {
     use grid::model::Classifier;
     use grid::model::TokenBatch;
     use grid::model::bert::BertClassifier;
     use grid::model::bert::load::load_head;
     type B = grid::backend::Cpu;
     let device = Default::default();
-    for (name, labels) in [("roberta_transformers", 3), ("distilbert_transformers", 2)] {
+    for (name, labels) in [("roberta_transformers", 3), ("distilbert_transformers", 2), ("electra_transformers", 3)] {
         let dir = fixture(name);
         let reference = read_reference(&dir.join("reference.safetensors"));
         let report = same_outputs::<B>(&dir, &reference, 1e-5, &device);

@@ -15,6 +15,10 @@ pub struct BertConfig {
     #[serde(default = "model_type")]
     pub model_type: String,
     pub vocab_size: usize,
+    /// The width of the embeddings when it differs from `hidden_size`
+    /// (ELECTRA-small: 128 under 256); a linear layer projects them up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_size: Option<usize>,
     pub hidden_size: usize,
     pub num_hidden_layers: usize,
     pub num_attention_heads: usize,
@@ -91,6 +95,7 @@ impl BertConfig {
         Self {
             model_type: model_type(),
             vocab_size,
+            embedding_size: None,
             hidden_size,
             num_hidden_layers,
             num_attention_heads,
@@ -106,6 +111,11 @@ impl BertConfig {
             pad_token_id: 0,
             position_embedding_type: absolute(),
         }
+    }
+
+    /// The width of the word, position and segment embeddings.
+    pub fn embedding_width(&self) -> usize {
+        self.embedding_size.unwrap_or(self.hidden_size)
     }
 
     /// The family of `model_type`; [`Self::check`] has refused any other.
@@ -141,6 +151,7 @@ impl BertConfig {
             ("vocab_size", self.vocab_size),
             ("num_hidden_layers", self.num_hidden_layers),
             ("intermediate_size", self.intermediate_size),
+            ("embedding_size", self.embedding_width()),
             ("max_position_embeddings", self.max_position_embeddings),
             ("type_vocab_size", if layout.token_types { self.type_vocab_size } else { 1 }),
         ] {

@@ -36,6 +36,9 @@ pub struct BertEmbeddings<B: Backend> {
     /// Segment embeddings (segment 0 for every token); DistilBERT has none.
     pub token_type_embeddings: Option<Embedding<B>>,
     pub layer_norm: LayerNorm<B>,
+    /// Embeddings narrower than the encoder (ELECTRA's `embeddings_project`)
+    /// are projected up after their LayerNorm and dropout.
+    pub project: Option<Linear<B>>,
     /// The position id of the first token (RoBERTa: `pad_token_id + 1`).
     position_offset: usize,
     /// `layer_norm`'s ε, which burn's `LayerNorm` keeps private; DeepLift's rules need it.
@@ -65,7 +68,11 @@ impl<B: Backend> BertEmbeddings<B> {
             x = x + shared_row(token_types.forward(segment));
         }
         let x = x.reshape([batch, time, hidden]);
-        dropout(rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps), self.dropout, noise)
+        let x = dropout(rules.layer_norm(&self.layer_norm, x, self.layer_norm_eps), self.dropout, noise);
+        match &self.project {
+            Some(project) => project.forward(x),
+            None => x,
+        }
     }
 }
 
@@ -318,6 +325,7 @@ impl<B: Backend> BertPooler<B> {
         match self.activation {
             HeadActivation::Tanh => rules.tanh(x),
             HeadActivation::Relu => rules.relu(x),
+            HeadActivation::Gelu => rules.gelu(x),
         }
     }
 }
@@ -354,7 +362,9 @@ impl<B: Backend> BertModel<B> {
             weight: init::normal(rng, [d_in, d_out], std, device),
             bias: Some(Param::from_tensor(Tensor::zeros([d_out], device))),
         };
-        let layer_norm = || LayerNormConfig::new(h).with_epsilon(config.layer_norm_eps).init(device);
+        let e = config.embedding_width();
+        let layer_norm_of = |width: usize| LayerNormConfig::new(width).with_epsilon(config.layer_norm_eps).init(device);
+        let layer_norm = || layer_norm_of(h);
         let layers = (0..config.num_hidden_layers)
             .map(|_| BertLayer {
                 attention: BertAttention {
@@ -386,13 +396,14 @@ impl<B: Backend> BertModel<B> {
             activation: layout.head_activation,
             dropout: if layout.dropout_before_head { config.classifier_dropout() } else { 0.0 },
         };
+        let project = (e != h).then(|| linear(e, h));
         let mut embedding = |rows: usize, pad: Option<u32>| {
-            let weight = init::normal(rng, [rows, h], std, device);
+            let weight = init::normal(rng, [rows, e], std, device);
             let weight = match pad {
                 Some(pad) if (pad as usize) < rows => {
                     let pad = pad as usize;
                     Param::from_tensor(
-                        weight.val().slice_assign([pad..pad + 1, 0..h], Tensor::zeros([1, h], device)).detach(),
+                        weight.val().slice_assign([pad..pad + 1, 0..e], Tensor::zeros([1, e], device)).detach(),
                     )
                 }
                 _ => weight,
@@ -403,7 +414,8 @@ impl<B: Backend> BertModel<B> {
             word_embeddings: embedding(config.vocab_size, Some(config.pad_token_id)),
             position_embeddings: embedding(config.max_position_embeddings, None),
             token_type_embeddings: layout.token_types.then(|| embedding(config.type_vocab_size, None)),
-            layer_norm: layer_norm(),
+            layer_norm: layer_norm_of(e),
+            project,
             position_offset: layout.position_offset,
             layer_norm_eps: config.layer_norm_eps,
             dropout: p,

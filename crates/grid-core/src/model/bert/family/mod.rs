@@ -8,6 +8,7 @@
 
 mod bert;
 mod distilbert;
+mod electra;
 mod roberta;
 
 use super::config::BertConfig;
@@ -59,10 +60,12 @@ pub enum HeadActivation {
     #[default]
     Tanh,
     Relu,
+    /// ELECTRA's `classifier.dense` (transformers' `gelu`, the exact one).
+    Gelu,
 }
 
 /// Every family `grid` reads, by `model_type`.
-pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert];
+pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert, &electra::Electra];
 
 /// The family of a `model_type`.
 pub fn family(model_type: &str) -> Result<&'static dyn Family, String> {
@@ -94,6 +97,6 @@ mod tests {
             assert_eq!(family(f.model_type()).map(|g| g.model_type()), Ok(f.model_type()));
         }
         let error = family("xlnet").err().unwrap();
-        assert!(error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert)"), "{error}");
+        assert!(error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert, electra)"), "{error}");
     }
 }

@@ -58,6 +58,8 @@ pub const CHECKSUMS: &str = "checksums.json";
 const SCHEME: &str = "hf://";
 const CONFIG: &str = "config.json";
 const WEIGHTS: &str = "model.safetensors";
+/// Older checkpoints' weights, which grid does not read (see [`HubError::PytorchWeightsOnly`]).
+const PYTORCH_WEIGHTS: &str = "pytorch_model.bin";
 const TOKENIZER: &str = "tokenizer.json";
 const VOCAB: &str = "vocab.txt";
 const TOKENIZER_CONFIG: &str = "tokenizer_config.json";
@@ -168,6 +170,11 @@ pub enum HubError {
         "{dir}: {file} is missing (a checkpoint directory holds config.json, model.safetensors, and tokenizer.json or vocab.txt)"
     )]
     MissingFile { dir: PathBuf, file: String },
+    #[error(
+        "{dir}: the weights are in pytorch_model.bin only; grid reads model.safetensors. Convert them once (needs \
+         torch and safetensors): {command}"
+    )]
+    PytorchWeightsOnly { dir: PathBuf, command: String },
     #[error("{url}: HTTP {status}{detail}")]
     Http { url: String, status: u16, detail: String },
     #[error("{url}: {message}")]
@@ -505,12 +512,30 @@ fn revision_dir_name(revision: &str) -> String {
     revision.replace('/', "%2F")
 }
 
+/// The one command that writes `model.safetensors` beside a checkpoint's
+/// `pytorch_model.bin`: every tensor copied out of shared storage (tied
+/// embeddings share it, which safetensors refuses), tagged `pt` as
+/// transformers' own conversion does.
+fn conversion_command(dir: &Path) -> String {
+    let path = |file: &str| dir.join(file).display().to_string().replace('\\', "\\\\").replace('\'', "\\'");
+    format!(
+        "python3 -c \"import torch; from safetensors.torch import save_file; \
+         state = torch.load('{}', map_location='cpu', weights_only=True); \
+         save_file({{k: v.contiguous().clone() for k, v in state.items()}}, '{}', metadata={{'format': 'pt'}})\"",
+        path(PYTORCH_WEIGHTS),
+        path(WEIGHTS)
+    )
+}
+
 /// The files every checkpoint directory needs.
 fn check_layout(dir: &Path) -> Result<(), HubError> {
     if !dir.is_dir() {
         return Err(HubError::NoDirectory { dir: dir.to_path_buf() });
     }
     let missing = |file: &str| HubError::MissingFile { dir: dir.to_path_buf(), file: file.to_string() };
+    if !dir.join(WEIGHTS).is_file() && dir.join(PYTORCH_WEIGHTS).is_file() {
+        return Err(HubError::PytorchWeightsOnly { dir: dir.to_path_buf(), command: conversion_command(dir) });
+    }
     for file in [CONFIG, WEIGHTS] {
         if !dir.join(file).is_file() {
             return Err(missing(file));
@@ -1047,6 +1072,32 @@ mod tests {
         let gone = CheckpointSource::Local(dir.path().join("nope"));
         let err = client.resolve(&gone, Path::new("unused"), &quiet).unwrap_err().to_string();
         assert!(err.contains("nope: no such checkpoint directory"), "{err}");
+    }
+
+    #[test]
+    fn weights_in_pytorch_model_bin_only_name_the_command_that_converts_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("it's");
+        fs::create_dir_all(&dir).unwrap();
+        for file in [CONFIG, PYTORCH_WEIGHTS, TOKENIZER] {
+            fs::write(dir.join(file), b"{}").unwrap();
+        }
+        let source = CheckpointSource::Local(dir.clone());
+        let err = resolve(&source, tmp.path(), &|_| {}).unwrap_err().to_string();
+        assert!(err.contains("pytorch_model.bin only"), "{err}");
+        let command = conversion_command(&dir);
+        assert!(err.ends_with(&command), "{err}");
+        // The paths are quoted for Python, an apostrophe in them escaped.
+        assert!(
+            command.contains(&format!(
+                "torch.load('{}/pytorch_model.bin'",
+                dir.parent().unwrap().join("it\\'s").display()
+            )),
+            "{command}"
+        );
+        // With model.safetensors beside it, the .bin is not looked at.
+        fs::write(dir.join(WEIGHTS), b"x").unwrap();
+        assert!(resolve(&source, tmp.path(), &|_| {}).is_ok());
     }
 
     #[test]

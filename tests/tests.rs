@@ -16,6 +16,7 @@ mod cli;
 mod crash;
 mod crowd;
 mod glove;
+mod hub_data;
 mod methods;
 mod metrics_reports;
 mod multiclass;

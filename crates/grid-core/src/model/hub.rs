@@ -66,6 +66,61 @@ const TOKENIZER_CONFIG: &str = "tokenizer_config.json";
 /// The hub redirects once (to the CDN), twice for a renamed repository.
 const MAX_REDIRECTS: usize = 5;
 
+/// A file of a dataset repository on the Hub:
+/// `hf://datasets/<org>/<name>[@<revision>]/<path>`. Pin a commit for a grid
+/// that reads the same bytes next year; the keys hold the file's content, not
+/// this address, so a local copy of the same bytes gives the same keys.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HubFile {
+    /// `datasets/<org>/<name>`.
+    pub repo: String,
+    pub revision: String,
+    /// The file's path in the repository, `/`-separated.
+    pub path: String,
+}
+
+impl HubFile {
+    /// Whether `input` is written as a hub dataset file (valid or not).
+    pub fn is_hub(input: &str) -> bool {
+        input.starts_with(SCHEME)
+    }
+
+    /// Its published folder under `cache_root` (`hub/datasets--org--name/<revision>/<path>~file/`).
+    pub fn dir(&self, cache_root: &Path) -> PathBuf {
+        hub_dir(cache_root, &self.repo, &self.revision).join(format!("{}~file", self.path.replace('/', "%2F")))
+    }
+}
+
+impl FromStr for HubFile {
+    type Err = HubError;
+
+    fn from_str(input: &str) -> Result<Self, HubError> {
+        let invalid = |reason: String| HubError::InvalidSource { input: input.to_string(), reason };
+        let expected = "expected hf://datasets/org/name[@revision]/path/to/file";
+        let Some(rest) = input.strip_prefix(SCHEME).and_then(|r| r.strip_prefix("datasets/")) else {
+            return Err(invalid(expected.into()));
+        };
+        let mut parts = rest.splitn(3, '/');
+        let (Some(org), Some(name_revision), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(invalid(expected.into()));
+        };
+        let (name, revision) = name_revision.split_once('@').unwrap_or((name_revision, DEFAULT_REVISION));
+        let repo = format!("{org}/{name}");
+        validate_repo(&repo).map_err(invalid)?;
+        validate_revision(revision).map_err(invalid)?;
+        if path.is_empty() || path.split('/').any(|p| p.is_empty() || p == "." || p == ".." || p.contains('~')) {
+            return Err(invalid(format!("`{path}` is not a file path in the repository")));
+        }
+        Ok(HubFile { repo: format!("datasets/{repo}"), revision: revision.to_string(), path: path.to_string() })
+    }
+}
+
+impl fmt::Display for HubFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{SCHEME}{}@{}/{}", self.repo, self.revision, self.path)
+    }
+}
+
 /// Where a model's pretrained checkpoint comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckpointSource {
@@ -323,6 +378,7 @@ impl HubClient {
                     return Ok(target);
                 }
                 self.download(repo, revision, &target, progress)?;
+                verify_published(&target)?;
                 Ok(target)
             }
         }
@@ -335,19 +391,59 @@ impl HubClient {
         target: &Path,
         progress: &dyn Fn(Progress<'_>),
     ) -> Result<(), HubError> {
-        let Some(parent) = target.parent() else {
+        self.publish(target, |dir| self.fetch_all(repo, revision, dir, progress))
+    }
+
+    /// Downloads a dataset file, `hf://datasets/…`, into the cache once, and
+    /// gives its path there; a later call checks it against its record.
+    pub fn dataset_file(
+        &self,
+        file: &HubFile,
+        cache_root: &Path,
+        progress: &dyn Fn(Progress<'_>),
+    ) -> Result<PathBuf, HubError> {
+        let target = file.dir(cache_root);
+        if !target.is_dir() {
+            self.publish(&target, |dir| {
+                let mut checksums = Checksums {
+                    repo: file.repo.clone(),
+                    revision: file.revision.clone(),
+                    commit: None,
+                    files: BTreeMap::new(),
+                };
+                if let Some(parent) = dir.join(&file.path).parent() {
+                    fs::create_dir_all(parent).map_err(io_err(parent))?;
+                }
+                let fetched = self
+                    .fetch(&file.repo, &file.revision, &file.path, dir, false, progress)?
+                    .expect("a missing file is an error when not `missing_ok`");
+                checksums.commit = fetched.commit;
+                checksums.files.insert(file.path.clone(), fetched.record);
+                Ok(checksums)
+            })?;
+        }
+        verify_files(&target)?;
+        Ok(target.join(&file.path))
+    }
+
+    /// Fills a staging folder beside `target` with `fetch` (which returns what
+    /// it fetched), records the checksums, and renames it into place: whole or
+    /// not at all, one process at a time.
+    fn publish(&self, target: &Path, fetch: impl FnOnce(&Path) -> Result<Checksums, HubError>) -> Result<(), HubError> {
+        let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
             return Err(HubError::NoDirectory { dir: target.to_path_buf() });
         };
         fs::create_dir_all(parent).map_err(io_err(parent))?;
-        let name = revision_dir_name(revision);
+        let name = name.to_string_lossy().into_owned();
         let lock_path = parent.join(format!("{name}.lock"));
         let lock =
             File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err(&lock_path))?;
         lock.lock().map_err(io_err(&lock_path))?;
 
-        // Another process may have published it while we waited for the lock.
+        // Another process may have published it while we waited for the lock
+        // (the caller checks what it finds).
         if target.is_dir() {
-            return verify_published(target);
+            return Ok(());
         }
         // Holding the lock, any temporary folder for this revision is a dead process's.
         let prefix = format!(".{name}~partial-");
@@ -361,7 +457,7 @@ impl HubClient {
 
         // Dropped (and deleted) on every early return below.
         let staging = tempfile::Builder::new().prefix(&prefix).tempdir_in(parent).map_err(io_err(parent))?;
-        let checksums = self.fetch_all(repo, revision, staging.path(), progress)?;
+        let checksums = fetch(staging.path())?;
         let record_path = staging.path().join(CHECKSUMS);
         let json = serde_json::to_vec_pretty(&checksums)
             .map_err(|e| HubError::Io { path: record_path.clone(), source: e.into() })?;
@@ -550,6 +646,13 @@ fn check_layout(dir: &Path) -> Result<(), HubError> {
 /// The cheap check of a downloaded checkpoint: every recorded file is still there
 /// with its recorded size.
 fn verify_published(dir: &Path) -> Result<(), HubError> {
+    verify_files(dir)?;
+    check_layout(dir)
+}
+
+/// Every file `checksums.json` records is there, at its recorded size (the
+/// cheap check; the sha256 was checked as it downloaded).
+fn verify_files(dir: &Path) -> Result<(), HubError> {
     let checksums = Checksums::read(dir)?;
     for (file, record) in &checksums.files {
         let path = dir.join(file);
@@ -561,7 +664,7 @@ fn verify_published(dir: &Path) -> Result<(), HubError> {
         };
         return Err(HubError::Corrupt { path, problem, dir: dir.to_path_buf() });
     }
-    check_layout(dir)
+    Ok(())
 }
 
 /// The sha256 in an `X-Linked-Etag` header (`"<64 hex>"`), if it is one.
@@ -1072,6 +1175,78 @@ mod tests {
         let gone = CheckpointSource::Local(dir.path().join("nope"));
         let err = client.resolve(&gone, Path::new("unused"), &quiet).unwrap_err().to_string();
         assert!(err.contains("nope: no such checkpoint directory"), "{err}");
+    }
+
+    const DATA: &[u8] = b"text,label\nthe film was great,1\nan awful plot,0\n";
+
+    fn data_file() -> HubFile {
+        "hf://datasets/org/data@c0ffee/sst2/train.csv".parse().unwrap()
+    }
+
+    fn data_route(reply: Reply) -> Vec<(String, Reply)> {
+        vec![("/datasets/org/data/resolve/c0ffee/sst2/train.csv".to_string(), reply)]
+    }
+
+    #[test]
+    fn dataset_addresses_parse_and_refuse_what_is_not_a_file() {
+        let file = data_file();
+        assert_eq!(
+            (file.repo.as_str(), file.revision.as_str(), file.path.as_str()),
+            ("datasets/org/data", "c0ffee", "sst2/train.csv")
+        );
+        assert_eq!(file.to_string(), "hf://datasets/org/data@c0ffee/sst2/train.csv");
+        let main: HubFile = "hf://datasets/org/data/train.parquet".parse().unwrap();
+        assert_eq!((main.revision.as_str(), main.path.as_str()), ("main", "train.parquet"));
+        for bad in [
+            "hf://org/data/train.csv",
+            "hf://datasets/org/data",
+            "hf://datasets/org/data@c0ffee/../x.csv",
+            "hf://datasets/org/da ta/x.csv",
+        ] {
+            let err = bad.parse::<HubFile>().unwrap_err().to_string();
+            assert!(err.starts_with(&format!("`{bad}`: not a checkpoint source")) || err.contains(bad), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_dataset_file_downloads_once_verified() {
+        let hub = Server::start(data_route(Reply::ok(DATA).header("X-Linked-Etag", &format!("\"{}\"", sha(DATA)))));
+        let cache = tempfile::tempdir().unwrap();
+        let path = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), DATA);
+        assert!(path.starts_with(cache.path().join("hub/datasets--org--data/c0ffee")), "{}", path.display());
+        let checksums = Checksums::read(path.parent().unwrap().parent().unwrap()).unwrap();
+        assert_eq!(checksums.files["sst2/train.csv"].sha256, sha(DATA));
+        // Served from the cache the second time, after checking it.
+        assert_eq!(hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap(), path);
+        assert_eq!(hub.paths().len(), 1);
+        // A file changed on disk is caught, naming it.
+        fs::write(&path, b"text,label\n").unwrap();
+        let err = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap_err().to_string();
+        assert!(err.contains("train.csv") && err.contains("truncated or modified"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_checksum_or_a_cut_download_names_the_file_and_publishes_nothing() {
+        let wrong = "ab".repeat(32);
+        let mut cut = Reply::ok(DATA).header("X-Linked-Etag", &format!("\"{}\"", sha(DATA)));
+        cut.cut_after = Some(10);
+        for (reply, expected) in [
+            (Reply::ok(DATA).header("X-Linked-Etag", &format!("\"{wrong}\"")), "checksum mismatch"),
+            (cut, "download interrupted"),
+        ] {
+            let hub = Server::start(data_route(reply));
+            let cache = tempfile::tempdir().unwrap();
+            let err = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap_err().to_string();
+            assert!(
+                err.contains("/datasets/org/data/resolve/c0ffee/sst2/train.csv") && err.contains(expected),
+                "{err}"
+            );
+            assert!(!data_file().dir(cache.path()).exists());
+            let left = leftovers(&cache.path().join("hub/datasets--org--data/c0ffee"));
+            // The lock file stays, as a checkpoint's does; no partial folder.
+            assert!(left.iter().all(|n| n.ends_with(".lock")), "temporary folder removed: {left:?}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::params::{self, FileHashes};
 use super::{Plan, Step};
 use crate::metrics::Metric;
 use crate::model::ModelAssets;
+use crate::model::hub::HubFile;
 use crate::salience::Method;
 use crate::steps::corpus::ResolvedFiles;
 use crate::steps::work::{
@@ -35,6 +36,8 @@ pub enum PlanError {
         "dataset `{dataset}`: {path}: file not found (relative paths resolve against {base}; set --data-root or GRID_DATA_ROOT)"
     )]
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
+    #[error("dataset `{dataset}`: {source}")]
+    HubData { dataset: String, source: crate::model::hub::HubError },
     #[error("model `{model}`: GloVe file {path} not found")]
     MissingGlove { model: String, path: PathBuf },
     #[error(
@@ -205,6 +208,10 @@ impl<'g> Planner<'g> {
             DatasetSource::Generated(_) => (None, None),
             DatasetSource::Files { train, validation, test, .. } => {
                 let check = |p: &Path| {
+                    if let Some(address) = p.to_str().filter(|a| HubFile::is_hub(a)) {
+                        return hub_data_file(address, cache)
+                            .map_err(|source| PlanError::HubData { dataset: dataset.name.clone(), source });
+                    }
                     let full = resolve(base, p);
                     if full.is_file() {
                         Ok(full)
@@ -649,6 +656,24 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
         soft_samples: e.soft_samples.get(),
         seed: e.seed,
     }
+}
+
+/// A dataset file on the Hub, downloaded into the cache when the grid is
+/// planned (its content hash goes into the keys), with a progress bar then.
+fn hub_data_file(address: &str, cache: &Cache) -> Result<PathBuf, crate::model::hub::HubError> {
+    let file: HubFile = address.parse()?;
+    let hub = crate::model::hub::HubClient::from_env();
+    if file.dir(cache.root()).is_dir() {
+        return hub.dataset_file(&file, cache.root(), &|_| {});
+    }
+    eprintln!("downloading {file}");
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let result = hub.dataset_file(&file, cache.root(), &crate::model::hub::bar_progress(&bar));
+    bar.finish_and_clear();
+    result
 }
 
 /// A model's external inputs and the hash that stands for their content in

@@ -631,9 +631,10 @@ pub struct Recommendation {
 pub fn recommendations(cells: &[SeedSummary]) -> Vec<Recommendation> {
     let precision: Vec<&SeedSummary> =
         cells.iter().filter(|s| s.cell.metric == Metric::Precision && s.cell.method != Method::Random).collect();
-    let groups = first_appearance(precision.iter().map(|s| {
-        (s.cell.key.model.clone(), s.cell.key.architecture, s.cell.key.dataset.clone(), s.cell.key.shortcut.clone())
-    }));
+    let groups =
+        first_appearance(precision.iter().map(|s| {
+            (s.cell.key.model.clone(), s.cell.key.architecture, s.cell.key.dataset.clone(), s.cell.key.shortcut)
+        }));
     let rank_of = |s: &SeedSummary| {
         let c = &s.cell;
         find(cells, &c.key.model, c.method, Metric::Rank, &column_key(&c.key.dataset, c.key.shortcut))

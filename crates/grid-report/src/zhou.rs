@@ -163,8 +163,7 @@ pub fn accuracy_table(rows: &[VerificationRow]) -> PolarsResult<Option<DisplayTa
     if rows.is_empty() {
         return Ok(None);
     }
-    let groups =
-        first_appearance(rows.iter().map(|r| (r.key.model.clone(), r.key.dataset.clone(), r.key.shortcut.clone())));
+    let groups = first_appearance(rows.iter().map(|r| (r.key.model.clone(), r.key.dataset.clone(), r.key.shortcut)));
     let pct = |v: Option<f64>| v.map(|v| format_fixed(v * 100.0, 1));
     let table: Vec<Vec<Option<String>>> = groups
         .iter()

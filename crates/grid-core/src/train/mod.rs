@@ -852,8 +852,7 @@ mod tests {
         let progress = indicatif::ProgressBar::hidden();
         let setup = TrainSetup::quiet(&progress);
         let stopped = train::<Autodiff<Flex>, _>(model, &spec, &setup, &toy_data(400, 1), &toy_data(100, 2), &device)
-            .err()
-            .expect("diverges");
+            .expect_err("diverges");
         let Stopped::Diverged(error) = stopped else { panic!("{stopped:?}") };
         assert!(error.step >= 2 && error.step <= 50 && !error.loss.is_finite(), "{error:?}");
         assert!(error.to_string().contains("lower `learning_rate`"), "{error}");

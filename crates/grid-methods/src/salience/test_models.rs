@@ -63,6 +63,12 @@ pub struct PresenceModel {
     pub weights: Vec<f32>,
 }
 
+impl Default for PresenceModel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl PresenceModel {
     /// Small weights so that `|s| < ½` for short sequences.
     pub fn new() -> Self {
@@ -140,6 +146,12 @@ impl<M: Classifier<Ad>> Classifier<Ad> for Recorder<M> {
 pub struct TanhSumModel {
     /// `[VOCAB_SIZE, 2]`, row-major; the padding row is zero.
     pub table: Vec<f32>,
+}
+
+impl Default for TanhSumModel {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TanhSumModel {

@@ -104,8 +104,7 @@ mod tests {
         let t = table("worker,task\nw1,t1\n").unwrap();
         assert!(
             t.column(&["answer"])
-                .err()
-                .expect("no column")
+                .expect_err("no column")
                 .to_string()
                 .contains("no `answer` column (it has: worker, task)")
         );

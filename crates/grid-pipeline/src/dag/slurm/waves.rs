@@ -149,7 +149,8 @@ mod tests {
         ]);
         let pending = vec![Some(Pending::Submit); 8];
         let arrays = arrays(&plan, &pending);
-        let summary: Vec<(&str, usize, Vec<Vec<usize>>, Vec<usize>)> =
+        type Summary<'a> = (&'a str, usize, Vec<Vec<usize>>, Vec<usize>);
+        let summary: Vec<Summary> =
             arrays.iter().map(|a| (a.class.name(), a.wave, a.tasks.clone(), a.after_arrays.clone())).collect();
         assert_eq!(
             summary,

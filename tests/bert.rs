@@ -4,8 +4,6 @@
 //! local server.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 
 use grid::cache::{Cache, StepKind};
@@ -17,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use safetensors::{Dtype, serialize, tensor::TensorView};
 
-use crate::util::GridTest;
+use crate::util::{GridTest, serve_as_hub};
 
 fn grid_with(model: &str) -> String {
     format!(
@@ -308,45 +306,12 @@ fn unsupported_model_type_fails_its_branch_with_the_reason() {
     );
 }
 
-/// Serves a folder over HTTP/1.1 as the Hub's `/<repo>/resolve/<rev>/<file>`.
-fn serve(dir: &Path) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let dir = dir.to_path_buf();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = String::new();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            reader.read_line(&mut request).unwrap();
-            let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                line.clear();
-            }
-            let path = request.split_whitespace().nth(1).unwrap_or("");
-            let file = path.rsplit('/').next().unwrap_or("");
-            match std::fs::read(dir.join(file)) {
-                Ok(body) if path.starts_with("/org/tiny-bert/resolve/main/") => {
-                    let head =
-                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                    let _ = stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(&body));
-                }
-                _ => {
-                    let _ =
-                        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                }
-            }
-        }
-    });
-    address
-}
-
 #[test]
 fn hub_checkpoint_downloads_once_into_the_cache() {
     let t = GridTest::new(&grid_with("checkpoint = \"hf://org/tiny-bert\""));
     let served = tempfile::tempdir().unwrap();
     write_hf_checkpoint(served.path(), "bert");
-    let endpoint = serve(served.path());
+    let endpoint = serve_as_hub(served.path(), "/org/tiny-bert/resolve/main/");
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
             .args(args)

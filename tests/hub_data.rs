@@ -2,45 +2,13 @@
 //! when the grid is planned, keyed by their content, so a local copy of the
 //! same bytes plans the same steps.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::GridTest;
+use crate::util::{GridTest, serve_as_hub};
 
-/// Serves `dir` as the Hub's `/datasets/org/reviews/resolve/c0ffee/<file>`.
-fn serve(dir: &Path) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let dir = dir.to_path_buf();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = String::new();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            reader.read_line(&mut request).unwrap();
-            let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                line.clear();
-            }
-            let path = request.split_whitespace().nth(1).unwrap_or("");
-            let body = path
-                .strip_prefix("/datasets/org/reviews/resolve/c0ffee/")
-                .and_then(|f| std::fs::read(dir.join(f)).ok());
-            let reply = match body {
-                Some(body) => {
-                    let head =
-                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                    [head.into_bytes(), body].concat()
-                }
-                None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-            };
-            let _ = stream.write_all(&reply);
-        }
-    });
-    address
-}
+/// The Hub's address of the test repository's files.
+const REPO: &str = "/datasets/org/reviews/resolve/c0ffee/";
 
 fn write_splits(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -103,7 +71,7 @@ fn grid_cmd(t: &GridTest, endpoint: &str, args: &[&str]) -> std::process::Output
 fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
     let served = tempfile::tempdir().unwrap();
     write_splits(served.path());
-    let endpoint = serve(served.path());
+    let endpoint = serve_as_hub(served.path(), REPO);
 
     let hub = GridTest::new(&grid("hf://datasets/org/reviews@c0ffee/"));
     let out = grid_cmd(&hub, &endpoint, &["run", "grid.toml", "-q"]);
@@ -136,7 +104,7 @@ fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
 #[test]
 fn a_missing_hub_dataset_file_is_a_usage_error_naming_the_dataset_and_file() {
     let served = tempfile::tempdir().unwrap();
-    let endpoint = serve(served.path());
+    let endpoint = serve_as_hub(served.path(), REPO);
     let t = GridTest::new(&grid("hf://datasets/org/reviews@c0ffee/"));
     let out = grid_cmd(&t, &endpoint, &["plan", "grid.toml", "-q"]);
     assert_eq!(out.status.code(), Some(2));

@@ -162,3 +162,37 @@ pub fn report_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// Serves the files of `dir` over HTTP/1.1 as the Hub does, under `prefix`
+/// (`/org/name/resolve/main/`, `/datasets/org/name/resolve/<rev>/`); any
+/// other path is a 404. Returns the endpoint (`HF_ENDPOINT`).
+pub fn serve_as_hub(dir: &Path, prefix: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let dir = dir.to_path_buf();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            reader.read_line(&mut request).unwrap();
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                line.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("");
+            let body = path.strip_prefix(prefix).and_then(|file| std::fs::read(dir.join(file)).ok());
+            let reply = match body {
+                Some(body) => {
+                    let head =
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    [head.into_bytes(), body].concat()
+                }
+                None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+            };
+            let _ = stream.write_all(&reply);
+        }
+    });
+    address
+}

@@ -55,10 +55,7 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             let csv = crate::crowd::simulate::simulate(&study, &models, compute, options).map_err(runtime)?;
             let out =
                 out.unwrap_or_else(|| common.reports.join(&grid.name).join("crowd").join("simulated-answers.csv"));
-            if let Some(dir) = out.parent() {
-                std::fs::create_dir_all(dir).map_err(runtime)?;
-            }
-            std::fs::write(&out, csv).map_err(|e| runtime(anyhow::anyhow!("writing {}: {e}", out.display())))?;
+            crate::crowd::simulate::write_answers(&csv, &out).map_err(runtime)?;
             println!("simulated answers: {}", out.display());
             println!("score them with: grid crowd import {} {}", common.grid.display(), out.display());
             Ok(ExitCode::SUCCESS)
@@ -92,9 +89,8 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
                 let comparisons = crate::crowd::compare::compare(imported, &published, &aliases);
                 let text = crate::crowd::compare::render_markdown(imported, &comparisons, &path);
                 println!("{text}");
-                let dir = common.reports.join(&imported.grid).join("crowd");
-                let file = dir.join("compare_lu2024.md");
-                std::fs::write(&file, text).map_err(|e| runtime(anyhow::anyhow!("writing {}: {e}", file.display())))?;
+                crate::crowd::compare::write_markdown(&text, &common.reports.join(&imported.grid).join("crowd"))
+                    .map_err(runtime)?;
             }
             eprintln!(
                 "{} answers from {} workers{}; tables in {}",

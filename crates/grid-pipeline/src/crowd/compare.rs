@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
 use super::import::{CellScores, Imported};
 
@@ -190,6 +190,13 @@ fn compare_cell(cell: &CellScores, published: &[PublishedRow], aliases: &[(Strin
 
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// Writes the comparison (`render_markdown`) as `compare_lu2024.md` in `dir`.
+pub fn write_markdown(text: &str, dir: &Path) -> Result<std::path::PathBuf> {
+    let file = dir.join("compare_lu2024.md");
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
 }
 
 pub fn render_markdown(imported: &Imported, comparisons: &[CellComparison], path: &Path) -> String {

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 use burn::prelude::*;
@@ -73,6 +73,14 @@ pub fn model_dirs(plan: &Plan, cache: &Cache, study: &Study) -> Result<BTreeMap<
         dirs.insert(cell.clone(), cache.step_dir(StepKind::Train, &train.key));
     }
     Ok(dirs)
+}
+
+/// Writes simulated answers (`simulate`'s CSV) to `out`, creating its folder.
+pub fn write_answers(csv: &str, out: &Path) -> Result<()> {
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(out, csv).with_context(|| format!("writing {}", out.display()))
 }
 
 /// The answers file (`worker,batch,task,answer,seconds`).

@@ -312,16 +312,7 @@ fn hub_checkpoint_downloads_once_into_the_cache() {
     let served = tempfile::tempdir().unwrap();
     write_hf_checkpoint(served.path(), "bert");
     let endpoint = serve_as_hub(served.path(), "/org/tiny-bert/resolve/main/");
-    let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
-            .args(args)
-            .current_dir(t.path())
-            .env("HF_ENDPOINT", &endpoint)
-            .env_remove("HF_TOKEN")
-            .output()
-            .unwrap()
-    };
-    let out = run(&["run", "grid.toml", "-q"]);
+    let out = t.grid_on_hub(&endpoint, &["run", "grid.toml", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let downloaded = t.cache().join("hub/org--tiny-bert/main");
     assert!(downloaded.join("model.safetensors").is_file() && downloaded.join("checksums.json").is_file());

@@ -3,7 +3,6 @@
 //! same bytes plans the same steps.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::util::{GridTest, serve_as_hub};
 
@@ -55,18 +54,6 @@ sample = 10
     )
 }
 
-fn grid_cmd(t: &GridTest, endpoint: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_grid"))
-        .args(args)
-        .current_dir(t.path())
-        .env("HF_ENDPOINT", endpoint)
-        .env_remove("HF_TOKEN")
-        .env_remove("GRID_DATA_ROOT")
-        .env_remove("GRID_CACHE")
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
     let served = tempfile::tempdir().unwrap();
@@ -74,7 +61,7 @@ fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
     let endpoint = serve_as_hub(served.path(), REPO);
 
     let hub = GridTest::new(&grid("hf://datasets/org/reviews@c0ffee/"));
-    let out = grid_cmd(&hub, &endpoint, &["run", "grid.toml", "-q"]);
+    let out = hub.grid_on_hub(&endpoint, &["run", "grid.toml", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let downloaded = hub.cache().join("hub/datasets--org--reviews/c0ffee/train.csv~file");
     assert_eq!(
@@ -82,13 +69,13 @@ fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
         std::fs::read(served.path().join("train.csv")).unwrap()
     );
     assert!(downloaded.join("checksums.json").is_file());
-    let hub_plan = grid_cmd(&hub, &endpoint, &["plan", "grid.toml", "--json"]);
+    let hub_plan = hub.grid_on_hub(&endpoint, &["plan", "grid.toml", "--json"]);
     assert!(hub_plan.status.success());
 
     // The same bytes as local files: every key the same.
     let local = GridTest::new(&grid("data/"));
     write_splits(&local.path().join("data"));
-    let local_plan = grid_cmd(&local, "http://127.0.0.1:9", &["plan", "grid.toml", "--json"]);
+    let local_plan = local.grid_on_hub("http://127.0.0.1:9", &["plan", "grid.toml", "--json"]);
     assert!(local_plan.status.success(), "{}", String::from_utf8_lossy(&local_plan.stderr));
     let keys = |out: &std::process::Output| -> Vec<String> {
         let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -97,7 +84,7 @@ fn hub_dataset_files_download_once_and_plan_the_keys_of_the_same_local_bytes() {
     assert_eq!(keys(&hub_plan), keys(&local_plan));
 
     // Planned again with the Hub unreachable: the cached files serve.
-    let offline = grid_cmd(&hub, "http://127.0.0.1:9", &["plan", "grid.toml", "-q"]);
+    let offline = hub.grid_on_hub("http://127.0.0.1:9", &["plan", "grid.toml", "-q"]);
     assert!(offline.status.success(), "{}", String::from_utf8_lossy(&offline.stderr));
 }
 
@@ -106,7 +93,7 @@ fn a_missing_hub_dataset_file_is_a_usage_error_naming_the_dataset_and_file() {
     let served = tempfile::tempdir().unwrap();
     let endpoint = serve_as_hub(served.path(), REPO);
     let t = GridTest::new(&grid("hf://datasets/org/reviews@c0ffee/"));
-    let out = grid_cmd(&t, &endpoint, &["plan", "grid.toml", "-q"]);
+    let out = t.grid_on_hub(&endpoint, &["plan", "grid.toml", "-q"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -114,7 +101,7 @@ fn a_missing_hub_dataset_file_is_a_usage_error_naming_the_dataset_and_file() {
         "{err}"
     );
     let bad = GridTest::new(&grid("hf://datasets/org/reviews@c0ffee/../"));
-    let out = grid_cmd(&bad, &endpoint, &["plan", "grid.toml", "-q"]);
+    let out = bad.grid_on_hub(&endpoint, &["plan", "grid.toml", "-q"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a file path in the repository"));
 }

@@ -126,15 +126,22 @@ impl GridTest {
             .expect("run grid")
     }
 
+    /// The `grid` binary in this folder, with no data root or cache from the environment.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_grid"));
+        command.args(args).current_dir(self.path()).env_remove("GRID_DATA_ROOT").env_remove("GRID_CACHE");
+        command
+    }
+
     /// Runs the `grid` binary in this folder.
     pub fn grid(&self, args: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_grid"))
-            .args(args)
-            .current_dir(self.path())
-            .env_remove("GRID_DATA_ROOT")
-            .env_remove("GRID_CACHE")
-            .output()
-            .expect("run grid")
+        self.command(args).output().expect("run grid")
+    }
+
+    /// Runs the `grid` binary in this folder against the Hub at `endpoint`
+    /// (a [`serve_as_hub`] server), with no token.
+    pub fn grid_on_hub(&self, endpoint: &str, args: &[&str]) -> std::process::Output {
+        self.command(args).env("HF_ENDPOINT", endpoint).env_remove("HF_TOKEN").output().expect("run grid")
     }
 }
 

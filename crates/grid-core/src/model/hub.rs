@@ -257,6 +257,17 @@ pub enum Progress<'a> {
     Finish { file: &'a str, bytes: u64 },
 }
 
+/// The bar a download is shown on: file name, bytes, rate; hidden when not `visible`.
+pub fn download_bar(visible: bool) -> indicatif::ProgressBar {
+    if !visible {
+        return indicatif::ProgressBar::hidden();
+    }
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}
+
 /// Shows downloads on `bar`, one file at a time (a hidden bar shows nothing).
 pub fn bar_progress(bar: &indicatif::ProgressBar) -> impl Fn(Progress<'_>) + '_ {
     move |event| match event {

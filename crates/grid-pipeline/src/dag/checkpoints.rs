@@ -24,14 +24,7 @@ pub fn download(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
         if source.dir(cache.root()).is_dir() {
             continue;
         }
-        let bar = if verbosity == Verbosity::Quiet {
-            indicatif::ProgressBar::hidden()
-        } else {
-            indicatif::ProgressBar::new(0).with_style(
-                indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            )
-        };
+        let bar = crate::model::hub::download_bar(verbosity > Verbosity::Quiet);
         if verbosity > Verbosity::Quiet {
             eprintln!("downloading {source}");
         }

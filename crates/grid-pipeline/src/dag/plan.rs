@@ -667,10 +667,7 @@ fn hub_data_file(address: &str, cache: &Cache) -> Result<PathBuf, crate::model::
         return hub.dataset_file(&file, cache.root(), &|_| {});
     }
     eprintln!("downloading {file}");
-    let bar = indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = crate::model::hub::download_bar(true);
     let result = hub.dataset_file(&file, cache.root(), &crate::model::hub::bar_progress(&bar));
     bar.finish_and_clear();
     result

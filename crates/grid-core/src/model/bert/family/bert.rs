@@ -11,12 +11,6 @@ impl Family for Bert {
         "bert"
     }
 
-    fn read_config(&self, json: &[u8]) -> Result<BertConfig, String> {
-        let config: BertConfig = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-        config.check()?;
-        Ok(config)
-    }
-
     fn layout(&self, _: &BertConfig) -> Layout {
         Layout {
             token_types: true,

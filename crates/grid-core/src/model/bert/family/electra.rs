@@ -4,6 +4,7 @@
 //! `ElectraClassificationHead` (dropout, dense, GELU, dropout, `out_proj` on
 //! `[CLS]`) in place of pooler + classifier. The generator and the
 //! discriminator's replaced-token head are pre-training parts, left unused.
+//! Its `config.json` uses BERT's names, `embedding_size` included.
 
 use super::{Family, HeadActivation, Layout};
 use crate::model::bert::config::BertConfig;
@@ -13,13 +14,6 @@ pub struct Electra;
 impl Family for Electra {
     fn model_type(&self) -> &'static str {
         "electra"
-    }
-
-    fn read_config(&self, json: &[u8]) -> Result<BertConfig, String> {
-        // ElectraConfig uses BertConfig's names, `embedding_size` included.
-        let config: BertConfig = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-        config.check()?;
-        Ok(config)
     }
 
     fn layout(&self, _: &BertConfig) -> Layout {

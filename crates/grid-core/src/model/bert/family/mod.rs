@@ -19,8 +19,11 @@ pub trait Family: Sync {
     fn model_type(&self) -> &'static str;
 
     /// Reads a Hugging Face `config.json` of this family into the encoder's
-    /// config (BERT's names), refusing what the encoder does not compute.
-    fn read_config(&self, json: &[u8]) -> Result<BertConfig, String>;
+    /// config, refusing what the encoder does not compute. By default the
+    /// family uses BERT's names.
+    fn read_config(&self, json: &[u8]) -> Result<BertConfig, String> {
+        read_bert_names(json)
+    }
 
     /// How the encoder is laid out for this family.
     fn layout(&self, config: &BertConfig) -> Layout;
@@ -62,6 +65,13 @@ pub enum HeadActivation {
     Relu,
     /// ELECTRA's `classifier.dense` (transformers' `gelu`, the exact one).
     Gelu,
+}
+
+/// A `config.json` in BERT's names, checked.
+fn read_bert_names(json: &[u8]) -> Result<BertConfig, String> {
+    let config: BertConfig = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    config.check()?;
+    Ok(config)
 }
 
 /// Every family `grid` reads, by `model_type`.

@@ -19,8 +19,7 @@ impl Family for Roberta {
     }
 
     fn read_config(&self, json: &[u8]) -> Result<BertConfig, String> {
-        let config: BertConfig = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-        config.check()?;
+        let config = super::read_bert_names(json)?;
         if config.max_position_embeddings <= config.pad_token_id as usize + 1 {
             return Err(format!(
                 "max_position_embeddings {} leaves no position after pad_token_id {} (RoBERTa counts positions from \

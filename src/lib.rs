@@ -6,7 +6,6 @@
 //! runs the ones the `cache` lacks; each step kind lives in its own module
 //! (`data`, `shortcut`, `train`, `verify`, `salience`, `metrics`, `report`).
 
-pub mod bench;
 pub mod cli;
 
 // The layers below, under the paths they had before the workspace split.
@@ -15,7 +14,7 @@ pub use grid_cache::clock;
 pub use grid_core::with_autodiff_backend;
 pub use grid_core::{backend, data, errors, interrupt, kernels, model, text, train, values};
 pub use grid_methods::{metrics, salience, shortcut};
-pub use grid_pipeline::{architectures, crowd, dag, spec, steps};
+pub use grid_pipeline::{architectures, bench, crowd, dag, spec, steps};
 pub use grid_report as report;
 
 #[cfg(test)]

@@ -4,11 +4,10 @@
 use std::path::PathBuf;
 
 use super::args::Common;
-use super::{Failure, load_grid, runtime, usage};
+use super::{Failure, grid_and_plan_of, runtime, usage};
 use crate::backend::Compute;
-use crate::cache::Cache;
 use crate::dag::executor::StepSettings;
-use crate::dag::{self, PlanOptions, Verbosity};
+use crate::dag::{self, Verbosity};
 
 /// The options a `grid step` worker of this command plans with: the run's
 /// settings, its device as resolved here (a worker does not place the grid
@@ -43,22 +42,10 @@ pub(super) fn compute_of(common: &Common) -> Result<Compute, Failure> {
 pub(super) fn compute_placed(common: &Common) -> Result<(Compute, Option<String>), Failure> {
     let (device, why) = match common.device.as_str() {
         "auto" => {
-            use crate::backend::placement;
-            let gpu = placement::gpu_available();
-            // With a GPU to choose, the grid's models and the rates its cache
-            // measured for them (without one, no planning twice).
-            let models = if gpu.is_ok() {
-                let precision =
-                    common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
-                let grid = load_grid(common)?;
-                let cache = Cache::open(&common.cache).map_err(runtime)?;
-                let options = PlanOptions { data_root: common.data_root.clone(), precision };
-                let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
-                dag::placement::models(&plan, &cache)
-            } else {
-                Vec::new()
-            };
-            let placed = placement::auto_device(&models, gpu);
+            let placed = dag::placement::auto_device(|| {
+                let (_, cache, plan) = grid_and_plan_of(common, precision_of(common)?)?;
+                Ok(dag::placement::models(&plan, &cache))
+            })?;
             (placed.device, Some(placed.why))
         }
         device => (device.parse().map_err(|e: String| usage(anyhow::anyhow!("--device: {e}")))?, None),
@@ -67,7 +54,7 @@ pub(super) fn compute_placed(common: &Common) -> Result<(Compute, Option<String>
 }
 
 pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) -> Result<Compute, Failure> {
-    let precision = common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))?;
+    let precision = precision_of(common)?;
     let backend = match common.backend.as_str() {
         "auto" => crate::backend::BackendKind::default_for(device),
         name => name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?,
@@ -81,6 +68,11 @@ pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) 
             common.shape_buckets.parse().map_err(|e: String| usage(anyhow::anyhow!("--shape-buckets: {e}")))?;
     }
     Ok(compute)
+}
+
+/// `--precision`.
+pub(super) fn precision_of(common: &Common) -> Result<crate::backend::Precision, Failure> {
+    common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))
 }
 
 /// On cubecl, points it at the cache's kernel folder for this device before

@@ -24,7 +24,7 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             seed,
             labels,
         } => {
-            let (grid, cache, plan) = grid_and_plan_of(&common, compute_of(&common)?)?;
+            let (grid, cache, plan) = grid_and_plan_of(&common, compute_of(&common)?.precision)?;
             let out = out.unwrap_or_else(|| default_dir(&common, &grid.name));
             let selection = export::Selection { models, methods };
             let asked = export::CliExport { ks: k, examples, answers, checks, batch_size, seed };
@@ -47,7 +47,7 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
         }
         CrowdCommand::Simulate { common, study, out, seed, unsure_margin } => {
             let compute = compute_of(&common)?;
-            let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
+            let (grid, cache, plan) = grid_and_plan_of(&common, compute.precision)?;
             let study_path = study.unwrap_or_else(|| default_dir(&common, &grid.name));
             let study = export::read_study(&study_path).map_err(usage)?;
             let models = crate::crowd::simulate::model_dirs(&plan, &cache, &study).map_err(usage)?;

@@ -172,14 +172,14 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
 
 /// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Cache, Plan), Failure> {
-    grid_and_plan_of(common, compute).map(|(_, cache, plan)| (cache, plan))
+    grid_and_plan_of(common, compute.precision).map(|(_, cache, plan)| (cache, plan))
 }
 
 /// The grid as loaded (with `--set`), its cache and its plan.
-fn grid_and_plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Grid, Cache, Plan), Failure> {
+fn grid_and_plan_of(common: &Common, precision: crate::backend::Precision) -> Result<(Grid, Cache, Plan), Failure> {
     let grid = load_grid(common)?;
     let cache = Cache::open(&common.cache).map_err(runtime)?;
-    let options = PlanOptions { data_root: common.data_root.clone(), precision: compute.precision };
+    let options = PlanOptions { data_root: common.data_root.clone(), precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
     Ok((grid, cache, plan))
 }

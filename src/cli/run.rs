@@ -38,7 +38,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
     if action.computes() {
         compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     }
-    let (grid, cache, plan) = grid_and_plan_of(&common, compute)?;
+    let (grid, cache, plan) = grid_and_plan_of(&common, compute.precision)?;
     let verbosity = verbosity_of(&common);
     let announce = verbosity > Verbosity::Quiet && matches!(action, Action::Run { .. } | Action::Plan);
     if announce {

@@ -1,11 +1,12 @@
 //! The pipeline layer: `spec` turns a TOML file into a validated
 //! [`spec::Grid`]; `dag` expands it into content-hashed steps and runs the
 //! ones the cache lacks, through an executor; each step kind lives in its own
-//! module of `steps`; `architectures` is what each model family gives the
+//! module of `steps`; `bench` times methods and GEMMs on a grid's models; `architectures` is what each model family gives the
 //! planner and the `train` step; `crowd` runs the crowd study
 //! (ARCHITECTURE.md).
 
 pub mod architectures;
+pub mod bench;
 pub mod crowd;
 pub mod dag;
 pub mod spec;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::{Plan, Step};
 use crate::backend::DeviceChoice;
-use crate::backend::placement::{Measurements, Model, ModelWork};
+use crate::backend::placement::{self, Measurements, Model, ModelWork, Placed};
 use crate::cache::{Cache, StepKind};
 use crate::steps::Work;
 
@@ -32,6 +32,15 @@ pub fn models(plan: &Plan, cache: &Cache) -> Vec<Model> {
             Some(Model { name: model.name.clone(), work, measured: measurements.rates(&shape(step)?) })
         })
         .collect()
+}
+
+/// `--device auto`: the GPU when one is usable and the grid's models are
+/// worth it, by what the cache measured for them. `models` plans the grid for
+/// them only when there is a GPU to choose (without one, no planning twice).
+pub fn auto_device<E>(models: impl FnOnce() -> Result<Vec<Model>, E>) -> Result<Placed, E> {
+    let gpu = placement::gpu_available();
+    let models = if gpu.is_ok() { models()? } else { Vec::new() };
+    Ok(placement::auto_device(&models, gpu))
 }
 
 /// After training step `index` ran on `device`: its rate, from its

@@ -175,7 +175,7 @@ pub fn roofline(shapes: Vec<GemmShape>, compute: Compute, options: &GemmOptions)
         None => (None, Some("--python none".to_string())),
         Some(python) => {
             let script = tempfile::Builder::new().suffix(".py").tempfile()?;
-            std::fs::write(script.path(), include_str!("../../scripts/torch_gemm.py"))?;
+            std::fs::write(script.path(), include_str!("../../../../scripts/torch_gemm.py"))?;
             match torch_rates(python, script.path(), &shapes, threads) {
                 Ok(rates) => (Some(rates), None),
                 Err(why) => (None, Some(why)),

@@ -38,6 +38,11 @@ pub(super) enum Command {
         /// One JSON object per step (label, kind, key, state and its details), as an array.
         #[arg(long)]
         json: bool,
+        /// Predict the time the missing steps take on this CPU and on a GPU,
+        /// and the disk they add, from what this cache has measured and the
+        /// cost model (README, "Before a long run"). With `--json`, as one object.
+        #[arg(long)]
+        estimate: bool,
     },
     /// Where every step stands: cached, running (another process holds its
     /// lock), failed (the error and the log of the last attempt), damaged, or

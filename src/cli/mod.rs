@@ -97,8 +97,18 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
             Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))
         }
         Command::Run { common, executor, wait } => run::run(Action::Run { executor, wait }, common),
-        Command::Plan { common, json: false } => run::run(Action::Plan, common),
-        Command::Plan { common, json: true } => {
+        Command::Plan { common, estimate: true, json } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            let estimate = dag::estimate::estimate(&plan, &cache, cpu_threads());
+            if json {
+                println!("{}", serde_json::to_string_pretty(&estimate).map_err(runtime)?);
+            } else {
+                print!("{}", dag::estimate::render(&estimate));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan { common, json: false, .. } => run::run(Action::Plan, common),
+        Command::Plan { common, json: true, .. } => {
             let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
             let lines = dag::status::lines(&plan, &cache).map_err(runtime)?;
             println!("{}", serde_json::to_string_pretty(&lines).map_err(runtime)?);
@@ -140,6 +150,11 @@ fn compare_aliases(compare_as: &[String]) -> Result<Vec<(String, String)>, Failu
         .iter()
         .map(|a| crate::report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
         .collect()
+}
+
+/// The threads a CPU run computes with (`RAYON_NUM_THREADS`, else every core).
+fn cpu_threads() -> usize {
+    rayon::current_num_threads()
 }
 
 fn verbosity_of(common: &Common) -> Verbosity {

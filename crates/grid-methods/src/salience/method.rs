@@ -74,6 +74,16 @@ pub enum GradientMethod {
     IntegratedGradients { target: Target, baseline: Baseline, steps: u32 },
 }
 
+impl GradientMethod {
+    /// See [`Method::forward_passes`].
+    pub fn forward_passes(&self) -> f64 {
+        match self {
+            GradientMethod::Gradient { .. } | GradientMethod::GradientTimesInput { .. } => 3.0,
+            GradientMethod::IntegratedGradients { steps, .. } => 3.0 * f64::from(*steps) + 1.0,
+        }
+    }
+}
+
 /// SmoothGrad's noise level σ, a fraction of each input's embedding value range
 /// (Smilkov et al. 2017 §3); finite and positive, so it can be hashed and compared.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +146,26 @@ pub enum Method {
 }
 
 impl Method {
+    /// What explaining one example of `tokens` tokens costs, in forward
+    /// passes of the model over it (a backward pass counts as two): the
+    /// work `grid plan --estimate` predicts an attribution step from.
+    pub fn forward_passes(&self, tokens: f64) -> f64 {
+        /// A forward pass and the backward pass to the embeddings.
+        const GRADIENT: f64 = 3.0;
+        match self {
+            Method::Gradient(inner) => inner.forward_passes(),
+            Method::SmoothGrad { inner, samples, .. } => f64::from(*samples) * inner.forward_passes(),
+            Method::Lime { samples, .. } | Method::KernelShap { samples, .. } => f64::from(*samples) + 1.0,
+            Method::Occlusion { .. } => tokens + 1.0,
+            Method::Attention(_) => 1.0,
+            Method::ScaledAttention => GRADIENT,
+            // The input and its baseline forward, then one backward of the
+            // multipliers through both.
+            Method::DeepLift { .. } => 2.0 + GRADIENT,
+            Method::Random => 0.0,
+        }
+    }
+
     /// Why the method does not apply to a model with `traits`, if it does not
     /// (PROTOCOL §1: "LSTM has no [MASK]"; attention views are per architecture).
     pub fn unsupported_reason(&self, traits: ModelTraits) -> Option<&'static str> {

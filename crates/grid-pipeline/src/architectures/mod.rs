@@ -75,6 +75,41 @@ impl ArchitectureSpec {
         }
     }
 
+    /// The forward pass's multiply-adds per token, from the grid file or, for
+    /// a checkpoint, from its config.json when that is already on this
+    /// machine (nothing is downloaded to estimate).
+    pub fn macs_per_token_with(&self, model: &str, assets: &ModelAssets) -> Option<f64> {
+        self.macs_per_token().or_else(|| {
+            let ModelAssets::Checkpoint { source, cache_root } = assets else { return None };
+            if !source.dir(cache_root).join("config.json").is_file() {
+                return None;
+            }
+            let layers = self.dense_layers(model, assets).ok()?;
+            Some(layers.iter().map(|l| (l.inputs * l.outputs * l.per_pass) as f64).sum())
+        })
+    }
+
+    /// Tokens the model reads for a text of `words` whitespace words: the
+    /// BiLSTM reads words; a BERT-family tokenizer splits some into pieces
+    /// (≈ 1.3 per word on SST-2 with BERT's WordPiece) and adds `[CLS]` and
+    /// `[SEP]`. What `grid plan --estimate` counts tokens by.
+    pub fn tokens_for_words(&self, words: f64) -> f64 {
+        match self {
+            ArchitectureSpec::Bilstm(_) => words,
+            ArchitectureSpec::Bert(_) => 1.3 * words + 2.0,
+        }
+    }
+
+    /// Whether its train step trains (a checkpoint taken as it is does not).
+    pub fn trains(&self) -> bool {
+        match self {
+            ArchitectureSpec::Bilstm(_) => true,
+            ArchitectureSpec::Bert(spec) => {
+                !matches!(spec.init, crate::spec::BertInit::Pretrained { fine_tune: false, .. })
+            }
+        }
+    }
+
     /// Its part of a train step's key; `asset_hash` stands for the content
     /// of the files it reads (see [`Self::assets`]).
     pub fn key(&self, asset_hash: Option<&str>) -> Value {

@@ -11,6 +11,7 @@
 
 pub mod checkpoints;
 pub mod compare;
+pub mod estimate;
 pub mod executor;
 pub mod gc;
 pub mod params;

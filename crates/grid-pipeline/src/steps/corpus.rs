@@ -36,6 +36,25 @@ pub struct CorpusStats {
 }
 
 pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> Result<()> {
+    let (corpus, held_out) = build(dataset, files)?;
+    write_jsonl(&out.join("train.jsonl"), &corpus.train)?;
+    write_jsonl(&out.join("validation.jsonl"), &corpus.validation)?;
+    write_jsonl(&out.join("test.jsonl"), &corpus.test)?;
+    write_json(
+        &out.join("stats.json"),
+        &CorpusStats {
+            train: corpus.train.len(),
+            validation: corpus.validation.len(),
+            test: corpus.test.len(),
+            validation_held_out_from_train: held_out,
+            labels: corpus.num_labels(),
+        },
+    )
+}
+
+/// The dataset's three splits as the step writes them, and whether validation
+/// was held out from train.
+pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Corpus, bool)> {
     let limit = |l: Option<crate::spec::Positive>| l.map(|v| v.get());
     let mut held_out = false;
     let corpus = match (&dataset.source, files) {
@@ -95,19 +114,7 @@ pub fn run(dataset: &DatasetSpec, files: Option<&ResolvedFiles>, out: &Path) -> 
             bail!("dataset `{}`: the {name} split is empty", dataset.name);
         }
     }
-    write_jsonl(&out.join("train.jsonl"), &corpus.train)?;
-    write_jsonl(&out.join("validation.jsonl"), &corpus.validation)?;
-    write_jsonl(&out.join("test.jsonl"), &corpus.test)?;
-    write_json(
-        &out.join("stats.json"),
-        &CorpusStats {
-            train: corpus.train.len(),
-            validation: corpus.validation.len(),
-            test: corpus.test.len(),
-            validation_held_out_from_train: held_out,
-            labels: corpus.num_labels(),
-        },
-    )
+    Ok((corpus, held_out))
 }
 
 fn truncate(mut v: Vec<Example>, limit: Option<usize>) -> Vec<Example> {

@@ -1,0 +1,720 @@
+//! `grid plan --estimate`: how long the steps a cache lacks will take, on this
+//! CPU and on a GPU, and the disk they will add, before anything runs.
+//!
+//! The cost model. Every step's work is counted in multiply-adds of the
+//! model's forward pass (a backward pass counts as two forwards):
+//! - `train`: `max_steps × batch_size` examples, forward and backward, plus a
+//!   forward over the validation split every `eval_every` steps;
+//! - `attribute`: the sampled test examples × the method's passes per example
+//!   ([`Method::forward_passes`]: 3 for a gradient, `3m + 1` for IG with `m`
+//!   steps, `n + 1` for LIME or KernelSHAP with `n` samples, one per token
+//!   for occlusion);
+//! - `erasure`: the sampled examples × its sequences per example
+//!   ([`erasure::forward_passes`]); `verify` and `evaluate`: a forward over the
+//!   test examples (twice for verify: the original and the synthetic set);
+//! - an example is `min(max_length, tokens)` tokens, the tokens counted from
+//!   the dataset's mean words per test example
+//!   ([`ArchitectureSpec::tokens_for_words`]).
+//!
+//! Work becomes seconds through a device's rate and a fixed cost per pass (a
+//! small model is bound by the per-operation cost, not arithmetic). The prior
+//! rates ([`Prior`]) were measured: the CPU's on a 2-core AMD EPYC (Flex,
+//! BERT of MiniLM's shape and the quickstart), the GPU's on an H200 (BERT-base
+//! through LibTorch, BENCHMARKS "GPU (issue 20)").
+//!
+//! What the cache measured overrides the prior: each finished step of the plan
+//! has its seconds and device in its manifest. For a missing step the ratio
+//! measured ÷ predicted of the finished steps of its group (the same kind,
+//! model and method) scales the prior; failing that, the ratio of its kind;
+//! and a training run's rate recorded for its model shape (`placement`) gives
+//! its seconds directly. A missing step is "measured" when its own group was.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{Plan, Step};
+use crate::backend::placement::Measurements;
+use crate::cache::{Cache, StepKind};
+use crate::metrics::erasure;
+use crate::spec::DatasetSpec;
+use crate::steps::Work;
+use crate::steps::corpus::{self, ResolvedFiles};
+
+/// A model whose size cannot be known before its step runs (a checkpoint not
+/// yet downloaded) is assumed BERT-base's size: 85 M multiply-adds per token.
+const ASSUMED_MACS_PER_TOKEN: f64 = 85.0e6;
+
+/// The device an estimate speaks of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// This machine's CPU, with the threads the run would use.
+    Cpu,
+    /// A CUDA GPU of the H100 / H200 class.
+    Gpu,
+}
+
+impl Target {
+    pub const BOTH: [Target; 2] = [Target::Cpu, Target::Gpu];
+
+    /// The device a manifest's `device` names.
+    fn of_manifest(device: &str) -> Target {
+        if device.starts_with("cuda") || device.starts_with("gpu") { Target::Gpu } else { Target::Cpu }
+    }
+}
+
+/// The prior: a device's rate for each phase and its cost per pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prior {
+    /// Multiply-adds per second while training (forward and backward).
+    pub train_macs_per_second: f64,
+    /// Multiply-adds per second in inference passes and attribution.
+    pub infer_macs_per_second: f64,
+    /// Fixed seconds per optimiser step.
+    pub seconds_per_optimizer_step: f64,
+    /// Fixed seconds per example and forward pass.
+    pub seconds_per_example_pass: f64,
+}
+
+impl Prior {
+    /// Flex on `threads` cores: 10 G multiply-adds per second and core (a
+    /// MiniLM-shaped BERT trained at 11.3 examples/s on one core of the
+    /// 2-core EPYC, 29 tokens each), 2 ms per optimiser step and 60 µs per
+    /// example pass (the quickstart's tiny BERT and BiLSTM).
+    pub fn cpu(threads: usize) -> Prior {
+        let rate = 1.0e10 * threads.max(1) as f64;
+        Prior {
+            train_macs_per_second: rate,
+            infer_macs_per_second: rate,
+            seconds_per_optimizer_step: 2.0e-3,
+            seconds_per_example_pass: 60.0e-6,
+        }
+    }
+
+    /// An H200 through LibTorch: BERT-base trained at 156 examples/s (1.2 T
+    /// multiply-adds/s) and ran IG-100 at 18 examples/s (13 T/s); a tiny
+    /// model's training step still took 15–24 ms (launch-bound).
+    pub fn gpu() -> Prior {
+        Prior {
+            train_macs_per_second: 1.2e12,
+            infer_macs_per_second: 1.0e13,
+            seconds_per_optimizer_step: 20.0e-3,
+            seconds_per_example_pass: 20.0e-6,
+        }
+    }
+
+    fn of(target: Target, threads: usize) -> Prior {
+        match target {
+            Target::Cpu => Prior::cpu(threads),
+            Target::Gpu => Prior::gpu(),
+        }
+    }
+}
+
+/// A step's work, in the units the prior prices.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct StepWork {
+    train_macs: f64,
+    optimizer_steps: f64,
+    infer_macs: f64,
+    example_passes: f64,
+    /// Seconds that do not depend on the device (reading, writing, sampling).
+    fixed_seconds: f64,
+    bytes: f64,
+}
+
+impl StepWork {
+    fn seconds(&self, prior: &Prior) -> f64 {
+        self.train_macs / prior.train_macs_per_second
+            + self.optimizer_steps * prior.seconds_per_optimizer_step
+            + self.infer_macs / prior.infer_macs_per_second
+            + self.example_passes * prior.seconds_per_example_pass
+            + self.fixed_seconds
+    }
+}
+
+/// What the estimate knows of a dataset: split sizes and words per example.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct DataStats {
+    train: f64,
+    validation: f64,
+    test: f64,
+    mean_words: f64,
+    mean_chars: f64,
+}
+
+impl DataStats {
+    /// A dataset that could not be read before its step runs (a Hub file not
+    /// yet downloaded): SST-2's sizes.
+    const ASSUMED: DataStats =
+        DataStats { train: 60_000.0, validation: 872.0, test: 1_821.0, mean_words: 20.0, mean_chars: 105.0 };
+
+    fn of(corpus: &crate::data::Corpus) -> DataStats {
+        let split = &corpus.test;
+        let n = split.len().max(1) as f64;
+        let words: usize = split.iter().map(|e| crate::data::words(&e.text).len()).sum();
+        let chars: usize = split.iter().map(|e| e.text.len()).sum();
+        DataStats {
+            train: corpus.train.len() as f64,
+            validation: corpus.validation.len() as f64,
+            test: corpus.test.len() as f64,
+            mean_words: words as f64 / n,
+            mean_chars: chars as f64 / n,
+        }
+    }
+
+    fn examples(&self) -> f64 {
+        self.train + self.validation + self.test
+    }
+}
+
+/// One step kind's share of the estimate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KindLine {
+    pub kind: StepKind,
+    /// Steps of this kind the cache lacks.
+    pub missing: usize,
+    /// Of those, how many are priced by measurements of their own group.
+    pub measured: usize,
+    pub cpu_seconds: f64,
+    pub gpu_seconds: f64,
+    pub bytes: u64,
+}
+
+/// Per device: the sum of the missing steps' seconds (one after another, as a
+/// local run's compute-bound steps share the machine) and the longest chain of
+/// them (the least wall time with a Slurm node per step).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeviceLine {
+    pub target: Target,
+    pub seconds: f64,
+    pub critical_path_seconds: f64,
+}
+
+/// `grid plan --estimate`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    pub grid: String,
+    pub steps: usize,
+    pub missing: usize,
+    /// Missing steps priced by measurements of their own group.
+    pub measured: usize,
+    /// The CPU threads the CPU line assumes.
+    pub cpu_threads: usize,
+    pub devices: Vec<DeviceLine>,
+    pub kinds: Vec<KindLine>,
+    /// The disk the missing steps will add to the cache.
+    pub bytes: u64,
+    /// Assumptions the estimate had to make, one sentence each.
+    pub notes: Vec<String>,
+}
+
+impl Estimate {
+    pub fn device(&self, target: Target) -> &DeviceLine {
+        self.devices.iter().find(|d| d.target == target).expect("an estimate covers both devices")
+    }
+}
+
+/// One missing step, priced.
+#[derive(Debug, Clone, PartialEq)]
+struct Priced {
+    index: usize,
+    seconds: HashMap<Target, f64>,
+    bytes: f64,
+    measured: bool,
+}
+
+/// Estimates the steps of `plan` that `cache` lacks, with the CPU on `threads`.
+pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
+    let mut notes = Vec::new();
+    let data = data_stats(plan, cache, &mut notes);
+    let work: Vec<StepWork> = (0..plan.steps.len()).map(|i| step_work(plan, i, &data, &mut notes)).collect();
+    let finished: Vec<Option<crate::cache::Manifest>> =
+        plan.steps.iter().map(|s| cache.lookup(s.kind, &s.key).ok().flatten()).collect();
+
+    // Measured ÷ predicted, per (device, group) and per (device, kind).
+    let mut by_group: HashMap<(Target, String), (f64, f64, f64, usize)> = HashMap::new();
+    let mut by_kind: HashMap<(Target, StepKind), (f64, f64)> = HashMap::new();
+    let shares = wall_shares(&finished);
+    for (i, manifest) in finished.iter().enumerate() {
+        let Some(manifest) = manifest else { continue };
+        if manifest.reused_from.is_some() {
+            continue;
+        }
+        let target = Target::of_manifest(&manifest.device);
+        let predicted = work[i].seconds(&Prior::of(target, threads));
+        let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
+        let seconds = shares[i];
+        let group = by_group.entry((target, group(&plan.steps[i]))).or_default();
+        *group = (group.0 + seconds, group.1 + predicted, group.2 + bytes as f64, group.3 + 1);
+        let kind = by_kind.entry((target, plan.steps[i].kind)).or_default();
+        *kind = (kind.0 + seconds, kind.1 + predicted);
+    }
+    let ratio = |(measured, predicted): (f64, f64)| (predicted > 0.0).then(|| measured / predicted);
+    let measurements = Measurements::in_cache(cache.root());
+
+    let mut priced = Vec::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if finished[i].is_some() {
+            continue;
+        }
+        let mut seconds = HashMap::new();
+        let mut measured = false;
+        for target in Target::BOTH {
+            let prior = work[i].seconds(&Prior::of(target, threads));
+            let own = by_group.get(&(target, group(step))).and_then(|g| ratio((g.0, g.1)));
+            let kind = by_kind.get(&(target, step.kind)).and_then(|k| ratio(*k));
+            let trained = training_seconds(step, &measurements, target, &data_for(plan, i, &data));
+            let (value, own_measurement) = match (own, trained, kind) {
+                (Some(r), _, _) => (prior * r, true),
+                (None, Some(s), _) => (s, true),
+                (None, None, Some(r)) => (prior * r, false),
+                (None, None, None) => (prior, false),
+            };
+            seconds.insert(target, value);
+            measured |= own_measurement;
+        }
+        let bytes = by_group
+            .iter()
+            .find(|((_, g), _)| *g == group(step))
+            .map_or(work[i].bytes, |(_, (_, _, bytes, n))| bytes / *n as f64);
+        priced.push(Priced { index: i, seconds, bytes, measured });
+    }
+
+    let mut kinds: BTreeMap<StepKind, KindLine> = BTreeMap::new();
+    for p in &priced {
+        let line = kinds.entry(plan.steps[p.index].kind).or_insert_with(|| KindLine {
+            kind: plan.steps[p.index].kind,
+            missing: 0,
+            measured: 0,
+            cpu_seconds: 0.0,
+            gpu_seconds: 0.0,
+            bytes: 0,
+        });
+        line.missing += 1;
+        line.measured += usize::from(p.measured);
+        line.cpu_seconds += p.seconds[&Target::Cpu];
+        line.gpu_seconds += p.seconds[&Target::Gpu];
+        line.bytes += p.bytes.round() as u64;
+    }
+    let devices = Target::BOTH
+        .iter()
+        .map(|&target| DeviceLine {
+            target,
+            seconds: priced.iter().map(|p| p.seconds[&target]).sum(),
+            critical_path_seconds: critical_path(plan, &priced, target),
+        })
+        .collect();
+    notes.sort();
+    notes.dedup();
+    Estimate {
+        grid: plan.grid_name.clone(),
+        steps: plan.steps.len(),
+        missing: priced.len(),
+        measured: priced.iter().filter(|p| p.measured).count(),
+        cpu_threads: threads,
+        devices,
+        bytes: kinds.values().map(|k| k.bytes).sum(),
+        kinds: kinds.into_values().collect(),
+        notes,
+    }
+}
+
+/// Each finished step's share of the wall time: its seconds, each divided
+/// among the steps that ran at the same time (`grid run -j 2` runs two steps
+/// at once, each slower than alone, and the run takes about the sum of the
+/// shares). From the manifests' finish times and durations.
+fn wall_shares(finished: &[Option<crate::cache::Manifest>]) -> Vec<f64> {
+    let mut shares = vec![0.0; finished.len()];
+    // (time, starts, step): ends sort before starts at the same instant.
+    let mut events: Vec<(f64, bool, usize)> = Vec::new();
+    for (i, manifest) in finished.iter().enumerate() {
+        let Some(m) = manifest else { continue };
+        let end = m.finished_at as f64;
+        events.push((end - m.seconds.max(0.0), true, i));
+        events.push((end, false, i));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut running: Vec<usize> = Vec::new();
+    let mut last = f64::NEG_INFINITY;
+    for (time, starts, i) in events {
+        if !running.is_empty() && time > last {
+            let each = (time - last) / running.len() as f64;
+            for &r in &running {
+                shares[r] += each;
+            }
+        }
+        last = time;
+        if starts {
+            running.push(i);
+        } else {
+            running.retain(|&r| r != i);
+        }
+    }
+    shares
+}
+
+/// The longest chain of missing steps, in seconds on `target`.
+fn critical_path(plan: &Plan, priced: &[Priced], target: Target) -> f64 {
+    let cost: HashMap<usize, f64> = priced.iter().map(|p| (p.index, p.seconds[&target])).collect();
+    // Steps are in topological order: a step's inputs come before it.
+    let mut finish = vec![0.0_f64; plan.steps.len()];
+    for (i, step) in plan.steps.iter().enumerate() {
+        let ready = step.inputs.iter().map(|&j| finish[j]).fold(0.0, f64::max);
+        finish[i] = ready + cost.get(&i).copied().unwrap_or(0.0);
+    }
+    finish.into_iter().fold(0.0, f64::max)
+}
+
+/// The group whose measurements price a step: its kind, its label's model
+/// and method (a label is `kind/dataset/shortcut/model[/method[/metric]]`),
+/// without dataset and shortcut.
+fn group(step: &Step) -> String {
+    let parts: Vec<&str> = step.label.split('/').collect();
+    let tail = if parts.len() > 3 { parts[3..].join("/") } else { String::new() };
+    format!("{}/{tail}", step.kind.name())
+}
+
+/// Split sizes and words per example of each corpus step, read from the cache
+/// when it has the step, else built from the data as the step would.
+fn data_stats(plan: &Plan, cache: &Cache, notes: &mut Vec<String>) -> HashMap<usize, DataStats> {
+    let mut stats = HashMap::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        let Work::Corpus { dataset, files } = &step.work else { continue };
+        let built = match cache.lookup(step.kind, &step.key) {
+            Ok(Some(_)) => corpus::load(&cache.step_dir(step.kind, &step.key)),
+            _ => build(dataset, files.as_ref()),
+        };
+        let value = match built {
+            Ok(corpus) => DataStats::of(&corpus),
+            Err(e) => {
+                notes.push(format!(
+                    "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
+                    dataset.name,
+                    crate::errors::one_line(&e)
+                ));
+                DataStats::ASSUMED
+            }
+        };
+        stats.insert(i, value);
+    }
+    stats
+}
+
+fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> anyhow::Result<crate::data::Corpus> {
+    if let Some(files) = files {
+        for path in [Some(&files.train), files.validation.as_ref(), Some(&files.test)].into_iter().flatten() {
+            if !Path::new(path).is_file() {
+                anyhow::bail!("{} is not on this machine yet", path.display());
+            }
+        }
+    }
+    corpus::build(dataset, files).map(|(corpus, _)| corpus)
+}
+
+/// The first step of `kind` reached from step `index` through its inputs.
+fn ancestor(plan: &Plan, index: usize, kind: StepKind) -> Option<usize> {
+    let mut stack = vec![index];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(i) = stack.pop() {
+        if plan.steps[i].kind == kind {
+            return Some(i);
+        }
+        if seen.insert(i) {
+            stack.extend(plan.steps[i].inputs.iter().rev());
+        }
+    }
+    None
+}
+
+fn data_for(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>) -> DataStats {
+    ancestor(plan, index, StepKind::Corpus).and_then(|c| data.get(&c).copied()).unwrap_or(DataStats::ASSUMED)
+}
+
+/// The model a step runs: its spec, length limit, and multiply-adds per token.
+struct ModelShape {
+    macs_per_token: f64,
+    tokens: f64,
+}
+
+fn model_shape(plan: &Plan, index: usize, data: &DataStats, notes: &mut Vec<String>) -> Option<ModelShape> {
+    let train = ancestor(plan, index, StepKind::Train)?;
+    let Work::Train { model, max_length, assets, .. } = &plan.steps[train].work else { return None };
+    let macs_per_token = model.architecture.macs_per_token_with(&model.name, assets).unwrap_or_else(|| {
+        notes.push(format!(
+            "model `{}`: its checkpoint is not on this machine yet; assumed BERT-base's size",
+            model.name
+        ));
+        ASSUMED_MACS_PER_TOKEN
+    });
+    let tokens = model.architecture.tokens_for_words(data.mean_words).min(*max_length as f64).max(1.0);
+    Some(ModelShape { macs_per_token, tokens })
+}
+
+/// A training step's seconds from its shape's recorded rate on `target`.
+fn training_seconds(step: &Step, measurements: &Measurements, target: Target, data: &DataStats) -> Option<f64> {
+    let Work::Train { model, max_length, .. } = &step.work else { return None };
+    if !model.architecture.trains() {
+        return None;
+    }
+    let shape = Measurements::shape(&step.params["architecture"], *max_length, model.training.batch_size.get());
+    let rates = measurements.rates(&shape);
+    let rate = match target {
+        Target::Cpu => rates.cpu,
+        Target::Gpu => rates.cuda,
+    }?;
+    let examples = model.training.max_steps.get() as f64 * model.training.batch_size.get() as f64;
+    let evaluations = (model.training.max_steps.get() / model.training.eval_every.get()) as f64;
+    // Validation passes are forward only: about a third of a training example.
+    Some((examples + evaluations * data.validation / 3.0) / rate)
+}
+
+/// The work of step `index`.
+fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes: &mut Vec<String>) -> StepWork {
+    let step = &plan.steps[index];
+    let stats = data_for(plan, index, data);
+    let sample = |n: usize| if n == 0 { stats.test } else { (n as f64).min(stats.test) };
+    let forward = |shape: &ModelShape, examples: f64, passes: f64| StepWork {
+        infer_macs: examples * passes * shape.tokens * shape.macs_per_token,
+        example_passes: examples * passes,
+        ..StepWork::default()
+    };
+    match &step.work {
+        Work::Corpus { .. } => StepWork {
+            fixed_seconds: 0.05 + stats.examples() * 5.0e-6,
+            bytes: stats.examples() * (stats.mean_chars + 30.0),
+            ..StepWork::default()
+        },
+        Work::Synth { .. } => StepWork {
+            fixed_seconds: 0.05 + stats.examples() * 8.0e-6,
+            bytes: 1.6 * stats.examples() * (stats.mean_chars + 40.0),
+            ..StepWork::default()
+        },
+        Work::Train { model, .. } => {
+            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let weights = 4.5 * shape.macs_per_token + 1.0e6;
+            if !model.architecture.trains() {
+                return StepWork { fixed_seconds: 1.0, bytes: weights, ..StepWork::default() };
+            }
+            let t = &model.training;
+            let examples = t.max_steps.get() as f64 * t.batch_size.get() as f64;
+            let evaluations = (t.max_steps.get() / t.eval_every.get()) as f64;
+            let validation = forward(&shape, evaluations * stats.validation, 1.0);
+            StepWork {
+                train_macs: 3.0 * examples * shape.tokens * shape.macs_per_token,
+                optimizer_steps: t.max_steps.get() as f64,
+                bytes: weights,
+                ..validation
+            }
+        }
+        Work::Verify { .. } => model_shape(plan, index, &stats, notes)
+            .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, 2.0 * stats.test, 1.0) })
+            .unwrap_or_default(),
+        Work::Evaluate => model_shape(plan, index, &stats, notes)
+            .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, stats.test, 1.0) })
+            .unwrap_or_default(),
+        Work::Attribute(options) => {
+            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let examples = sample(options.sample);
+            let passes = options.method.forward_passes(shape.tokens);
+            StepWork {
+                fixed_seconds: 0.02,
+                bytes: examples * (shape.tokens * 45.0 + 200.0),
+                ..forward(&shape, examples, passes)
+            }
+        }
+        Work::Erasure(options) => {
+            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let examples = sample(options.attribution.sample);
+            let passes = erasure::forward_passes(1, &options.settings) as f64;
+            StepWork { fixed_seconds: 0.02, bytes: examples * 360.0, ..forward(&shape, examples, passes) }
+        }
+        Work::Agreement(_) => StepWork { fixed_seconds: 0.15, bytes: 14.0e3, ..StepWork::default() },
+        Work::Score { .. } => StepWork { fixed_seconds: 0.01, bytes: 3.0e3, ..StepWork::default() },
+        Work::Report(report) => StepWork {
+            fixed_seconds: 0.5 + 0.002 * report.cells.len() as f64,
+            bytes: 50.0e3 + 2.0e3 * report.cells.len() as f64,
+            ..StepWork::default()
+        },
+    }
+}
+
+/// Seconds as a person reads them: `42 s`, `7.5 min`, `3.2 h`, `12 days`.
+pub fn human_seconds(seconds: f64) -> String {
+    match seconds {
+        s if s < 90.0 => format!("{s:.0} s"),
+        s if s < 5_400.0 => format!("{:.1} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3_600.0),
+        s => format!("{:.0} days ({:.0} h)", s / 86_400.0, s / 3_600.0),
+    }
+}
+
+/// Bytes as a person reads them.
+pub fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    match b {
+        b if b < 1.0e6 => format!("{:.0} kB", b / 1.0e3),
+        b if b < 1.0e9 => format!("{:.0} MB", b / 1.0e6),
+        b => format!("{:.1} GB", b / 1.0e9),
+    }
+}
+
+/// The one line `grid run` prints before it starts.
+pub fn summary_line(estimate: &Estimate) -> String {
+    let cpu = estimate.device(Target::Cpu);
+    let gpu = estimate.device(Target::Gpu);
+    format!(
+        "estimate: {} of {} steps to run: ≈ {} on this CPU ({} threads), ≈ {} on an H100-class GPU; cache +{}",
+        estimate.missing,
+        estimate.steps,
+        human_seconds(cpu.seconds),
+        estimate.cpu_threads,
+        human_seconds(gpu.seconds),
+        human_bytes(estimate.bytes)
+    )
+}
+
+/// When a run on `target` is predicted over an hour: what would be faster.
+pub fn long_run_advice(estimate: &Estimate, target: Target) -> Option<String> {
+    const HOUR: f64 = 3_600.0;
+    let here = estimate.device(target);
+    if here.seconds <= HOUR {
+        return None;
+    }
+    let mut options = Vec::new();
+    let gpu = estimate.device(Target::Gpu);
+    if target == Target::Cpu && gpu.seconds < here.seconds / 2.0 {
+        options.push(format!("a GPU (`--device cuda`, ≈ {})", human_seconds(gpu.seconds)));
+    }
+    if here.critical_path_seconds < here.seconds / 2.0 {
+        options.push(format!(
+            "Slurm (`--executor slurm`: ≥ {}, the longest chain of steps, with a node per step)",
+            human_seconds(here.critical_path_seconds)
+        ));
+    }
+    options.push("a subset with `--set` (fewer seeds, models or methods, a smaller `sample`)".into());
+    Some(format!(
+        "this run is predicted to take {} on {}; faster: {}",
+        human_seconds(here.seconds),
+        match target {
+            Target::Cpu => "this CPU",
+            Target::Gpu => "the GPU",
+        },
+        options.join("; ")
+    ))
+}
+
+/// `grid plan --estimate`: the per-kind table and the totals.
+pub fn render(estimate: &Estimate) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} of {} steps missing ({} priced by this cache's measurements of their kind, model and method)\n",
+        estimate.grid, estimate.missing, estimate.steps, estimate.measured
+    );
+    let _ = writeln!(
+        out,
+        "| step kind | missing | measured | this CPU ({} threads) | H100-class GPU | cache |",
+        estimate.cpu_threads
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    for k in &estimate.kinds {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            k.kind.name(),
+            k.missing,
+            k.measured,
+            human_seconds(k.cpu_seconds),
+            human_seconds(k.gpu_seconds),
+            human_bytes(k.bytes)
+        );
+    }
+    let cpu = estimate.device(Target::Cpu);
+    let gpu = estimate.device(Target::Gpu);
+    let _ = writeln!(
+        out,
+        "| **all** | {} | {} | {} | {} | {} |\n",
+        estimate.missing,
+        estimate.measured,
+        human_seconds(cpu.seconds),
+        human_seconds(gpu.seconds),
+        human_bytes(estimate.bytes)
+    );
+    let _ = writeln!(
+        out,
+        "Local executor: the sum above (steps share the machine). Slurm, a node per step: at least the longest chain, ≈ {} (CPU nodes like this one) or ≈ {} (GPU nodes).",
+        human_seconds(cpu.critical_path_seconds),
+        human_seconds(gpu.critical_path_seconds)
+    );
+    for note in &estimate.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_and_bytes_read_as_people_write_them() {
+        assert_eq!(human_seconds(42.0), "42 s");
+        assert_eq!(human_seconds(450.0), "7.5 min");
+        assert_eq!(human_seconds(3.2 * 3600.0), "3.2 h");
+        assert_eq!(human_seconds(900.0 * 3600.0), "38 days (900 h)");
+        assert_eq!(human_bytes(58_000_000), "58 MB");
+        assert_eq!(human_bytes(38_000_000_000), "38.0 GB");
+    }
+
+    #[test]
+    fn a_gpu_prices_arithmetic_lower_and_each_step_higher_than_a_cpu() {
+        let big = StepWork { train_macs: 1.0e15, optimizer_steps: 1_000.0, ..StepWork::default() };
+        let small = StepWork { train_macs: 1.0e9, optimizer_steps: 1_000.0, ..StepWork::default() };
+        let (cpu, gpu) = (Prior::cpu(2), Prior::gpu());
+        assert!(big.seconds(&gpu) * 50.0 < big.seconds(&cpu), "BERT-sized work is far faster on a GPU");
+        assert!(small.seconds(&gpu) > small.seconds(&cpu), "a tiny model's steps are launch-bound on a GPU");
+        // Threads scale the CPU's arithmetic.
+        assert!((big.seconds(&Prior::cpu(4)) * 2.0 - big.seconds(&cpu)).abs() / big.seconds(&cpu) < 0.01);
+    }
+
+    #[test]
+    fn steps_that_ran_together_share_the_wall_time() {
+        let manifest = |finished_at: u64, seconds: f64| {
+            let text = serde_json::json!({
+                "kind": "train", "key": "00", "version": 1, "label": "x", "params": {}, "inputs": [],
+                "files": [], "finished_at": finished_at, "seconds": seconds, "grid_version": "0", "device": "cpu",
+            });
+            Some(serde_json::from_value::<crate::cache::Manifest>(text).unwrap())
+        };
+        // 0–10 alone, 10–20 with the second (which ran 10–30), 30–35 a third alone.
+        let shares = wall_shares(&[manifest(20, 20.0), manifest(30, 20.0), None, manifest(35, 5.0)]);
+        assert_eq!(shares, vec![15.0, 15.0, 0.0, 5.0]);
+        assert_eq!(shares.iter().sum::<f64>(), 35.0, "the shares add up to the wall time");
+    }
+
+    #[test]
+    fn an_hour_or_more_names_the_faster_options() {
+        let line = |target, seconds, critical_path_seconds| DeviceLine { target, seconds, critical_path_seconds };
+        let mut estimate = Estimate {
+            grid: "g".into(),
+            steps: 10,
+            missing: 10,
+            measured: 0,
+            cpu_threads: 2,
+            devices: vec![line(Target::Cpu, 900.0 * 3600.0, 40.0 * 3600.0), line(Target::Gpu, 7.0 * 3600.0, 1.0)],
+            kinds: Vec::new(),
+            bytes: 0,
+            notes: Vec::new(),
+        };
+        let advice = long_run_advice(&estimate, Target::Cpu).unwrap();
+        assert!(advice.contains("--device cuda, ≈ 7.0 h") || advice.contains("`--device cuda`, ≈ 7.0 h"), "{advice}");
+        assert!(advice.contains("--executor slurm"), "{advice}");
+        assert!(advice.contains("--set"), "{advice}");
+        estimate.devices[0].seconds = 1_800.0;
+        assert_eq!(long_run_advice(&estimate, Target::Cpu), None, "half an hour needs no advice");
+    }
+}

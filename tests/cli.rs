@@ -585,3 +585,58 @@ fn a_worker_plans_from_the_frozen_grid_not_the_edited_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--frozen takes no --set"), "{}", text(&out.stderr));
 }
+
+/// Issue 44, item 3: `grid plan --estimate` says what a run will take before
+/// it starts: from the cost model on an empty cache, and from what the cache
+/// measured once a run has recorded its steps' work. `grid run` prints the
+/// same in one line before it starts.
+#[test]
+fn estimate_predicts_a_run_from_what_the_cache_measured() {
+    let t = GridTest::new(TINY);
+    let estimate = |extra: &[&str]| {
+        let mut args = vec!["plan", "grid.toml", "--estimate", "--json"];
+        args.extend_from_slice(extra);
+        grid_json(&t, &args)
+    };
+    let kind = |e: &serde_json::Value, kind: &str| {
+        e["kinds"].as_array().unwrap().iter().find(|k| k["kind"] == kind).cloned().unwrap_or_else(|| panic!("{e}"))
+    };
+    let cpu_seconds = |e: &serde_json::Value| e["devices"][0]["seconds"].as_f64().unwrap();
+
+    // Nothing measured: every step from the cost model.
+    let before = estimate(&[]);
+    assert_eq!(before["missing"], before["steps"], "{before}");
+    assert_eq!(before["measured"], 0, "{before}");
+    assert!(cpu_seconds(&before) > 0.0 && before["bytes"].as_u64().unwrap() > 0, "{before}");
+    assert_eq!(kind(&before, "train")["missing"], 4, "{before}");
+
+    // One step after another (`-j 1`), so each step's seconds are its wall time.
+    let out = t.grid(&["run", "grid.toml", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let steps = before["steps"].as_u64().unwrap();
+    assert!(
+        text(&out.stderr).contains(&format!("estimate: {steps} of {steps} steps to run: ≈ ")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(estimate(&[])["missing"], 0, "a full cache leaves nothing to estimate");
+
+    // Another training seed: new keys, the same model shapes and methods, so
+    // every model step is priced by the first run's measurements.
+    let seed = ["--set", "models.lstm.training.seed=2"];
+    let after = estimate(&seed);
+    for k in ["train", "verify", "attribute"] {
+        let line = kind(&after, k);
+        assert_eq!(line["measured"], line["missing"], "{k}: {after}");
+    }
+    let predicted = cpu_seconds(&after);
+    let started = std::time::Instant::now();
+    let mut args = vec!["run", "grid.toml", "-j", "1"];
+    args.extend_from_slice(&seed);
+    let out = t.grid(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let actual = started.elapsed().as_secs_f64();
+    // Timing on a shared test machine: a wide margin; BENCHMARKS records the
+    // accuracy on real grids.
+    assert!(predicted > actual / 5.0 && predicted < actual * 5.0, "predicted {predicted:.1} s, ran {actual:.1} s");
+}

@@ -49,6 +49,9 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             eprintln!("note: {}", choice.describe());
         }
     }
+    if announce && matches!(action, Action::Run { .. }) {
+        announce_estimate(&plan, &cache, compute);
+    }
     if action.computes() {
         prepare_kernel_cache(&common, compute, announce)?;
     }
@@ -105,6 +108,24 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::from(130));
     }
     finish_run(&plan, &cache, &common, &outcome, started, verbosity, &action)
+}
+
+/// `grid run`'s preamble: what the missing steps will take, and what would
+/// be faster when that is over an hour on the chosen device.
+fn announce_estimate(plan: &Plan, cache: &Cache, compute: crate::backend::Compute) {
+    use dag::estimate::{self, Target};
+    let estimate = estimate::estimate(plan, cache, rayon::current_num_threads());
+    if estimate.missing == 0 {
+        return;
+    }
+    eprintln!("{}", estimate::summary_line(&estimate));
+    let target = match compute.device {
+        crate::backend::DeviceChoice::Cpu => Target::Cpu,
+        crate::backend::DeviceChoice::Cuda(_) => Target::Gpu,
+    };
+    if let Some(advice) = estimate::long_run_advice(&estimate, target) {
+        eprintln!("note: {advice}");
+    }
 }
 
 /// Prints the tables and the run's summary, checks verification, sets our

@@ -261,6 +261,11 @@ pub struct Manifest {
     /// key, instead of computing it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_from: Option<InputRef>,
+    /// What the step computed, in the units the pipeline's cost model prices
+    /// (`dag::estimate`), so that estimates of other grids learn from it.
+    /// Opaque here; absent in manifests written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<serde_json::Value>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -310,6 +315,8 @@ pub struct Staging {
     pub content_key: Option<ContentKey>,
     /// Set by [`Cache::take_payload`].
     reused_from: Option<InputRef>,
+    /// Recorded in the manifest ([`Manifest::work`]).
+    pub work: Option<serde_json::Value>,
 }
 
 /// What `cache/labels/<label>.json` remembers.
@@ -369,7 +376,7 @@ impl Cache {
             fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
         }
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        Ok(Staging { dir, kind, key: key.clone(), content_key: None, reused_from: None })
+        Ok(Staging { dir, kind, key: key.clone(), content_key: None, reused_from: None, work: None })
     }
 
     /// Checksums the payload, writes the manifest and renames the folder into place.
@@ -411,6 +418,7 @@ impl Cache {
             device: device.to_string(),
             content_key: staging.content_key.clone(),
             reused_from: staging.reused_from.clone(),
+            work: staging.work.clone(),
         };
         let manifest_path = staging.dir.join("manifest.json");
         let json = serde_json::to_vec_pretty(&manifest)
@@ -521,6 +529,7 @@ mod tests {
             device: "cpu".into(),
             content_key: None,
             reused_from: None,
+            work: None,
         };
         let v = serde_json::to_value(&m).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

@@ -11,7 +11,7 @@
 //!   for occlusion);
 //! - `erasure`: the sampled examples × its sequences per example
 //!   ([`erasure::forward_passes`]); `verify` and `evaluate`: a forward over the
-//!   test examples (twice for verify: the original and the synthetic set);
+//!   test examples (five times for verify: two models, three test sets);
 //! - an example is `min(max_length, tokens)` tokens, the tokens counted from
 //!   the dataset's mean words per test example
 //!   ([`ArchitectureSpec::tokens_for_words`]).
@@ -32,9 +32,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{Plan, Step};
+use super::Plan;
 use crate::backend::placement::Measurements;
 use crate::cache::{Cache, StepKind};
 use crate::metrics::erasure;
@@ -79,17 +79,17 @@ pub struct Prior {
 }
 
 impl Prior {
-    /// Flex on `threads` cores: 10 G multiply-adds per second and core (a
-    /// MiniLM-shaped BERT trained at 11.3 examples/s on one core of the
-    /// 2-core EPYC, 29 tokens each), 2 ms per optimiser step and 60 µs per
-    /// example pass (the quickstart's tiny BERT and BiLSTM).
+    /// Flex on `threads` cores: 22 G multiply-adds per second and core, 1.5
+    /// ms per optimiser step, 2 µs per example pass. Fitted to the wall-time
+    /// shares of a release quickstart (tiny BERT, BiLSTM) and a MiniLM grid
+    /// on a 2-core AMD EPYC (BENCHMARKS, "Estimates before the run").
     pub fn cpu(threads: usize) -> Prior {
-        let rate = 1.0e10 * threads.max(1) as f64;
+        let rate = 2.2e10 * threads.max(1) as f64;
         Prior {
             train_macs_per_second: rate,
             infer_macs_per_second: rate,
-            seconds_per_optimizer_step: 2.0e-3,
-            seconds_per_example_pass: 60.0e-6,
+            seconds_per_optimizer_step: 1.5e-3,
+            seconds_per_example_pass: 2.0e-6,
         }
     }
 
@@ -114,7 +114,7 @@ impl Prior {
 }
 
 /// A step's work, in the units the prior prices.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 struct StepWork {
     train_macs: f64,
     optimizer_steps: f64,
@@ -226,60 +226,105 @@ struct Priced {
     measured: bool,
 }
 
+/// What a finished step recorded ([`work_record`]): the group whose
+/// missing steps it prices, and its work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct WorkRecord {
+    group: String,
+    work: StepWork,
+}
+
+/// What step `index` of `plan` computes, in the units the cost model prices,
+/// for its manifest: later estimates, of this grid or another, learn from it.
+/// Its inputs are in `cache` (the step has run).
+pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_json::Value> {
+    let corpus = ancestor(plan, index, StepKind::Corpus)?;
+    let mut notes = Vec::new();
+    let stats = HashMap::from([(corpus, corpus_stats(plan, corpus, cache).ok()?)]);
+    let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &stats, &mut notes) };
+    serde_json::to_value(record).ok()
+}
+
+/// One finished step as the estimate learns from it.
+struct Finished {
+    target: Target,
+    group: String,
+    kind: StepKind,
+    /// Its share of the wall time ([`wall_shares`]).
+    seconds: f64,
+    work: StepWork,
+    bytes: f64,
+}
+
+/// Every finished step in `cache` whose work is known: recorded in its
+/// manifest, or (a manifest from before records) counted from `plan`.
+fn history(plan: &Plan, cache: &Cache, data: &HashMap<usize, DataStats>, notes: &mut Vec<String>) -> Vec<Finished> {
+    let in_plan: HashMap<&str, usize> = plan.steps.iter().enumerate().map(|(i, s)| (s.key.as_str(), i)).collect();
+    let manifests: Vec<crate::cache::Manifest> =
+        StepKind::ALL.iter().flat_map(|&kind| cache.manifests(kind).unwrap_or_default()).collect();
+    let shares = wall_shares(&manifests);
+    manifests
+        .iter()
+        .zip(shares)
+        .filter(|(m, _)| m.reused_from.is_none())
+        .filter_map(|(m, seconds)| {
+            let record = match m.work.as_ref().and_then(|w| serde_json::from_value::<WorkRecord>(w.clone()).ok()) {
+                Some(record) => record,
+                None => {
+                    let &i = in_plan.get(m.key.as_str())?;
+                    WorkRecord { group: group(plan, i), work: step_work(plan, i, data, notes) }
+                }
+            };
+            Some(Finished {
+                target: Target::of_manifest(&m.device),
+                group: record.group,
+                kind: m.kind,
+                seconds,
+                work: record.work,
+                bytes: m.files.iter().map(|f| f.bytes).sum::<u64>() as f64,
+            })
+        })
+        .collect()
+}
+
 /// Estimates the steps of `plan` that `cache` lacks, with the CPU on `threads`.
 pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
     let mut notes = Vec::new();
     let data = data_stats(plan, cache, &mut notes);
-    let work: Vec<StepWork> = (0..plan.steps.len()).map(|i| step_work(plan, i, &data, &mut notes)).collect();
-    let finished: Vec<Option<crate::cache::Manifest>> =
-        plan.steps.iter().map(|s| cache.lookup(s.kind, &s.key).ok().flatten()).collect();
+    let finished: Vec<bool> = plan.steps.iter().map(|s| matches!(cache.lookup(s.kind, &s.key), Ok(Some(_)))).collect();
 
     // Measured ÷ predicted, per (device, group) and per (device, kind).
-    let mut by_group: HashMap<(Target, String), (f64, f64, f64, usize)> = HashMap::new();
+    let mut by_group: HashMap<(Target, String), (f64, f64)> = HashMap::new();
+    let mut bytes_by_group: HashMap<String, (f64, usize)> = HashMap::new();
     let mut by_kind: HashMap<(Target, StepKind), (f64, f64)> = HashMap::new();
-    let shares = wall_shares(&finished);
-    for (i, manifest) in finished.iter().enumerate() {
-        let Some(manifest) = manifest else { continue };
-        if manifest.reused_from.is_some() {
-            continue;
-        }
-        let target = Target::of_manifest(&manifest.device);
-        let predicted = work[i].seconds(&Prior::of(target, threads));
-        let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
-        let seconds = shares[i];
-        let group = by_group.entry((target, group(&plan.steps[i]))).or_default();
-        *group = (group.0 + seconds, group.1 + predicted, group.2 + bytes as f64, group.3 + 1);
-        let kind = by_kind.entry((target, plan.steps[i].kind)).or_default();
-        *kind = (kind.0 + seconds, kind.1 + predicted);
+    for f in history(plan, cache, &data, &mut notes) {
+        let predicted = f.work.seconds(&Prior::of(f.target, threads));
+        let group = by_group.entry((f.target, f.group.clone())).or_default();
+        *group = (group.0 + f.seconds, group.1 + predicted);
+        let bytes = bytes_by_group.entry(f.group).or_default();
+        *bytes = (bytes.0 + f.bytes, bytes.1 + 1);
+        let kind = by_kind.entry((f.target, f.kind)).or_default();
+        *kind = (kind.0 + f.seconds, kind.1 + predicted);
     }
     let ratio = |(measured, predicted): (f64, f64)| (predicted > 0.0).then(|| measured / predicted);
-    let measurements = Measurements::in_cache(cache.root());
 
     let mut priced = Vec::new();
     for (i, step) in plan.steps.iter().enumerate() {
-        if finished[i].is_some() {
+        if finished[i] {
             continue;
         }
+        let work = step_work(plan, i, &data, &mut notes);
+        let group = group(plan, i);
         let mut seconds = HashMap::new();
         let mut measured = false;
         for target in Target::BOTH {
-            let prior = work[i].seconds(&Prior::of(target, threads));
-            let own = by_group.get(&(target, group(step))).and_then(|g| ratio((g.0, g.1)));
+            let prior = work.seconds(&Prior::of(target, threads));
+            let own = by_group.get(&(target, group.clone())).and_then(|g| ratio(*g));
             let kind = by_kind.get(&(target, step.kind)).and_then(|k| ratio(*k));
-            let trained = training_seconds(step, &measurements, target, &data_for(plan, i, &data));
-            let (value, own_measurement) = match (own, trained, kind) {
-                (Some(r), _, _) => (prior * r, true),
-                (None, Some(s), _) => (s, true),
-                (None, None, Some(r)) => (prior * r, false),
-                (None, None, None) => (prior, false),
-            };
-            seconds.insert(target, value);
-            measured |= own_measurement;
+            seconds.insert(target, prior * own.or(kind).unwrap_or(1.0));
+            measured |= own.is_some();
         }
-        let bytes = by_group
-            .iter()
-            .find(|((_, g), _)| *g == group(step))
-            .map_or(work[i].bytes, |(_, (_, _, bytes, n))| bytes / *n as f64);
+        let bytes = bytes_by_group.get(&group).map_or(work.bytes, |(bytes, n)| bytes / *n as f64);
         priced.push(Priced { index: i, seconds, bytes, measured });
     }
 
@@ -326,12 +371,11 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
 /// among the steps that ran at the same time (`grid run -j 2` runs two steps
 /// at once, each slower than alone, and the run takes about the sum of the
 /// shares). From the manifests' finish times and durations.
-fn wall_shares(finished: &[Option<crate::cache::Manifest>]) -> Vec<f64> {
+fn wall_shares(finished: &[crate::cache::Manifest]) -> Vec<f64> {
     let mut shares = vec![0.0; finished.len()];
     // (time, starts, step): ends sort before starts at the same instant.
     let mut events: Vec<(f64, bool, usize)> = Vec::new();
-    for (i, manifest) in finished.iter().enumerate() {
-        let Some(m) = manifest else { continue };
+    for (i, m) in finished.iter().enumerate() {
         let end = m.finished_at as f64;
         events.push((end - m.seconds.max(0.0), true, i));
         events.push((end, false, i));
@@ -368,13 +412,22 @@ fn critical_path(plan: &Plan, priced: &[Priced], target: Target) -> f64 {
     finish.into_iter().fold(0.0, f64::max)
 }
 
-/// The group whose measurements price a step: its kind, its label's model
-/// and method (a label is `kind/dataset/shortcut/model[/method[/metric]]`),
-/// without dataset and shortcut.
-fn group(step: &Step) -> String {
-    let parts: Vec<&str> = step.label.split('/').collect();
-    let tail = if parts.len() > 3 { parts[3..].join("/") } else { String::new() };
-    format!("{}/{tail}", step.kind.name())
+/// The group whose measurements price a step: its kind, the shape of the
+/// model it runs (architecture parameters, length limit, batch size: what
+/// `placement` records rates by), and its method.
+fn group(plan: &Plan, index: usize) -> String {
+    let step = &plan.steps[index];
+    let model = ancestor(plan, index, StepKind::Train).and_then(|t| {
+        let train = &plan.steps[t];
+        let Work::Train { model, max_length, .. } = &train.work else { return None };
+        Some(Measurements::shape(&train.params["architecture"], *max_length, model.training.batch_size.get()))
+    });
+    let method = match &step.work {
+        Work::Attribute(options) => options.method.to_string(),
+        Work::Erasure(options) => options.attribution.method.to_string(),
+        _ => String::new(),
+    };
+    format!("{}/{}/{method}", step.kind.name(), model.unwrap_or_default())
 }
 
 /// Split sizes and words per example of each corpus step, read from the cache
@@ -382,25 +435,42 @@ fn group(step: &Step) -> String {
 fn data_stats(plan: &Plan, cache: &Cache, notes: &mut Vec<String>) -> HashMap<usize, DataStats> {
     let mut stats = HashMap::new();
     for (i, step) in plan.steps.iter().enumerate() {
-        let Work::Corpus { dataset, files } = &step.work else { continue };
-        let built = match cache.lookup(step.kind, &step.key) {
-            Ok(Some(_)) => corpus::load(&cache.step_dir(step.kind, &step.key)),
-            _ => build(dataset, files.as_ref()),
-        };
-        let value = match built {
-            Ok(corpus) => DataStats::of(&corpus),
-            Err(e) => {
-                notes.push(format!(
-                    "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
-                    dataset.name,
-                    crate::errors::one_line(&e)
-                ));
-                DataStats::ASSUMED
-            }
-        };
+        let Work::Corpus { dataset, .. } = &step.work else { continue };
+        let value = corpus_stats(plan, i, cache).unwrap_or_else(|e| {
+            notes.push(format!(
+                "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
+                dataset.name,
+                crate::errors::one_line(&e)
+            ));
+            DataStats::ASSUMED
+        });
         stats.insert(i, value);
     }
     stats
+}
+
+/// Test examples whose words are counted: enough for a mean.
+const COUNTED_EXAMPLES: usize = 2_000;
+
+/// The statistics of corpus step `index`: from its payload when cached (the
+/// sizes from `stats.json`, the words from the first test examples), else
+/// from the data, read as the step reads it.
+fn corpus_stats(plan: &Plan, index: usize, cache: &Cache) -> anyhow::Result<DataStats> {
+    use std::io::BufRead;
+    let step = &plan.steps[index];
+    let Work::Corpus { dataset, files } = &step.work else { anyhow::bail!("{} is not a corpus step", step.label) };
+    if !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_))) {
+        return build(dataset, files.as_ref()).map(|corpus| DataStats::of(&corpus));
+    }
+    let dir = cache.step_dir(step.kind, &step.key);
+    let sizes: corpus::CorpusStats = serde_json::from_slice(&std::fs::read(dir.join("stats.json"))?)?;
+    let test = std::io::BufReader::new(std::fs::File::open(dir.join("test.jsonl"))?);
+    let mut examples = Vec::new();
+    for line in test.lines().take(COUNTED_EXAMPLES) {
+        examples.push(serde_json::from_str::<crate::data::Example>(&line?)?);
+    }
+    let counted = DataStats::of(&crate::data::Corpus { train: Vec::new(), validation: Vec::new(), test: examples });
+    Ok(DataStats { train: sizes.train as f64, validation: sizes.validation as f64, test: sizes.test as f64, ..counted })
 }
 
 fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> anyhow::Result<crate::data::Corpus> {
@@ -453,22 +523,20 @@ fn model_shape(plan: &Plan, index: usize, data: &DataStats, notes: &mut Vec<Stri
     Some(ModelShape { macs_per_token, tokens })
 }
 
-/// A training step's seconds from its shape's recorded rate on `target`.
-fn training_seconds(step: &Step, measurements: &Measurements, target: Target, data: &DataStats) -> Option<f64> {
-    let Work::Train { model, max_length, .. } = &step.work else { return None };
-    if !model.architecture.trains() {
+/// The weights a checkpoint's folder holds, when it is on this machine: a
+/// fine-tuned copy saves as many.
+fn checkpoint_bytes(work: &Work) -> Option<f64> {
+    let Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, cache_root }, .. } = work else {
         return None;
-    }
-    let shape = Measurements::shape(&step.params["architecture"], *max_length, model.training.batch_size.get());
-    let rates = measurements.rates(&shape);
-    let rate = match target {
-        Target::Cpu => rates.cpu,
-        Target::Gpu => rates.cuda,
-    }?;
-    let examples = model.training.max_steps.get() as f64 * model.training.batch_size.get() as f64;
-    let evaluations = (model.training.max_steps.get() / model.training.eval_every.get()) as f64;
-    // Validation passes are forward only: about a third of a training example.
-    Some((examples + evaluations * data.validation / 3.0) / rate)
+    };
+    let entries = std::fs::read_dir(source.dir(cache_root)).ok()?;
+    let bytes: u64 = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "safetensors"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    (bytes > 0).then_some(bytes as f64)
 }
 
 /// The work of step `index`.
@@ -494,7 +562,7 @@ fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes:
         },
         Work::Train { model, .. } => {
             let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
-            let weights = 4.5 * shape.macs_per_token + 1.0e6;
+            let weights = checkpoint_bytes(&step.work).unwrap_or(4.5 * shape.macs_per_token + 1.0e6);
             if !model.architecture.trains() {
                 return StepWork { fixed_seconds: 1.0, bytes: weights, ..StepWork::default() };
             }
@@ -509,8 +577,10 @@ fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes:
                 ..validation
             }
         }
+        // Five accuracies: the shortcut model on the synthetic, flipped and
+        // original test sets, the original model on the synthetic and original.
         Work::Verify { .. } => model_shape(plan, index, &stats, notes)
-            .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, 2.0 * stats.test, 1.0) })
+            .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, 5.0 * stats.test, 1.0) })
             .unwrap_or_default(),
         Work::Evaluate => model_shape(plan, index, &stats, notes)
             .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, stats.test, 1.0) })
@@ -675,7 +745,7 @@ mod tests {
         let big = StepWork { train_macs: 1.0e15, optimizer_steps: 1_000.0, ..StepWork::default() };
         let small = StepWork { train_macs: 1.0e9, optimizer_steps: 1_000.0, ..StepWork::default() };
         let (cpu, gpu) = (Prior::cpu(2), Prior::gpu());
-        assert!(big.seconds(&gpu) * 50.0 < big.seconds(&cpu), "BERT-sized work is far faster on a GPU");
+        assert!(big.seconds(&gpu) * 20.0 < big.seconds(&cpu), "BERT-sized work is far faster on a GPU");
         assert!(small.seconds(&gpu) > small.seconds(&cpu), "a tiny model's steps are launch-bound on a GPU");
         // Threads scale the CPU's arithmetic.
         assert!((big.seconds(&Prior::cpu(4)) * 2.0 - big.seconds(&cpu)).abs() / big.seconds(&cpu) < 0.01);
@@ -688,11 +758,11 @@ mod tests {
                 "kind": "train", "key": "00", "version": 1, "label": "x", "params": {}, "inputs": [],
                 "files": [], "finished_at": finished_at, "seconds": seconds, "grid_version": "0", "device": "cpu",
             });
-            Some(serde_json::from_value::<crate::cache::Manifest>(text).unwrap())
+            serde_json::from_value::<crate::cache::Manifest>(text).unwrap()
         };
         // 0–10 alone, 10–20 with the second (which ran 10–30), 30–35 a third alone.
-        let shares = wall_shares(&[manifest(20, 20.0), manifest(30, 20.0), None, manifest(35, 5.0)]);
-        assert_eq!(shares, vec![15.0, 15.0, 0.0, 5.0]);
+        let shares = wall_shares(&[manifest(20, 20.0), manifest(30, 20.0), manifest(35, 5.0)]);
+        assert_eq!(shares, vec![15.0, 15.0, 5.0]);
         assert_eq!(shares.iter().sum::<f64>(), 35.0, "the shares add up to the wall time");
     }
 

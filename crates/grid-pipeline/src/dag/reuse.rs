@@ -136,6 +136,7 @@ mod tests {
             device: "cpu".into(),
             content_key: None,
             reused_from: None,
+            work: None,
         }
     }
 

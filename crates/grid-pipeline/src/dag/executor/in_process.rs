@@ -94,6 +94,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             return Err(e);
         }
         let seconds = started.elapsed().as_secs_f64();
+        // What it computed, so that estimates of later runs learn from it.
+        staging.work = crate::dag::estimate::work_record(plan, index, cache);
         cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &compute.to_string())?;
         // The result is in place: what it was resumed from has served.
         cache.remove_resume(step.kind, &step.key)?;

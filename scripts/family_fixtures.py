@@ -1,4 +1,4 @@
-"""RoBERTa, DistilBERT and ELECTRA folders exactly as transformers writes them, with the
+"""RoBERTa, DistilBERT, ELECTRA and ModernBERT folders exactly as transformers writes them, with the
 outputs transformers computes, for the model-family equivalence tests
 (tests/families.rs).
 
@@ -14,7 +14,7 @@ classification logits.
 Regenerate (needs torch, transformers and tokenizers; a CPU is enough), all
 families or the ones named:
 
-    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra]
+    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra] [modernbert]
 """
 
 import json
@@ -33,6 +33,9 @@ from transformers import (
     ElectraConfig,
     ElectraForSequenceClassification,
     ElectraTokenizerFast,
+    ModernBertConfig,
+    ModernBertForSequenceClassification,
+    PreTrainedTokenizerFast,
     RobertaConfig,
     RobertaForSequenceClassification,
     RobertaTokenizerFast,
@@ -116,11 +119,55 @@ def electra(out_dir: pathlib.Path) -> None:
     write(out_dir / "electra_transformers", model, tokenizer, lambda m, **kw: m.electra(**kw))
 
 
+def modernbert(out_dir: pathlib.Path) -> None:
+    # ModernBERT's tokenizer is a byte-level BPE with BERT's special tokens
+    # around each sequence ("[CLS] … [SEP]").
+    bpe = ByteLevelBPETokenizer()
+    special = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    bpe.train_from_iterator(CORPUS, vocab_size=300, min_frequency=1, special_tokens=special)
+    bpe._tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", bpe.token_to_id("[CLS]")), ("[SEP]", bpe.token_to_id("[SEP]"))],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+    )
+    # Three layers, the first global and the next two local with a window of
+    # four tokens (two each side), shorter than the sentences, so both kinds of
+    # attention and both rotary bases are exercised; mean pooling, as
+    # ModernBERT-base's classification config has it.
+    config = ModernBertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        global_attn_every_n_layers=3,
+        local_attention=4,
+        max_position_embeddings=64,
+        classifier_pooling="mean",
+        num_labels=3,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+    )
+    model = ModernBertForSequenceClassification(config).eval()
+    write(out_dir / "modernbert_transformers", model, tokenizer, lambda m, **kw: m.model(**kw))
+
+
 def write(out_dir, model, tokenizer, encoder) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if "LayerNorm" in name or "layer_norm" in name:
+            if "LayerNorm" in name or "layer_norm" in name or "norm" in name.split(".")[-2]:
                 parameter.add_(0.2 * torch.randn_like(parameter))
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
@@ -147,7 +194,7 @@ def write(out_dir, model, tokenizer, encoder) -> None:
     print(f"wrote {out_dir} (transformers {transformers.__version__}, torch {torch.__version__})")
 
 
-FAMILIES = {"roberta": roberta, "distilbert": distilbert, "electra": electra}
+FAMILIES = {"roberta": roberta, "distilbert": distilbert, "electra": electra, "modernbert": modernbert}
 
 
 def main(out: str, names: list[str]) -> None:
@@ -158,6 +205,8 @@ def main(out: str, names: list[str]) -> None:
     for name in names or list(FAMILIES):
         if name == "electra":
             torch.manual_seed(21)
+        if name == "modernbert":
+            torch.manual_seed(22)
         FAMILIES[name](out_dir)
 
 

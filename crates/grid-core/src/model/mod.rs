@@ -57,6 +57,28 @@ pub enum AttentionView {
     AllLayers,
 }
 
+/// `attn-last` / `attn-all` from a transformer's attention probabilities
+/// per layer (`[batch, heads, queries, keys]`): the first token's row, mean
+/// over heads (and over layers); `None` for the BiLSTM's additive view.
+pub(crate) fn first_token_attention<B: Backend>(
+    mut attentions: Vec<Tensor<B, 4>>,
+    view: AttentionView,
+) -> Option<Tensor<B, 2>> {
+    let first_row = |probs: Tensor<B, 4>| {
+        let [batch, _, _, time] = probs.dims();
+        probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time])
+    };
+    match view {
+        AttentionView::Additive => None,
+        AttentionView::LastLayer => attentions.pop().map(first_row),
+        AttentionView::AllLayers => {
+            let layers = attentions.len();
+            let sum = attentions.into_iter().map(first_row).reduce(|a, b| a + b)?;
+            Some(sum.div_scalar(layers as f64))
+        }
+    }
+}
+
 /// What a classifier exposes to training, verification and salience.
 ///
 /// Outputs are `[batch, num_outputs]` logits; a binary model has one output and

@@ -88,12 +88,6 @@ impl<B: Backend> BertClassifier<B> {
     }
 }
 
-/// The `[CLS]` row (query 0) of attention probabilities, mean over heads: `[batch, time]`.
-fn cls_row<B: Backend>(probs: Tensor<B, 4>) -> Tensor<B, 2> {
-    let [batch, _, _, time] = probs.dims();
-    probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time])
-}
-
 impl<B: Backend> Classifier<B> for BertClassifier<B> {
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         self.bert.embeddings.words(ids)
@@ -117,16 +111,7 @@ impl<B: Backend> Classifier<B> for BertClassifier<B> {
         mask: Tensor<B, 2>,
         view: AttentionView,
     ) -> Option<Tensor<B, 2>> {
-        let mut attentions = self.attentions(embeddings, mask);
-        match view {
-            AttentionView::Additive => None,
-            AttentionView::LastLayer => attentions.pop().map(cls_row),
-            AttentionView::AllLayers => {
-                let layers = attentions.len();
-                let sum = attentions.into_iter().map(cls_row).reduce(|a, b| a + b)?;
-                Some(sum.div_scalar(layers as f64))
-            }
-        }
+        crate::model::first_token_attention(self.attentions(embeddings, mask), view)
     }
 
     fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {

@@ -9,12 +9,6 @@ use super::config::Pooling;
 use super::encoder::ModernBertClassifier;
 use crate::model::{AttentionLeaf, AttentionView, Classifier};
 
-/// The first token's row (query 0) of attention probabilities, mean over heads.
-fn first_row<B: Backend>(probs: Tensor<B, 4>) -> Tensor<B, 2> {
-    let [batch, _, _, time] = probs.dims();
-    probs.narrow(2, 0, 1).mean_dim(1).reshape([batch, time])
-}
-
 impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         ModernBertClassifier::embed(self, ids)
@@ -38,16 +32,7 @@ impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
         mask: Tensor<B, 2>,
         view: AttentionView,
     ) -> Option<Tensor<B, 2>> {
-        let (_, mut attentions) = self.encode_with(embeddings, mask, false);
-        match view {
-            AttentionView::Additive => None,
-            AttentionView::LastLayer => attentions.pop().map(first_row),
-            AttentionView::AllLayers => {
-                let layers = attentions.len();
-                let sum = attentions.into_iter().map(first_row).reduce(|a, b| a + b)?;
-                Some(sum.div_scalar(layers as f64))
-            }
-        }
+        crate::model::first_token_attention(self.encode_with(embeddings, mask, false).1, view)
     }
 
     /// Only with `[CLS]` pooling: under mean pooling every query of the last

@@ -238,6 +238,11 @@ struct WorkRecord {
 /// for its manifest: later estimates, of this grid or another, learn from it.
 /// Its inputs are in `cache` (the step has run).
 pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_json::Value> {
+    // A corpus step's own statistics are not in the cache yet, and reading
+    // its data again to record a second's work is not worth it.
+    if plan.steps[index].kind == StepKind::Corpus {
+        return None;
+    }
     let corpus = ancestor(plan, index, StepKind::Corpus)?;
     let mut notes = Vec::new();
     let stats = HashMap::from([(corpus, corpus_stats(plan, corpus, cache).ok()?)]);

@@ -49,8 +49,8 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             eprintln!("note: {}", choice.describe());
         }
     }
-    if announce && matches!(action, Action::Run { .. }) {
-        announce_estimate(&plan, &cache, compute);
+    if announce && let Action::Run { executor, .. } = &action {
+        announce_estimate(&plan, &cache, compute, *executor == ExecutorChoice::Slurm);
     }
     if action.computes() {
         prepare_kernel_cache(&common, compute, announce)?;
@@ -112,7 +112,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
 
 /// `grid run`'s preamble: what the missing steps will take, and what would
 /// be faster when that is over an hour on the chosen device.
-fn announce_estimate(plan: &Plan, cache: &Cache, compute: crate::backend::Compute) {
+fn announce_estimate(plan: &Plan, cache: &Cache, compute: crate::backend::Compute, on_slurm: bool) {
     use dag::estimate::{self, Target};
     let estimate = estimate::estimate(plan, cache, rayon::current_num_threads());
     if estimate.missing == 0 {
@@ -123,7 +123,8 @@ fn announce_estimate(plan: &Plan, cache: &Cache, compute: crate::backend::Comput
         crate::backend::DeviceChoice::Cpu => Target::Cpu,
         crate::backend::DeviceChoice::Cuda(_) => Target::Gpu,
     };
-    if let Some(advice) = estimate::long_run_advice(&estimate, target) {
+    let gpu_here = crate::backend::placement::gpu_available().is_ok();
+    if let Some(advice) = estimate::long_run_advice(&estimate, target, gpu_here, on_slurm) {
         eprintln!("note: {advice}");
     }
 }

@@ -652,7 +652,9 @@ pub fn summary_line(estimate: &Estimate) -> String {
 }
 
 /// When a run on `target` is predicted over an hour: what would be faster.
-pub fn long_run_advice(estimate: &Estimate, target: Target) -> Option<String> {
+/// `gpu_here`: whether this build and machine can compute on a GPU;
+/// `on_slurm`: whether the run already goes through Slurm.
+pub fn long_run_advice(estimate: &Estimate, target: Target, gpu_here: bool, on_slurm: bool) -> Option<String> {
     const HOUR: f64 = 3_600.0;
     let here = estimate.device(target);
     if here.seconds <= HOUR {
@@ -661,9 +663,15 @@ pub fn long_run_advice(estimate: &Estimate, target: Target) -> Option<String> {
     let mut options = Vec::new();
     let gpu = estimate.device(Target::Gpu);
     if target == Target::Cpu && gpu.seconds < here.seconds / 2.0 {
-        options.push(format!("a GPU (`--device cuda`, ≈ {})", human_seconds(gpu.seconds)));
+        options.push(match gpu_here {
+            true => format!("a GPU (`--device cuda`, ≈ {})", human_seconds(gpu.seconds)),
+            false => format!(
+                "a machine with a GPU and a GPU build (`--features cuda`, README \"CUDA\"; ≈ {})",
+                human_seconds(gpu.seconds)
+            ),
+        });
     }
-    if here.critical_path_seconds < here.seconds / 2.0 {
+    if !on_slurm && here.critical_path_seconds < here.seconds / 2.0 {
         options.push(format!(
             "Slurm (`--executor slurm`: ≥ {}, the longest chain of steps, with a node per step)",
             human_seconds(here.critical_path_seconds)
@@ -785,11 +793,15 @@ mod tests {
             bytes: 0,
             notes: Vec::new(),
         };
-        let advice = long_run_advice(&estimate, Target::Cpu).unwrap();
-        assert!(advice.contains("--device cuda, ≈ 7.0 h") || advice.contains("`--device cuda`, ≈ 7.0 h"), "{advice}");
+        let advice = long_run_advice(&estimate, Target::Cpu, true, false).unwrap();
+        assert!(advice.contains("a GPU (`--device cuda`, ≈ 7.0 h)"), "{advice}");
         assert!(advice.contains("--executor slurm"), "{advice}");
         assert!(advice.contains("--set"), "{advice}");
+        // No GPU here, already on Slurm: a GPU build elsewhere, and no Slurm again.
+        let advice = long_run_advice(&estimate, Target::Cpu, false, true).unwrap();
+        assert!(advice.contains("a machine with a GPU and a GPU build (`--features cuda`"), "{advice}");
+        assert!(!advice.contains("--executor slurm"), "{advice}");
         estimate.devices[0].seconds = 1_800.0;
-        assert_eq!(long_run_advice(&estimate, Target::Cpu), None, "half an hour needs no advice");
+        assert_eq!(long_run_advice(&estimate, Target::Cpu, true, false), None, "half an hour needs no advice");
     }
 }

@@ -41,9 +41,23 @@ pub struct LoadReport {
 }
 
 pub fn read_config(dir: &Path) -> Result<BertConfig, LoadError> {
+    read_config_json(dir, super::family::read_config)
+}
+
+/// `dir`'s `config.json`, read by `parse`; its errors name the file.
+pub(crate) fn read_config_json<T>(dir: &Path, parse: impl FnOnce(&[u8]) -> Result<T, String>) -> Result<T, LoadError> {
     let path = dir.join(CONFIG);
     let bytes = std::fs::read(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
-    super::family::read_config(&bytes).map_err(|message| LoadError::Config { path, message })
+    parse(&bytes).map_err(|message| LoadError::Config { path, message })
+}
+
+/// The tensors of a checkpoint whose shapes do not fit the module its
+/// `config.json` describes, as one message; `None` when all fit.
+pub(crate) fn unfitting_tensors(result: &burn_store::ApplyResult) -> Option<String> {
+    (!result.errors.is_empty()).then(|| {
+        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
+        format!("tensors do not fit config.json: {}", errors.join("; "))
+    })
 }
 
 /// Loads a pretrained encoder. `rng` initialises anything the checkpoint lacks
@@ -77,12 +91,8 @@ pub fn load_pretrained<B: Backend>(
         .allow_partial(true);
     let result =
         model.load_from(&mut store).map_err(|e| LoadError::Weights { path: path.clone(), message: e.to_string() })?;
-    if !result.errors.is_empty() {
-        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
-        return Err(LoadError::Weights {
-            path,
-            message: format!("tensors do not fit config.json: {}", errors.join("; ")),
-        });
+    if let Some(message) = unfitting_tensors(&result) {
+        return Err(LoadError::Weights { path, message });
     }
     let missing: Vec<&str> =
         result.missing.iter().map(|(p, _)| p.as_str()).filter(|p| !p.starts_with("pooler.")).collect();

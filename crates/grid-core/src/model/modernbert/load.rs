@@ -8,12 +8,10 @@ use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 
 use super::config::ModernBertConfig;
 use super::encoder::ModernBertClassifier;
-use crate::model::bert::load::{CONFIG, LoadError, WEIGHTS};
+use crate::model::bert::load::{LoadError, WEIGHTS, read_config_json, unfitting_tensors};
 
 pub fn read_config(dir: &Path) -> Result<ModernBertConfig, LoadError> {
-    let path = dir.join(CONFIG);
-    let bytes = std::fs::read(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
-    ModernBertConfig::from_json(&bytes).map_err(|message| LoadError::Config { path, message })
+    read_config_json(dir, ModernBertConfig::from_json)
 }
 
 /// A `ModernBertForSequenceClassification` checkpoint with `num_outputs`
@@ -41,9 +39,8 @@ pub fn load_classifier<B: Backend>(
     let result =
         model.load_from(&mut store).map_err(|e| LoadError::Weights { path: path.clone(), message: e.to_string() })?;
     let fail = |message: String| LoadError::Weights { path: path.clone(), message };
-    if !result.errors.is_empty() {
-        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
-        return Err(fail(format!("tensors do not fit config.json: {}", errors.join("; "))));
+    if let Some(message) = unfitting_tensors(&result) {
+        return Err(fail(message));
     }
     if !result.missing.is_empty() {
         let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();

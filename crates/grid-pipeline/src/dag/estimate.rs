@@ -243,11 +243,37 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
     if plan.steps[index].kind == StepKind::Corpus {
         return None;
     }
-    let corpus = ancestor(plan, index, StepKind::Corpus)?;
     let mut notes = Vec::new();
-    let stats = HashMap::from([(corpus, corpus_stats(plan, corpus, cache).ok()?)]);
-    let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &stats, &mut notes) };
+    // Scores, agreements and reports cost the same whatever their data: no
+    // need to read it after each of them (a grid has a thousand scores).
+    let inputs = if reads_data(plan.steps[index].kind) {
+        let corpus = ancestor(plan, index, StepKind::Corpus)?;
+        Inputs {
+            data: HashMap::from([(corpus, corpus_stats(plan, corpus, cache).ok()?)]),
+            macs: ancestor(plan, index, StepKind::Train)
+                .map(|train| (train, macs_per_token(plan, train, &mut notes)))
+                .into_iter()
+                .collect(),
+        }
+    } else {
+        Inputs { data: HashMap::new(), macs: HashMap::new() }
+    };
+    let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &inputs) };
     serde_json::to_value(record).ok()
+}
+
+/// Whether a step kind's work depends on its dataset and model ([`step_work`]).
+fn reads_data(kind: StepKind) -> bool {
+    match kind {
+        StepKind::Corpus
+        | StepKind::Synth
+        | StepKind::Train
+        | StepKind::Verify
+        | StepKind::Evaluate
+        | StepKind::Attribute
+        | StepKind::Erasure => true,
+        StepKind::Agreement | StepKind::Score | StepKind::Report | StepKind::Crowd => false,
+    }
 }
 
 /// One finished step as the estimate learns from it.
@@ -263,7 +289,7 @@ struct Finished {
 
 /// Every finished step in `cache` whose work is known: recorded in its
 /// manifest, or (a manifest from before records) counted from `plan`.
-fn history(plan: &Plan, cache: &Cache, data: &HashMap<usize, DataStats>, notes: &mut Vec<String>) -> Vec<Finished> {
+fn history(plan: &Plan, cache: &Cache, inputs: &Inputs) -> Vec<Finished> {
     let in_plan: HashMap<&str, usize> = plan.steps.iter().enumerate().map(|(i, s)| (s.key.as_str(), i)).collect();
     let manifests: Vec<crate::cache::Manifest> =
         StepKind::ALL.iter().flat_map(|&kind| cache.manifests(kind).unwrap_or_default()).collect();
@@ -277,7 +303,7 @@ fn history(plan: &Plan, cache: &Cache, data: &HashMap<usize, DataStats>, notes: 
                 Some(record) => record,
                 None => {
                     let &i = in_plan.get(m.key.as_str())?;
-                    WorkRecord { group: group(plan, i), work: step_work(plan, i, data, notes) }
+                    WorkRecord { group: group(plan, i), work: step_work(plan, i, inputs) }
                 }
             };
             Some(Finished {
@@ -295,14 +321,14 @@ fn history(plan: &Plan, cache: &Cache, data: &HashMap<usize, DataStats>, notes: 
 /// Estimates the steps of `plan` that `cache` lacks, with the CPU on `threads`.
 pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
     let mut notes = Vec::new();
-    let data = data_stats(plan, cache, &mut notes);
+    let inputs = Inputs::of(plan, cache, &mut notes);
     let finished: Vec<bool> = plan.steps.iter().map(|s| matches!(cache.lookup(s.kind, &s.key), Ok(Some(_)))).collect();
 
     // Measured ÷ predicted, per (device, group) and per (device, kind).
     let mut by_group: HashMap<(Target, String), (f64, f64)> = HashMap::new();
     let mut bytes_by_group: HashMap<String, (f64, usize)> = HashMap::new();
     let mut by_kind: HashMap<(Target, StepKind), (f64, f64)> = HashMap::new();
-    for f in history(plan, cache, &data, &mut notes) {
+    for f in history(plan, cache, &inputs) {
         let predicted = f.work.seconds(&Prior::of(f.target, threads));
         let group = by_group.entry((f.target, f.group.clone())).or_default();
         *group = (group.0 + f.seconds, group.1 + predicted);
@@ -318,7 +344,7 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
         if finished[i] {
             continue;
         }
-        let work = step_work(plan, i, &data, &mut notes);
+        let work = step_work(plan, i, &inputs);
         let group = group(plan, i);
         let mut seconds = HashMap::new();
         let mut measured = false;
@@ -435,23 +461,69 @@ fn group(plan: &Plan, index: usize) -> String {
     format!("{}/{}/{method}", step.kind.name(), model.unwrap_or_default())
 }
 
-/// Split sizes and words per example of each corpus step, read from the cache
-/// when it has the step, else built from the data as the step would.
-fn data_stats(plan: &Plan, cache: &Cache, notes: &mut Vec<String>) -> HashMap<usize, DataStats> {
-    let mut stats = HashMap::new();
-    for (i, step) in plan.steps.iter().enumerate() {
-        let Work::Corpus { dataset, .. } = &step.work else { continue };
-        let value = corpus_stats(plan, i, cache).unwrap_or_else(|e| {
-            notes.push(format!(
-                "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
-                dataset.name,
-                crate::errors::one_line(&e)
-            ));
-            DataStats::ASSUMED
-        });
-        stats.insert(i, value);
+/// What pricing a step reads beyond the plan, gathered once per estimate:
+/// each corpus step's statistics and each train step's work per token.
+struct Inputs {
+    /// By corpus step.
+    data: HashMap<usize, DataStats>,
+    /// Multiply-adds per token, by train step.
+    macs: HashMap<usize, f64>,
+}
+
+impl Inputs {
+    /// Every corpus step's statistics (read from the cache when it has the
+    /// step, else built from the data as the step would) and every train
+    /// step's size; what had to be assumed goes to `notes`.
+    fn of(plan: &Plan, cache: &Cache, notes: &mut Vec<String>) -> Inputs {
+        let mut inputs = Inputs { data: HashMap::new(), macs: HashMap::new() };
+        for (i, step) in plan.steps.iter().enumerate() {
+            match &step.work {
+                Work::Corpus { dataset, .. } => {
+                    let value = corpus_stats(plan, i, cache).unwrap_or_else(|e| {
+                        notes.push(format!(
+                            "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
+                            dataset.name,
+                            crate::errors::one_line(&e)
+                        ));
+                        DataStats::ASSUMED
+                    });
+                    inputs.data.insert(i, value);
+                }
+                Work::Train { .. } => {
+                    inputs.macs.insert(i, macs_per_token(plan, i, notes));
+                }
+                _ => {}
+            }
+        }
+        inputs
     }
-    stats
+
+    /// The statistics of the dataset step `index` reads.
+    fn data_for(&self, plan: &Plan, index: usize) -> DataStats {
+        ancestor(plan, index, StepKind::Corpus).and_then(|c| self.data.get(&c).copied()).unwrap_or(DataStats::ASSUMED)
+    }
+
+    /// The model step `index` runs, on examples of `data`.
+    fn model_shape(&self, plan: &Plan, index: usize, data: &DataStats) -> Option<ModelShape> {
+        let train = ancestor(plan, index, StepKind::Train)?;
+        let Work::Train { model, max_length, .. } = &plan.steps[train].work else { return None };
+        let macs_per_token = *self.macs.get(&train)?;
+        let tokens = model.architecture.tokens_for_words(data.mean_words).min(*max_length as f64).max(1.0);
+        Some(ModelShape { macs_per_token, tokens })
+    }
+}
+
+/// Train step `train`'s multiply-adds per token: from the grid file or the
+/// checkpoint's config.json; BERT-base's when the checkpoint is not here yet.
+fn macs_per_token(plan: &Plan, train: usize, notes: &mut Vec<String>) -> f64 {
+    let Work::Train { model, assets, .. } = &plan.steps[train].work else { return ASSUMED_MACS_PER_TOKEN };
+    model.architecture.macs_per_token_with(&model.name, assets).unwrap_or_else(|| {
+        notes.push(format!(
+            "model `{}`: its checkpoint is not on this machine yet; assumed BERT-base's size",
+            model.name
+        ));
+        ASSUMED_MACS_PER_TOKEN
+    })
 }
 
 /// Test examples whose words are counted: enough for a mean.
@@ -504,28 +576,10 @@ fn ancestor(plan: &Plan, index: usize, kind: StepKind) -> Option<usize> {
     None
 }
 
-fn data_for(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>) -> DataStats {
-    ancestor(plan, index, StepKind::Corpus).and_then(|c| data.get(&c).copied()).unwrap_or(DataStats::ASSUMED)
-}
-
-/// The model a step runs: its spec, length limit, and multiply-adds per token.
+/// The model a step runs: its multiply-adds per token, and the tokens of an example.
 struct ModelShape {
     macs_per_token: f64,
     tokens: f64,
-}
-
-fn model_shape(plan: &Plan, index: usize, data: &DataStats, notes: &mut Vec<String>) -> Option<ModelShape> {
-    let train = ancestor(plan, index, StepKind::Train)?;
-    let Work::Train { model, max_length, assets, .. } = &plan.steps[train].work else { return None };
-    let macs_per_token = model.architecture.macs_per_token_with(&model.name, assets).unwrap_or_else(|| {
-        notes.push(format!(
-            "model `{}`: its checkpoint is not on this machine yet; assumed BERT-base's size",
-            model.name
-        ));
-        ASSUMED_MACS_PER_TOKEN
-    });
-    let tokens = model.architecture.tokens_for_words(data.mean_words).min(*max_length as f64).max(1.0);
-    Some(ModelShape { macs_per_token, tokens })
 }
 
 /// The weights a checkpoint's folder holds, when it is on this machine: a
@@ -545,9 +599,9 @@ fn checkpoint_bytes(work: &Work) -> Option<f64> {
 }
 
 /// The work of step `index`.
-fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes: &mut Vec<String>) -> StepWork {
+fn step_work(plan: &Plan, index: usize, inputs: &Inputs) -> StepWork {
     let step = &plan.steps[index];
-    let stats = data_for(plan, index, data);
+    let stats = inputs.data_for(plan, index);
     let sample = |n: usize| if n == 0 { stats.test } else { (n as f64).min(stats.test) };
     let forward = |shape: &ModelShape, examples: f64, passes: f64| StepWork {
         infer_macs: examples * passes * shape.tokens * shape.macs_per_token,
@@ -566,7 +620,7 @@ fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes:
             ..StepWork::default()
         },
         Work::Train { model, .. } => {
-            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let Some(shape) = inputs.model_shape(plan, index, &stats) else { return StepWork::default() };
             let weights = checkpoint_bytes(&step.work).unwrap_or(4.5 * shape.macs_per_token + 1.0e6);
             if !model.architecture.trains() {
                 return StepWork { fixed_seconds: 1.0, bytes: weights, ..StepWork::default() };
@@ -584,14 +638,16 @@ fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes:
         }
         // Five accuracies: the shortcut model on the synthetic, flipped and
         // original test sets, the original model on the synthetic and original.
-        Work::Verify { .. } => model_shape(plan, index, &stats, notes)
+        Work::Verify { .. } => inputs
+            .model_shape(plan, index, &stats)
             .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, 5.0 * stats.test, 1.0) })
             .unwrap_or_default(),
-        Work::Evaluate => model_shape(plan, index, &stats, notes)
+        Work::Evaluate => inputs
+            .model_shape(plan, index, &stats)
             .map(|shape| StepWork { bytes: 1.0e3, ..forward(&shape, stats.test, 1.0) })
             .unwrap_or_default(),
         Work::Attribute(options) => {
-            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let Some(shape) = inputs.model_shape(plan, index, &stats) else { return StepWork::default() };
             let examples = sample(options.sample);
             let passes = options.method.forward_passes(shape.tokens);
             StepWork {
@@ -601,7 +657,7 @@ fn step_work(plan: &Plan, index: usize, data: &HashMap<usize, DataStats>, notes:
             }
         }
         Work::Erasure(options) => {
-            let Some(shape) = model_shape(plan, index, &stats, notes) else { return StepWork::default() };
+            let Some(shape) = inputs.model_shape(plan, index, &stats) else { return StepWork::default() };
             let examples = sample(options.attribution.sample);
             let passes = erasure::forward_passes(1, &options.settings) as f64;
             StepWork { fixed_seconds: 0.02, bytes: examples * 360.0, ..forward(&shape, examples, passes) }

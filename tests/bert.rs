@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
+use grid::dag::{self, PlanOptions, StepStatus};
 use grid::spec::Grid;
 use grid::steps::attribute::AttributedExample;
 use grid::steps::io::read_jsonl;
@@ -109,9 +109,11 @@ fn random_bert_runs_every_step() {
 }
 
 /// RoBERTa (byte-level BPE, a fresh head), DistilBERT (WordPiece, its own
-/// two-label head kept as one logit) and ELECTRA (embeddings projected up to
-/// a wider encoder, a GELU head) checkpoints, as transformers saves them, run
-/// every step: the shortcut tokens stay whole tokens of their word.
+/// two-label head kept as one logit), ELECTRA (embeddings projected up to
+/// a wider encoder, a GELU head) and ModernBERT (its own encoder: rotary
+/// positions, GeGLU, sliding-window layers, mean pooling) checkpoints, as
+/// transformers saves them, run every step: the shortcut tokens stay whole
+/// tokens of their word.
 #[test]
 fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -119,6 +121,7 @@ fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
         ("roberta_transformers", "", "<s>", "</s>"),
         ("distilbert_transformers", "head = \"checkpoint\"", "[CLS]", "[SEP]"),
         ("electra_transformers", "", "[CLS]", "[SEP]"),
+        ("modernbert_transformers", "", "[CLS]", "[SEP]"),
     ] {
         let t = GridTest::new("");
         let dir = t.path().join("checkpoint");
@@ -166,6 +169,69 @@ fn electra_checkpoint_runs_every_method_family() {
     let plan = dag::plan(&Grid::load(&t.grid_file()).unwrap(), &cache, &PlanOptions::default()).unwrap();
     let attributed: Vec<_> = plan.steps.iter().filter(|s| s.kind == StepKind::Attribute).collect();
     assert_eq!(attributed.len(), 13);
+    for step in attributed {
+        let rows: Vec<AttributedExample> =
+            read_jsonl(&cache.step_dir(step.kind, &step.key).join("attributions.jsonl")).unwrap();
+        assert!(rows.len() >= 10, "{}: {} rows", step.label, rows.len());
+        for row in &rows {
+            assert_eq!(row.scores.len(), row.tokens.len(), "{}", step.label);
+            assert!(row.scores.iter().all(|s| s.is_finite()), "{}: {:?}", step.label, row.scores);
+        }
+    }
+}
+
+/// Every method family on a ModernBERT checkpoint: one finite score per token
+/// for every attributed example; DeepLift (no Rescale rule for its GeGLU
+/// gate) and scaled attention (its head pools every token) are refused in
+/// their own steps, naming the method and the family, and nothing else fails.
+#[test]
+fn modernbert_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modernbert_transformers");
+    let t = GridTest::new("");
+    let dir = t.path().join("checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    let methods = r#"methods = ["gradl-l2", "gxil", "igl-mask-8", "smooth-gradl-l2-4-0.1", "limemask-40",
+    "kernelshap-mask-40", "occlusion-mask", "attn-last", "attn-all", "attn-scaled", "deeplift", "random"]"#;
+    let grid = grid_with("checkpoint = \"checkpoint\"\ndropout = 0.1")
+        .replace(r#"methods = ["gradl-l2", "gxip", "random"]"#, methods);
+    t.write_grid(&grid);
+    let outcome = t.run();
+    let failed: Vec<(&str, String)> = outcome
+        .failures()
+        .map(|r| match &r.status {
+            StepStatus::Failed { error } => (r.label.as_str(), error.clone()),
+            other => (r.label.as_str(), format!("{other:?}")),
+        })
+        .collect();
+    let refused = |method: &str, words: &[&str]| {
+        let (_, error) = failed.iter().find(|(label, _)| label.contains(&format!("/{method}"))).unwrap_or_else(|| {
+            panic!("{method} was not refused: {failed:?}");
+        });
+        assert!(words.iter().all(|w| error.contains(w)), "{method}: {error}");
+    };
+    refused("deeplift", &["deeplift", "ModernBERT does not implement DeepLift's rules"]);
+    refused("attn-scaled", &["attn-scaled", "ModernBERT has no attention whose first query alone reaches the output"]);
+    let attribute_failures: Vec<_> =
+        failed.iter().filter(|(label, _)| label.starts_with("attribute/") || label.starts_with("train/")).collect();
+    assert_eq!(attribute_failures.len(), 2, "{failed:?}");
+    let cache = Cache::open(t.cache()).unwrap();
+    let plan = dag::plan(&Grid::load(&t.grid_file()).unwrap(), &cache, &PlanOptions::default()).unwrap();
+    let train = plan.steps.iter().find(|s| s.label == "train/gen/st/bert").unwrap();
+    let training: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cache.step_dir(train.kind, &train.key).join("training.json")).unwrap())
+            .unwrap();
+    // The prediction head is the checkpoint's, the classification layer new.
+    assert_eq!(training["pretrained"]["load"]["random_pooler"], false);
+    assert_eq!(training["pretrained"]["head_from_checkpoint"], false);
+    let attributed: Vec<_> = plan
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Attribute && !s.label.contains("deeplift") && !s.label.contains("attn-scaled"))
+        .collect();
+    assert_eq!(attributed.len(), 10);
     for step in attributed {
         let rows: Vec<AttributedExample> =
             read_jsonl(&cache.step_dir(step.kind, &step.key).join("attributions.jsonl")).unwrap();
@@ -300,7 +366,7 @@ fn unsupported_model_type_fails_its_branch_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra)"
+            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert)"
         ),
         "{err}"
     );

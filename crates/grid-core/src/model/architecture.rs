@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::checkpoint::CheckpointError;
+use super::modernbert::{ModernBertClassifier, ModernBertConfig};
 use super::{AttentionLeaf, AttentionView, Classifier};
 use crate::text::TextEncoder;
 
@@ -88,6 +89,14 @@ pub enum ModelConfig {
         num_outputs: usize,
         max_length: usize,
     },
+    /// A ModernBERT checkpoint fine-tuned or taken as it is: a grid names it
+    /// `bert` (any transformers encoder), its computation is its own.
+    #[serde(rename = "modernbert")]
+    ModernBert {
+        config: ModernBertConfig,
+        num_outputs: usize,
+        max_length: usize,
+    },
 }
 
 impl ModelConfig {
@@ -95,13 +104,15 @@ impl ModelConfig {
     pub fn architecture(&self) -> Architecture {
         match self {
             ModelConfig::Bilstm { .. } => Architecture::Bilstm,
-            ModelConfig::Bert { .. } => Architecture::Bert,
+            ModelConfig::Bert { .. } | ModelConfig::ModernBert { .. } => Architecture::Bert,
         }
     }
 
     pub fn max_length(&self) -> usize {
         match self {
-            ModelConfig::Bilstm { max_length, .. } | ModelConfig::Bert { max_length, .. } => *max_length,
+            ModelConfig::Bilstm { max_length, .. }
+            | ModelConfig::Bert { max_length, .. }
+            | ModelConfig::ModernBert { max_length, .. } => *max_length,
         }
     }
 
@@ -120,6 +131,10 @@ impl ModelConfig {
                 let (model, tokenizer) = super::bert::saved::load(dir, config, *num_outputs, device)?;
                 (AnyClassifier::Bert(model), Box::new(tokenizer))
             }
+            ModelConfig::ModernBert { config, num_outputs, .. } => {
+                let (model, tokenizer) = super::modernbert::saved::load(dir, config, *num_outputs, device)?;
+                (AnyClassifier::ModernBert(model), Box::new(tokenizer))
+            }
         })
     }
 }
@@ -131,6 +146,7 @@ impl ModelConfig {
 pub enum AnyClassifier<B: Backend> {
     Bilstm(BiLstmClassifier<B>),
     Bert(BertClassifier<B>),
+    ModernBert(ModernBertClassifier<B>),
 }
 
 impl<B: Backend> AnyClassifier<B> {
@@ -141,33 +157,45 @@ impl<B: Backend> AnyClassifier<B> {
         match self {
             AnyClassifier::Bilstm(m) => AnyClassifier::Bilstm(m.no_grad()),
             AnyClassifier::Bert(m) => AnyClassifier::Bert(m.no_grad()),
+            AnyClassifier::ModernBert(m) => AnyClassifier::ModernBert(m.no_grad()),
         }
     }
 }
 
 impl<B: Backend> Classifier<B> for AnyClassifier<B> {
+    fn family(&self) -> &'static str {
+        match self {
+            AnyClassifier::Bilstm(m) => m.family(),
+            AnyClassifier::Bert(m) => m.family(),
+            AnyClassifier::ModernBert(m) => m.family(),
+        }
+    }
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         match self {
             AnyClassifier::Bilstm(m) => m.embed(ids),
             AnyClassifier::Bert(m) => m.embed(ids),
+            AnyClassifier::ModernBert(m) => m.embed(ids),
         }
     }
     fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
         match self {
             AnyClassifier::Bilstm(m) => m.logits_from_embeddings(embeddings, mask),
             AnyClassifier::Bert(m) => m.logits_from_embeddings(embeddings, mask),
+            AnyClassifier::ModernBert(m) => m.logits_from_embeddings(embeddings, mask),
         }
     }
     fn num_outputs(&self) -> usize {
         match self {
             AnyClassifier::Bilstm(m) => m.num_outputs(),
             AnyClassifier::Bert(m) => m.num_outputs(),
+            AnyClassifier::ModernBert(m) => m.num_outputs(),
         }
     }
     fn max_length(&self) -> Option<usize> {
         match self {
             AnyClassifier::Bilstm(m) => m.max_length(),
             AnyClassifier::Bert(m) => m.max_length(),
+            AnyClassifier::ModernBert(m) => m.max_length(),
         }
     }
     fn attention_scores(
@@ -179,18 +207,21 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
         match self {
             AnyClassifier::Bilstm(m) => m.attention_scores(embeddings, mask, view),
             AnyClassifier::Bert(m) => m.attention_scores(embeddings, mask, view),
+            AnyClassifier::ModernBert(m) => m.attention_scores(embeddings, mask, view),
         }
     }
     fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
         match self {
             AnyClassifier::Bilstm(m) => m.attention_leaf(embeddings, mask),
             AnyClassifier::Bert(m) => m.attention_leaf(embeddings, mask),
+            AnyClassifier::ModernBert(m) => m.attention_leaf(embeddings, mask),
         }
     }
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
         match self {
             AnyClassifier::Bilstm(m) => m.deeplift_logits(embeddings, mask),
             AnyClassifier::Bert(m) => m.deeplift_logits(embeddings, mask),
+            AnyClassifier::ModernBert(m) => m.deeplift_logits(embeddings, mask),
         }
     }
 }

@@ -37,6 +37,31 @@ pub fn normal<B: Backend, const D: usize>(
     Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
 }
 
+/// `N(0, std²)` truncated to `[-cutoff·std, cutoff·std]` (PyTorch's
+/// `trunc_normal_`: draws outside are drawn again).
+pub fn truncated_normal<B: Backend, const D: usize>(
+    rng: &mut ChaCha8Rng,
+    shape: [usize; D],
+    std: f64,
+    cutoff: f64,
+    device: &B::Device,
+) -> Param<Tensor<B, D>> {
+    let n: usize = shape.iter().product();
+    let dist = Normal::new(0.0f32, std as f32).expect("finite std");
+    let bound = (cutoff * std) as f32;
+    let values: Vec<f32> = (0..n)
+        .map(|_| {
+            loop {
+                let v = dist.sample(rng);
+                if v.abs() <= bound {
+                    break v;
+                }
+            }
+        })
+        .collect();
+    Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
+}
+
 /// A `Linear` layer initialised as PyTorch's `nn.Linear` (bounds `1/sqrt(d_input)`).
 pub fn linear<B: Backend>(
     rng: &mut ChaCha8Rng,
@@ -56,4 +81,21 @@ pub fn linear<B: Backend>(
 pub fn fork(rng: &mut ChaCha8Rng) -> ChaCha8Rng {
     use rand::SeedableRng;
     ChaCha8Rng::seed_from_u64(rng.random())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn truncated_draws_stay_inside_the_cutoff() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let p = truncated_normal::<crate::backend::Cpu, 1>(&mut rng, [10_000], 0.5, 2.0, &Default::default());
+        let values: Vec<f32> = p.val().into_data().to_vec().unwrap();
+        assert!(values.iter().all(|v| v.abs() <= 1.0));
+        let spread = (values.iter().map(|v| v * v).sum::<f32>() / values.len() as f32).sqrt();
+        // A normal cut at two deviations keeps 77.4% of its variance.
+        assert!((spread - 0.5 * 0.774f32.sqrt()).abs() < 0.01, "{spread}");
+    }
 }

@@ -84,6 +84,11 @@ pub(crate) fn first_token_attention<B: Backend>(
 /// Outputs are `[batch, num_outputs]` logits; a binary model has one output and
 /// `p(y=1|x) = sigmoid(logit)` (PROTOCOL §1).
 pub trait Classifier<B: Backend> {
+    /// What a refusal calls the model (a method it does not support).
+    fn family(&self) -> &'static str {
+        "the model"
+    }
+
     /// Input embeddings `e_i` (word embeddings before anything position-dependent
     /// is added): the point salience differentiates against.
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3>;

@@ -194,6 +194,10 @@ impl<'a, M> Shaped<'a, M> {
 }
 
 impl<B: Backend, M: Classifier<B>> Classifier<B> for Shaped<'_, M> {
+    fn family(&self) -> &'static str {
+        self.inner.family()
+    }
+
     /// Token ids are looked up at their own shape: an embedding lookup is a
     /// gather, not a tuned kernel, and its output is what methods perturb.
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {

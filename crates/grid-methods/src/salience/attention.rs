@@ -9,6 +9,8 @@
 //!   partial derivative taken with everything upstream of α held fixed (the model
 //!   makes α a leaf of the autodiff graph). BiLSTM: α its additive weights; BERT:
 //!   the last layer's `[CLS]` row per head, and the score is the mean over heads.
+//!   A model whose head pools every token (ModernBERT's mean pooling) has no
+//!   such row, and `attn-scaled` is refused for it.
 //!
 //! Attention weights sum to 1 over the real tokens of an example (`[CLS]` and
 //! `[SEP]` included) and are exactly 0 at padding.
@@ -31,7 +33,7 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     let embeddings = model.embed(batch.ids.clone()).detach();
     let weights = model
         .attention_scores(embeddings.clone(), batch.mask.clone(), view)
-        .ok_or_else(|| unsupported(Method::Attention(view)))?;
+        .ok_or_else(|| unsupported(Method::Attention(view), model.family()))?;
     let predicted = predicted_classes(model.logits_from_embeddings(embeddings, batch.mask));
     Ok(Attribution { scores: rows_of(weights, examples), predicted, completeness_gap: None })
 }
@@ -46,7 +48,9 @@ pub fn explain_scaled<B: AutodiffBackend, M: Classifier<B>>(
     let batch = examples.batch::<B>(vocab.pad, device);
     // Detached, so the backward pass stops at the attention leaf.
     let embeddings = model.embed(batch.ids).detach();
-    let leaf = model.attention_leaf(embeddings, batch.mask).ok_or_else(|| unsupported(Method::ScaledAttention))?;
+    let leaf = model
+        .attention_leaf(embeddings, batch.mask)
+        .ok_or_else(|| unsupported(Method::ScaledAttention, model.family()))?;
     let predicted = predicted_classes(leaf.logits.clone());
     let grads = predicted_class_score(leaf.logits, &predicted, Target::Logit).sum().backward();
     let probs = leaf.probs.clone().inner();
@@ -57,13 +61,14 @@ pub fn explain_scaled<B: AutodiffBackend, M: Classifier<B>>(
     Ok(Attribution { scores: rows_of(scores, examples), predicted, completeness_gap: None })
 }
 
-fn unsupported(method: Method) -> AttributionError {
+fn unsupported(method: Method, family: &str) -> AttributionError {
     let reason = match method {
-        Method::Attention(AttentionView::Additive) => "the model has no additive attention over its input",
-        Method::Attention(_) => "the model has no transformer self-attention",
-        _ => "the model exposes no attention",
+        Method::Attention(AttentionView::Additive) => format!("{family} has no additive attention over its input"),
+        Method::Attention(_) => format!("{family} has no transformer self-attention"),
+        // ModernBERT's mean-pooling head reads every query of the last layer.
+        _ => format!("{family} has no attention whose first query alone reaches the output"),
     };
-    AttributionError::Unsupported { method: method.to_string(), reason: reason.into() }
+    AttributionError::Unsupported { method: method.to_string(), reason }
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ fn explain_chunk<B: AutodiffBackend, M: Classifier<B>>(
     let mask = Tensor::cat(vec![batch.mask.clone(), batch.mask], 0);
     let logits = model.deeplift_logits(stacked, mask).ok_or_else(|| AttributionError::Unsupported {
         method: Method::DeepLift { baseline }.to_string(),
-        reason: "the model does not implement DeepLift's rules".into(),
+        reason: format!("{} does not implement DeepLift's rules", model.family()),
     })?;
     let f = predicted_class_score(logits.clone().narrow(0, 0, rows), &predicted, Target::Logit);
     let f_reference = predicted_class_value(logits.narrow(0, rows, rows), &predicted, Target::Logit);

@@ -44,6 +44,11 @@ pub fn read_config(dir: &Path) -> Result<BertConfig, LoadError> {
     read_config_json(dir, super::family::read_config)
 }
 
+/// The `model_type` of checkpoint folder `dir` (which room reads it).
+pub fn model_type(dir: &Path) -> Result<String, LoadError> {
+    read_config_json(dir, super::family::model_type)
+}
+
 /// `dir`'s `config.json`, read by `parse`; its errors name the file.
 pub(crate) fn read_config_json<T>(dir: &Path, parse: impl FnOnce(&[u8]) -> Result<T, String>) -> Result<T, LoadError> {
     let path = dir.join(CONFIG);
@@ -138,11 +143,23 @@ pub fn add_word_embeddings<B: Backend>(
     std: f64,
     rng: &mut ChaCha8Rng,
 ) -> BertModel<B> {
-    if added == 0 {
-        return model;
-    }
     let mut model = model;
-    let weight = model.embeddings.word_embeddings.weight.val();
+    model.embeddings.word_embeddings.weight = with_mean_rows(model.embeddings.word_embeddings.weight, added, std, rng);
+    model
+}
+
+/// An embedding matrix with `added` rows appended, each the mean of the
+/// existing rows plus N(0, std²) noise (see [`add_word_embeddings`]).
+pub(crate) fn with_mean_rows<B: Backend>(
+    weight: Param<Tensor<B, 2>>,
+    added: usize,
+    std: f64,
+    rng: &mut ChaCha8Rng,
+) -> Param<Tensor<B, 2>> {
+    if added == 0 {
+        return weight;
+    }
+    let weight = weight.val();
     let [_, hidden] = weight.dims();
     let device = weight.device();
     let mean: Vec<f32> = weight.clone().mean_dim(0).into_data().convert::<f32>().to_vec().unwrap_or_default();
@@ -150,8 +167,7 @@ pub fn add_word_embeddings<B: Backend>(
     let rows: Vec<f32> =
         (0..added).flat_map(|_| mean.iter().map(|m| m + noise.sample(rng)).collect::<Vec<_>>()).collect();
     let rows = Tensor::<B, 2>::from_data(TensorData::new(rows, [added, hidden]), &device);
-    model.embeddings.word_embeddings.weight = Param::from_tensor(Tensor::cat(vec![weight, rows], 0).detach());
-    model
+    Param::from_tensor(Tensor::cat(vec![weight, rows], 0).detach())
 }
 
 /// The output layer of a `*ForSequenceClassification` checkpoint's head, in
@@ -176,26 +192,7 @@ pub fn load_head<B: Backend>(
     let path = dir.join(WEIGHTS);
     let family = config.family().map_err(|message| LoadError::Config { path: dir.join(CONFIG), message })?;
     let name = format!("{}.weight", family.head_output());
-    let Some(shape) = tensor_shape(&path, &name)? else { return Ok(None) };
-    let labels = match shape.as_slice() {
-        [labels, hidden] if *hidden == config.hidden_size => *labels,
-        _ => {
-            return Err(LoadError::Weights {
-                path,
-                message: format!("`{name}` has shape {shape:?}, not [labels, {}]", config.hidden_size),
-            });
-        }
-    };
-    let classes = if num_outputs == 1 { 2 } else { num_outputs };
-    if labels != classes {
-        return Err(LoadError::Weights {
-            path,
-            message: format!(
-                "the checkpoint's head has {labels} labels (`{name}`), the data {classes} classes: a head that \
-                 does not fit cannot be kept (set head = \"fresh\" to train a new one)"
-            ),
-        });
-    }
+    let Some(labels) = head_labels(&path, &name, config.hidden_size, num_outputs)? else { return Ok(None) };
     let mut head = HeadOutput {
         classifier: Linear {
             weight: Param::from_tensor(Tensor::zeros([config.hidden_size, labels], device)),
@@ -216,16 +213,44 @@ pub fn load_head<B: Backend>(
         });
     }
     let linear = crate::model::dtype::to_backend_float(head).classifier;
-    if num_outputs > 1 {
-        return Ok(Some(linear));
-    }
+    Ok(Some(if num_outputs > 1 { linear } else { two_labels_as_one(linear) }))
+}
+
+/// A two-label output layer (`[hidden, 2]`) as one logit for a binary
+/// model: `l₁ − l₀`, whose sigmoid is the two-label softmax's `p(1)`.
+pub(crate) fn two_labels_as_one<B: Backend>(linear: Linear<B>) -> Linear<B> {
     let difference = |t: Tensor<B, 2>| {
         let [rows, _] = t.dims();
         t.clone().narrow(1, 1, 1) - t.narrow(1, 0, 1).reshape([rows, 1])
     };
     let weight = difference(linear.weight.val());
     let bias = linear.bias.map(|b| difference(b.val().reshape([1, 2])).reshape([1]));
-    Ok(Some(Linear { weight: Param::from_tensor(weight.detach()), bias: bias.map(|b| Param::from_tensor(b.detach())) }))
+    Linear { weight: Param::from_tensor(weight.detach()), bias: bias.map(|b| Param::from_tensor(b.detach())) }
+}
+
+/// How many labels a checkpoint's head output `name` (`[labels, hidden]`
+/// in PyTorch's layout) has, checked against the data's classes: a binary
+/// model (one output) takes a two-label head. `Ok(None)`: no such tensor.
+pub(crate) fn head_labels(
+    path: &Path,
+    name: &str,
+    hidden: usize,
+    num_outputs: usize,
+) -> Result<Option<usize>, LoadError> {
+    let Some(shape) = tensor_shape(path, name)? else { return Ok(None) };
+    let fail = |message: String| LoadError::Weights { path: path.to_path_buf(), message };
+    let labels = match shape.as_slice() {
+        [labels, h] if *h == hidden => *labels,
+        _ => return Err(fail(format!("`{name}` has shape {shape:?}, not [labels, {hidden}]"))),
+    };
+    let classes = if num_outputs == 1 { 2 } else { num_outputs };
+    if labels != classes {
+        return Err(fail(format!(
+            "the checkpoint's head has {labels} labels (`{name}`), the data {classes} classes: a head that \
+             does not fit cannot be kept (set head = \"fresh\" to train a new one)"
+        )));
+    }
+    Ok(Some(labels))
 }
 
 fn regex_escape(name: &str) -> String {

@@ -7,9 +7,15 @@ use burn::prelude::*;
 
 use super::config::Pooling;
 use super::encoder::ModernBertClassifier;
-use crate::model::{AttentionLeaf, AttentionView, Classifier};
+use crate::model::noise::Noise;
+use crate::model::{AttentionLeaf, AttentionView, Classifier, TokenBatch};
+use crate::train::Trainable;
 
 impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
+    fn family(&self) -> &'static str {
+        "ModernBERT"
+    }
+
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         ModernBertClassifier::embed(self, ids)
     }
@@ -44,6 +50,12 @@ impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
         let (hidden, mut attentions) = self.encode_with(embeddings, mask.clone(), true);
         let logits = self.head_logits(hidden, mask);
         Some(AttentionLeaf { probs: attentions.pop()?, logits })
+    }
+}
+
+impl<B: Backend> Trainable<B> for ModernBertClassifier<B> {
+    fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
+        self.classify_train(self.embed(batch.ids.clone()), batch.mask.clone(), noise)
     }
 }
 
@@ -122,5 +134,34 @@ mod tests {
         // Mean pooling: the scaled-attention leaf would not be the output's only path.
         assert!(model.attention_leaf(Classifier::embed(&model, ids.clone()), mask.clone()).is_none());
         assert!(model.deeplift_logits(Classifier::embed(&model, ids), mask).is_none());
+    }
+
+    /// Fine-tuning from a checkpoint with a fresh classification layer and
+    /// rows for new tokens trains every parameter; its dropout draws.
+    #[test]
+    fn every_parameter_trains_and_dropout_draws() {
+        use rand::SeedableRng;
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modernbert_transformers");
+        let device = Default::default();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let (model, _) = crate::model::modernbert::load::load_pretrained::<B>(
+            &dir,
+            1,
+            crate::model::modernbert::load::ClassifierStart::Fresh,
+            &mut rng,
+            &device,
+        )
+        .unwrap();
+        let model = crate::model::modernbert::load::add_word_embeddings(model, 2, &mut rng).with_dropout(0.3);
+        let (ids, mask) = batch();
+        let batch = TokenBatch { ids, mask };
+        let mut noise_rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let mut noise = Noise::new(&mut noise_rng);
+        let logits = model.logits_train(&batch, &mut noise);
+        let grads = logits.clone().sum().backward();
+        assert_eq!(crate::model::params_without_grad(&model, &grads).0, 0);
+        let eval: Vec<f32> = model.logits(&batch).into_data().to_vec().unwrap();
+        let train: Vec<f32> = logits.into_data().to_vec().unwrap();
+        assert_ne!(eval, train);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// One layer's attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +14,7 @@ pub enum AttentionKind {
 }
 
 /// How the classification head pools the last hidden states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pooling {
     /// The first token's state.
@@ -23,15 +23,16 @@ pub enum Pooling {
     Mean,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 struct RopeParameters {
     rope_theta: f64,
     #[serde(default)]
     rope_type: Option<String>,
 }
 
-/// The hyper-parameters the encoder computes with.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// The hyper-parameters the encoder computes with; a trained model saves
+/// them in its `config.json` (`checkpoint::ModelConfig`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct ModernBertConfig {
     /// `modernbert`.
     pub model_type: String,
@@ -75,6 +76,24 @@ pub struct ModernBertConfig {
     local_rope_theta: f64,
     pub pad_token_id: usize,
     pub max_position_embeddings: usize,
+    /// The spread of fresh weights (truncated normals, see `load`).
+    #[serde(default = "default_initializer_range")]
+    pub initializer_range: f64,
+    /// Where those normals are cut, in standard deviations.
+    #[serde(default = "default_cutoff")]
+    pub initializer_cutoff_factor: f64,
+    /// Dropout after the embeddings' norm (training only, as every dropout).
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub embedding_dropout: f64,
+    /// On the attention probabilities and after the output projection.
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub attention_dropout: f64,
+    /// Inside the GeGLU feed-forward layer, before its output projection.
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub mlp_dropout: f64,
+    /// After the classification head, before its output layer.
+    #[serde(default, deserialize_with = "null_as_zero")]
+    pub classifier_dropout: f64,
 }
 
 fn default_norm_eps() -> f64 {
@@ -97,6 +116,16 @@ fn default_global_theta() -> f64 {
 }
 fn default_local_theta() -> f64 {
     10_000.0
+}
+/// transformers writes an unset dropout as `null`.
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(0.0))
+}
+fn default_initializer_range() -> f64 {
+    0.02
+}
+fn default_cutoff() -> f64 {
+    2.0
 }
 
 impl ModernBertConfig {
@@ -144,6 +173,16 @@ impl ModernBertConfig {
                 p.rope_type.as_deref().unwrap_or_default()
             ));
         }
+        for (field, p) in [
+            ("embedding_dropout", self.embedding_dropout),
+            ("attention_dropout", self.attention_dropout),
+            ("mlp_dropout", self.mlp_dropout),
+            ("classifier_dropout", self.classifier_dropout),
+        ] {
+            if !(0.0..1.0).contains(&p) {
+                return Err(format!("{field} = {p}: a dropout probability is in [0, 1)"));
+            }
+        }
         if self.global_attn_every_n_layers == 0 {
             return Err("global_attn_every_n_layers is 0".into());
         }
@@ -162,6 +201,14 @@ impl ModernBertConfig {
             None => layer.is_multiple_of(self.global_attn_every_n_layers),
         };
         if global { AttentionKind::Global } else { AttentionKind::Local { half_window: self.local_attention / 2 } }
+    }
+
+    /// Sets every dropout to `p` (a grid's `dropout` key).
+    pub fn set_dropout(&mut self, p: f64) {
+        self.embedding_dropout = p;
+        self.attention_dropout = p;
+        self.mlp_dropout = p;
+        self.classifier_dropout = p;
     }
 
     /// The rotary base of an attention kind.
@@ -205,5 +252,22 @@ mod tests {
         assert!(e.contains("rope_parameters.full_attention.rope_type = \"yarn\""), "{e}");
         let e = config(r#", "layer_types": ["full_attention"]"#).unwrap_err();
         assert!(e.contains("layer_types has 1 entries for 4 layers"), "{e}");
+        let e = config(r#", "mlp_dropout": 1.5"#).unwrap_err();
+        assert!(e.contains("mlp_dropout = 1.5"), "{e}");
+    }
+
+    /// A trained model's `config.json` reads back as the config it was
+    /// trained with, in either generation of names.
+    #[test]
+    fn a_saved_config_reads_back_unchanged() {
+        for extra in [
+            r#", "global_attn_every_n_layers": 2, "local_rope_theta": 500.0, "mlp_dropout": 0.1"#,
+            r#", "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+               "rope_parameters": {"full_attention": {"rope_theta": 8.0}, "sliding_attention": {"rope_theta": 4.0}}"#,
+        ] {
+            let c = config(extra).unwrap();
+            let saved = serde_json::to_vec(&c).unwrap();
+            assert_eq!(ModernBertConfig::from_json(&saved).unwrap(), c);
+        }
     }
 }

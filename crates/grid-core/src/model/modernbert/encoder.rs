@@ -7,6 +7,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{gelu, softmax};
 
 use super::config::{AttentionKind, ModernBertConfig, Pooling};
+use crate::model::noise::Noise;
 
 /// Added to the scores of the keys a query may not see.
 const HIDDEN: f32 = -1.0e9;
@@ -103,6 +104,16 @@ impl<B: Backend> ModernBertClassifier<B> {
         &self.config
     }
 
+    pub(crate) fn config_mut(&mut self) -> &mut ModernBertConfig {
+        &mut self.config
+    }
+
+    /// Every dropout set to `p` (a grid's `dropout` key).
+    pub fn with_dropout(mut self, p: f64) -> Self {
+        self.config.set_dropout(p);
+        self
+    }
+
     /// `[batch, time, hidden]` token embeddings of `ids` (before the norm):
     /// what salience methods perturb.
     pub fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
@@ -124,9 +135,22 @@ impl<B: Backend> ModernBertClassifier<B> {
         mask: Tensor<B, 2>,
         leaf_last: bool,
     ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+        self.forward(embedded, mask, leaf_last, None)
+    }
+
+    /// The encoder; with `noise` (training), each dropout of the config.
+    fn forward(
+        &self,
+        embedded: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        leaf_last: bool,
+        mut noise: Option<&mut Noise>,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
         let [_, time, _] = embedded.dims();
         let device = embedded.device();
-        let mut x = self.model.embeddings.norm.forward(embedded);
+        let config = &self.config;
+        let mut x =
+            dropout(self.model.embeddings.norm.forward(embedded), config.embedding_dropout, noise.as_deref_mut());
         // Keys outside the sequence: hidden from every query.
         let padding = (mask.clone().neg() + 1.0).mul_scalar(HIDDEN).unsqueeze_dim::<3>(1).unsqueeze_dim::<4>(1);
         let last = self.model.layers.len().saturating_sub(1);
@@ -142,10 +166,11 @@ impl<B: Backend> ModernBertClassifier<B> {
                 Some(norm) => norm.forward(x.clone()),
                 None => x.clone(),
             };
-            let (attended, probs) = self.attention(&layer.attn, normed, bias, &rotary, leaf_last && index == last);
+            let leaf = leaf_last && index == last;
+            let (attended, probs) = self.attention(&layer.attn, normed, bias, &rotary, leaf, noise.as_deref_mut());
             attentions.push(probs);
             x = x + attended;
-            let mlp = self.mlp(&layer.mlp, layer.mlp_norm.forward(x.clone()));
+            let mlp = self.mlp(&layer.mlp, layer.mlp_norm.forward(x.clone()), noise.as_deref_mut());
             x = x + mlp;
         }
         (self.model.final_norm.forward(x), attentions)
@@ -157,8 +182,18 @@ impl<B: Backend> ModernBertClassifier<B> {
         self.head_logits(hidden, mask)
     }
 
+    /// [`Self::classify`] in training mode: every dropout drawn from `noise`.
+    pub fn classify_train(&self, embedded: Tensor<B, 3>, mask: Tensor<B, 2>, noise: &mut Noise) -> Tensor<B, 2> {
+        let hidden = self.forward(embedded, mask.clone(), false, Some(&mut *noise)).0;
+        self.head_logits_with(hidden, mask, Some(noise))
+    }
+
     /// The pooled, headed logits of last hidden states.
     pub fn head_logits(&self, hidden: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.head_logits_with(hidden, mask, None)
+    }
+
+    fn head_logits_with(&self, hidden: Tensor<B, 3>, mask: Tensor<B, 2>, noise: Option<&mut Noise>) -> Tensor<B, 2> {
         let [batch, _, size] = hidden.dims();
         let pooled = match self.config.classifier_pooling {
             Pooling::Cls => hidden.narrow(1, 0, 1).reshape([batch, size]),
@@ -169,7 +204,7 @@ impl<B: Backend> ModernBertClassifier<B> {
             }
         };
         let pooled = self.head.norm.forward(gelu(self.head.dense.forward(pooled)));
-        self.classifier.forward(pooled)
+        self.classifier.forward(dropout(pooled, self.config.classifier_dropout, noise))
     }
 
     fn attention(
@@ -179,6 +214,7 @@ impl<B: Backend> ModernBertClassifier<B> {
         bias: Tensor<B, 4>,
         rotary: &Rotary<B>,
         leaf: bool,
+        mut noise: Option<&mut Noise>,
     ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, time, size] = x.dims();
         let heads = self.config.num_attention_heads;
@@ -191,16 +227,27 @@ impl<B: Backend> ModernBertClassifier<B> {
         if leaf {
             probs = probs.detach().require_grad();
         }
-        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch, time, size]);
-        (attn.wo.forward(context), probs)
+        let p = self.config.attention_dropout;
+        let dropped = dropout(probs.clone(), p, noise.as_deref_mut());
+        let context = dropped.matmul(v).swap_dims(1, 2).reshape([batch, time, size]);
+        (dropout(attn.wo.forward(context), p, noise), probs)
     }
 
-    fn mlp(&self, mlp: &Mlp<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    fn mlp(&self, mlp: &Mlp<B>, x: Tensor<B, 3>, noise: Option<&mut Noise>) -> Tensor<B, 3> {
         let both = mlp.wi.forward(x);
         let inner = self.config.intermediate_size;
         let input = both.clone().narrow(2, 0, inner);
         let gate = both.narrow(2, inner, inner);
-        mlp.wo.forward(gelu(input) * gate)
+        mlp.wo.forward(dropout(gelu(input) * gate, self.config.mlp_dropout, noise))
+    }
+}
+
+/// Dropout with a mask from the backend's stream (as BERT's), or nothing
+/// outside training.
+fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
+    match noise {
+        Some(noise) => noise.dropout_on_device(x, p),
+        None => x,
     }
 }
 

@@ -7,14 +7,16 @@
 //! Here: the encoder and its classification head, read from a Hugging Face
 //! folder and checked against `transformers` (`tests/fixtures/
 //! modernbert_transformers`, `scripts/family_fixtures.py`), behind the
-//! `Classifier` seam (`classifier.rs`). Still to come before grid files can
-//! name it (issue 44): its entry in the architecture registries, its
-//! byte-level BPE tokenizer with `[CLS] … [SEP]`, training and saving.
+//! `Classifier` seam (`classifier.rs`) and `Trainable`; a trained model's
+//! folder (`saved.rs`). Its tokenizer is `text::subword`'s byte-level BPE. A
+//! grid names it as any transformers checkpoint (`architecture = "bert"`,
+//! `checkpoint = …`): its `model_type` sends it here.
 
 pub mod classifier;
 pub mod config;
 pub mod encoder;
 pub mod load;
+pub mod saved;
 
 pub use config::{AttentionKind, ModernBertConfig, Pooling};
 pub use encoder::ModernBertClassifier;

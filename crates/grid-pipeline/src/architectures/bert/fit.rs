@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::architectures::TrainData;
 use crate::model::ModelAssets;
 use crate::model::bert::encoder::BertModel;
-use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained};
+use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained, model_type};
 use crate::model::bert::{BertClassifier, BertConfig, saved};
 use crate::model::hub;
 use crate::spec::{BertInit, BertSpec, HeadInit, ModelSpec, PositionInit};
@@ -27,19 +27,19 @@ use crate::train::{TrainSetup, train};
 
 /// What `training.json` records of a BERT beyond what every model records.
 #[derive(Serialize)]
-struct Details {
-    pretrained: Option<PretrainedRecord>,
+pub(super) struct Details {
+    pub(super) pretrained: Option<PretrainedRecord>,
 }
 
 /// Where a fine-tuned model started from.
 #[derive(Debug, Serialize)]
-struct PretrainedRecord {
-    source: String,
+pub(super) struct PretrainedRecord {
+    pub(super) source: String,
     /// Word-embedding rows appended for the shortcut tokens.
-    added_tokens: usize,
+    pub(super) added_tokens: usize,
     /// Whether the classification head is the checkpoint's (`head = "checkpoint"`).
-    head_from_checkpoint: bool,
-    load: LoadReport,
+    pub(super) head_from_checkpoint: bool,
+    pub(super) load: LoadReport,
 }
 
 /// Trains the BERT-family model `spec` describes on `data` and saves it under
@@ -56,9 +56,20 @@ pub fn fit<B: AutodiffBackend>(
     let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
     let context = || format!("model `{}`", model.name);
     let num_outputs = data.num_outputs();
-    let (tokenizer, mut config, encoder, head, pretrained) = match (&spec.init, assets) {
-        (BertInit::Pretrained { head, .. }, ModelAssets::Checkpoint { source, cache_root }) => {
-            let dir = hub::resolve(source, cache_root, &hub::bar_progress(ctx.progress)).with_context(context)?;
+    let dir = match assets {
+        ModelAssets::Checkpoint { source, cache_root } => {
+            Some(hub::resolve(source, cache_root, &hub::bar_progress(ctx.progress)).with_context(context)?)
+        }
+        _ => None,
+    };
+    // A checkpoint whose computation has its own room is fitted there.
+    if let (Some(dir), ModelAssets::Checkpoint { source, .. }) = (&dir, assets)
+        && model_type(dir).with_context(context)? == super::modernbert::MODEL_TYPE
+    {
+        return super::modernbert::fit::<B>(model, spec, source, dir, data, out, ctx, device);
+    }
+    let (tokenizer, mut config, encoder, head, pretrained) = match (&spec.init, assets, dir) {
+        (BertInit::Pretrained { head, .. }, ModelAssets::Checkpoint { source, .. }, Some(dir)) => {
             let tokenizer = SubwordEncoder::from_pretrained_dir(&dir, data.shortcut_tokens).with_context(context)?;
             let (mut config, encoder, report) = load_pretrained::<B>(&dir, &mut rng, device).with_context(context)?;
             // Rows for the shortcut tokens the tokenizer appended.
@@ -85,7 +96,7 @@ pub fn fit<B: AutodiffBackend>(
             };
             (tokenizer, config, encoder, head, Some(record))
         }
-        (BertInit::Random(shape), _) => {
+        (BertInit::Random(shape), _, _) => {
             let texts = data.train.iter().map(|e| e.text.as_str());
             let tokenizer = SubwordEncoder::train(texts, shape.vocab_size.get(), data.shortcut_tokens, shape.lowercase)
                 .with_context(context)?;
@@ -104,7 +115,7 @@ pub fn fit<B: AutodiffBackend>(
             }
             (tokenizer, config, encoder, None, None)
         }
-        (BertInit::Pretrained { checkpoint, .. }, _) => {
+        (BertInit::Pretrained { checkpoint, .. }, _, _) => {
             anyhow::bail!("model `{}`: checkpoint `{checkpoint}` was not resolved by the plan", model.name)
         }
     };

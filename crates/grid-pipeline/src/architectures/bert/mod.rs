@@ -4,6 +4,7 @@
 //! checkpoint it reads; and how it is fitted ([`fit`]).
 
 pub mod fit;
+pub mod modernbert;
 
 use std::path::{Path, PathBuf};
 
@@ -262,6 +263,10 @@ pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyho
         (BertInit::Pretrained { .. }, ModelAssets::Checkpoint { source, cache_root }) => {
             let dir = hub::resolve(source, cache_root, &|_| {})
                 .with_context(|| format!("model `{model}`: checkpoint {source}"))?;
+            let context = || format!("model `{model}`: {}", dir.display());
+            if crate::model::bert::load::model_type(&dir).with_context(context)? == modernbert::MODEL_TYPE {
+                return modernbert::dense_layers(&dir).with_context(context);
+            }
             let config = crate::model::bert::load::read_config(&dir)
                 .with_context(|| format!("model `{model}`: {}", dir.display()))?;
             (config.hidden_size, config.intermediate_size, config.num_hidden_layers)

@@ -77,10 +77,14 @@ fn read_bert_names(json: &[u8]) -> Result<BertConfig, String> {
 /// Every family `grid` reads, by `model_type`.
 pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert, &electra::Electra];
 
+/// Checkpoints a grid's `bert` model also takes whose computation has its
+/// own room (`model::modernbert`): named where a `model_type` is refused.
+pub const OWN_ROOMS: &[&str] = &["modernbert"];
+
 /// The family of a `model_type`.
 pub fn family(model_type: &str) -> Result<&'static dyn Family, String> {
     FAMILIES.iter().copied().find(|f| f.model_type() == model_type).ok_or_else(|| {
-        let known: Vec<&str> = FAMILIES.iter().map(|f| f.model_type()).collect();
+        let known: Vec<&str> = FAMILIES.iter().map(|f| f.model_type()).chain(OWN_ROOMS.iter().copied()).collect();
         format!("model_type `{model_type}` is not supported (supported: {})", known.join(", "))
     })
 }
@@ -88,13 +92,18 @@ pub fn family(model_type: &str) -> Result<&'static dyn Family, String> {
 /// Reads any registered family's `config.json` by its `model_type` (BERT's
 /// when the key is absent, as in old checkpoints).
 pub fn read_config(json: &[u8]) -> Result<BertConfig, String> {
+    family(&model_type(json)?)?.read_config(json)
+}
+
+/// A `config.json`'s `model_type`; `bert` when absent, as in old checkpoints.
+pub fn model_type(json: &[u8]) -> Result<String, String> {
     #[derive(serde::Deserialize)]
     struct ModelType {
         #[serde(default)]
         model_type: Option<String>,
     }
     let ModelType { model_type } = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    family(model_type.as_deref().unwrap_or("bert"))?.read_config(json)
+    Ok(model_type.unwrap_or_else(|| "bert".into()))
 }
 
 #[cfg(test)]
@@ -107,6 +116,9 @@ mod tests {
             assert_eq!(family(f.model_type()).map(|g| g.model_type()), Ok(f.model_type()));
         }
         let error = family("xlnet").err().unwrap();
-        assert!(error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert, electra)"), "{error}");
+        assert!(
+            error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert)"),
+            "{error}"
+        );
     }
 }

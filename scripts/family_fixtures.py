@@ -1,4 +1,4 @@
-"""RoBERTa, DistilBERT, ELECTRA and ModernBERT folders exactly as transformers writes them, with the
+"""RoBERTa, DistilBERT, ELECTRA, ModernBERT and DeBERTa-v3 folders exactly as transformers writes them, with the
 outputs transformers computes, for the model-family equivalence tests
 (tests/families.rs).
 
@@ -14,7 +14,7 @@ classification logits.
 Regenerate (needs torch, transformers and tokenizers; a CPU is enough), all
 families or the ones named:
 
-    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra] [modernbert]
+    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra] [modernbert] [deberta]
 """
 
 import json
@@ -25,8 +25,10 @@ import tokenizers
 import torch
 import transformers
 from safetensors.torch import save_file
-from tokenizers import ByteLevelBPETokenizer, BertWordPieceTokenizer
+from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer, SentencePieceUnigramTokenizer
 from transformers import (
+    DebertaV2Config,
+    DebertaV2ForSequenceClassification,
     DistilBertConfig,
     DistilBertForSequenceClassification,
     DistilBertTokenizerFast,
@@ -163,6 +165,53 @@ def modernbert(out_dir: pathlib.Path) -> None:
     write(out_dir / "modernbert_transformers", model, tokenizer, lambda m, **kw: m.model(**kw))
 
 
+def deberta(out_dir: pathlib.Path) -> None:
+    # DeBERTa-v3's tokenizer is a SentencePiece unigram model ("▁" before a
+    # word) with "[CLS] … [SEP]" around each sequence.
+    unigram = SentencePieceUnigramTokenizer()
+    special = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+    unigram.train_from_iterator(CORPUS, vocab_size=120, special_tokens=special, unk_token="[UNK]")
+    unigram._tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", unigram.token_to_id("[CLS]")), ("[SEP]", unigram.token_to_id("[SEP]"))],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=unigram._tokenizer,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+    )
+    # deberta-v3-base's settings (relative attention both ways through shared
+    # key/query projections, log buckets, a LayerNorm on the relative
+    # embeddings, no absolute positions, no segments) at a small size, with
+    # 4 position buckets and 8 relative positions so that sentences of 10
+    # tokens reach the log buckets.
+    config = DebertaV2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+        relative_attention=True,
+        position_buckets=4,
+        max_relative_positions=8,
+        pos_att_type="p2c|c2p",
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        position_biased_input=False,
+        type_vocab_size=0,
+        layer_norm_eps=1e-7,
+        num_labels=3,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = DebertaV2ForSequenceClassification(config).eval()
+    write(out_dir / "deberta_transformers", model, tokenizer, lambda m, **kw: m.deberta(**kw))
+
+
 def write(out_dir, model, tokenizer, encoder) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
@@ -194,7 +243,13 @@ def write(out_dir, model, tokenizer, encoder) -> None:
     print(f"wrote {out_dir} (transformers {transformers.__version__}, torch {torch.__version__})")
 
 
-FAMILIES = {"roberta": roberta, "distilbert": distilbert, "electra": electra, "modernbert": modernbert}
+FAMILIES = {
+    "roberta": roberta,
+    "distilbert": distilbert,
+    "electra": electra,
+    "modernbert": modernbert,
+    "deberta": deberta,
+}
 
 
 def main(out: str, names: list[str]) -> None:
@@ -207,6 +262,8 @@ def main(out: str, names: list[str]) -> None:
             torch.manual_seed(21)
         if name == "modernbert":
             torch.manual_seed(22)
+        if name == "deberta":
+            torch.manual_seed(23)
         FAMILIES[name](out_dir)
 
 

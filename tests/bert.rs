@@ -110,10 +110,11 @@ fn random_bert_runs_every_step() {
 
 /// RoBERTa (byte-level BPE, a fresh head), DistilBERT (WordPiece, its own
 /// two-label head kept as one logit), ELECTRA (embeddings projected up to
-/// a wider encoder, a GELU head) and ModernBERT (its own encoder: rotary
-/// positions, GeGLU, sliding-window layers, mean pooling) checkpoints, as
-/// transformers saves them, run every step: the shortcut tokens stay whole
-/// tokens of their word.
+/// a wider encoder, a GELU head), ModernBERT (its own encoder: rotary
+/// positions, GeGLU, sliding-window layers, mean pooling) and DeBERTa-v3 (its
+/// own encoder: disentangled relative attention; a SentencePiece tokenizer)
+/// checkpoints, as transformers saves them, run every step: the shortcut
+/// tokens stay whole tokens of their word.
 #[test]
 fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -122,6 +123,7 @@ fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
         ("distilbert_transformers", "head = \"checkpoint\"", "[CLS]", "[SEP]"),
         ("electra_transformers", "", "[CLS]", "[SEP]"),
         ("modernbert_transformers", "", "[CLS]", "[SEP]"),
+        ("deberta_transformers", "", "[CLS]", "[SEP]"),
     ] {
         let t = GridTest::new("");
         let dir = t.path().join("checkpoint");
@@ -186,7 +188,28 @@ fn electra_checkpoint_runs_every_method_family() {
 /// their own steps, naming the method and the family, and nothing else fails.
 #[test]
 fn modernbert_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modernbert_transformers");
+    every_method_runs_on(
+        "modernbert_transformers",
+        &[
+            ("deeplift", "ModernBERT does not implement DeepLift's rules"),
+            ("attn-scaled", "ModernBERT has no attention whose first query alone reaches the output"),
+        ],
+    );
+}
+
+/// The same on a DeBERTa-v3 checkpoint, whose `[CLS]` pooler makes scaled
+/// attention apply; DeepLift is refused (no rule for its disentangled
+/// attention).
+#[test]
+fn deberta_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses() {
+    every_method_runs_on("deberta_transformers", &[("deeplift", "DeBERTa does not implement DeepLift's rules")]);
+}
+
+/// Runs every method family on `fixture` with dropout: each method of
+/// `refused` fails its own step with its name and the reason, and every
+/// other attribution has one finite score per token.
+fn every_method_runs_on(fixture: &str, refused: &[(&str, &str)]) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(fixture);
     let t = GridTest::new("");
     let dir = t.path().join("checkpoint");
     std::fs::create_dir_all(&dir).unwrap();
@@ -206,32 +229,30 @@ fn modernbert_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses
             other => (r.label.as_str(), format!("{other:?}")),
         })
         .collect();
-    let refused = |method: &str, words: &[&str]| {
-        let (_, error) = failed.iter().find(|(label, _)| label.contains(&format!("/{method}"))).unwrap_or_else(|| {
+    for (method, reason) in refused {
+        let (_, error) = failed.iter().find(|(label, _)| label.ends_with(&format!("/{method}"))).unwrap_or_else(|| {
             panic!("{method} was not refused: {failed:?}");
         });
-        assert!(words.iter().all(|w| error.contains(w)), "{method}: {error}");
-    };
-    refused("deeplift", &["deeplift", "ModernBERT does not implement DeepLift's rules"]);
-    refused("attn-scaled", &["attn-scaled", "ModernBERT has no attention whose first query alone reaches the output"]);
-    let attribute_failures: Vec<_> =
+        assert!(error.contains(&format!("`{method}`")) && error.contains(reason), "{method}: {error}");
+    }
+    let failed_steps: Vec<_> =
         failed.iter().filter(|(label, _)| label.starts_with("attribute/") || label.starts_with("train/")).collect();
-    assert_eq!(attribute_failures.len(), 2, "{failed:?}");
+    assert_eq!(failed_steps.len(), refused.len(), "{failed:?}");
     let cache = Cache::open(t.cache()).unwrap();
     let plan = dag::plan(&Grid::load(&t.grid_file()).unwrap(), &cache, &PlanOptions::default()).unwrap();
     let train = plan.steps.iter().find(|s| s.label == "train/gen/st/bert").unwrap();
     let training: serde_json::Value =
         serde_json::from_slice(&std::fs::read(cache.step_dir(train.kind, &train.key).join("training.json")).unwrap())
             .unwrap();
-    // The prediction head is the checkpoint's, the classification layer new.
+    // The head before the classification layer is the checkpoint's, that layer new.
     assert_eq!(training["pretrained"]["load"]["random_pooler"], false);
     assert_eq!(training["pretrained"]["head_from_checkpoint"], false);
     let attributed: Vec<_> = plan
         .steps
         .iter()
-        .filter(|s| s.kind == StepKind::Attribute && !s.label.contains("deeplift") && !s.label.contains("attn-scaled"))
+        .filter(|s| s.kind == StepKind::Attribute && !refused.iter().any(|(m, _)| s.label.ends_with(&format!("/{m}"))))
         .collect();
-    assert_eq!(attributed.len(), 10);
+    assert_eq!(attributed.len(), 12 - refused.len());
     for step in attributed {
         let rows: Vec<AttributedExample> =
             read_jsonl(&cache.step_dir(step.kind, &step.key).join("attributions.jsonl")).unwrap();
@@ -366,7 +387,7 @@ fn unsupported_model_type_fails_its_branch_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert)"
+            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert, deberta-v2)"
         ),
         "{err}"
     );

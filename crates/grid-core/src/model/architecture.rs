@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::checkpoint::CheckpointError;
+use super::deberta::{DebertaClassifier, DebertaConfig};
 use super::modernbert::{ModernBertClassifier, ModernBertConfig};
 use super::{AttentionLeaf, AttentionView, Classifier};
 use crate::text::TextEncoder;
@@ -97,6 +98,12 @@ pub enum ModelConfig {
         num_outputs: usize,
         max_length: usize,
     },
+    /// A DeBERTa-v2/v3 checkpoint, likewise.
+    Deberta {
+        config: DebertaConfig,
+        num_outputs: usize,
+        max_length: usize,
+    },
 }
 
 impl ModelConfig {
@@ -104,7 +111,9 @@ impl ModelConfig {
     pub fn architecture(&self) -> Architecture {
         match self {
             ModelConfig::Bilstm { .. } => Architecture::Bilstm,
-            ModelConfig::Bert { .. } | ModelConfig::ModernBert { .. } => Architecture::Bert,
+            ModelConfig::Bert { .. } | ModelConfig::ModernBert { .. } | ModelConfig::Deberta { .. } => {
+                Architecture::Bert
+            }
         }
     }
 
@@ -112,7 +121,8 @@ impl ModelConfig {
         match self {
             ModelConfig::Bilstm { max_length, .. }
             | ModelConfig::Bert { max_length, .. }
-            | ModelConfig::ModernBert { max_length, .. } => *max_length,
+            | ModelConfig::ModernBert { max_length, .. }
+            | ModelConfig::Deberta { max_length, .. } => *max_length,
         }
     }
 
@@ -135,6 +145,10 @@ impl ModelConfig {
                 let (model, tokenizer) = super::modernbert::saved::load(dir, config, *num_outputs, device)?;
                 (AnyClassifier::ModernBert(model), Box::new(tokenizer))
             }
+            ModelConfig::Deberta { config, num_outputs, .. } => {
+                let (model, tokenizer) = super::deberta::saved::load(dir, config, *num_outputs, device)?;
+                (AnyClassifier::Deberta(model), Box::new(tokenizer))
+            }
         })
     }
 }
@@ -147,6 +161,7 @@ pub enum AnyClassifier<B: Backend> {
     Bilstm(BiLstmClassifier<B>),
     Bert(BertClassifier<B>),
     ModernBert(ModernBertClassifier<B>),
+    Deberta(DebertaClassifier<B>),
 }
 
 impl<B: Backend> AnyClassifier<B> {
@@ -158,6 +173,7 @@ impl<B: Backend> AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => AnyClassifier::Bilstm(m.no_grad()),
             AnyClassifier::Bert(m) => AnyClassifier::Bert(m.no_grad()),
             AnyClassifier::ModernBert(m) => AnyClassifier::ModernBert(m.no_grad()),
+            AnyClassifier::Deberta(m) => AnyClassifier::Deberta(m.no_grad()),
         }
     }
 }
@@ -168,6 +184,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.family(),
             AnyClassifier::Bert(m) => m.family(),
             AnyClassifier::ModernBert(m) => m.family(),
+            AnyClassifier::Deberta(m) => m.family(),
         }
     }
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
@@ -175,6 +192,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.embed(ids),
             AnyClassifier::Bert(m) => m.embed(ids),
             AnyClassifier::ModernBert(m) => m.embed(ids),
+            AnyClassifier::Deberta(m) => m.embed(ids),
         }
     }
     fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
@@ -182,6 +200,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.logits_from_embeddings(embeddings, mask),
             AnyClassifier::Bert(m) => m.logits_from_embeddings(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.logits_from_embeddings(embeddings, mask),
+            AnyClassifier::Deberta(m) => m.logits_from_embeddings(embeddings, mask),
         }
     }
     fn num_outputs(&self) -> usize {
@@ -189,6 +208,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.num_outputs(),
             AnyClassifier::Bert(m) => m.num_outputs(),
             AnyClassifier::ModernBert(m) => m.num_outputs(),
+            AnyClassifier::Deberta(m) => m.num_outputs(),
         }
     }
     fn max_length(&self) -> Option<usize> {
@@ -196,6 +216,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.max_length(),
             AnyClassifier::Bert(m) => m.max_length(),
             AnyClassifier::ModernBert(m) => m.max_length(),
+            AnyClassifier::Deberta(m) => m.max_length(),
         }
     }
     fn attention_scores(
@@ -208,6 +229,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.attention_scores(embeddings, mask, view),
             AnyClassifier::Bert(m) => m.attention_scores(embeddings, mask, view),
             AnyClassifier::ModernBert(m) => m.attention_scores(embeddings, mask, view),
+            AnyClassifier::Deberta(m) => m.attention_scores(embeddings, mask, view),
         }
     }
     fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
@@ -215,6 +237,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.attention_leaf(embeddings, mask),
             AnyClassifier::Bert(m) => m.attention_leaf(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.attention_leaf(embeddings, mask),
+            AnyClassifier::Deberta(m) => m.attention_leaf(embeddings, mask),
         }
     }
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
@@ -222,6 +245,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bilstm(m) => m.deeplift_logits(embeddings, mask),
             AnyClassifier::Bert(m) => m.deeplift_logits(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.deeplift_logits(embeddings, mask),
+            AnyClassifier::Deberta(m) => m.deeplift_logits(embeddings, mask),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod bert;
 pub mod bilstm;
 mod canonical_header;
 pub mod checkpoint;
+pub mod deberta;
 pub mod dense;
 pub mod dtype;
 pub mod glove;
@@ -20,6 +21,7 @@ pub mod init;
 pub mod modernbert;
 pub mod noise;
 pub mod predict;
+pub mod pretrained;
 pub mod rules;
 pub mod shapes;
 #[cfg(any(test, feature = "toy-models"))]

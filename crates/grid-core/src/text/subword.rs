@@ -55,7 +55,8 @@ const ROBERTA_SPECIALS: Specials = Specials { pad: "<pad>", unk: "<unk>", cls: "
 enum Split {
     /// One whitespace word at a time (WordPiece).
     Words,
-    /// The whole text, pieces mapped to words by their offsets (byte-level BPE).
+    /// The whole text, pieces mapped to words by their offsets (byte-level
+    /// BPE, SentencePiece unigram).
     Text,
 }
 
@@ -76,7 +77,7 @@ pub enum TokenizerError {
     MissingToken { path: PathBuf, token: String },
     #[error("{}: line {line}: {token:?} appears twice", path.display())]
     DuplicateToken { path: PathBuf, line: usize, token: String },
-    #[error("{}: the model is neither WordPiece nor BPE", path.display())]
+    #[error("{}: the model is not WordPiece, BPE or Unigram", path.display())]
     UnsupportedModel { path: PathBuf },
     #[error("{}: cannot encode every text ({message}): BPE needs an unknown token or byte-level pre-tokenization", path.display())]
     NotTotal { path: PathBuf, message: String },
@@ -197,6 +198,13 @@ impl SubwordEncoder {
         let (split, model_unk) = match tokenizer.get_model() {
             ModelWrapper::WordPiece(model) => (Split::Words, model.unk_token.clone()),
             ModelWrapper::BPE(model) => (Split::Text, model.unk_token.clone().unwrap_or_else(|| specials.unk.into())),
+            // SentencePiece (DeBERTa-v3): the whole text, `▁` marking a word's start.
+            ModelWrapper::Unigram(model) => {
+                // Its unknown id is private but serialised.
+                let unk_id = serde_json::to_value(model).ok().and_then(|v| v.get("unk_id")?.as_u64());
+                let unk = unk_id.and_then(|id| tokenizer.id_to_token(id as u32));
+                (Split::Text, unk.unwrap_or_else(|| specials.unk.into()))
+            }
             _ => return Err(TokenizerError::UnsupportedModel { path: origin.to_path_buf() }),
         };
         // WordPiece fails on unknown words only when its [UNK] is missing, so
@@ -580,14 +588,9 @@ mod tests {
         assert_eq!(&short.ids[1..4], &got.ids[1..4]);
     }
 
-    /// ModernBERT's kind of tokenizer (the fixture `scripts/family_fixtures.py`
-    /// writes): byte-level BPE with BERT's special tokens around each
-    /// sequence. The ids are those `transformers` gave the fixture's sentences.
-    #[test]
-    fn modernbert_byte_level_bpe_with_bert_specials_matches_transformers() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modernbert_transformers");
-        let e = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
-        assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (3, 0, 1, 2, Some(4)));
+    /// The token ids `transformers` gave a fixture's sentences (padding
+    /// `pad` left out), with the sentences.
+    fn fixture_ids(dir: &Path, pad: u32) -> Vec<(String, Vec<u32>)> {
         let bytes = std::fs::read(dir.join("reference.safetensors")).unwrap();
         let reference = safetensors::SafeTensors::deserialize(&bytes).unwrap();
         let sentences: Vec<String> = {
@@ -596,13 +599,49 @@ mod tests {
             serde_json::from_str(text).unwrap()
         };
         let ids = reference.tensor("input_ids").unwrap();
-        let [_, time] = [ids.shape()[0], ids.shape()[1]];
+        let time = ids.shape()[1];
         let ids: Vec<u32> =
             ids.data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as u32).collect();
-        for (row, sentence) in sentences.iter().enumerate() {
-            let expected: Vec<u32> = ids[row * time..(row + 1) * time].iter().copied().filter(|&id| id != 3).collect();
-            assert_eq!(e.encode(sentence, 512).ids, expected, "{sentence}");
+        sentences
+            .into_iter()
+            .enumerate()
+            .map(|(row, s)| (s, ids[row * time..(row + 1) * time].iter().copied().filter(|&id| id != pad).collect()))
+            .collect()
+    }
+
+    /// ModernBERT's kind of tokenizer (the fixture `scripts/family_fixtures.py`
+    /// writes): byte-level BPE with BERT's special tokens around each
+    /// sequence. The ids are those `transformers` gave the fixture's sentences.
+    #[test]
+    fn modernbert_byte_level_bpe_with_bert_specials_matches_transformers() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modernbert_transformers");
+        let e = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+        assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (3, 0, 1, 2, Some(4)));
+        for (sentence, expected) in fixture_ids(&dir, 3) {
+            assert_eq!(e.encode(&sentence, 512).ids, expected, "{sentence}");
         }
+    }
+
+    /// DeBERTa-v3's kind of tokenizer: a SentencePiece unigram model (`▁`
+    /// before a word) with `[CLS] … [SEP]`. Its ids are `transformers`', and
+    /// a shortcut token is one piece of its own word.
+    #[test]
+    fn deberta_sentencepiece_unigram_matches_transformers_and_keeps_shortcuts_whole() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/deberta_transformers");
+        let e = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+        assert_eq!((e.pad_id(), e.unk_id(), e.cls_id(), e.sep_id(), e.mask_id()), (0, 3, 1, 2, Some(4)));
+        for (sentence, expected) in fixture_ids(&dir, 0) {
+            assert_eq!(e.encode(&sentence, 512).ids, expected, "{sentence}");
+        }
+        let e = SubwordEncoder::from_pretrained_dir(&dir, &shortcuts()).unwrap();
+        let got = e.encode("the film #1 was great", 512);
+        let shortcut: Vec<usize> = got.tokens_of_word(2).collect();
+        assert_eq!(shortcut.len(), 1);
+        assert_eq!(got.ids[shortcut[0]], e.token_id("#1").unwrap());
+        let words: Vec<usize> = got.word_of_token.iter().flatten().copied().collect();
+        assert_eq!(words.first(), Some(&0));
+        assert_eq!(words.last(), Some(&4));
+        assert!(words.windows(2).all(|w| w[0] <= w[1]), "{words:?}");
     }
 
     /// all-MiniLM-L6-v2 (`GRID_MINILM_DIR`, the unzipped wheel's `model/` folder).

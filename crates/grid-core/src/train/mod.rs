@@ -159,9 +159,10 @@ pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
 /// burn's CPU backend has one RNG per process, and the unit tests train on
 /// parallel threads: they take turns, or one test's seeding would move
 /// another's dropout masks. (`grid run` gives each training a process of
-/// its own when several run at once.)
+/// its own when several run at once.) A test that draws masks outside
+/// `train` takes its turn too.
 #[cfg(test)]
-static ONE_TRAINING_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static ONE_TRAINING_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
 /// run's seed and the step).

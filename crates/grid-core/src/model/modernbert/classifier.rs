@@ -3,12 +3,19 @@
 //! Rescale rule is not derived for its GeGLU gate and rotary positions, so
 //! `deeplift_logits` is `None` and the method is refused for the model.
 
+use std::path::Path;
+
 use burn::prelude::*;
+use rand_chacha::ChaCha8Rng;
 
 use super::config::Pooling;
 use super::encoder::ModernBertClassifier;
+use crate::model::bert::load::{LoadError, LoadReport};
+use crate::model::checkpoint::CheckpointError;
 use crate::model::noise::Noise;
+use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
 use crate::model::{AttentionLeaf, AttentionView, Classifier, TokenBatch};
+use crate::text::subword::SubwordEncoder;
 use crate::train::Trainable;
 
 impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
@@ -53,6 +60,46 @@ impl<B: Backend> Classifier<B> for ModernBertClassifier<B> {
     }
 }
 
+impl<B: Backend> PretrainedClassifier<B> for ModernBertClassifier<B> {
+    const MODEL_TYPE: &'static str = super::MODEL_TYPE;
+
+    fn load_pretrained(
+        dir: &Path,
+        num_outputs: usize,
+        start: ClassifierStart,
+        rng: &mut ChaCha8Rng,
+        device: &B::Device,
+    ) -> Result<(Self, LoadReport), LoadError> {
+        super::load::load_pretrained(dir, num_outputs, start, rng, device)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
+    }
+
+    fn with_added_tokens(self, added: usize, rng: &mut ChaCha8Rng) -> Self {
+        super::load::add_word_embeddings(self, added, rng)
+    }
+
+    fn with_dropout(self, p: f64) -> Self {
+        ModernBertClassifier::with_dropout(self, p)
+    }
+
+    fn max_positions(&self) -> Option<usize> {
+        Some(self.config().max_position_embeddings)
+    }
+
+    fn save(
+        &self,
+        dir: &Path,
+        num_outputs: usize,
+        max_length: usize,
+        tokenizer: &SubwordEncoder,
+    ) -> Result<(), CheckpointError> {
+        super::saved::save(dir, self, num_outputs, max_length, tokenizer)
+    }
+}
+
 impl<B: Backend> Trainable<B> for ModernBertClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         self.classify_train(self.embed(batch.ids.clone()), batch.mask.clone(), noise)
@@ -61,8 +108,6 @@ impl<B: Backend> Trainable<B> for ModernBertClassifier<B> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use burn::tensor::TensorData;
 
     use super::*;
@@ -155,6 +200,8 @@ mod tests {
         let model = crate::model::modernbert::load::add_word_embeddings(model, 2, &mut rng).with_dropout(0.3);
         let (ids, mask) = batch();
         let batch = TokenBatch { ids, mask };
+        // The masks come from the backend's one RNG, which trainings reseed.
+        let _turn = crate::train::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let mut noise_rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         let mut noise = Noise::new(&mut noise_rng);
         let logits = model.logits_train(&batch, &mut noise);

@@ -138,7 +138,7 @@ impl ModernBertConfig {
 
     /// Refuses what the encoder does not compute, naming the field.
     pub fn check(&self) -> Result<(), String> {
-        if self.model_type != "modernbert" {
+        if self.model_type != super::MODEL_TYPE {
             return Err(format!("model_type = \"{}\": not a ModernBERT checkpoint", self.model_type));
         }
         if self.num_attention_heads == 0 || !self.hidden_size.is_multiple_of(self.num_attention_heads) {

@@ -17,22 +17,10 @@ use crate::model::bert::load::{
     LoadError, LoadReport, WEIGHTS, head_labels, read_config_json, two_labels_as_one, unfitting_tensors, with_mean_rows,
 };
 use crate::model::init::truncated_normal;
+pub use crate::model::pretrained::ClassifierStart;
 
 pub fn read_config(dir: &Path) -> Result<ModernBertConfig, LoadError> {
     read_config_json(dir, ModernBertConfig::from_json)
-}
-
-/// Where the classification layer (`classifier`) starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassifierStart {
-    /// The checkpoint's, its labels fitting the data's classes (a two-label
-    /// layer serves a binary model as `l₁ − l₀`).
-    Checkpoint,
-    /// Drawn afresh as `transformers` initialises it; a layer in the
-    /// checkpoint is left out. The prediction head before it (`head.*`) is
-    /// the checkpoint's where it has one, as fine-tuning a masked-LM
-    /// checkpoint keeps it.
-    Fresh,
 }
 
 /// A `ModernBertForSequenceClassification` checkpoint with `num_outputs`

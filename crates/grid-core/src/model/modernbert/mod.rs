@@ -18,5 +18,8 @@ pub mod encoder;
 pub mod load;
 pub mod saved;
 
+/// Its checkpoints' `config.json` `model_type`.
+pub const MODEL_TYPE: &str = "modernbert";
+
 pub use config::{AttentionKind, ModernBertConfig, Pooling};
 pub use encoder::ModernBertClassifier;

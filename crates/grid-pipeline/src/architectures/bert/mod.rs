@@ -4,7 +4,7 @@
 //! checkpoint it reads; and how it is fitted ([`fit`]).
 
 pub mod fit;
-pub mod modernbert;
+pub mod own_room;
 
 use std::path::{Path, PathBuf};
 
@@ -264,8 +264,9 @@ pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyho
             let dir = hub::resolve(source, cache_root, &|_| {})
                 .with_context(|| format!("model `{model}`: checkpoint {source}"))?;
             let context = || format!("model `{model}`: {}", dir.display());
-            if crate::model::bert::load::model_type(&dir).with_context(context)? == modernbert::MODEL_TYPE {
-                return modernbert::dense_layers(&dir).with_context(context);
+            let model_type = crate::model::bert::load::model_type(&dir).with_context(context)?;
+            if let Some(layers) = own_room::dense_layers(&dir, &model_type) {
+                return layers.with_context(context);
             }
             let config = crate::model::bert::load::read_config(&dir)
                 .with_context(|| format!("model `{model}`: {}", dir.display()))?;

@@ -78,8 +78,9 @@ fn read_bert_names(json: &[u8]) -> Result<BertConfig, String> {
 pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert, &electra::Electra];
 
 /// Checkpoints a grid's `bert` model also takes whose computation has its
-/// own room (`model::modernbert`): named where a `model_type` is refused.
-pub const OWN_ROOMS: &[&str] = &["modernbert"];
+/// own room (`model::modernbert`, `model::deberta`; see
+/// `model::pretrained`): named where a `model_type` is refused.
+pub const OWN_ROOMS: &[&str] = &[crate::model::modernbert::MODEL_TYPE, crate::model::deberta::MODEL_TYPE];
 
 /// The family of a `model_type`.
 pub fn family(model_type: &str) -> Result<&'static dyn Family, String> {
@@ -117,7 +118,9 @@ mod tests {
         }
         let error = family("xlnet").err().unwrap();
         assert!(
-            error.contains("`xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert)"),
+            error.contains(
+                "`xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert, deberta-v2)"
+            ),
             "{error}"
         );
     }

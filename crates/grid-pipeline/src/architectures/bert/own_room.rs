@@ -1,0 +1,152 @@
+//! A `bert` model whose checkpoint's encoder has a room of its own
+//! (`model::pretrained`: ModernBERT, DeBERTa-v2/v3), chosen by its
+//! `model_type`: fitted as the BERT family's are (the shortcut tokens
+//! appended to its tokenizer with embedding rows of their own, a fresh head
+//! or the checkpoint's, the same recipe and record), on its own encoder. A
+//! new room is an arm in [`fit`] and [`dense_layers`].
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use burn::module::AutodiffModule;
+use burn::tensor::backend::AutodiffBackend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::fit::{Details, PretrainedRecord};
+use super::{DenseLayer, HeadInit};
+use crate::architectures::TrainData;
+use crate::model::Classifier;
+use crate::model::deberta::{self, DebertaClassifier};
+use crate::model::hub::CheckpointSource;
+use crate::model::modernbert::{self, ModernBertClassifier};
+use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
+use crate::spec::{BertInit, BertSpec, ModelSpec};
+use crate::steps::StepContext;
+use crate::text::TextEncoder;
+use crate::text::subword::SubwordEncoder;
+use crate::train::{TrainSetup, Trainable, train};
+
+/// Where a checkpoint is fitted.
+pub struct Checkpoint<'a> {
+    pub source: &'a CheckpointSource,
+    /// The resolved folder.
+    pub dir: &'a Path,
+    pub model_type: &'a str,
+}
+
+/// Fits `checkpoint` on its own encoder and saves it under `out`; `None`
+/// when its `model_type` has no room of its own (the BERT family's).
+pub fn fit<B: AutodiffBackend>(
+    model: &ModelSpec,
+    spec: &BertSpec,
+    checkpoint: &Checkpoint,
+    data: &TrainData,
+    out: &Path,
+    ctx: &StepContext,
+    device: &B::Device,
+) -> Option<Result<()>> {
+    Some(match checkpoint.model_type {
+        modernbert::MODEL_TYPE => {
+            fit_room::<B, ModernBertClassifier<B>>(model, spec, checkpoint, data, out, ctx, device)
+        }
+        deberta::MODEL_TYPE => fit_room::<B, DebertaClassifier<B>>(model, spec, checkpoint, data, out, ctx, device),
+        _ => return None,
+    })
+}
+
+/// Fine-tunes (or, with `fine_tune = false`, takes) a checkpoint of encoder `M`.
+fn fit_room<B, M>(
+    model: &ModelSpec,
+    spec: &BertSpec,
+    checkpoint: &Checkpoint,
+    data: &TrainData,
+    out: &Path,
+    ctx: &StepContext,
+    device: &B::Device,
+) -> Result<()>
+where
+    B: AutodiffBackend,
+    M: PretrainedClassifier<B> + Trainable<B> + AutodiffModule<B>,
+    M::InnerModule: Classifier<B::InnerBackend> + PretrainedClassifier<B::InnerBackend>,
+{
+    let BertInit::Pretrained { head, fine_tune, .. } = spec.init else {
+        anyhow::bail!("model `{}`: a {} model starts from a checkpoint", model.name, M::MODEL_TYPE)
+    };
+    let rng = &mut ChaCha8Rng::seed_from_u64(model.training.seed);
+    let context = || format!("model `{}`", model.name);
+    let num_outputs = data.num_outputs();
+    let tokenizer = SubwordEncoder::from_pretrained_dir(checkpoint.dir, data.shortcut_tokens).with_context(context)?;
+    let start = match head {
+        HeadInit::Fresh => ClassifierStart::Fresh,
+        HeadInit::Checkpoint => ClassifierStart::Checkpoint,
+    };
+    let (classifier, report) = M::load_pretrained(checkpoint.dir, num_outputs, start, rng, device)
+        .with_context(|| format!("model `{}`: checkpoint {}", model.name, checkpoint.source))?;
+    let added = tokenizer.vocab_size().saturating_sub(classifier.vocab_size());
+    let mut classifier = classifier.with_added_tokens(added, rng);
+    if let Some(p) = spec.dropout {
+        classifier = classifier.with_dropout(p.get());
+    }
+    let max_length = classifier.max_positions().map_or(data.max_length, |m| data.max_length.min(m));
+    let (train_enc, validation_enc) = data.encode(&tokenizer, max_length);
+    let setup = TrainSetup {
+        pad_id: tokenizer.pad_id(),
+        unk_id: tokenizer.unk_id(),
+        word_dropout: 0.0,
+        progress: ctx.progress,
+        log: ctx.log,
+        buckets: ctx.compute.buckets,
+        snapshots: ctx.snapshots.as_ref(),
+        stop: &crate::interrupt::requested,
+    };
+    let (best, summary) = if fine_tune {
+        train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?
+    } else {
+        crate::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
+    };
+    best.save(out, num_outputs, max_length, &tokenizer)?;
+    let pretrained = PretrainedRecord {
+        source: checkpoint.source.to_string(),
+        added_tokens: added,
+        head_from_checkpoint: start == ClassifierStart::Checkpoint,
+        load: report,
+    };
+    data.write_record(
+        out,
+        model.kind().name(),
+        tokenizer.vocab_size(),
+        Details { pretrained: Some(pretrained) },
+        summary,
+    )
+}
+
+/// Its dense layers per forward pass; `None` when `model_type` has no room
+/// of its own.
+pub fn dense_layers(dir: &Path, model_type: &str) -> Option<Result<Vec<DenseLayer>>> {
+    let layer = |name, inputs, outputs, per_pass| DenseLayer { name, inputs, outputs, per_pass };
+    match model_type {
+        // Per layer the fused query/key/value projection, the output
+        // projection, the GeGLU's input-and-gate and its output.
+        modernbert::MODEL_TYPE => Some(modernbert::load::read_config(dir).map_err(Into::into).map(|c| {
+            let (h, i, layers) = (c.hidden_size, c.intermediate_size, c.num_hidden_layers);
+            vec![
+                layer("attention q/k/v", h, 3 * h, layers),
+                layer("attention output", h, h, layers),
+                layer("GeGLU in and gate", h, 2 * i, layers),
+                layer("GeGLU out", i, h, layers),
+            ]
+        })),
+        // BERT's per token; the relative table's projections run once per
+        // batch, not per token, and are left out.
+        deberta::MODEL_TYPE => Some(deberta::load::read_config(dir).map_err(Into::into).map(|c| {
+            let (h, i, layers) = (c.hidden_size, c.intermediate_size, c.num_hidden_layers);
+            vec![
+                layer("attention q/k/v/output", h, h, 4 * layers),
+                layer("feed-forward in", h, i, layers),
+                layer("feed-forward out", i, h, layers),
+            ]
+        })),
+        _ => None,
+    }
+}

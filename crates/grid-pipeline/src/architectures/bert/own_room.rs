@@ -150,3 +150,32 @@ pub fn dense_layers(dir: &Path, model_type: &str) -> Option<Result<Vec<DenseLaye
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+    }
+
+    /// What the estimate and `grid bench gemm` count for each room, from
+    /// its checkpoint's config.json; the BERT family's is not this file's.
+    #[test]
+    fn each_room_counts_its_own_dense_layers() {
+        let shapes = |name: &str, model_type: &str| -> Vec<(usize, usize, usize)> {
+            let layers = dense_layers(&fixture(name), model_type).unwrap().unwrap();
+            layers.iter().map(|l| (l.inputs, l.outputs, l.per_pass)).collect()
+        };
+        // hidden 32, intermediate 48, 3 layers.
+        assert_eq!(
+            shapes("modernbert_transformers", "modernbert"),
+            vec![(32, 96, 3), (32, 32, 3), (32, 96, 3), (48, 32, 3)]
+        );
+        // hidden 32, intermediate 48, 2 layers.
+        assert_eq!(shapes("deberta_transformers", "deberta-v2"), vec![(32, 32, 8), (32, 48, 2), (48, 32, 2)]);
+        assert!(dense_layers(&fixture("bert_transformers"), "bert").is_none());
+        let wrong = dense_layers(&fixture("bert_transformers"), "deberta-v2").unwrap().unwrap_err();
+        assert!(format!("{wrong:#}").contains("config.json"), "{wrong:#}");
+    }
+}

@@ -187,12 +187,28 @@ sample = 20
 /// explained by every listed method and scored.
 #[test]
 fn the_own_model_example_runs_on_a_users_checkpoint_and_csv() {
+    own_model_example_on("electra_transformers", &[], 5);
+}
+
+/// The same with a ModernBERT and a DeBERTa-v3 classifier, which have
+/// encoders of their own; DeepLift, which neither implements, left out.
+#[test]
+fn the_own_model_example_runs_on_modernbert_and_deberta_classifiers() {
+    let methods = "attribution.methods=[\"gxil\", \"igl-zero-50\", \"attn-last\", \"random\"]";
+    for fixture in ["modernbert_transformers", "deberta_transformers"] {
+        own_model_example_on(fixture, &["--set", methods], 4);
+    }
+}
+
+/// `experiments/own_model.toml` on checkpoint `fixture` (three labels) with
+/// `extra` arguments: nothing trains, and `attributions` methods run.
+fn own_model_example_on(fixture: &str, extra: &[&str], attributions: usize) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let data = tempfile::tempdir().unwrap();
     let model = data.path().join("my_model");
     std::fs::create_dir_all(&model).unwrap();
     for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
-        std::fs::copy(root.join("tests/fixtures/electra_transformers").join(file), model.join(file)).unwrap();
+        std::fs::copy(root.join("tests/fixtures").join(fixture).join(file), model.join(file)).unwrap();
     }
     let words =
         [("negative", "an awful , boring plot"), ("neutral", "the film was a film"), ("positive", "I loved it")];
@@ -207,11 +223,16 @@ fn the_own_model_example_runs_on_a_users_checkpoint_and_csv() {
     }
     let t = GridTest::new(&std::fs::read_to_string(root.join("experiments/own_model.toml")).unwrap());
     let root_arg = data.path().to_str().unwrap();
-    let output = t.grid(&["run", t.grid_file().to_str().unwrap(), "--data-root", root_arg, "-q"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let grid_file = t.grid_file();
+    let mut args = vec!["run", grid_file.to_str().unwrap(), "--data-root", root_arg, "-q"];
+    args.extend_from_slice(extra);
+    let output = t.grid(&args);
+    assert!(output.status.success(), "{fixture}: {}", String::from_utf8_lossy(&output.stderr));
     let reports = t.reports().join("own_model");
     assert!(reports.join("zhao_table1.md").is_file());
-    let grid = Grid::load(&t.grid_file()).unwrap();
+    let settings: Vec<grid::spec::overrides::Override> =
+        extra.iter().skip(1).step_by(2).map(|s| s.parse().unwrap()).collect();
+    let grid = Grid::load_with(&t.grid_file(), &settings).unwrap();
     let cache = Cache::open(t.cache()).unwrap();
     let options = PlanOptions { data_root: Some(data.path().to_path_buf()), ..PlanOptions::default() };
     let plan = dag::plan(&grid, &cache, &options).unwrap();
@@ -220,5 +241,5 @@ fn the_own_model_example_runs_on_a_users_checkpoint_and_csv() {
         serde_json::from_slice(&std::fs::read(cache.step_dir(train.kind, &train.key).join("training.json")).unwrap())
             .unwrap();
     assert_eq!(training["summary"]["steps"], 0, "{training}");
-    assert_eq!(plan.steps.iter().filter(|s| s.kind == StepKind::Attribute).count(), 5);
+    assert_eq!(plan.steps.iter().filter(|s| s.kind == StepKind::Attribute).count(), attributions);
 }

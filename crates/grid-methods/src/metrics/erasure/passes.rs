@@ -435,6 +435,84 @@ mod tests {
         assert_eq!((top.soft_ns, top.soft_nc), (None, None), "no soft samples asked for");
     }
 
+    /// Zhao & Aletras's metrics walked through by hand on one example (issue
+    /// 45, item 7): a method's attribution `u` and a random one `v`, NS, NC,
+    /// their AOPC, Soft-NS, Soft-NC and the diagnosticity pair, each from the
+    /// paper's definitions, against what `erase` computes.
+    ///
+    /// Where the authors' public evaluation code (the soft-faithfulness
+    /// release built on Chrysostomou & Aletras's) differs from the paper's
+    /// text, PROTOCOL §3 and this code, the line says so; those choices are
+    /// what `--compare` against their Table 6 does not share:
+    /// - their `S(x,ŷ,0)` feeds an input of id 0 everywhere, `[CLS]` and
+    ///   `[SEP]` included; ours keeps the special tokens (no difference for
+    ///   this model, which gives them no weight);
+    /// - their NC is clipped to [0, 1] like NS; ours is not (PROTOCOL clips NS
+    ///   only), and here it reaches 7/6;
+    /// - their AOPC averages seven ratios, {1, 2, 5, 10, 20, 50, 100}% of
+    ///   the tokenized length (`⌈ρ·length⌉`); ours five, of the ordinary
+    ///   tokens (the 100% ratio adds the same constant to `u` and `v`);
+    /// - they subtract 1e-4 from `S(x,ŷ,0)` before dividing.
+    #[test]
+    fn zhao_metrics_walked_through_by_hand() {
+        // p(class 0) = ½ + 0.25 [a] + 0.1 [b] − 0.05 [c]; [CLS]=2 and [SEP]=3 weigh nothing.
+        let (a, b, c) = (5u32, 6u32, 7u32);
+        let model = presence(&[(a, 0.25), (b, 0.1), (c, -0.05)]);
+        let ids = [2, a, 8, b, 9, c, 10, 3];
+        let special = vec![true, false, false, false, false, false, false, true];
+        // u ranks a, b, 8, 10, 9, c; the random v ranks c, 9, 8, a, b, 10.
+        let u_scores = [0.0, 0.9, 0.1, 0.5, 0.0, -0.4, 0.05, 0.0];
+        let v_scores = [0.0, 0.2, 0.3, 0.1, 0.8, 0.9, 0.0, 0.0];
+        let example = |index, scores| ErasureInput { index, ids: &ids, special: special.clone(), scores, predicted: 0 };
+        let settings = Settings { soft_samples: 20_000, ..Settings::default() };
+        let erased = erase_on(&model, &[example(0, &u_scores[..]), example(1, &v_scores[..])], &settings, 8);
+        let (u, v) = (&erased[0], &erased[1]);
+
+        // p(ŷ|x) = 0.8; all six ordinary tokens → [PAD]: p = 0.5, so
+        // S(x,ŷ,0) = 1 − (0.8 − 0.5) = 0.7 and every value divides by 0.3.
+        assert!((u.p_full - 0.8).abs() < 1e-6 && (u.p_zeroed - 0.5).abs() < 1e-6);
+        // d = 6 ordinary tokens; ρ = 1, 5, 10, 20, 50% → k = ⌈ρ·6⌉ = 1, 1, 1, 2, 3.
+        // u, k = 1, R = {a}: p(ŷ|R) = 0.75 → S = 0.95 → NS = 0.25/0.3 = 5/6;
+        //   p(ŷ|x∖R) = 0.55 → C = 0.25 → NC = 5/6.
+        // u, k = 2 and 3, R ⊇ {a, b}: p(ŷ|R) = 0.85 → S = 1 → NS = 1;
+        //   p(ŷ|x∖R) = 0.45 → C = 0.35 → NC = 7/6 (the authors' code: 1).
+        let (ns, nc) =
+            ([5.0 / 6.0, 5.0 / 6.0, 5.0 / 6.0, 1.0, 1.0], [5.0 / 6.0, 5.0 / 6.0, 5.0 / 6.0, 7.0 / 6.0, 7.0 / 6.0]);
+        for r in 0..5 {
+            assert_close(u.ns[r], ns[r]);
+            assert_close(u.nc[r], nc[r]);
+        }
+        assert_close(u.aopc_ns, 0.9);
+        assert_close(u.aopc_nc, (2.5 + 7.0 / 3.0) / 5.0);
+        // v: R ⊆ {c, 9, 8} never holds a or b: p(ŷ|R) = 0.45 → S = 0.65 < S0 →
+        // NS clipped to 0; p(ŷ|x∖R) = 0.85 ≥ 0.8 → C = 0 → NC = 0.
+        assert_close(v.aopc_ns, 0.0);
+        assert_close(v.aopc_nc, 0.0);
+
+        // Soft: u's salience min-max rescaled over the ordinary tokens,
+        // q_a = 1, q_b = 0.9/1.3, q_c = 0. Soft-NS keeps token i's embedding
+        // with probability q_i: a always, c never, b with 9/13, so
+        // p(ŷ|x′) = 0.85 (NS 1) or 0.75 (NS 5/6): E = 9/13 + 4/13 · 5/6.
+        // Soft-NC keeps with 1 − q_i: a never, c always, b with 4/13, so
+        // p(ŷ|x′) = 0.55 (NC 5/6) or 0.45 (NC 7/6): E = 4/13 · 5/6 + 9/13 · 7/6.
+        // One mask per example is the paper's protocol; 20,000 here average
+        // to the expectation (standard error < 0.001).
+        let soft_ns = 9.0 / 13.0 + 4.0 / 13.0 * 5.0 / 6.0;
+        let soft_nc = 4.0 / 13.0 * 5.0 / 6.0 + 9.0 / 13.0 * 7.0 / 6.0;
+        assert!((u.soft_ns.unwrap() - soft_ns).abs() < 0.005, "{:?} vs {soft_ns}", u.soft_ns);
+        assert!((u.soft_nc.unwrap() - soft_nc).abs() < 0.005, "{:?} vs {soft_nc}", u.soft_nc);
+
+        // Diagnosticity over this one pair: u beats v under every metric.
+        for (f_u, f_v) in
+            [(u.aopc_ns, v.aopc_ns), (u.aopc_nc, v.aopc_nc), (u.soft_ns, v.soft_ns), (u.soft_nc, v.soft_nc)]
+        {
+            assert_eq!(crate::metrics::erasure::diagnosticity(&[f_u], &[f_v]), Some(1.0));
+        }
+        // A tie is not a win: with NC clipped as in the authors' code, two
+        // rationales that both hurt more than removing everything tie at 1.
+        assert_eq!(crate::metrics::erasure::diagnosticity(&[Some(1.0)], &[Some(1.0)]), Some(0.0));
+    }
+
     #[test]
     fn soft_ns_keeps_and_soft_nc_removes_the_salient_embedding() {
         // p(0|x) = ½ + 0.4 (token 7) + 0.05 (token 5) − 0.03 (token 6) = 0.92;

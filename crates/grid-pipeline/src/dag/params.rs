@@ -233,11 +233,16 @@ pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
     params
 }
 
-/// Erasure: the rationale ratios and the soft-erasure sampling change results;
-/// the batch size does not.
+/// Erasure: the rationale ratios, the soft-erasure sampling and the
+/// convention change results; the batch size does not. Only a convention
+/// other than the paper's joins the key, so the keys of existing grids hold.
 pub fn erasure(settings: &crate::metrics::erasure::Settings) -> Value {
-    let crate::metrics::erasure::Settings { ratios, soft_samples, seed } = settings;
-    json!({ "ratios": ratios, "soft_samples": soft_samples, "seed": seed })
+    let crate::metrics::erasure::Settings { ratios, soft_samples, seed, convention } = settings;
+    let mut params = json!({ "ratios": ratios, "soft_samples": soft_samples, "seed": seed });
+    if *convention != crate::metrics::erasure::Convention::Paper {
+        params["convention"] = json!(convention.name());
+    }
+    params
 }
 
 /// Agreement: the compared methods are named by their inputs' keys; `k` and the
@@ -253,6 +258,20 @@ pub fn agreement(options: &crate::steps::agreement::Options) -> Value {
 
 #[cfg(test)]
 mod tests {
+    /// The paper's convention keeps the keys erasure steps had before there
+    /// was a choice; the authors' code's is another step.
+    #[test]
+    fn only_another_erasure_convention_joins_the_key() {
+        use crate::metrics::erasure::{Convention, Settings};
+        let paper = Settings::default();
+        assert_eq!(
+            erasure(&paper),
+            serde_json::json!({ "ratios": [0.01, 0.05, 0.1, 0.2, 0.5], "soft_samples": 1, "seed": 0 })
+        );
+        let authors = Settings { convention: Convention::AuthorsCode, ..paper };
+        assert_eq!(erasure(&authors)["convention"], "authors-code");
+    }
+
     use super::*;
     use crate::spec::{Keep, Optimizer, Positive, Schedule};
 

@@ -655,6 +655,7 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
         ratios: e.ratios.iter().map(|r| r.get()).collect(),
         soft_samples: e.soft_samples.get(),
         seed: e.seed,
+        convention: e.convention,
     }
 }
 

@@ -132,6 +132,10 @@ pub struct ErasureSpec {
     pub soft_samples: Positive,
     #[serde(default)]
     pub seed: u64,
+    /// `"paper"` (PROTOCOL §3) or `"authors-code"` (Zhao & Aletras's public
+    /// evaluation code: NC clipped, specials zeroed too, `⌈ρ·n⌉` of the whole length).
+    #[serde(default)]
+    pub convention: crate::metrics::erasure::Convention,
     /// Perturbed inputs per forward pass; a speed knob, not in any key.
     #[serde(default = "per_eval")]
     pub batch_size: Positive,
@@ -146,7 +150,13 @@ fn one() -> Positive {
 
 impl Default for ErasureSpec {
     fn default() -> Self {
-        Self { ratios: default_ratios(), soft_samples: one(), seed: 0, batch_size: per_eval() }
+        Self {
+            ratios: default_ratios(),
+            soft_samples: one(),
+            seed: 0,
+            convention: Default::default(),
+            batch_size: per_eval(),
+        }
     }
 }
 

@@ -175,6 +175,11 @@ fn metrics_seeds_erasure_and_agreement() {
     assert!(e.contains("`erasure.ratios` must list shares in (0, 1]"), "{e}");
     let e = error(&with("", "[erasure]\nratios = [1.5]"));
     assert!(e.starts_with("grids/test.toml:15:10: expected a number in [0, 1], got 1.5"), "{e}");
+    assert_eq!(g.erasure.convention, crate::metrics::erasure::Convention::Paper);
+    let g = parse(&with("", "[erasure]\nconvention = \"authors-code\"")).unwrap();
+    assert_eq!(g.erasure.convention, crate::metrics::erasure::Convention::AuthorsCode);
+    let e = error(&with("", "[erasure]\nconvention = \"theirs\""));
+    assert!(e.contains("unknown variant `theirs`") && e.contains("authors-code"), "{e}");
 }
 
 #[test]

@@ -38,11 +38,72 @@ pub struct Settings {
     pub soft_samples: usize,
     /// Seeds the soft masks, with the example index and the sample.
     pub seed: u64,
+    /// Whose reading of the definitions: the paper's (PROTOCOL §3) or the
+    /// authors' public code's.
+    #[serde(default)]
+    pub convention: Convention,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { ratios: vec![0.01, 0.05, 0.1, 0.2, 0.5], soft_samples: 1, seed: 0 }
+        Self { ratios: vec![0.01, 0.05, 0.1, 0.2, 0.5], soft_samples: 1, seed: 0, convention: Convention::Paper }
+    }
+}
+
+/// Whose reading of Zhao & Aletras's definitions the erasure follows; they
+/// differ where the paper's text and the authors' evaluation code do
+/// (BENCHMARKS, "Why our NS / NC diagnosticity is twice Zhao & Aletras's").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Convention {
+    /// PROTOCOL §3: the zeroed input keeps the special tokens, `k = ⌈ρ·d⌉`
+    /// of the `d` ordinary tokens, NC not clipped.
+    #[default]
+    Paper,
+    /// The authors' public code: the zeroed input is [PAD] everywhere,
+    /// special tokens too; `k = ⌈ρ·n⌉` of the whole length `n` (at most
+    /// `d`); `S(x,ŷ,0)` less 1e-4; NC clipped to [0, 1] like NS. (Their
+    /// ratios, 1, 2, 5, 10, 20, 50, 100%, are `ratios`' to set.)
+    AuthorsCode,
+}
+
+impl Convention {
+    pub fn name(self) -> &'static str {
+        match self {
+            Convention::Paper => "paper",
+            Convention::AuthorsCode => "authors-code",
+        }
+    }
+
+    /// The rationale size for `ratio` of an example with `ordinary` of its
+    /// `length` tokens rankable.
+    pub fn rationale_size(self, ordinary: usize, length: usize, ratio: f64) -> usize {
+        match self {
+            Convention::Paper => rationale_size(ordinary, ratio),
+            Convention::AuthorsCode => rationale_size(length, ratio).min(ordinary),
+        }
+    }
+
+    /// `S(x,ŷ,0)` as the normalisation uses it.
+    fn baseline(self, s_zero: f64) -> f64 {
+        match self {
+            Convention::Paper => s_zero,
+            Convention::AuthorsCode => s_zero - 1e-4,
+        }
+    }
+
+    /// NS from `S` and `S(x,ŷ,0)`.
+    pub fn ns(self, s: f64, s_zero: f64) -> Option<f64> {
+        normalised_sufficiency(s, self.baseline(s_zero))
+    }
+
+    /// NC from `C` and `S(x,ŷ,0)`.
+    pub fn nc(self, c: f64, s_zero: f64) -> Option<f64> {
+        let nc = normalised_comprehensiveness(c, self.baseline(s_zero));
+        match self {
+            Convention::Paper => nc,
+            Convention::AuthorsCode => nc.map(|v| v.clamp(0.0, 1.0)),
+        }
     }
 }
 
@@ -74,9 +135,14 @@ impl SoftErasure {
 
     /// The per-sample soft value from `p(ŷ|x)`, `p(ŷ|x′)` and `S(x,ŷ,0)`.
     pub fn normalised(self, p_full: f64, p_masked: f64, s_zero: f64) -> Option<f64> {
+        self.normalised_as(Convention::Paper, p_full, p_masked, s_zero)
+    }
+
+    /// [`Self::normalised`] under `convention`.
+    pub fn normalised_as(self, convention: Convention, p_full: f64, p_masked: f64, s_zero: f64) -> Option<f64> {
         match self {
-            SoftErasure::Sufficiency => normalised_sufficiency(sufficiency(p_full, p_masked), s_zero),
-            SoftErasure::Comprehensiveness => normalised_comprehensiveness(comprehensiveness(p_full, p_masked), s_zero),
+            SoftErasure::Sufficiency => convention.ns(sufficiency(p_full, p_masked), s_zero),
+            SoftErasure::Comprehensiveness => convention.nc(comprehensiveness(p_full, p_masked), s_zero),
         }
     }
 }

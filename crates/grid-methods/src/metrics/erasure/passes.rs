@@ -9,8 +9,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Settings, SoftErasure, aopc, comprehensiveness, mean, mean_defined, normalised_comprehensiveness,
-    normalised_sufficiency, rationale_size, soft_keep_probabilities, sufficiency,
+    Convention, Settings, SoftErasure, aopc, comprehensiveness, mean, mean_defined, normalised_sufficiency,
+    soft_keep_probabilities, sufficiency,
 };
 use crate::metrics::ranking;
 use crate::model::predict::logits;
@@ -121,7 +121,13 @@ pub fn erase<B: Backend, M: Classifier<B>>(
     }
     let hard = hard_probabilities(model, examples, pad, settings, batch_size, device)?;
     let soft = soft_probabilities(model, examples, settings, pad, batch_size, device);
-    Ok(examples.iter().zip(&hard).zip(&soft).map(|((example, hard), soft)| record(example, hard, soft)).collect())
+    let convention = settings.convention;
+    Ok(examples
+        .iter()
+        .zip(&hard)
+        .zip(&soft)
+        .map(|((example, hard), soft)| record(example, hard, soft, convention))
+        .collect())
 }
 
 /// Per example, `p(ŷ|·)` of the [`hard_sequences`].
@@ -133,7 +139,7 @@ fn hard_probabilities<B: Backend, M: Classifier<B>>(
     batch_size: usize,
     device: &B::Device,
 ) -> Result<Vec<Vec<f64>>, ErasureError> {
-    let sequences: Vec<Vec<u32>> = examples.iter().flat_map(|e| hard_sequences(e, pad, &settings.ratios)).collect();
+    let sequences: Vec<Vec<u32>> = examples.iter().flat_map(|e| hard_sequences(e, pad, settings)).collect();
     let rows = logits(model, &sequences, batch_size, pad, device);
     examples
         .iter()
@@ -163,16 +169,21 @@ pub fn forward_passes(n: usize, settings: &Settings) -> usize {
 }
 
 /// `[x, 0, R_1, x∖R_1, R_2, x∖R_2, …]`: erased tokens become [PAD] in place
-/// (positions and attention mask stay); special tokens stay.
-fn hard_sequences(example: &ErasureInput, pad: u32, ratios: &[f64]) -> Vec<Vec<u32>> {
+/// (positions and attention mask stay); special tokens stay, but for the
+/// zeroed input under the authors' code's convention.
+fn hard_sequences(example: &ErasureInput, pad: u32, settings: &Settings) -> Vec<Vec<u32>> {
     let order = example.ranking();
     let hidden = |keep: &dyn Fn(usize) -> bool| {
         let keep: Vec<bool> = (0..order.len()).map(keep).collect();
         hide(example.ids, &order, &keep, Some(pad))
     };
-    let mut sequences = vec![example.ids.to_vec(), hidden(&|_| false)];
-    for &ratio in ratios {
-        let k = rationale_size(order.len(), ratio);
+    let zeroed = match settings.convention {
+        Convention::Paper => hidden(&|_| false),
+        Convention::AuthorsCode => vec![pad; example.ids.len()],
+    };
+    let mut sequences = vec![example.ids.to_vec(), zeroed];
+    for &ratio in &settings.ratios {
+        let k = settings.convention.rationale_size(order.len(), example.ids.len(), ratio);
         sequences.push(hidden(&|rank| rank < k));
         sequences.push(hidden(&|rank| rank >= k));
     }
@@ -181,17 +192,15 @@ fn hard_sequences(example: &ErasureInput, pad: u32, ratios: &[f64]) -> Vec<Vec<u
 
 /// The record from the probabilities of [`hard_sequences`] and, per soft
 /// metric, `p(ŷ|x′)` of every sample.
-fn record(example: &ErasureInput, hard: &[f64], soft: &[Vec<f64>; 2]) -> ErasedExample {
+fn record(example: &ErasureInput, hard: &[f64], soft: &[Vec<f64>; 2], convention: Convention) -> ErasedExample {
     let (p_full, p_zeroed) = (hard[0], hard[1]);
     let s_zero = sufficiency(p_full, p_zeroed);
     let pairs = hard[2..].chunks(2);
-    let ns: Vec<Option<f64>> =
-        pairs.clone().map(|pair| normalised_sufficiency(sufficiency(p_full, pair[0]), s_zero)).collect();
-    let nc: Vec<Option<f64>> =
-        pairs.map(|pair| normalised_comprehensiveness(comprehensiveness(p_full, pair[1]), s_zero)).collect();
+    let ns: Vec<Option<f64>> = pairs.clone().map(|pair| convention.ns(sufficiency(p_full, pair[0]), s_zero)).collect();
+    let nc: Vec<Option<f64>> = pairs.map(|pair| convention.nc(comprehensiveness(p_full, pair[1]), s_zero)).collect();
     let [soft_ns, soft_nc] = [0, 1].map(|k| {
         let values: Option<Vec<f64>> =
-            soft[k].iter().map(|&p| SoftErasure::BOTH[k].normalised(p_full, p, s_zero)).collect();
+            soft[k].iter().map(|&p| SoftErasure::BOTH[k].normalised_as(convention, p_full, p, s_zero)).collect();
         values.and_then(|v| mean(&v))
     });
     ErasedExample {
@@ -392,7 +401,8 @@ mod tests {
         let mut example = input(0, &ids, &scores, 0);
         example.special = vec![true, false, false, false, true];
         // d = 3: ρ = 0.2 → k = 1 (c), ρ = 0.5 → k = 2 (c, a).
-        let sequences = hard_sequences(&example, 0, &[0.2, 0.5]);
+        let settings = Settings { ratios: vec![0.2, 0.5], ..Settings::default() };
+        let sequences = hard_sequences(&example, 0, &settings);
         assert_eq!(
             sequences,
             vec![
@@ -511,6 +521,22 @@ mod tests {
         // A tie is not a win: with NC clipped as in the authors' code, two
         // rationales that both hurt more than removing everything tie at 1.
         assert_eq!(crate::metrics::erasure::diagnosticity(&[Some(1.0)], &[Some(1.0)]), Some(0.0));
+
+        // The same example under the authors' code's convention: n = 8
+        // tokens, so k = ⌈ρ·8⌉ = 1, 1, 1, 2, 4; the all-[PAD] input (its
+        // specials weigh nothing here) gives p = 0.5 again, less 1e-4:
+        // S(x,ŷ,0) = 0.6999 and every value divides by 0.3001; NC ≤ 1.
+        let authors = Settings { convention: Convention::AuthorsCode, soft_samples: 0, ..Settings::default() };
+        let u = &erase_on(&model, &[example(0, &u_scores[..])], &authors, 8)[0];
+        let (s0, drop) = (0.6999, 0.3001);
+        let ns = [(0.95 - s0) / drop, (0.95 - s0) / drop, (0.95 - s0) / drop, 1.0, 1.0];
+        let nc = [0.25 / drop, 0.25 / drop, 0.25 / drop, 1.0, 1.0];
+        for r in 0..5 {
+            assert_close(u.ns[r], ns[r]);
+            assert_close(u.nc[r], nc[r]);
+        }
+        let zeroed = hard_sequences(&example(0, &u_scores[..]), 0, &authors)[1].clone();
+        assert_eq!(zeroed, vec![0; 8]);
     }
 
     #[test]

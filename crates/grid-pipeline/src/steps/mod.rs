@@ -38,6 +38,28 @@ pub struct StepContext<'a> {
     pub snapshots: Option<crate::train::Snapshots>,
 }
 
+impl StepContext<'_> {
+    /// What a `train` step's training loop needs beside the model and data:
+    /// `encoder`'s padding and unknown ids, this step's progress, log,
+    /// batch shapes and snapshots, and Ctrl-C.
+    pub fn train_setup(
+        &self,
+        encoder: &dyn crate::text::TextEncoder,
+        word_dropout: f64,
+    ) -> crate::train::TrainSetup<'_> {
+        crate::train::TrainSetup {
+            pad_id: encoder.pad_id(),
+            unk_id: encoder.unk_id(),
+            word_dropout,
+            progress: self.progress,
+            log: self.log,
+            buckets: self.compute.buckets,
+            snapshots: self.snapshots.as_ref(),
+            stop: &crate::interrupt::requested,
+        }
+    }
+}
+
 /// Runs one step, writing its payload into `out`.
 pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
     match work {

@@ -65,6 +65,38 @@ pub(crate) fn unfitting_tensors(result: &burn_store::ApplyResult) -> Option<Stri
     })
 }
 
+/// Checks what loading a checkpoint into an own-room encoder found: every
+/// tensor fits, every tensor of the model is in the file but those
+/// `may_miss` accepts (drawn afterwards), and every tensor of the file
+/// loads but those under the `known_unused` prefixes. An error names the
+/// file, the `family` and the tensors.
+pub(crate) fn check_loaded(
+    result: &burn_store::ApplyResult,
+    path: &Path,
+    family: &str,
+    may_miss: impl Fn(&str) -> bool,
+    known_unused: &[&str],
+) -> Result<(), LoadError> {
+    let fail = |message: String| LoadError::Weights { path: path.to_path_buf(), message };
+    if let Some(message) = unfitting_tensors(result) {
+        return Err(fail(message));
+    }
+    let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).filter(|p| !may_miss(p)).collect();
+    if !missing.is_empty() {
+        return Err(fail(format!("not a {family} checkpoint: missing tensors {}", missing.join(", "))));
+    }
+    let unknown: Vec<&str> = result
+        .unused
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !known_unused.iter().any(|known| n.starts_with(known)))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(fail(format!("tensor(s) would load into nothing: {}", unknown.join(", "))));
+    }
+    Ok(())
+}
+
 /// Loads a pretrained encoder. `rng` initialises anything the checkpoint lacks
 /// (only the pooler may be absent).
 pub fn load_pretrained<B: Backend>(

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ModernBertConfig;
 use super::encoder::ModernBertClassifier;
 use crate::model::bert::load::{
-    LoadError, LoadReport, WEIGHTS, head_labels, read_config_json, two_labels_as_one, unfitting_tensors, with_mean_rows,
+    LoadError, LoadReport, WEIGHTS, check_loaded, head_labels, read_config_json, two_labels_as_one, with_mean_rows,
 };
 use crate::model::init::truncated_normal;
 pub use crate::model::pretrained::ClassifierStart;
@@ -75,24 +75,8 @@ pub fn load_pretrained<B: Backend>(
         store = store.with_key_remapping(r"^classifier\.", "left_out_classifier.");
     }
     let result = model.load_from(&mut store.allow_partial(true)).map_err(|e| fail(e.to_string()))?;
-    if let Some(message) = unfitting_tensors(&result) {
-        return Err(fail(message));
-    }
     let drawn = |p: &str| start == ClassifierStart::Fresh && (p.starts_with("classifier.") || p.starts_with("head."));
-    let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).filter(|p| !drawn(p)).collect();
-    if !missing.is_empty() {
-        return Err(fail(format!("not a ModernBERT checkpoint: missing tensors {}", missing.join(", "))));
-    }
-    let known_unused = ["decoder.", "left_out_classifier."];
-    let unknown: Vec<&str> = result
-        .unused
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !known_unused.iter().any(|known| n.starts_with(known)))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(fail(format!("tensor(s) would load into nothing: {}", unknown.join(", "))));
-    }
+    check_loaded(&result, &path, "ModernBERT", drawn, &["decoder.", "left_out_classifier."])?;
     let random_head = result.missing.iter().any(|(p, _)| p.starts_with("head."));
     if start == ClassifierStart::Fresh {
         // transformers' `_init_weights`: truncated normals, zero biases; the

@@ -23,7 +23,7 @@ use crate::spec::{BertInit, BertSpec, HeadInit, ModelSpec, PositionInit};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
-use crate::train::{TrainSetup, train};
+use crate::train::train;
 
 /// What `training.json` records of a BERT beyond what every model records.
 #[derive(Serialize)]
@@ -134,16 +134,7 @@ pub fn fit<B: AutodiffBackend>(
         None => BertClassifier::with_encoder(encoder, &config, num_outputs, &mut rng, device),
     };
     let (train_enc, validation_enc) = data.encode(&tokenizer, max_length);
-    let setup = TrainSetup {
-        pad_id: tokenizer.pad_id(),
-        unk_id: tokenizer.unk_id(),
-        word_dropout: 0.0,
-        progress: ctx.progress,
-        log: ctx.log,
-        buckets: ctx.compute.buckets,
-        snapshots: ctx.snapshots.as_ref(),
-        stop: &crate::interrupt::requested,
-    };
+    let setup = ctx.train_setup(&tokenizer, 0.0);
     let fine_tune = !matches!(spec.init, BertInit::Pretrained { fine_tune: false, .. });
     let (best, summary) = if fine_tune {
         train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?

@@ -25,7 +25,7 @@ use crate::spec::{BertInit, BertSpec, ModelSpec};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
-use crate::train::{TrainSetup, Trainable, train};
+use crate::train::{Trainable, train};
 
 /// Where a checkpoint is fitted.
 pub struct Checkpoint<'a> {
@@ -90,16 +90,7 @@ where
     }
     let max_length = classifier.max_positions().map_or(data.max_length, |m| data.max_length.min(m));
     let (train_enc, validation_enc) = data.encode(&tokenizer, max_length);
-    let setup = TrainSetup {
-        pad_id: tokenizer.pad_id(),
-        unk_id: tokenizer.unk_id(),
-        word_dropout: 0.0,
-        progress: ctx.progress,
-        log: ctx.log,
-        buckets: ctx.compute.buckets,
-        snapshots: ctx.snapshots.as_ref(),
-        stop: &crate::interrupt::requested,
-    };
+    let setup = ctx.train_setup(&tokenizer, 0.0);
     let (best, summary) = if fine_tune {
         train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?
     } else {

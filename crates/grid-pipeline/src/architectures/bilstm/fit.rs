@@ -18,7 +18,7 @@ use crate::spec::{BiLstmSpec, ModelSpec, PadEmbedding};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
-use crate::train::{TrainSetup, train};
+use crate::train::train;
 
 /// What `training.json` records of a BiLSTM beyond what every model records.
 #[derive(Serialize)]
@@ -69,16 +69,7 @@ pub fn fit<B: AutodiffBackend>(
     }
     let max_length = data.max_length;
     let (train_enc, validation_enc) = data.encode(&vocab, max_length);
-    let setup = TrainSetup {
-        pad_id: vocab.pad_id(),
-        unk_id: vocab.unk_id(),
-        word_dropout: spec.word_dropout.get(),
-        progress: ctx.progress,
-        log: ctx.log,
-        buckets: ctx.compute.buckets,
-        snapshots: ctx.snapshots.as_ref(),
-        stop: &crate::interrupt::requested,
-    };
+    let setup = ctx.train_setup(&vocab, spec.word_dropout.get());
     let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
         .with_context(|| format!("model `{}`", model.name))?;
     saved::save(out, &best, &config, max_length, &vocab)?;

@@ -15,6 +15,8 @@ pub mod checkpoint;
 pub mod deberta;
 pub mod dense;
 pub mod dtype;
+#[cfg(test)]
+pub(crate) mod fixture_check;
 pub mod glove;
 pub mod hub;
 pub mod init;

@@ -130,53 +130,22 @@ pub fn add_word_embeddings<B: Backend>(
 mod tests {
     use super::*;
     use crate::backend::Cpu;
+    use crate::model::fixture_check::assert_matches_transformers;
 
     fn fixture() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modernbert_transformers")
-    }
-
-    fn reference(name: &str) -> (Vec<usize>, Vec<f64>) {
-        let bytes = std::fs::read(fixture().join("reference.safetensors")).unwrap();
-        let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-        let view = tensors.tensor(name).unwrap();
-        let values = match view.dtype() {
-            safetensors::Dtype::I64 => {
-                view.data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect()
-            }
-            _ => view.data().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-        };
-        (view.shape().to_vec(), values)
+        crate::model::fixture_check::fixture("modernbert_transformers")
     }
 
     /// Hidden states and logits as `transformers` computes them for a padded
     /// batch: global and sliding-window layers, both rotary bases, mean pooling.
     #[test]
     fn matches_transformers_on_its_fixture() {
-        let device = Default::default();
-        let (_, model) = load_classifier::<Cpu>(&fixture(), 3, &device).unwrap();
-        let (shape, ids) = reference("input_ids");
-        let (_, mask) = reference("attention_mask");
-        let (batch, time) = (shape[0], shape[1]);
-        let ids: Vec<i64> = ids.iter().map(|&v| v as i64).collect();
-        let ids = Tensor::<Cpu, 1, Int>::from_ints(ids.as_slice(), &device).reshape([batch, time]);
-        let mask_values: Vec<f32> = mask.iter().map(|&v| v as f32).collect();
-        let mask_tensor = Tensor::<Cpu, 1>::from_floats(mask_values.as_slice(), &device).reshape([batch, time]);
-        let hidden: Vec<f32> =
-            model.encode(model.embed(ids.clone()), mask_tensor.clone()).into_data().to_vec().unwrap();
-        let (_, expected) = reference("last_hidden_state");
-        let size = expected.len() / (batch * time);
-        let mut worst = 0.0_f64;
-        for (i, (got, want)) in hidden.iter().zip(&expected).enumerate() {
-            // Padded positions are never read (pooling and salience mask them).
-            if mask[i / size] == 1.0 {
-                worst = worst.max((*got as f64 - want).abs());
-            }
-        }
-        assert!(worst < 1e-4, "hidden states differ by up to {worst:e}");
-        let logits: Vec<f32> = model.classify(model.embed(ids), mask_tensor).into_data().to_vec().unwrap();
-        let (_, expected) = reference("logits");
-        let worst = logits.iter().zip(&expected).map(|(g, w)| (*g as f64 - w).abs()).fold(0.0, f64::max);
-        assert!(worst < 1e-4, "logits differ by up to {worst:e}");
+        let (_, model) = load_classifier::<Cpu>(&fixture(), 3, &Default::default()).unwrap();
+        assert_matches_transformers(
+            &fixture(),
+            |ids, mask| model.encode(model.embed(ids), mask),
+            |ids, mask| model.classify(model.embed(ids), mask),
+        );
     }
 
     #[test]

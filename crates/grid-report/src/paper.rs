@@ -42,11 +42,13 @@ pub enum Family {
     SmoothGrad,
     Attention,
     DeepLift,
+    /// A rationale model's own selection.
+    Rationale,
     Random,
 }
 
 impl Family {
-    const ALL: [Family; 10] = [
+    const ALL: [Family; 11] = [
         Family::GradientTimesInput,
         Family::Gradient,
         Family::IntegratedGradients,
@@ -56,6 +58,7 @@ impl Family {
         Family::SmoothGrad,
         Family::Attention,
         Family::DeepLift,
+        Family::Rationale,
         Family::Random,
     ];
 
@@ -70,6 +73,7 @@ impl Family {
             Method::SmoothGrad { .. } => Family::SmoothGrad,
             Method::Attention(_) | Method::ScaledAttention => Family::Attention,
             Method::DeepLift { .. } => Family::DeepLift,
+            Method::Rationale => Family::Rationale,
             Method::Random => Family::Random,
         }
     }
@@ -85,6 +89,7 @@ impl Family {
             Family::SmoothGrad => "SmoothGrad",
             Family::Attention => "Attention",
             Family::DeepLift => "DeepLift",
+            Family::Rationale => "Rationale",
             Family::Random => "Random",
         }
     }

@@ -192,6 +192,7 @@ fn budget_of(method: Method) -> Option<(String, u32)> {
         | Method::Attention(_)
         | Method::ScaledAttention
         | Method::DeepLift { .. }
+        | Method::Rationale
         | Method::Random => return None,
     };
     let name = method.to_string();

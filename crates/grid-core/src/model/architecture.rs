@@ -16,6 +16,7 @@ use super::bilstm::{BiLstmClassifier, BiLstmConfig};
 use super::checkpoint::CheckpointError;
 use super::deberta::{DebertaClassifier, DebertaConfig};
 use super::modernbert::{ModernBertClassifier, ModernBertConfig};
+use super::rationale::{RationaleClassifier, RationaleConfig, Selection};
 use super::{AttentionLeaf, AttentionView, Classifier};
 use crate::text::TextEncoder;
 
@@ -25,6 +26,9 @@ use crate::text::TextEncoder;
 pub enum Architecture {
     Bilstm,
     Bert,
+    /// Select-then-predict (Zhou et al. 2022 §7): a selector's rationale
+    /// and a BiLSTM predictor on it.
+    Rationale,
 }
 
 impl Architecture {
@@ -33,6 +37,7 @@ impl Architecture {
         match self {
             Architecture::Bilstm => "bilstm",
             Architecture::Bert => "bert",
+            Architecture::Rationale => "rationale",
         }
     }
 
@@ -41,6 +46,7 @@ impl Architecture {
         match self {
             Architecture::Bilstm => "LSTM",
             Architecture::Bert => "BERT",
+            Architecture::Rationale => "Rationale",
         }
     }
 
@@ -48,12 +54,25 @@ impl Architecture {
     /// `[MASK]` is caught when its attribution step runs.
     pub fn traits(self) -> ModelTraits {
         match self {
-            Architecture::Bilstm => {
-                ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false }
-            }
-            Architecture::Bert => {
-                ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true }
-            }
+            Architecture::Bilstm => ModelTraits {
+                mask_token: false,
+                additive_attention: true,
+                transformer_attention: false,
+                rationale: false,
+            },
+            Architecture::Bert => ModelTraits {
+                mask_token: true,
+                additive_attention: false,
+                transformer_attention: true,
+                rationale: false,
+            },
+            // The predictor's additive attention, over its gated input.
+            Architecture::Rationale => ModelTraits {
+                mask_token: false,
+                additive_attention: true,
+                transformer_attention: false,
+                rationale: true,
+            },
         }
     }
 }
@@ -73,6 +92,8 @@ pub struct ModelTraits {
     pub additive_attention: bool,
     /// Transformer self-attention layers with a `[CLS]` row (BERT).
     pub transformer_attention: bool,
+    /// It selects a rationale of its own (`rationale`).
+    pub rationale: bool,
 }
 
 /// `config.json`.
@@ -104,6 +125,10 @@ pub enum ModelConfig {
         num_outputs: usize,
         max_length: usize,
     },
+    Rationale {
+        config: RationaleConfig,
+        max_length: usize,
+    },
 }
 
 impl ModelConfig {
@@ -114,6 +139,7 @@ impl ModelConfig {
             ModelConfig::Bert { .. } | ModelConfig::ModernBert { .. } | ModelConfig::Deberta { .. } => {
                 Architecture::Bert
             }
+            ModelConfig::Rationale { .. } => Architecture::Rationale,
         }
     }
 
@@ -122,7 +148,8 @@ impl ModelConfig {
             ModelConfig::Bilstm { max_length, .. }
             | ModelConfig::Bert { max_length, .. }
             | ModelConfig::ModernBert { max_length, .. }
-            | ModelConfig::Deberta { max_length, .. } => *max_length,
+            | ModelConfig::Deberta { max_length, .. }
+            | ModelConfig::Rationale { max_length, .. } => *max_length,
         }
     }
 
@@ -149,6 +176,10 @@ impl ModelConfig {
                 let (model, tokenizer) = super::deberta::saved::load(dir, config, *num_outputs, device)?;
                 (AnyClassifier::Deberta(model), Box::new(tokenizer))
             }
+            ModelConfig::Rationale { config, .. } => {
+                let (model, vocab) = super::rationale::saved::load(dir, config, device)?;
+                (AnyClassifier::Rationale(model), Box::new(vocab))
+            }
         })
     }
 }
@@ -162,6 +193,7 @@ pub enum AnyClassifier<B: Backend> {
     Bert(BertClassifier<B>),
     ModernBert(ModernBertClassifier<B>),
     Deberta(DebertaClassifier<B>),
+    Rationale(RationaleClassifier<B>),
 }
 
 impl<B: Backend> AnyClassifier<B> {
@@ -174,6 +206,7 @@ impl<B: Backend> AnyClassifier<B> {
             AnyClassifier::Bert(m) => AnyClassifier::Bert(m.no_grad()),
             AnyClassifier::ModernBert(m) => AnyClassifier::ModernBert(m.no_grad()),
             AnyClassifier::Deberta(m) => AnyClassifier::Deberta(m.no_grad()),
+            AnyClassifier::Rationale(m) => AnyClassifier::Rationale(m.no_grad()),
         }
     }
 }
@@ -185,6 +218,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.family(),
             AnyClassifier::ModernBert(m) => m.family(),
             AnyClassifier::Deberta(m) => m.family(),
+            AnyClassifier::Rationale(m) => m.family(),
         }
     }
     fn embed(&self, ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
@@ -193,6 +227,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.embed(ids),
             AnyClassifier::ModernBert(m) => m.embed(ids),
             AnyClassifier::Deberta(m) => m.embed(ids),
+            AnyClassifier::Rationale(m) => m.embed(ids),
         }
     }
     fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
@@ -201,6 +236,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.logits_from_embeddings(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.logits_from_embeddings(embeddings, mask),
             AnyClassifier::Deberta(m) => m.logits_from_embeddings(embeddings, mask),
+            AnyClassifier::Rationale(m) => m.logits_from_embeddings(embeddings, mask),
         }
     }
     fn num_outputs(&self) -> usize {
@@ -209,6 +245,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.num_outputs(),
             AnyClassifier::ModernBert(m) => m.num_outputs(),
             AnyClassifier::Deberta(m) => m.num_outputs(),
+            AnyClassifier::Rationale(m) => m.num_outputs(),
         }
     }
     fn max_length(&self) -> Option<usize> {
@@ -217,6 +254,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.max_length(),
             AnyClassifier::ModernBert(m) => m.max_length(),
             AnyClassifier::Deberta(m) => m.max_length(),
+            AnyClassifier::Rationale(m) => m.max_length(),
         }
     }
     fn attention_scores(
@@ -230,6 +268,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.attention_scores(embeddings, mask, view),
             AnyClassifier::ModernBert(m) => m.attention_scores(embeddings, mask, view),
             AnyClassifier::Deberta(m) => m.attention_scores(embeddings, mask, view),
+            AnyClassifier::Rationale(m) => m.attention_scores(embeddings, mask, view),
         }
     }
     fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
@@ -238,6 +277,16 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.attention_leaf(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.attention_leaf(embeddings, mask),
             AnyClassifier::Deberta(m) => m.attention_leaf(embeddings, mask),
+            AnyClassifier::Rationale(m) => m.attention_leaf(embeddings, mask),
+        }
+    }
+    fn selection(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Selection<B>> {
+        match self {
+            AnyClassifier::Rationale(m) => m.selection(embeddings, mask),
+            AnyClassifier::Bilstm(_)
+            | AnyClassifier::Bert(_)
+            | AnyClassifier::ModernBert(_)
+            | AnyClassifier::Deberta(_) => None,
         }
     }
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
@@ -246,6 +295,7 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             AnyClassifier::Bert(m) => m.deeplift_logits(embeddings, mask),
             AnyClassifier::ModernBert(m) => m.deeplift_logits(embeddings, mask),
             AnyClassifier::Deberta(m) => m.deeplift_logits(embeddings, mask),
+            AnyClassifier::Rationale(m) => m.deeplift_logits(embeddings, mask),
         }
     }
 }
@@ -256,7 +306,7 @@ mod tests {
 
     #[test]
     fn names_are_the_grid_files_words() {
-        for architecture in [Architecture::Bilstm, Architecture::Bert] {
+        for architecture in [Architecture::Bilstm, Architecture::Bert, Architecture::Rationale] {
             let parsed: Architecture = serde_json::from_value(serde_json::json!(architecture.name())).unwrap();
             assert_eq!(parsed, architecture);
             assert_eq!(architecture.to_string(), architecture.name());

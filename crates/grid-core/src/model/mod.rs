@@ -24,6 +24,7 @@ pub mod modernbert;
 pub mod noise;
 pub mod predict;
 pub mod pretrained;
+pub mod rationale;
 pub mod rules;
 pub mod shapes;
 #[cfg(any(test, feature = "toy-models"))]
@@ -138,6 +139,13 @@ pub trait Classifier<B: Backend> {
     /// the values are the ordinary logits, the gradients DeepLift's multipliers.
     /// `None` when the model does not implement the rules.
     fn deeplift_logits(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
+        None
+    }
+
+    /// The words a rationale model selects of its input, its own
+    /// explanation ([`rationale::Selection`]); `None` for a model that reads
+    /// every word.
+    fn selection(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>) -> Option<rationale::Selection<B>> {
         None
     }
 }

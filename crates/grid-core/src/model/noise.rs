@@ -75,6 +75,16 @@ impl<'a> Noise<'a> {
         x * mask.narrow(dim, 0, rows).div_scalar(keep)
     }
 
+    /// `n` uniform draws in `(0, 1)`, from the same stream as the masks: a
+    /// rationale model's sampled selections. Open at both ends (each draw is
+    /// at least half a step of 2⁻⁵³ from either), so logarithms of `u` and
+    /// `1 − u` stay finite.
+    pub fn uniforms(&mut self, n: usize) -> Vec<f32> {
+        let mut words = vec![0u64; n];
+        self.rng.fill(words.as_mut_slice());
+        words.iter().map(|&word| (unit_interval(word) as f32).clamp(1e-7, 1.0 - 1e-7)).collect()
+    }
+
     /// Word dropout (on ids): replace each real token by `unk_id` with probability `p`.
     pub fn word_dropout(&mut self, ids: &mut [u32], p: f64, unk_id: u32) {
         if p <= 0.0 {

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use burn::prelude::*;
 
+use super::rationale::Selection;
 use super::{AttentionLeaf, AttentionView, Classifier, TokenBatch};
 
 /// How batch shapes are rounded up before they reach a model.
@@ -233,6 +234,18 @@ impl<B: Backend, M: Classifier<B>> Classifier<B> for Shaped<'_, M> {
         let (embeddings, mask) = self.pad(embeddings, mask);
         let leaf = self.inner.attention_leaf(embeddings, mask)?;
         Some(AttentionLeaf { probs: leaf.probs, logits: leaf.logits.narrow(0, 0, rows) })
+    }
+
+    fn selection(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Selection<B>> {
+        let [rows, time, _] = embeddings.dims();
+        let (embeddings, mask) = self.pad(embeddings, mask);
+        let cut = |t: Tensor<B, 2>| t.narrow(0, 0, rows).narrow(1, 0, time);
+        let selection = self.inner.selection(embeddings, mask)?;
+        Some(Selection {
+            gates: cut(selection.gates),
+            probability: cut(selection.probability),
+            scores: cut(selection.scores),
+        })
     }
 
     /// The batch stacks n inputs over their n references: each half is padded

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::bert::{BertClassifier, BertConfig};
 use super::bilstm::{BiLstmClassifier, BiLstmConfig};
+use super::rationale::{RationaleClassifier, RationaleConfig, SelectorKind};
 
 pub type Ad = Autodiff<Flex>;
 
@@ -39,6 +40,31 @@ pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<
         pad_id: 0,
     };
     BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, device)
+}
+
+/// A rationale model whose predictor is [`bilstm`] and whose selector is
+/// drawn from the same seed.
+pub fn rationale(seed: u64, selector: SelectorKind) -> RationaleClassifier<Ad> {
+    let predictor = bilstm_on::<Ad>(seed, &Default::default());
+    let config = RationaleConfig {
+        predictor: BiLstmConfig {
+            vocab_size: VOCAB_SIZE,
+            embedding_dim: 6,
+            hidden_size: 5,
+            attention_size: 4,
+            mlp_size: 7,
+            num_outputs: 1,
+            dropout: 0.0,
+            pad_id: 0,
+        },
+        selector,
+        selector_hidden_size: 4,
+        selection_rate: 0.5,
+        lambda: 1.0,
+    };
+    let mut model = RationaleClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &Default::default());
+    model.predictor = predictor;
+    model
 }
 
 /// [`bilstm`] with its LSTM input weights, attention projection and MLP scaled

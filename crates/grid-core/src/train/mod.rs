@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::noise::Noise;
 use crate::model::predict::{accuracy, predict};
+use crate::model::rationale::{SelectionRates, selection_rates};
 use crate::model::shapes::{Buckets, ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
 use recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
@@ -38,6 +39,15 @@ pub use snapshot::Snapshots;
 /// architecture implements it beside its model (`model::<architecture>`).
 pub trait Trainable<B: Backend>: Classifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2>;
+
+    /// What one training step minimises on `batch`, whose first
+    /// `labels.len()` rows are examples (the rest fill its bucket and add
+    /// nothing). The cross-entropy of [`Self::logits_train`], unless a model
+    /// adds terms of its own (a rationale model's selection-rate penalty and
+    /// REINFORCE surrogate); its value is what the log reports as the loss.
+    fn objective(&self, batch: &TokenBatch<B>, labels: &[u32], noise: &mut Noise) -> Tensor<B, 1> {
+        loss(self.logits_train(batch, noise).narrow(0, 0, labels.len()), labels)
+    }
 }
 
 /// A training example: token ids and label.
@@ -96,6 +106,9 @@ pub struct LogEntry {
     pub marked_accuracy: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmarked_accuracy: Option<f64>,
+    /// A rationale model's selection rates on the validation split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionRates>,
 }
 
 /// One validation pass.
@@ -105,6 +118,7 @@ struct Evaluation {
     /// Accuracy over the marked and over the unmarked examples, when the
     /// split has both.
     groups: Option<(f64, f64)>,
+    selection: Option<SelectionRates>,
 }
 
 impl Evaluation {
@@ -138,8 +152,14 @@ pub struct TrainSummary {
     pub shapes: Vec<[usize; 2]>,
 }
 
-/// Binary cross-entropy on one logit, or softmax cross-entropy on C logits.
+/// Binary cross-entropy on one logit, or softmax cross-entropy on C logits,
+/// averaged over the batch.
 pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
+    losses(logits, labels).mean()
+}
+
+/// [`loss`] of each example, `[batch]`.
+pub fn losses<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
     let [batch, outputs] = logits.dims();
     let device = logits.device();
     if outputs == 1 {
@@ -147,12 +167,12 @@ pub fn loss<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> {
         let y = Tensor::<B, 2>::from_data(TensorData::new(y, [batch, 1]), &device);
         // softplus(x) − y·x, written stably: max(x, 0) + log(1 + e^{−|x|}) − y·x.
         let softplus = logits.clone().clamp_min(0.0) + logits.clone().abs().neg().exp().log1p();
-        (softplus - y * logits).mean()
+        (softplus - y * logits).reshape([batch])
     } else {
         let index: Vec<i64> = labels.iter().map(|&l| l as i64).collect();
         let index = Tensor::<B, 2, Int>::from_data(TensorData::new(index, [batch, 1]), &device);
         let log_probs = burn::tensor::activation::log_softmax(logits, 1);
-        log_probs.gather(1, index).mean().neg()
+        log_probs.gather(1, index).reshape([batch]).neg()
     }
 }
 
@@ -242,7 +262,11 @@ fn validation_evaluation<'a, B: Backend, M: Classifier<B>>(
                 .unzip();
             accuracy(&p, &l)
         };
-        Evaluation { accuracy: accuracy(&predictions, &labels), groups: has_both.then(|| (group(true), group(false))) }
+        Evaluation {
+            accuracy: accuracy(&predictions, &labels),
+            groups: has_both.then(|| (group(true), group(false))),
+            selection: selection_rates(m, &ids, 256, setup.pad_id, device),
+        }
     }
 }
 
@@ -416,9 +440,7 @@ where
             let batch = TokenBatch::<B>::bucketed(&refs, setup.pad_id, setup.buckets, limit, device);
             let [rows, time] = batch.ids.dims();
             shapes.record(rows, time);
-            // Filler rows of the bucket are cut before the loss: they add nothing to it.
-            let logits = model.logits_train(&batch, &mut noise).narrow(0, 0, labels.len());
-            let batch_loss = loss(logits, &labels);
+            let batch_loss = model.objective(&batch, &labels, &mut noise);
             let value = batch_loss.clone().into_scalar().elem::<f64>();
             if !value.is_finite() {
                 let learning_rate = learning_rate * schedule.factor(step, max_steps);
@@ -447,13 +469,18 @@ where
                     validation_accuracy,
                     marked_accuracy: evaluation.groups.map(|g| g.0),
                     unmarked_accuracy: evaluation.groups.map(|g| g.1),
+                    selection: evaluation.selection,
                 });
                 let groups = evaluation
                     .groups
                     .map(|(marked, unmarked)| format!(" (marked {marked:.3}, unmarked {unmarked:.3})"))
                     .unwrap_or_default();
+                let selection = evaluation
+                    .selection
+                    .map(|r| format!(", selected {:.3} (expected {:.3})", r.realised, r.expected))
+                    .unwrap_or_default();
                 let line = format!(
-                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}"
+                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}{selection}"
                 );
                 (setup.log)(line.clone());
                 setup.progress.set_message(line);

@@ -10,6 +10,7 @@
 //! | `occlusion-{unk,mask,erase}` | leave-one-out | [`super::occlusion`] |
 //! | `attn`, `attn-last`, `attn-all`, `attn-scaled` | attention | [`super::attention`] |
 //! | `deeplift`, `deeplift-{zero,mask,unk,pad}` | DeepLift (Rescale) | [`super::deeplift`] |
+//! | `rationale` | a rationale model's own selection | [`super::rationale`] |
 //! | `random` | floor | [`super::random`] |
 
 use std::fmt;
@@ -141,6 +142,9 @@ pub enum Method {
     DeepLift {
         baseline: Baseline,
     },
+    /// `rationale`: the words a rationale model selects, its own
+    /// explanation (Zhou et al. 2022 §7).
+    Rationale,
     /// `random`: uniform scores, the floor every method must beat.
     Random,
 }
@@ -157,7 +161,7 @@ impl Method {
             Method::SmoothGrad { inner, samples, .. } => f64::from(*samples) * inner.forward_passes(),
             Method::Lime { samples, .. } | Method::KernelShap { samples, .. } => f64::from(*samples) + 1.0,
             Method::Occlusion { .. } => tokens + 1.0,
-            Method::Attention(_) => 1.0,
+            Method::Attention(_) | Method::Rationale => 1.0,
             Method::ScaledAttention => GRADIENT,
             // The input and its baseline forward, then one backward of the
             // multipliers through both.
@@ -177,7 +181,7 @@ impl Method {
             Method::Lime { hiding, .. } | Method::KernelShap { hiding, .. } | Method::Occlusion { hiding } => {
                 *hiding == Hiding::Mask
             }
-            Method::Attention(_) | Method::ScaledAttention | Method::Random => false,
+            Method::Attention(_) | Method::ScaledAttention | Method::Rationale | Method::Random => false,
         };
         if needs_mask && !traits.mask_token {
             return Some("the model's vocabulary has no [MASK] token");
@@ -191,6 +195,9 @@ impl Method {
             }
             Method::ScaledAttention if !(traits.additive_attention || traits.transformer_attention) => {
                 Some("the model has no attention")
+            }
+            Method::Rationale if !traits.rationale => {
+                Some("only a rationale model (`architecture = \"rationale\"`) selects words of its own")
             }
             _ => None,
         }
@@ -207,7 +214,7 @@ impl Method {
     "unknown salience method `{name}`{hint}; known: grad{{p,l}}-{{l1,l2,mean}}, gxi{{p,l}}, \
      ig{{p,l}}-{{zero,mask,unk,pad}}-<steps>, smooth-<gradient method>-<samples>-<sigma>, \
      lime{{unk,mask,erase}}-<samples>, kernelshap-[{{unk,mask,erase}}-]<samples>, occlusion-{{unk,mask,erase}}, \
-     attn, attn-last, attn-all, attn-scaled, deeplift[-{{zero,mask,unk,pad}}], random"
+     attn, attn-last, attn-all, attn-scaled, deeplift[-{{zero,mask,unk,pad}}], rationale, random"
 )]
 pub struct UnknownMethod {
     pub name: String,
@@ -273,6 +280,7 @@ impl fmt::Display for Method {
             Method::ScaledAttention => f.write_str("attn-scaled"),
             Method::DeepLift { baseline: Baseline::Zero } => f.write_str("deeplift"),
             Method::DeepLift { baseline } => write!(f, "deeplift-{}", baseline_name(*baseline)),
+            Method::Rationale => f.write_str("rationale"),
             Method::Random => f.write_str("random"),
         }
     }
@@ -348,6 +356,7 @@ impl FromStr for Method {
         let unknown = |hint: &str| UnknownMethod { name: name.to_string(), hint: hint.to_string() };
         match name {
             "random" => return Ok(Method::Random),
+            "rationale" => return Ok(Method::Rationale),
             "attn" => return Ok(Method::Attention(AttentionView::Additive)),
             "attn-last" => return Ok(Method::Attention(AttentionView::LastLayer)),
             "attn-all" => return Ok(Method::Attention(AttentionView::AllLayers)),
@@ -415,6 +424,7 @@ impl<'de> Deserialize<'de> for Method {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Architecture;
 
     #[test]
     fn canonical_names_round_trip() {
@@ -446,6 +456,7 @@ mod tests {
             "deeplift",
             "deeplift-pad",
             "deeplift-mask",
+            "rationale",
             "random",
         ] {
             let m: Method = name.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -509,8 +520,8 @@ mod tests {
         for (arch, pattern) in arch.iter().zip(method.iter()) {
             let (arch, pattern) = (arch.unwrap(), pattern.unwrap());
             let traits = match arch {
-                "lstm" => ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false },
-                "bert" => ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true },
+                "lstm" => Architecture::Bilstm.traits(),
+                "bert" => Architecture::Bert.traits(),
                 other => panic!("unknown arch {other}"),
             };
             for name in crate::salience::expand::expand(pattern).unwrap() {
@@ -525,8 +536,8 @@ mod tests {
 
     #[test]
     fn support_follows_the_architecture() {
-        let lstm = ModelTraits { mask_token: false, additive_attention: true, transformer_attention: false };
-        let bert = ModelTraits { mask_token: true, additive_attention: false, transformer_attention: true };
+        let (lstm, bert, rationale) =
+            (Architecture::Bilstm.traits(), Architecture::Bert.traits(), Architecture::Rationale.traits());
         let on = |name: &str, traits| name.parse::<Method>().unwrap().unsupported_reason(traits).is_none();
         for name in ["igl-unk-100", "limeunk-100", "attn", "attn-scaled", "deeplift", "occlusion-erase"] {
             assert!(on(name, lstm), "{name} on the LSTM");
@@ -538,5 +549,11 @@ mod tests {
             assert!(on(name, bert), "{name} on BERT");
         }
         assert!(!on("attn", bert));
+        // The rationale model's own selection, and what its predictor offers.
+        for name in ["rationale", "attn", "attn-scaled", "igl-unk-100", "limeunk-100", "occlusion-unk"] {
+            assert!(on(name, rationale), "{name} on a rationale model");
+        }
+        assert!(!on("rationale", lstm) && !on("rationale", bert));
+        assert!(!on("attn-last", rationale) && !on("igl-mask-100", rationale));
     }
 }

@@ -23,6 +23,7 @@ pub mod method;
 pub mod occlusion;
 pub mod perturb;
 pub mod random;
+pub mod rationale;
 pub mod regression;
 pub mod smoothgrad;
 pub mod target;
@@ -184,6 +185,7 @@ where
         Method::Attention(view) => attention::explain(model, view, examples, vocab, device),
         Method::ScaledAttention => attention::explain_scaled(model, examples, vocab, device),
         Method::DeepLift { baseline } => deeplift::explain(model, baseline, examples, vocab, settings, device),
+        Method::Rationale => rationale::explain(model, examples, vocab, device),
         Method::Random => {
             let batch = examples.batch::<B>(vocab.pad, device);
             let predicted = crate::model::predicted_classes(model.logits(&batch));

@@ -12,6 +12,7 @@
 
 pub mod bert;
 pub mod bilstm;
+pub mod rationale;
 mod train_data;
 
 pub use train_data::TrainData;
@@ -33,12 +34,14 @@ use crate::spec::{ModelSpec, OptimizerName, Positive, Share};
 use crate::steps::StepContext;
 use bert::{BertSpec, HeadInit, PositionInit};
 use bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
+use rationale::RationaleSpec;
 
 /// The registry: each architecture's family.
 pub fn of(architecture: Architecture) -> &'static Family {
     match architecture {
         Architecture::Bilstm => &bilstm::FAMILY,
         Architecture::Bert => &bert::FAMILY,
+        Architecture::Rationale => &rationale::FAMILY,
     }
 }
 
@@ -47,6 +50,7 @@ pub fn of(architecture: Architecture) -> &'static Family {
 pub enum ArchitectureSpec {
     Bilstm(BiLstmSpec),
     Bert(BertSpec),
+    Rationale(RationaleSpec),
 }
 
 impl ArchitectureSpec {
@@ -56,6 +60,7 @@ impl ArchitectureSpec {
         Ok(match raw.architecture {
             Architecture::Bilstm => ArchitectureSpec::Bilstm(bilstm::parse(raw)),
             Architecture::Bert => ArchitectureSpec::Bert(bert::parse(raw, name)?),
+            Architecture::Rationale => ArchitectureSpec::Rationale(rationale::parse(raw, name)?),
         })
     }
 
@@ -63,6 +68,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(_) => Architecture::Bilstm,
             ArchitectureSpec::Bert(_) => Architecture::Bert,
+            ArchitectureSpec::Rationale(_) => Architecture::Rationale,
         }
     }
 
@@ -72,6 +78,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(spec) => Some(bilstm::macs_per_token(spec)),
             ArchitectureSpec::Bert(spec) => bert::macs_per_token(spec),
+            ArchitectureSpec::Rationale(spec) => Some(rationale::macs_per_token(spec)),
         }
     }
 
@@ -95,7 +102,7 @@ impl ArchitectureSpec {
     /// `[SEP]`. What `grid plan --estimate` counts tokens by.
     pub fn tokens_for_words(&self, words: f64) -> f64 {
         match self {
-            ArchitectureSpec::Bilstm(_) => words,
+            ArchitectureSpec::Bilstm(_) | ArchitectureSpec::Rationale(_) => words,
             ArchitectureSpec::Bert(_) => 1.3 * words + 2.0,
         }
     }
@@ -103,7 +110,7 @@ impl ArchitectureSpec {
     /// Whether its train step trains (a checkpoint taken as it is does not).
     pub fn trains(&self) -> bool {
         match self {
-            ArchitectureSpec::Bilstm(_) => true,
+            ArchitectureSpec::Bilstm(_) | ArchitectureSpec::Rationale(_) => true,
             ArchitectureSpec::Bert(spec) => {
                 !matches!(spec.init, crate::spec::BertInit::Pretrained { fine_tune: false, .. })
             }
@@ -116,6 +123,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(spec) => bilstm::key(spec, asset_hash),
             ArchitectureSpec::Bert(spec) => bert::key(spec, asset_hash),
+            ArchitectureSpec::Rationale(spec) => rationale::key(spec, asset_hash),
         }
     }
 
@@ -125,6 +133,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(spec) => bilstm::assets(spec, model, base, cache),
             ArchitectureSpec::Bert(spec) => bert::assets(spec, model, base, cache),
+            ArchitectureSpec::Rationale(spec) => rationale::assets(spec, model, base, cache),
         }
     }
 
@@ -141,6 +150,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(spec) => bilstm::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
             ArchitectureSpec::Bert(spec) => bert::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
+            ArchitectureSpec::Rationale(spec) => rationale::fit::fit::<B>(model, spec, assets, data, out, ctx, device),
         }
     }
 
@@ -150,6 +160,7 @@ impl ArchitectureSpec {
         match self {
             ArchitectureSpec::Bilstm(spec) => Ok(bilstm::dense_layers(spec)),
             ArchitectureSpec::Bert(spec) => bert::dense_layers(spec, model, assets),
+            ArchitectureSpec::Rationale(spec) => Ok(rationale::dense_layers(spec)),
         }
     }
 }
@@ -186,6 +197,9 @@ pub struct Recipe {
     pub warmup_share: Option<f64>,
     /// Clip the global gradient norm at this value; `None`: no clipping.
     pub max_grad_norm: Option<f64>,
+    /// Keep the last weights rather than the best evaluation's, unless the
+    /// grid file says `keep`.
+    pub keep_last: bool,
 }
 
 /// A `[[models]]` table as written: every key of every architecture, each
@@ -216,6 +230,10 @@ pub struct RawModel {
     pub(crate) position_init: Option<Spanned<PositionInit>>,
     pub(crate) head: Option<Spanned<HeadInit>>,
     pub(crate) fine_tune: Option<Spanned<bool>>,
+    // Rationale.
+    pub(crate) selector: Option<Spanned<crate::model::rationale::SelectorKind>>,
+    pub(crate) selection_rate: Option<Spanned<Share>>,
+    pub(crate) lambda: Option<Spanned<f64>>,
     #[serde(default)]
     pub(crate) training: RawTraining,
 }
@@ -252,6 +270,9 @@ impl RawModel {
             position_init,
             head,
             fine_tune,
+            selector,
+            selection_rate,
+            lambda,
         )
     }
 }

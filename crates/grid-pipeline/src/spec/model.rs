@@ -143,19 +143,24 @@ fn training(raw: RawTraining, recipe: Recipe, name: &str) -> Result<TrainingSpec
         }
         None => 5e-6,
     };
-    let keep = match raw.keep.as_ref().map(|k| *k.get_ref()) {
-        Some(KeepName::Best) | None => Keep::Best {
+    let named = raw.keep.as_ref().map(|k| *k.get_ref());
+    let keep_name = named.unwrap_or(if recipe.keep_last { KeepName::Last } else { KeepName::Best });
+    let keep = match keep_name {
+        KeepName::Best => Keep::Best {
             patience: value(&raw.patience, Positive::new(10_000)),
             by: value(&raw.best_by, BestBy::Accuracy),
         },
-        Some(KeepName::Last) => {
+        KeepName::Last => {
+            let last = if named.is_some() {
+                "`keep = \"last\"`"
+            } else {
+                "this architecture keeps the last weights unless `keep = \"best\"` (its default)"
+            };
             refuse(&raw.patience, || {
-                format!("model `{name}`: `training.patience` stops early, but `keep = \"last\"` trains all `max_steps`")
+                format!("model `{name}`: `training.patience` stops early, but {last} trains all `max_steps`")
             })?;
             refuse(&raw.best_by, || {
-                format!(
-                    "model `{name}`: `training.best_by` picks the best evaluation, but `keep = \"last\"` keeps the last"
-                )
+                format!("model `{name}`: `training.best_by` picks the best evaluation, but {last} keeps the last")
             })?;
             Keep::Last
         }

@@ -441,11 +441,14 @@ const MODEL_KEY_VALUES: &[(&str, &str)] = &[
     ("position_init", "\"sinusoidal\""),
     ("head", "\"checkpoint\""),
     ("fine_tune", "false"),
+    ("selector", "\"rl\""),
+    ("selection_rate", "0.09"),
+    ("lambda", "2.0"),
 ];
 
 #[test]
 fn every_key_of_one_architecture_is_refused_by_the_other_at_its_line() {
-    let architectures = [Architecture::Bilstm, Architecture::Bert];
+    let architectures = [Architecture::Bilstm, Architecture::Bert, Architecture::Rationale];
     for architecture in architectures {
         let family = crate::architectures::of(architecture);
         for other in architectures.map(crate::architectures::of) {
@@ -596,4 +599,33 @@ fn an_extending_grid_names_the_file_and_line_of_each_error() {
     let settings = vec!["extends=other.toml".parse().unwrap()];
     let e = Grid::load_with(&child, &settings).unwrap_err().to_string();
     assert!(e.contains("--set extends=other.toml") && e.contains("write it in the file"), "{e}");
+}
+
+#[test]
+fn a_rationale_model_needs_its_selector_and_rate_and_keeps_its_last_weights() {
+    let rationale =
+        |keys: &str| MINIMAL.replace("architecture = \"bilstm\"", &format!("architecture = \"rationale\"\n{keys}"));
+    let g = parse(&rationale("selector = \"hardkuma\"\nselection_rate = 0.07")).unwrap();
+    let m = &g.models[0];
+    let ArchitectureSpec::Rationale(spec) = &m.architecture else { panic!("{m:?}") };
+    assert_eq!(spec.selector, crate::model::rationale::SelectorKind::Hardkuma);
+    assert_eq!((spec.selection_rate.get(), spec.lambda), (0.07, 2.0));
+    assert_eq!(spec.predictor.hidden_size.get(), 256, "the BiLSTM's defaults");
+    assert_eq!(m.training.keep, Keep::Last);
+    assert_eq!(m.training.optimizer, Optimizer::Adamw);
+    // `keep = "best"` is still the user's to choose.
+    let best =
+        parse(&rationale("selector = \"rl\"\nselection_rate = 0.07\n[models.training]\nkeep = \"best\"")).unwrap();
+    assert!(matches!(best.models[0].training.keep, Keep::Best { .. }));
+    // What is missing or wrong is named at the model's table or the value.
+    let e = error(&rationale("selection_rate = 0.07"));
+    assert!(e.contains("test.toml:7:") && e.contains("needs `selector = \"rl\"` or `\"hardkuma\"`"), "{e}");
+    let e = error(&rationale("selector = \"rl\""));
+    assert!(e.contains("test.toml:7:") && e.contains("needs `selection_rate`"), "{e}");
+    let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\nlambda = -1.0"));
+    assert!(e.contains("test.toml:11:") && e.contains("`lambda` must be a finite number > 0"), "{e}");
+    let e = error(&rationale("selector = \"gumbel\"\nselection_rate = 0.07"));
+    assert!(e.contains("test.toml:9:") && e.contains("gumbel"), "{e}");
+    let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\n[models.training]\npatience = 5"));
+    assert!(e.contains("keeps the last weights unless `keep = \"best\"`"), "{e}");
 }

@@ -185,6 +185,7 @@ pub(super) fn family(method: Method) -> Option<&'static str> {
         Method::Occlusion { .. } => "occlusion",
         Method::Attention(_) | Method::ScaledAttention => "attention",
         Method::DeepLift { .. } => "deeplift",
+        Method::Rationale => "rationale",
         Method::Random => return None,
     })
 }

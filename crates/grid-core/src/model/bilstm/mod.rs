@@ -61,7 +61,7 @@ pub struct LstmDirection<B: Backend> {
 }
 
 impl<B: Backend> LstmDirection<B> {
-    fn new(rng: &mut ChaCha8Rng, d_input: usize, hidden: usize, device: &B::Device) -> Self {
+    pub(crate) fn new(rng: &mut ChaCha8Rng, d_input: usize, hidden: usize, device: &B::Device) -> Self {
         // PyTorch's nn.LSTM: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H)).
         let bound = 1.0 / (hidden as f64).sqrt();
         Self {
@@ -79,7 +79,7 @@ impl<B: Backend> LstmDirection<B> {
     /// Runs the recurrence left to right over `x` (`[batch, time, d_input]`) and
     /// returns every hidden state, `[batch, time, hidden]`. Causal, so on a
     /// right-padded batch the states at real tokens never see the padding.
-    fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
+    pub(crate) fn forward(&self, x: Tensor<B, 3>, rules: Rules) -> Tensor<B, 3> {
         if rules == Rules::Plain
             && let Some(states) = self.block(&x, None)
         {
@@ -108,7 +108,7 @@ impl<B: Backend> LstmDirection<B> {
     /// the states returned at the tokens' own positions. The fused kernel
     /// visits the positions in that order; burn's operations (another
     /// backend) permute the inputs and the states.
-    fn reversed(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
+    pub(crate) fn reversed(&self, x: Tensor<B, 3>, mask: Tensor<B, 2>, rules: Rules) -> Tensor<B, 3> {
         if rules == Rules::Plain
             && let Some(states) = self.block(&x, Some(&mask))
         {
@@ -354,7 +354,7 @@ impl<B: Backend> BiLstmClassifier<B> {
     }
 }
 
-fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
+pub(crate) fn dropout<B: Backend, const D: usize>(x: Tensor<B, D>, p: f64, noise: Option<&mut Noise>) -> Tensor<B, D> {
     match noise {
         Some(noise) => noise.dropout(x, p),
         None => x,

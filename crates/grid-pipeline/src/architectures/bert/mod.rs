@@ -45,6 +45,7 @@ pub const FAMILY: Family = Family {
         batch_size: 16,
         warmup_share: Some(0.1),
         max_grad_norm: Some(1.0),
+        keep_last: false,
     },
 };
 

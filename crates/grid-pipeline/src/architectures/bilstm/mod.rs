@@ -38,6 +38,7 @@ pub const FAMILY: Family = Family {
         batch_size: 64,
         warmup_share: None,
         max_grad_norm: None,
+        keep_last: false,
     },
 };
 

@@ -1,0 +1,93 @@
+//! A rationale model from its spec: the BiLSTM's vocabulary and embeddings
+//! (random or GloVe), training with its objective, the saved checkpoint and
+//! its `training.json` (the selection rates it reached on validation).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use burn::tensor::backend::AutodiffBackend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::RationaleSpec;
+use crate::architectures::TrainData;
+use crate::model::ModelAssets;
+use crate::model::bilstm::BiLstmConfig;
+use crate::model::glove::{self, GloveCoverage};
+use crate::model::rationale::{RationaleClassifier, RationaleConfig, saved};
+use crate::spec::{ModelSpec, PadEmbedding};
+use crate::steps::StepContext;
+use crate::text::TextEncoder;
+use crate::text::vocab::WordVocab;
+use crate::train::train;
+
+/// What `training.json` records of a rationale model beyond what every model records.
+#[derive(Serialize)]
+struct Details {
+    glove: Option<GloveCoverage>,
+    selector: &'static str,
+    selection_rate: f64,
+    lambda: f64,
+}
+
+pub fn fit<B: AutodiffBackend>(
+    model: &ModelSpec,
+    spec: &RationaleSpec,
+    assets: &ModelAssets,
+    data: &TrainData,
+    out: &Path,
+    ctx: &StepContext,
+    device: &B::Device,
+) -> Result<()> {
+    let predictor = &spec.predictor;
+    let vocab = WordVocab::build(
+        data.train.iter().map(|e| e.text.as_str()),
+        data.shortcut_tokens,
+        predictor.vocab.min_count.get(),
+        predictor.vocab.max_size.get(),
+        predictor.vocab.lowercase,
+    );
+    let config = RationaleConfig {
+        predictor: BiLstmConfig {
+            vocab_size: vocab.vocab_size(),
+            embedding_dim: predictor.embedding_dim.get(),
+            hidden_size: predictor.hidden_size.get(),
+            attention_size: predictor.attention_size.get(),
+            mlp_size: predictor.mlp_size.get(),
+            num_outputs: data.num_outputs(),
+            dropout: predictor.dropout.get(),
+            pad_id: vocab.pad_id(),
+        },
+        selector: spec.selector,
+        selector_hidden_size: predictor.hidden_size.get(),
+        selection_rate: spec.selection_rate.get(),
+        lambda: spec.lambda,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
+    let (embeddings, coverage) = match assets {
+        ModelAssets::Glove(path) => {
+            let (matrix, coverage) = glove::load(path, vocab.words(), config.predictor.embedding_dim, &mut rng)
+                .with_context(|| format!("model `{}`: GloVe", model.name))?;
+            (Some(matrix), Some(coverage))
+        }
+        _ => (None, None),
+    };
+    let mut classifier = RationaleClassifier::<B>::new(&config, &mut rng, embeddings, device);
+    if predictor.pad_embedding == PadEmbedding::Zero {
+        classifier = classifier.with_zero_pad_row(config.predictor.pad_id);
+    }
+    let max_length = data.max_length;
+    let (train_enc, validation_enc) = data.encode(&vocab, max_length);
+    let setup = ctx.train_setup(&vocab, predictor.word_dropout.get());
+    let (best, summary) = train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device)
+        .with_context(|| format!("model `{}`", model.name))?;
+    saved::save(out, &best, max_length, &vocab)?;
+    let details = Details {
+        glove: coverage,
+        selector: spec.selector.name(),
+        selection_rate: spec.selection_rate.get(),
+        lambda: spec.lambda,
+    };
+    data.write_record(out, model.kind().name(), vocab.vocab_size(), details, summary)
+}

@@ -1,0 +1,169 @@
+//! A rationale model in the grid file (Zhou et al. 2022 §7): the BiLSTM's
+//! keys for the predictor (and the selector's sizes), `selector`,
+//! `selection_rate` and `lambda`; its recipe, its train key, the GloVe file it
+//! reads; and how it is fitted ([`fit`]).
+
+pub mod fit;
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::bilstm::{self, BiLstmSpec};
+use super::{DenseLayer, Family, Recipe};
+use crate::cache::Cache;
+use crate::dag::plan::PlanError;
+use crate::model::ModelAssets;
+use crate::model::rationale::SelectorKind;
+use crate::spec::Share;
+use crate::spec::model::{OptimizerName, RawModel, SpanError};
+
+/// The rationale model's entry in the registry ([`super::of`]).
+pub const FAMILY: Family = Family {
+    keys: &[
+        "hidden_size",
+        "dropout",
+        "embedding_dim",
+        "attention_size",
+        "mlp_size",
+        "word_dropout",
+        "glove",
+        "vocab",
+        "pad_embedding",
+        "selector",
+        "selection_rate",
+        "lambda",
+    ],
+    hint,
+    // Adam as Bastings et al. train theirs, clipped at norm 5 as they clip;
+    // the rate 1e-3 and batch 64 are ours (Zhou et al. do not give theirs).
+    // The last weights are kept: accuracy saturates long before the
+    // selection rate settles on its target, so the best accuracy is an early,
+    // off-rate model.
+    recipe: Recipe {
+        optimizer: OptimizerName::Adamw,
+        learning_rate: 1e-3,
+        batch_size: 64,
+        warmup_share: None,
+        max_grad_norm: Some(5.0),
+        keep_last: true,
+    },
+};
+
+/// What a key of another architecture most likely meant here.
+fn hint(key: &str) -> Option<&'static str> {
+    match key {
+        "checkpoint" | "fine_tune" | "num_hidden_layers" | "num_attention_heads" => {
+            Some("a rationale model's selector and predictor are BiLSTMs; a BERT predictor is not built yet")
+        }
+        "lowercase" => Some("for a rationale model, lower-casing is `vocab.lowercase`"),
+        _ => None,
+    }
+}
+
+/// The penalty strength when the grid file does not set `lambda`.
+pub const DEFAULT_LAMBDA: f64 = 2.0;
+
+/// A rationale model as the grid file gives it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RationaleSpec {
+    /// The predictor's sizes; the selector's BiLSTM has its `hidden_size`
+    /// and reads the same embeddings.
+    pub predictor: BiLstmSpec,
+    pub selector: SelectorKind,
+    /// Zhou et al.'s `%Sel`.
+    pub selection_rate: Share,
+    /// `λ` of Eq. 5, a finite number > 0.
+    pub lambda: f64,
+}
+
+/// Its keys of a `[[models]]` table: `selector` and `selection_rate` have no
+/// default (they are what a rationale grid sweeps).
+pub fn parse(raw: &RawModel, name: &str) -> Result<RationaleSpec, SpanError> {
+    let table = || raw.name.span();
+    let selector = raw.selector.as_ref().map(|s| *s.get_ref()).ok_or_else(|| {
+        (Some(table()), format!("model `{name}`: a rationale model needs `selector = \"rl\"` or `\"hardkuma\"`"))
+    })?;
+    let selection_rate = raw.selection_rate.as_ref().map(|s| *s.get_ref()).ok_or_else(|| {
+        (
+            Some(table()),
+            format!("model `{name}`: a rationale model needs `selection_rate` (Zhou et al.'s %Sel, e.g. 0.09)"),
+        )
+    })?;
+    let lambda = match raw.lambda.as_ref().map(|l| (*l.get_ref(), l.span())) {
+        None => DEFAULT_LAMBDA,
+        Some((l, _)) if l.is_finite() && l > 0.0 => l,
+        Some((l, span)) => {
+            return Err((Some(span), format!("model `{name}`: `lambda` must be a finite number > 0, got {l}")));
+        }
+    };
+    Ok(RationaleSpec { predictor: bilstm::parse(raw), selector, selection_rate, lambda })
+}
+
+/// Its part of a train step's key (every field, as the BiLSTM's).
+pub fn key(spec: &RationaleSpec, glove_hash: Option<&str>) -> Value {
+    let RationaleSpec { predictor, selector, selection_rate, lambda } = spec;
+    json!({ "rationale": {
+        "predictor": bilstm::key(predictor, glove_hash)["bilstm"],
+        "selector": selector.name(),
+        "selection_rate": selection_rate.get(),
+        "lambda": lambda,
+    }})
+}
+
+/// Multiply-adds per token: the predictor's, and the selector's BiLSTM and gate.
+pub fn macs_per_token(spec: &RationaleSpec) -> f64 {
+    let (e, h) = (spec.predictor.embedding_dim.get() as f64, spec.predictor.hidden_size.get() as f64);
+    bilstm::macs_per_token(&spec.predictor) + 2.0 * 4.0 * h * (e + h) + 2.0 * h * 2.0
+}
+
+/// Its dense layers outside the recurrences: the predictor's.
+pub fn dense_layers(spec: &RationaleSpec) -> Vec<DenseLayer> {
+    bilstm::dense_layers(&spec.predictor)
+}
+
+/// The GloVe file it reads, if any, as the BiLSTM reads it.
+pub fn assets(
+    spec: &RationaleSpec,
+    model: &str,
+    base: &Path,
+    cache: &Cache,
+) -> Result<(ModelAssets, Option<String>), PlanError> {
+    bilstm::assets(&spec.predictor, model, base, cache)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{PadEmbedding, Positive, VocabSpec};
+
+    fn spec(selector: SelectorKind, rate: f64) -> RationaleSpec {
+        RationaleSpec {
+            predictor: BiLstmSpec {
+                embedding_dim: Positive::new(8),
+                hidden_size: Positive::new(8),
+                attention_size: Positive::new(8),
+                mlp_size: Positive::new(8),
+                dropout: Share::new(0.1),
+                word_dropout: Share::new(0.0),
+                glove: None,
+                vocab: VocabSpec::default(),
+                pad_embedding: PadEmbedding::Zero,
+            },
+            selector,
+            selection_rate: Share::new(rate),
+            lambda: DEFAULT_LAMBDA,
+        }
+    }
+
+    /// The selector, its rate and λ are in the key; two rates, two keys.
+    #[test]
+    fn the_key_tells_selectors_and_rates_apart() {
+        let rl = key(&spec(SelectorKind::Rl, 0.09), None);
+        assert_eq!(rl["rationale"]["selector"], json!("rl"));
+        assert_eq!(rl["rationale"]["predictor"]["pad_embedding"], json!("zero"));
+        assert_ne!(rl, key(&spec(SelectorKind::Hardkuma, 0.09), None));
+        assert_ne!(rl, key(&spec(SelectorKind::Rl, 0.11), None));
+    }
+}

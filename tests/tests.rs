@@ -22,5 +22,6 @@ mod metrics_reports;
 mod multiclass;
 mod natural;
 mod pipeline;
+mod rationale;
 mod shapes;
 mod slurm;

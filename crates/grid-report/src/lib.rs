@@ -11,6 +11,7 @@
 //! | `verification.md` | markdown | the same, accuracies as percentages with one decimal |
 //! | `verification_seeds.{csv,md,tex}` | csv, markdown, latex | with several seeds: per shortcut model, how many passed and the worst margin to a bar ([`seed_spread`]) |
 //! | `<model>_<metric>.{csv,md}` | csv, markdown | Bastings et al. Tables 6/7: rows = methods, columns = `dataset:shortcut`; precision 2 decimals, rank 1 (others 3) |
+//! | `zhou_rationale.{csv,md}` | csv, markdown | Zhou et al. §7: one row per rationale model ([`rationale`]) |
 //!
 //! In the layouts a number whose model failed verification carries a trailing
 //! `" †"` (so the layout CSV has string cells), and the markdown gets the footnote
@@ -30,6 +31,7 @@ pub mod latex;
 pub mod markdown;
 pub mod paper;
 pub mod plots;
+pub mod rationale;
 pub mod seed_spread;
 pub mod tables;
 pub mod zhou;
@@ -101,6 +103,22 @@ pub struct CellResult {
     /// salience evenly would score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region_share: Option<f64>,
+    /// A rationale metric's cell (`sel-*`): the model's selector and target
+    /// rate, the dataset-wide value and the optimal lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<RationaleResult>,
+}
+
+/// [`CellResult::rationale`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RationaleResult {
+    pub setting: crate::model::rationale::RationaleSetting,
+    /// The ratio of sums over the examples (Zhou et al.'s dataset-wide value).
+    pub pooled: Option<f64>,
+    /// The realised selection rate, pooled.
+    pub rate: Option<f64>,
+    /// The best precision and recall any selection reaches at that rate.
+    pub optimal: Option<crate::metrics::rationale::Optimal>,
 }
 
 /// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
@@ -428,6 +446,7 @@ fn paper_tables(
     out.extend(paper::erasure_by_ratio_tables(summaries).map_err(polars_err("erasure tables"))?);
     out.extend(zhou::accuracy_table(verification).map_err(polars_err("zhou_accuracy"))?);
     out.extend(zhou::attribution_tables(cells).map_err(polars_err("Zhou Table 1"))?);
+    out.extend(rationale::table(cells, verification).map_err(polars_err("zhou_rationale"))?);
     for a in agreements {
         out.push(agreement_table(a).map_err(polars_err("agreement tables"))?);
     }
@@ -651,6 +670,7 @@ mod tests {
             values: vec![],
             by_ratio: vec![],
             region_share: None,
+            rationale: None,
         }
     }
 

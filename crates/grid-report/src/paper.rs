@@ -777,6 +777,7 @@ mod tests {
             values: values.to_vec(),
             by_ratio: vec![],
             region_share: None,
+            rationale: None,
         }
     }
 

@@ -860,6 +860,7 @@ mod tests {
             values: vec![],
             by_ratio: vec![],
             region_share: None,
+            rationale: None,
         }
     }
 

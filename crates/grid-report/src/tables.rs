@@ -444,6 +444,7 @@ mod tests {
             values: vec![],
             by_ratio: vec![],
             region_share: None,
+            rationale: None,
         }
     }
 

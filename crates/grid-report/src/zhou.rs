@@ -236,6 +236,7 @@ mod tests {
             values: vec![],
             by_ratio: vec![],
             region_share: Some(share),
+            rationale: None,
         }
     }
 

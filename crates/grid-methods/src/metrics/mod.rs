@@ -14,15 +14,19 @@ pub mod agreement;
 pub mod bootstrap;
 pub mod erasure;
 pub mod intervals;
+pub mod rationale;
 pub mod wilcoxon;
 pub mod words;
 
+pub use rationale::RationaleMetric;
 pub use words::WordAggregation;
 
 /// A per-cell metric: a mean over the attributed examples of one (model, method).
 ///
 /// Names (TOML and tables): `precision`, `rank`, `attr`, `attr-noncorr`, `ns`,
-/// `nc`, `soft-ns`, `soft-nc`, and `diag-<erasure metric>` for diagnosticity.
+/// `nc`, `soft-ns`, `soft-nc`, `diag-<erasure metric>` for diagnosticity, and
+/// `sel-precision`, `sel-recall`, `sel-noncorr`, `sel-rate` for a rationale
+/// model's own selection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Metric {
@@ -42,6 +46,8 @@ pub enum Metric {
     /// Diagnosticity of an erasure metric: the share of examples where the
     /// method's value beats a random attribution's on the same input.
     Diagnosticity(ErasureMetric),
+    /// Zhou et al.'s metrics of a rationale (`rationale` cells only).
+    Rationale(RationaleMetric),
 }
 
 /// The erasure metrics of PROTOCOL §3.
@@ -82,8 +88,8 @@ impl ErasureMetric {
 }
 
 /// Every metric name, for error messages and documentation.
-pub const METRIC_NAMES: &str =
-    "precision, rank, attr, attr-noncorr, ns, nc, soft-ns, soft-nc, diag-ns, diag-nc, diag-soft-ns, diag-soft-nc";
+pub const METRIC_NAMES: &str = "precision, rank, attr, attr-noncorr, ns, nc, soft-ns, soft-nc, diag-ns, diag-nc, \
+     diag-soft-ns, diag-soft-nc, sel-precision, sel-recall, sel-noncorr, sel-rate";
 
 impl Metric {
     pub fn name(self) -> &'static str {
@@ -97,6 +103,7 @@ impl Metric {
             Metric::Diagnosticity(ErasureMetric::Nc) => "diag-nc",
             Metric::Diagnosticity(ErasureMetric::SoftNs) => "diag-soft-ns",
             Metric::Diagnosticity(ErasureMetric::SoftNc) => "diag-soft-nc",
+            Metric::Rationale(m) => m.name(),
         }
     }
 
@@ -105,6 +112,12 @@ impl Metric {
     /// grid that plants one.
     pub fn needs_ground_truth(self) -> bool {
         matches!(self, Metric::Precision | Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating)
+            || matches!(self, Metric::Rationale(m) if m != RationaleMetric::Rate)
+    }
+
+    /// Whether the metric scores a rationale model's own selection only.
+    pub fn needs_rationale(self) -> bool {
+        matches!(self, Metric::Rationale(_))
     }
 
     /// Decimals the tables show: precision 2 (the papers' own), rank 1, the
@@ -113,7 +126,11 @@ impl Metric {
         match self {
             Metric::Precision => 2,
             Metric::Rank => 1,
-            Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_) => 3,
+            Metric::AttrShare
+            | Metric::AttrNonCorrelating
+            | Metric::Erasure(_)
+            | Metric::Diagnosticity(_)
+            | Metric::Rationale(_) => 3,
         }
     }
 
@@ -136,19 +153,20 @@ impl Metric {
             Metric::Diagnosticity(m) => {
                 format!("diagnosticity of {}: share of examples beating random (0.5 = chance)", erasure(m))
             }
+            Metric::Rationale(m) => m.description().into(),
         }
     }
 
     /// Whether a larger value is better (all but the rank and the salience
     /// on non-correlating look-alikes).
     pub fn higher_is_better(self) -> bool {
-        !matches!(self, Metric::Rank | Metric::AttrNonCorrelating)
+        !matches!(self, Metric::Rank | Metric::AttrNonCorrelating | Metric::Rationale(RationaleMetric::NonCorrelating))
     }
 
     /// Whether the metric is only defined where the data has non-correlating
     /// look-alikes of G (Zhou et al.'s CN and NC).
     pub fn needs_distractors(self) -> bool {
-        self == Metric::AttrNonCorrelating
+        matches!(self, Metric::AttrNonCorrelating | Metric::Rationale(RationaleMetric::NonCorrelating))
     }
 
     /// Whether the metric needs the erasure step's forward passes.
@@ -163,7 +181,11 @@ impl Metric {
         match self {
             Metric::Precision => precision_at_k(ranking, truth),
             Metric::Rank => rank_of_ground_truth(ranking, truth).map(|r| r as f64),
-            Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_) => None,
+            Metric::AttrShare
+            | Metric::AttrNonCorrelating
+            | Metric::Erasure(_)
+            | Metric::Diagnosticity(_)
+            | Metric::Rationale(_) => None,
         }
     }
 }
@@ -183,6 +205,11 @@ impl FromStr for Metric {
             "rank" => Ok(Metric::Rank),
             "attr" => Ok(Metric::AttrShare),
             "attr-noncorr" => Ok(Metric::AttrNonCorrelating),
+            _ if s.starts_with("sel-") => RationaleMetric::ALL
+                .into_iter()
+                .find(|m| m.name() == s)
+                .map(Metric::Rationale)
+                .ok_or_else(|| format!("unknown metric `{s}`; known: {METRIC_NAMES}")),
             _ => {
                 if let Some(m) = erasure(s) {
                     Ok(Metric::Erasure(m))
@@ -310,7 +337,9 @@ mod tests {
     fn every_metric_describes_itself() {
         for name in METRIC_NAMES.split(", ") {
             let m: Metric = name.parse().unwrap();
-            let ground_truth = ["precision", "rank", "attr", "attr-noncorr"].contains(&name);
+            let ground_truth =
+                ["precision", "rank", "attr", "attr-noncorr", "sel-precision", "sel-recall", "sel-noncorr"]
+                    .contains(&name);
             assert_eq!(m.needs_ground_truth(), ground_truth, "{name}");
             assert!(!m.description().is_empty() && m.description() != name, "{name}");
             assert!((1..=3).contains(&m.decimals()), "{name}");

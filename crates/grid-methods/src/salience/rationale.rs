@@ -1,8 +1,10 @@
 //! `rationale`: a rationale model's own explanation, the words its selector
 //! picks (Zhou et al. 2022 §7). RL's scores are its binary gates (1 selected,
-//! 0 not); HardKuma's its expected gates `E[z]`, so that its words can be
-//! ranked like any method's. Every metric scores it as it scores a salience
-//! method; a model that reads every word has no such explanation.
+//! 0 not); HardKuma's the expected gate `E[z]` of each selected word (0
+//! elsewhere), so that its words can be ranked like any method's. A score
+//! above 0 means selected, which the `sel-*` metrics read; every other metric
+//! scores it as it scores a salience method. A model that reads every word
+//! has no such explanation.
 
 use burn::tensor::backend::AutodiffBackend;
 

@@ -107,6 +107,17 @@ impl ArchitectureSpec {
         }
     }
 
+    /// A rationale model's selector and target rate; `None` for the others.
+    pub fn rationale_setting(&self) -> Option<crate::model::rationale::RationaleSetting> {
+        match self {
+            ArchitectureSpec::Rationale(spec) => Some(crate::model::rationale::RationaleSetting {
+                selector: spec.selector,
+                selection_rate: spec.selection_rate.get(),
+            }),
+            ArchitectureSpec::Bilstm(_) | ArchitectureSpec::Bert(_) => None,
+        }
+    }
+
     /// Whether its train step trains (a checkpoint taken as it is does not).
     pub fn trains(&self) -> bool {
         match self {

@@ -470,6 +470,9 @@ impl<'g> Planner<'g> {
                         erased.expect("planned when a metric needs erasure"),
                         random.expect("planned for diagnosticity").1,
                     ],
+                    // Only a rationale is a set of selected words.
+                    Metric::Rationale(_) if method != Method::Rationale => continue,
+                    Metric::Rationale(_) => vec![attribution],
                 };
                 let score = self.b.add(
                     StepKind::Score,
@@ -489,6 +492,7 @@ impl<'g> Planner<'g> {
                     method,
                     metric,
                     seed,
+                    rationale: metric.needs_rationale().then(|| model.architecture.rationale_setting()).flatten(),
                 });
             }
         }

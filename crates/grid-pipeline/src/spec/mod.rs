@@ -660,13 +660,14 @@ impl Grid {
             ));
         }
         let has_distractors = raw.shortcuts.as_ref().is_some_and(|s| s.kinds.iter().any(|k| k.has_distractors()));
-        if metrics.contains(&Metric::AttrNonCorrelating) && !has_distractors {
-            let span = metric_names.get_ref().iter().find(|m| m.get_ref() == "attr-noncorr").map(|m| m.span());
+        if let Some(metric) = metrics.iter().find(|m| m.needs_distractors()).filter(|_| !has_distractors) {
+            let span = metric_names.get_ref().iter().find(|m| m.get_ref() == metric.name()).map(|m| m.span());
             return Err(at(
                 span,
-                "metric `attr-noncorr` needs non-correlating articles: add \"articles-cn\" or \"articles-nc\" \
-                 to `shortcuts.kinds`"
-                    .into(),
+                format!(
+                    "metric `{metric}` needs non-correlating articles: add \"articles-cn\" or \"articles-nc\" \
+                     to `shortcuts.kinds`"
+                ),
             ));
         }
         let erasure = match raw.erasure {
@@ -713,6 +714,20 @@ impl Grid {
         }
         if methods.is_empty() {
             return Err(at(None, "`attribution.methods` is empty".into()));
+        }
+        // The `sel-*` metrics score a rationale model's own selection.
+        if let Some(name) = metric_names.get_ref().iter().find(|n| n.get_ref().starts_with("sel-")) {
+            let has_rationale_model = models.iter().any(|m| m.kind() == Architecture::Rationale);
+            if !methods.contains(&Method::Rationale) || !has_rationale_model {
+                return Err(at(
+                    Some(name.span()),
+                    format!(
+                        "metric `{}` scores the words a rationale model selects: it needs \"rationale\" in \
+                         `attribution.methods` and a model with `architecture = \"rationale\"`",
+                        name.get_ref()
+                    ),
+                ));
+            }
         }
 
         let name = raw.name.unwrap_or_else(|| {

@@ -629,3 +629,23 @@ fn a_rationale_model_needs_its_selector_and_rate_and_keeps_its_last_weights() {
     let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\n[models.training]\npatience = 5"));
     assert!(e.contains("keeps the last weights unless `keep = \"best\"`"), "{e}");
 }
+
+#[test]
+fn rationale_metrics_need_a_rationale_model_and_method() {
+    let with_metrics = |metrics: &str| {
+        format!("{MINIMAL}[shortcuts]\nkinds = [\"articles\"]\n")
+            .replace("[[datasets]]", &format!("metrics = {metrics}\n[[datasets]]"))
+    };
+    let e = error(&with_metrics("[\"sel-precision\"]"));
+    assert!(e.contains("test.toml:2:") && e.contains("needs \"rationale\" in `attribution.methods`"), "{e}");
+    let e = error(&with_metrics("[\"sel-noncorr\"]"));
+    assert!(e.contains("test.toml:2:"), "{e}");
+    let rationale = with_metrics("[\"sel-precision\", \"sel-rate\"]")
+        .replace("architecture = \"bilstm\"", "architecture = \"rationale\"\nselector = \"rl\"\nselection_rate = 0.1")
+        .replace("methods = [", "methods = [\"rationale\", ");
+    let g = parse(&rationale).unwrap();
+    assert_eq!(g.metrics, ["sel-precision".parse().unwrap(), "sel-rate".parse::<Metric>().unwrap()]);
+    // Non-correlating selections need CN or NC data, as `attr-noncorr` does.
+    let e = error(&rationale.replace("\"sel-rate\"", "\"sel-noncorr\""));
+    assert!(e.contains("metric `sel-noncorr` needs non-correlating articles"), "{e}");
+}

@@ -97,6 +97,12 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             values: score.values,
             by_ratio: score.by_ratio,
             region_share: score.region_share,
+            rationale: c.rationale.zip(score.rationale).map(|(setting, r)| crate::report::RationaleResult {
+                setting,
+                pooled: r.pooled,
+                rate: r.rate,
+                optimal: r.optimal,
+            }),
         });
     }
     let mut agreements = Vec::new();

@@ -13,14 +13,17 @@ use super::attribute::{AttributedExample, FILE};
 use super::erasure::{ErasedExample, ErasureSummary, FILE as ERASURE_FILE, SUMMARY as ERASURE_SUMMARY};
 use super::io::{read_json, read_jsonl, write_json};
 use crate::metrics::bootstrap::Bootstrap;
-use crate::metrics::{ErasureMetric, Metric, WordAggregation, attribution_share, ranking, words};
+use crate::metrics::rationale::{self, Counts, Optimal};
+use crate::metrics::{ErasureMetric, Metric, RationaleMetric, WordAggregation, attribution_share, ranking, words};
 
 pub const SCORE_FILE: &str = "score.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Score {
     pub metric: Metric,
-    /// Mean over examples.
+    /// Mean over examples; NaN (written `null`) where no example defines
+    /// the metric (a rationale that selects nothing has no precision).
+    #[serde(deserialize_with = "nan_when_null")]
     pub mean: f64,
     /// Percentile-bootstrap 95% interval of the mean over examples.
     #[serde(default)]
@@ -36,6 +39,49 @@ pub struct Score {
     /// beside Attr% as the word frequency).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region_share: Option<f64>,
+    /// A rationale metric's dataset-wide value and the best any selection
+    /// reaches at the rationale's realised rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<RationaleScore>,
+}
+
+/// JSON has no NaN: serde_json writes it `null`, which reads back as NaN.
+fn nan_when_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+}
+
+/// [`Score::rationale`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RationaleScore {
+    /// The ratio of sums over the examples (Zhou et al.'s dataset-wide value).
+    pub pooled: Option<f64>,
+    /// The realised selection rate, pooled.
+    pub rate: Option<f64>,
+    /// The optimal precision and recall at that rate.
+    pub optimal: Option<Optimal>,
+}
+
+/// A rationale metric over the attributed examples of a `rationale` cell.
+pub fn evaluate_rationale(metric: RationaleMetric, examples: &[AttributedExample]) -> Score {
+    let counts: Vec<Counts> = examples
+        .iter()
+        .map(|e| {
+            Counts::of(
+                &e.scores,
+                |i| e.word_of_token.get(i).is_some_and(Option::is_some),
+                &e.ground_truth,
+                &e.distractors,
+            )
+        })
+        .collect();
+    let mut score = summarise(Metric::Rationale(metric), counts.iter().filter_map(|c| metric.value(c)).collect());
+    let rate = RationaleMetric::Rate.pooled(&counts);
+    score.rationale = Some(RationaleScore {
+        pooled: metric.pooled(&counts),
+        rate,
+        optimal: rate.and_then(|r| rationale::optimal(&counts, r)),
+    });
+    score
 }
 
 /// A ranking metric or Attr% over attributed examples.
@@ -86,7 +132,16 @@ pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Opt
 fn summarise(metric: Metric, values: Vec<f64>) -> Score {
     let mean = if values.is_empty() { f64::NAN } else { values.iter().sum::<f64>() / values.len() as f64 };
     let interval = Bootstrap::default().interval(&values);
-    Score { metric, mean, interval, examples: values.len(), values, by_ratio: Vec::new(), region_share: None }
+    Score {
+        metric,
+        mean,
+        interval,
+        examples: values.len(),
+        values,
+        by_ratio: Vec::new(),
+        region_share: None,
+        rationale: None,
+    }
 }
 
 /// The example's value of an erasure metric (`None` where undefined).
@@ -176,6 +231,10 @@ pub fn run(metric: Metric, aggregation: Option<WordAggregation>, inputs: &[PathB
             let summary: ErasureSummary = read_json(&dir.join(ERASURE_SUMMARY))?;
             evaluate_erasure(m, &erased(0)?, &summary.ratios)
         }
+        Metric::Rationale(m) => {
+            let dir = inputs.first().context("the score step lacks its attribution input")?;
+            evaluate_rationale(m, &read_jsonl(&dir.join(FILE))?)
+        }
         Metric::Diagnosticity(m) => {
             ensure!(inputs.len() == 2, "diagnosticity needs the method's and the random attribution's erasure");
             let dir = inputs.first().context("the score step lacks its erasure input")?;
@@ -257,6 +316,16 @@ mod tests {
             soft_ns: None,
             soft_nc,
         }
+    }
+
+    /// A metric no example defines is NaN, written `null`, and reads back.
+    #[test]
+    fn a_score_without_examples_round_trips() {
+        let empty = summarise(Metric::Rationale(RationaleMetric::Precision), Vec::new());
+        let text = serde_json::to_string(&empty).unwrap();
+        assert!(text.contains("\"mean\":null"), "{text}");
+        let back: Score = serde_json::from_str(&text).unwrap();
+        assert!(back.mean.is_nan() && back.examples == 0);
     }
 
     #[test]

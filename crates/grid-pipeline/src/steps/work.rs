@@ -104,6 +104,10 @@ pub struct CellCoordinates {
     pub method: Method,
     pub metric: Metric,
     pub seed: u64,
+    /// A rationale metric's model: its selector and target rate (left out
+    /// of the key when absent, so other grids' report keys stay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<crate::model::rationale::RationaleSetting>,
 }
 
 /// Which model an evaluate step measured.

@@ -81,7 +81,11 @@ impl PrecisionRankRow {
             OurMetric::Grid(Metric::Precision) => self.precision,
             OurMetric::Grid(Metric::Rank) => self.rank,
             OurMetric::Grid(
-                Metric::AttrShare | Metric::AttrNonCorrelating | Metric::Erasure(_) | Metric::Diagnosticity(_),
+                Metric::AttrShare
+                | Metric::AttrNonCorrelating
+                | Metric::Erasure(_)
+                | Metric::Diagnosticity(_)
+                | Metric::Rationale(_),
             )
             | OurMetric::AttrOther => None,
         }

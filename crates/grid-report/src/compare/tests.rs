@@ -176,6 +176,7 @@ fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, 
         values: vec![v[1], v[2]],
         by_ratio: vec![],
         region_share: None,
+        rationale: None,
     }
 }
 

@@ -78,6 +78,15 @@ impl std::fmt::Display for SelectorKind {
     }
 }
 
+/// What a rationale model was trained towards, as its results are labelled:
+/// Zhou et al. plot each selector at each target rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RationaleSetting {
+    pub selector: SelectorKind,
+    /// The target `%Sel`.
+    pub selection_rate: f64,
+}
+
 /// Hyper-parameters, saved in `config.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,8 +138,9 @@ pub struct Selection<B: Backend> {
     /// Each token's probability of selection under the selector's law (RL:
     /// `σ(s)`; HardKuma: `P(z ≠ 0)`): what the expected rate averages.
     pub probability: Tensor<B, 2>,
-    /// The explanation's scores: RL's binary gates; HardKuma's expected gate
-    /// `E[z]`, so that its tokens can be ranked.
+    /// The explanation's scores, above 0 exactly where a token is selected:
+    /// RL's binary gates; HardKuma's expected gate `E[z]` on its selected
+    /// tokens (so that they can be ranked), 0 elsewhere.
     pub scores: Tensor<B, 2>,
 }
 
@@ -195,7 +205,9 @@ impl<B: Backend> RationaleClassifier<B> {
             }
             SelectorKind::Hardkuma => {
                 let kuma = self.kuma(outputs);
-                (kuma.deterministic(), kuma.prob_nonzero(), kuma.mean())
+                let gates = kuma.deterministic();
+                let selected = gates.clone().greater_elem(0.0).float();
+                (gates, kuma.prob_nonzero(), kuma.mean() * selected)
             }
         };
         Selection { gates: gates * mask.clone(), probability: probability * mask.clone(), scores: scores * mask }

@@ -115,6 +115,27 @@ fn a_rationale_grid_runs_to_zhous_table() {
         assert_eq!(manipulation == "articles-nc", !noncorr.is_empty(), "{manipulation}: {noncorr:?}");
     }
 
+    // The figures, and the rationales highlighted on the HTML page.
+    let dir = t.reports().join("rationale");
+    for stem in ["rationale_gen_articles", "rationale_gen_articles-nc"] {
+        assert!(dir.join(format!("{stem}.svg")).is_file() && dir.join(format!("{stem}.png")).is_file(), "{stem}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("data-method=\"rationale\"") && html.contains("A rationale model's own selection"));
+    assert!(html.contains("table-zhou_rationale"));
+
+    // The paper's findings, checked through the binary.
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/reference/zhou2022_rationale_findings.csv");
+    let out = t.grid(&["report", "grid.toml", "-q", "--compare", reference]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let compared = std::fs::read_to_string(dir.join("compare_zhou2022_rationale_findings.md")).unwrap();
+    for needle in ["§7.1: We trained models", "§7.2:", "lowest", "RL selects", "findings above are the comparison"] {
+        assert!(compared.contains(needle), "{needle}: {compared}");
+    }
+    let marks =
+        compared.lines().filter(|l| l.starts_with("- ✓") || l.starts_with("- ✗") || l.starts_with("- ?")).count();
+    assert_eq!(marks, 4, "{compared}");
+
     // Each model logs its selection rates at every evaluation.
     let cache = Cache::open(t.cache()).unwrap();
     let trained = plan.steps.iter().find(|s| s.label.starts_with("train/") && s.label.contains("cr-07")).unwrap();

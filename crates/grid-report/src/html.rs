@@ -245,6 +245,9 @@ fn push_examples(out: &mut String, examples: &[ExampleView]) {
         out.push_str("<p class=\"empty\">No examples.</p>\n");
     } else {
         push_legend(out);
+        if examples.iter().any(|e| e.methods.iter().any(|(m, _)| m == RATIONALE)) {
+            push_rationale_legend(out);
+        }
         // Filled by the inline script; without JavaScript every method shows.
         out.push_str("<div id=\"method-filter\" hidden></div>\n");
     }
@@ -271,6 +274,58 @@ fn push_legend(out: &mut String) {
     );
 }
 
+/// The `rationale` method's name: its row shows a selection, not a salience.
+const RATIONALE: &str = "rationale";
+
+fn push_rationale_legend(out: &mut String) {
+    out.push_str(
+        "<div class=\"legend\">A rationale model's own selection (Zhou et al.'s Figures 10–11): \
+         <span class=\"swatch rationale-hit\">the</span> selected article \
+         <span class=\"swatch rationale-missed\">a</span> missed article \
+         <span class=\"swatch rationale-other\">word</span> other selected word \
+         <span class=\"swatch rationale-noncorr\">an</span> selected non-correlating article (CN/NC)</div>\n",
+    );
+}
+
+/// The `rationale` row: each token marked by whether it is selected (score
+/// above 0) and whether it is an article, as the paper highlights its
+/// rationales; then the row's precision and recall.
+fn push_rationale_row(out: &mut String, ex: &ExampleView, scores: &[f32]) {
+    let scores = padded_scores(scores, ex.tokens.len());
+    let _ = writeln!(out, "<div class=\"salience-row\" data-method=\"{RATIONALE}\">");
+    let _ = writeln!(out, "<div class=\"method\">{RATIONALE}</div>");
+    out.push_str("<div class=\"tokens\">");
+    let (mut selected, mut hits) = (0usize, 0usize);
+    for (i, token) in ex.tokens.iter().enumerate() {
+        let special = ex.special.get(i).copied().unwrap_or(false);
+        let chosen = !special && scores[i] > 0.0;
+        let (article, distractor) = (ex.ground_truth.contains(&i), ex.distractors.contains(&i));
+        selected += chosen as usize;
+        hits += (chosen && article) as usize;
+        let (class, title) = match (chosen, article, distractor) {
+            _ if special => (" special", "special token"),
+            (true, true, _) => (" rationale-hit", "selected article"),
+            (false, true, _) => (" rationale-missed", "missed article"),
+            (true, false, true) => (" rationale-noncorr", "selected non-correlating article"),
+            (true, false, false) => (" rationale-other", "selected word"),
+            (false, false, true) => (" distractor", "non-correlating article, not selected"),
+            (false, false, false) => ("", "not selected"),
+        };
+        let _ = write!(out, "<span class=\"tok{class}\" title=\"{title}\">{}</span> ", escape(token));
+    }
+    out.push_str("</div>\n");
+    let ratio = |top: usize, bottom: usize| {
+        if bottom == 0 { "–".to_string() } else { format!("{:.2}", top as f64 / bottom as f64) }
+    };
+    let _ = writeln!(
+        out,
+        "<div class=\"row-metrics\">selected <b>{selected}</b> · precision <b>{}</b> · recall <b>{}</b></div>",
+        ratio(hits, selected),
+        ratio(hits, ex.ground_truth.len())
+    );
+    out.push_str("</div>\n");
+}
+
 fn push_example(out: &mut String, n: usize, ex: &ExampleView) {
     let _ = writeln!(
         out,
@@ -282,7 +337,11 @@ fn push_example(out: &mut String, n: usize, ex: &ExampleView) {
     push_example_header(out, ex);
     out.push_str("<div class=\"salience\">\n");
     for (method, scores) in &ex.methods {
-        push_salience_row(out, ex, method, scores);
+        if method == RATIONALE {
+            push_rationale_row(out, ex, scores);
+        } else {
+            push_salience_row(out, ex, method, scores);
+        }
     }
     out.push_str("</div>\n</div>\n");
 }
@@ -558,6 +617,10 @@ figure.plot .svg-wrap svg { display: block; max-width: 100%; height: auto; borde
 .tok.unscored { color: var(--muted); background: repeating-linear-gradient(45deg, #fff, #fff 3px, #eef0f2 3px, #eef0f2 6px); }
 .tok.shortcut, .swatch.shortcut { box-shadow: 0 0 0 2px var(--fg); font-weight: 700; }
 .tok.distractor, .swatch.distractor { outline: 2px dashed var(--fg); outline-offset: 1px; }
+.tok.rationale-hit, .swatch.rationale-hit { color: #1a7f37; font-weight: 700; background: #dafbe1; }
+.tok.rationale-missed, .swatch.rationale-missed { color: #cf222e; font-style: italic; box-shadow: 0 0 0 1px #cf222e; }
+.tok.rationale-other, .swatch.rationale-other { color: #bc4c00; font-weight: 700; font-style: italic; background: #fff1e5; }
+.tok.rationale-noncorr, .swatch.rationale-noncorr { color: #8250df; font-weight: 700; outline: 2px dashed #8250df; outline-offset: 1px; }
 @media (max-width: 900px) {
   .layout { grid-template-columns: 1fr; gap: 1rem; padding: 1rem; }
   nav#toc { position: static; }
@@ -577,6 +640,40 @@ figure.plot .svg-wrap svg { display: block; max-width: 100%; height: auto; borde
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rationale row marks each token by selection and article, as the
+    /// paper's figures do, with its precision and recall.
+    #[test]
+    fn a_rationale_row_highlights_hits_misses_and_other_selections() {
+        let ex = ExampleView {
+            model: "rl".into(),
+            dataset: "gen".into(),
+            shortcut: "articles-nc".into(),
+            index: 3,
+            label: 1,
+            predicted: 1,
+            tokens: ["the", "cat", "saw", "the", "a", "dog"].map(String::from).to_vec(),
+            special: vec![false; 6],
+            ground_truth: vec![0, 3],
+            distractors: vec![4],
+            methods: vec![("rationale".into(), vec![1.0, 0.0, 1.0, 0.0, 0.5, 0.0])],
+        };
+        let html = render(&Page { title: "t", subtitle: "", summary: &[], tables: &[], plots: &[], examples: &[ex] });
+        for (class, token) in [
+            ("rationale-hit", "the"),
+            ("rationale-other", "saw"),
+            ("rationale-missed", "the"),
+            ("rationale-noncorr", "a"),
+        ] {
+            assert!(html.contains(&format!("<span class=\"tok {class}\"")), "{class}");
+            assert!(
+                html.contains(&format!("{class}\" title=")) && html.contains(&format!(">{token}</span>")),
+                "{class}"
+            );
+        }
+        assert!(html.contains("selected <b>3</b> · precision <b>0.33</b> · recall <b>0.50</b>"), "{html}");
+        assert!(html.contains("A rationale model's own selection"), "the legend explains the marks");
+    }
 
     fn example() -> ExampleView {
         ExampleView {

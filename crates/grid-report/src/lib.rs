@@ -82,7 +82,8 @@ pub struct CellResult {
     pub method: Method,
     /// The metric (written by its name: `precision`, `diag-soft-ns`, …).
     pub metric: Metric,
-    /// Mean over examples.
+    /// Mean over examples; NaN where no example defines the metric.
+    #[serde(deserialize_with = "nan_when_null")]
     pub value: f64,
     /// Percentile-bootstrap 95% interval of the mean, when the score has one.
     pub ci_low: Option<f64>,
@@ -109,6 +110,12 @@ pub struct CellResult {
     pub rationale: Option<RationaleResult>,
 }
 
+/// Reads a number that may be `null`, as NaN: JSON has no NaN, and
+/// serde_json writes one as `null`.
+pub fn nan_when_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+}
+
 /// [`CellResult::rationale`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RationaleResult {
@@ -119,6 +126,9 @@ pub struct RationaleResult {
     pub rate: Option<f64>,
     /// The best precision and recall any selection reaches at that rate.
     pub optimal: Option<crate::metrics::rationale::Optimal>,
+    /// The same over a range of rates (the figures' green curves).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimal_curve: Vec<(f64, crate::metrics::rationale::Optimal)>,
 }
 
 /// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
@@ -672,6 +682,17 @@ mod tests {
             region_share: None,
             rationale: None,
         }
+    }
+
+    /// A cell no example defines (a rationale that selects nothing has no
+    /// precision) is NaN, written `null`, and reads back as NaN.
+    #[test]
+    fn an_undefined_cell_round_trips_through_report_data() {
+        let undefined = cell("rl", "gen", "articles", "rationale", "sel-precision", f64::NAN);
+        let text = serde_json::to_string(&undefined).unwrap();
+        assert!(text.contains("\"value\":null"), "{text}");
+        let back: CellResult = serde_json::from_str(&text).unwrap();
+        assert!(back.value.is_nan());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! | `precision_<model>_<dataset>` | precision@k per method: one group of horizontal bars per method (its paper spelling), one bar per shortcut, bootstrap 95% whiskers, the `random` method's value as a dashed line per shortcut |
 //! | `budget_<model>_<dataset>` | precision@k against the budget (IG steps m; LIME, KernelSHAP and SmoothGrad samples n) on a log axis: one panel per shortcut, one line per config that appears with at least two budgets |
 //! | `verification` | per (model, dataset, shortcut): the shortcut and original models' accuracies on the synthetic and original test sets, with chance (0.5) and the grid's synthetic-accuracy threshold |
+//! | `rationale_<dataset>_<manipulation>` | Zhou et al.'s Figures 10–11: rationale precision and recall against the realised %Sel with the optimal lines ([`rationale`]) |
 //!
 //! A chart without data is not drawn. Only the `precision` metric is plotted.
 //! Bars of a model that failed verification are lighter and hatched (budget
@@ -20,6 +21,8 @@
 //! so PNGs need no system fonts. Order is first appearance in the input and
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
+
+mod rationale;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -104,6 +107,9 @@ pub fn write_plots(
     }
     if let Some(chart) = verification_chart(verification) {
         planned.push(("verification".to_string(), AnyChart::Bars(chart)));
+    }
+    for (stem, chart) in rationale::charts(cells, verification) {
+        planned.push((stem, AnyChart::Rationale(chart)));
     }
     check_unique_stems(dir, &planned)?;
     planned.iter().map(|(stem, chart)| write_chart(dir, stem, chart)).collect()
@@ -294,6 +300,7 @@ struct BudgetChart {
 enum AnyChart {
     Bars(BarChart),
     Budget(BudgetChart),
+    Rationale(rationale::RationaleChart),
 }
 
 impl AnyChart {
@@ -301,6 +308,7 @@ impl AnyChart {
         match self {
             AnyChart::Bars(c) => &c.title,
             AnyChart::Budget(c) => &c.title,
+            AnyChart::Rationale(c) => &c.title,
         }
     }
 }
@@ -569,6 +577,7 @@ impl AnyChart {
         match self {
             AnyChart::Bars(c) => c.size(),
             AnyChart::Budget(c) => c.size(),
+            AnyChart::Rationale(c) => c.size(),
         }
     }
 
@@ -577,6 +586,7 @@ impl AnyChart {
         match self {
             AnyChart::Bars(c) => draw_bar_chart(root, c),
             AnyChart::Budget(c) => draw_budget_chart(root, c),
+            AnyChart::Rationale(c) => c.draw(root),
         }
     }
 }

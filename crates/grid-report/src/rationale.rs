@@ -221,6 +221,7 @@ mod tests {
                 pooled: Some(pooled),
                 rate: Some(0.1),
                 optimal: Some(Optimal { dataset: (0.8, 1.0), per_review: (0.7, 0.9) }),
+                optimal_curve: Vec::new(),
             }),
         }
     }

@@ -150,6 +150,17 @@ pub fn optimal(examples: &[Counts], rate: f64) -> Option<Optimal> {
     })
 }
 
+/// [`optimal`] at `points` rates evenly spaced over `(0, max_rate]`: the
+/// green lines of Zhou et al.'s figures, drawn as curves.
+pub fn optimal_curve(examples: &[Counts], max_rate: f64, points: usize) -> Vec<(f64, Optimal)> {
+    (1..=points)
+        .filter_map(|i| {
+            let rate = max_rate * i as f64 / points as f64;
+            optimal(examples, rate).map(|o| (rate, o))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +233,10 @@ mod tests {
         // Dataset: 4 selections, 4 articles. Per review: 2 from the second review's articles.
         assert!(close(at.dataset, (1.0, 1.0)) && close(at.per_review, (0.5, 0.5)), "{at:?}");
         assert_eq!(optimal(&[Counts::default()], 0.1), None);
+        let curve = optimal_curve(&both, 0.4, 4);
+        let rates: Vec<f64> = curve.iter().map(|(r, _)| *r).collect();
+        assert_eq!(rates, [0.1, 0.2, 0.30000000000000004, 0.4]);
+        assert_eq!(curve[0].1, low);
+        assert_eq!(curve[3].1, high);
     }
 }

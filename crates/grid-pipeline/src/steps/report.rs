@@ -102,6 +102,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
                 pooled: r.pooled,
                 rate: r.rate,
                 optimal: r.optimal,
+                optimal_curve: r.optimal_curve,
             }),
         });
     }

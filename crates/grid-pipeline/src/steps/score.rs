@@ -23,7 +23,7 @@ pub struct Score {
     pub metric: Metric,
     /// Mean over examples; NaN (written `null`) where no example defines
     /// the metric (a rationale that selects nothing has no precision).
-    #[serde(deserialize_with = "nan_when_null")]
+    #[serde(deserialize_with = "crate::report::nan_when_null")]
     pub mean: f64,
     /// Percentile-bootstrap 95% interval of the mean over examples.
     #[serde(default)]
@@ -45,11 +45,6 @@ pub struct Score {
     pub rationale: Option<RationaleScore>,
 }
 
-/// JSON has no NaN: serde_json writes it `null`, which reads back as NaN.
-fn nan_when_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
-}
-
 /// [`Score::rationale`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RationaleScore {
@@ -59,6 +54,10 @@ pub struct RationaleScore {
     pub rate: Option<f64>,
     /// The optimal precision and recall at that rate.
     pub optimal: Option<Optimal>,
+    /// The optimal values over rates up to max(0.2, 1.5 × the realised
+    /// rate), for the figures' curves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimal_curve: Vec<(f64, Optimal)>,
 }
 
 /// A rationale metric over the attributed examples of a `rationale` cell.
@@ -80,6 +79,7 @@ pub fn evaluate_rationale(metric: RationaleMetric, examples: &[AttributedExample
         pooled: metric.pooled(&counts),
         rate,
         optimal: rate.and_then(|r| rationale::optimal(&counts, r)),
+        optimal_curve: rationale::optimal_curve(&counts, rate.map_or(0.2, |r| (1.5 * r).max(0.2)), 60),
     });
     score
 }

@@ -9,6 +9,7 @@
 //! | `dataset,attribution,ns,soft_ns,nc,soft_nc` | [`Published::Diagnosticity`] | Zhao & Aletras 2023, Table 6 |
 //! | `arch,dataset,original_test_accuracy_pct,mean_drop_with_shortcut_pct` | [`Published::SourceAccuracy`] | Bastings et al. 2022, Table 1 |
 //! | `arch,attribution,dataset,region,attr_pct,attr_sd_pct,frequency_pct` | [`Published::ZhouAttr`] | Zhou et al. 2022, Table 1 |
+//! | `finding,section,statement` | [`Published::ZhouRationale`] | Zhou et al. 2022, §7 (findings only: [`zhou_rationale`]) |
 //! | `dataset,method,top5,…,score` | none: people's accuracy (Lu et al. 2024), an error | |
 //!
 //! [`compare`] matches our cells to the published numbers, cell by cell, and
@@ -119,6 +120,7 @@ const SOURCE_ACCURACY_HEADER: [&str; 4] =
     ["arch", "dataset", "original_test_accuracy_pct", "mean_drop_with_shortcut_pct"];
 const ZHOU_ATTR_HEADER: [&str; 7] =
     ["arch", "attribution", "dataset", "region", "attr_pct", "attr_sd_pct", "frequency_pct"];
+const ZHOU_RATIONALE_HEADER: [&str; 3] = ["finding", "section", "statement"];
 const CROWD_ACCURACY_HEADER: [&str; 8] = ["dataset", "method", "top5", "top10", "top20", "top30", "top40", "score"];
 
 const ORIGINAL_ACCURACY_METRIC: &str = "original_test_accuracy_pct";
@@ -133,6 +135,7 @@ mod render;
 mod tests;
 mod zhao;
 mod zhou_attr;
+pub mod zhou_rationale;
 
 use self::bastings::{compare_precision_rank, compare_source_accuracy};
 pub use self::published::{
@@ -160,12 +163,13 @@ pub enum CompareError {
     #[error("{}: the file is empty; expected a CSV header", path.display())]
     Empty { path: PathBuf },
     #[error(
-        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`, `{}`",
+        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`, `{}`, `{}`",
         path.display(),
         PRECISION_RANK_HEADER.join(","),
         DIAGNOSTICITY_HEADER.join(","),
         SOURCE_ACCURACY_HEADER.join(","),
-        ZHOU_ATTR_HEADER.join(",")
+        ZHOU_ATTR_HEADER.join(","),
+        ZHOU_RATIONALE_HEADER.join(",")
     )]
     UnknownHeader { path: PathBuf, header: String },
     #[error("{}: {what} has no counterpart in grid results; nothing to compare", path.display())]
@@ -308,6 +312,7 @@ pub fn compare(
         Published::Diagnosticity(rows) => compare_diagnosticity(rows, cells, &aliases),
         Published::SourceAccuracy(rows) => compare_source_accuracy(rows, verification, &aliases),
         Published::ZhouAttr(rows) => compare_zhou_attr(rows, cells, verification),
+        Published::ZhouRationale(rows) => zhou_rationale::compare_zhou_rationale(rows, cells, verification),
     };
     let table = cells_frame(published.kind(), &outcome.cells)
         .map_err(|source| CompareError::Polars { what: "the comparison table".into(), source })?;

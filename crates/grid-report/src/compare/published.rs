@@ -4,7 +4,7 @@
 use super::zhao::DiagMetric;
 use super::{
     CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, OurMetric, PRECISION_RANK_HEADER,
-    SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER,
+    SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER, ZHOU_RATIONALE_HEADER,
 };
 use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
@@ -320,6 +320,7 @@ pub enum Published {
     Diagnosticity(Vec<DiagnosticityRow>),
     SourceAccuracy(Vec<SourceAccuracyRow>),
     ZhouAttr(Vec<ZhouAttrRow>),
+    ZhouRationale(Vec<super::zhou_rationale::ZhouRationaleRow>),
 }
 
 /// What a [`Published`] holds.
@@ -329,6 +330,7 @@ pub enum PublishedKind {
     Diagnosticity,
     SourceAccuracy,
     ZhouAttr,
+    ZhouRationale,
 }
 
 impl fmt::Display for PublishedKind {
@@ -338,6 +340,7 @@ impl fmt::Display for PublishedKind {
             Self::Diagnosticity => "Zhao & Aletras (2023): diagnosticity of faithfulness metrics (Table 6)",
             Self::SourceAccuracy => "Bastings et al. (2022): accuracy of the source models (Table 1)",
             Self::ZhouAttr => "Zhou et al. (2022): attention Attr% on the article manipulations (Table 1)",
+            Self::ZhouRationale => "Zhou et al. (2022): rationale models on the article manipulations (§7, findings)",
         })
     }
 }
@@ -349,6 +352,7 @@ impl Published {
             Self::Diagnosticity(_) => PublishedKind::Diagnosticity,
             Self::SourceAccuracy(_) => PublishedKind::SourceAccuracy,
             Self::ZhouAttr(_) => PublishedKind::ZhouAttr,
+            Self::ZhouRationale(_) => PublishedKind::ZhouRationale,
         }
     }
 }
@@ -376,6 +380,8 @@ pub(super) fn parse_published(path: &Path, text: &str) -> Result<Published, Comp
         file.source_accuracy().map(Published::SourceAccuracy)
     } else if names == ZHOU_ATTR_HEADER {
         file.zhou_attr().map(Published::ZhouAttr)
+    } else if names == ZHOU_RATIONALE_HEADER {
+        file.zhou_rationale().map(Published::ZhouRationale)
     } else if names == CROWD_ACCURACY_HEADER {
         Err(CompareError::NoCounterpart {
             path: path.to_path_buf(),

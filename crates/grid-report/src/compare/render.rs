@@ -163,6 +163,12 @@ pub fn render_markdown(c: &Comparison) -> String {
         out.push_str(&format!("- {} {} — {}\n", mark(f.holds), f.statement, f.evidence));
     }
     out.push_str("\n### Cells\n\n");
+    if c.kind == PublishedKind::ZhouRationale {
+        out.push_str(
+            "(the paper plots its numbers: the findings above are the comparison; ours are in `zhou_rationale`)\n",
+        );
+        return out;
+    }
     if c.cells.is_empty() {
         out.push_str("(no cell of ours matches a published number)\n");
         return out;

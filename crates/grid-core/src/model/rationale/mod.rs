@@ -436,6 +436,18 @@ mod tests {
     }
 
     fn fit(selector: SelectorKind, seed: u64, steps: usize) -> (RationaleClassifier<Flex>, TrainSummary) {
+        fit_resumable(selector, seed, steps, None, None).expect("not stopped")
+    }
+
+    /// [`fit`] with snapshots, stopped (as Ctrl-C stops it) before batch
+    /// `stop_after` if given.
+    fn fit_resumable(
+        selector: SelectorKind,
+        seed: u64,
+        steps: usize,
+        snapshots: Option<&crate::train::Snapshots>,
+        stop_after: Option<usize>,
+    ) -> Result<(RationaleClassifier<Flex>, TrainSummary), crate::train::Stopped> {
         let device = Default::default();
         let model =
             RationaleClassifier::<A>::new(&config(selector), &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
@@ -454,8 +466,31 @@ mod tests {
             seed,
         };
         let progress = indicatif::ProgressBar::hidden();
-        let setup = TrainSetup { buckets: Buckets::EXACT, ..TrainSetup::quiet(&progress) };
-        train::<A, _>(model, &spec, &setup, &articles(600, 1), &articles(200, 2), &device).unwrap()
+        let batches = std::sync::atomic::AtomicUsize::new(0);
+        let stop = || stop_after.is_some_and(|n| batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= n);
+        let setup = TrainSetup { buckets: Buckets::EXACT, snapshots, stop: &stop, ..TrainSetup::quiet(&progress) };
+        train::<A, _>(model, &spec, &setup, &articles(600, 1), &articles(200, 2), &device)
+    }
+
+    /// Training resumes from a snapshot and ends as an unbroken run does:
+    /// the same log (selection rates included) and the same weights, the
+    /// selections sampled from the run's own stream.
+    #[test]
+    fn a_stopped_run_resumes_and_ends_as_an_unbroken_one() {
+        for selector in [SelectorKind::Rl, SelectorKind::Hardkuma] {
+            let (unbroken, whole) = fit(selector, 3, 120);
+            let dir = tempfile::tempdir().unwrap();
+            let snapshots =
+                crate::train::Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
+            fit_resumable(selector, 3, 120, Some(&snapshots), Some(70)).expect_err("stopped");
+            let (resumed, summary) = fit_resumable(selector, 3, 120, Some(&snapshots), None).unwrap();
+            assert_eq!(summary.log, whole.log, "{selector}");
+            let probe = articles(20, 9);
+            let refs: Vec<&[u32]> = probe.iter().map(|e| e.ids.as_slice()).collect();
+            let batch = TokenBatch::<Flex>::from_sequences(&refs, 0, &Default::default());
+            let logits = |m: &RationaleClassifier<Flex>| -> Vec<f32> { m.logits(&batch).into_data().to_vec().unwrap() };
+            assert_eq!(logits(&resumed), logits(&unbroken), "{selector}");
+        }
     }
 
     /// Of the selected tokens, the share that are articles; and of each

@@ -27,9 +27,9 @@ pub fn bilstm(seed: u64) -> BiLstmClassifier<Ad> {
     bilstm_on(seed, &Default::default())
 }
 
-/// [`bilstm`] on any backend: the weights come from the seed, not the backend.
-pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<B> {
-    let config = BiLstmConfig {
+/// The tiny BiLSTM's sizes.
+fn bilstm_config() -> BiLstmConfig {
+    BiLstmConfig {
         vocab_size: VOCAB_SIZE,
         embedding_dim: 6,
         hidden_size: 5,
@@ -38,8 +38,12 @@ pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<
         num_outputs: 1,
         dropout: 0.0,
         pad_id: 0,
-    };
-    BiLstmClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, device)
+    }
+}
+
+/// [`bilstm`] on any backend: the weights come from the seed, not the backend.
+pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<B> {
+    BiLstmClassifier::new(&bilstm_config(), &mut ChaCha8Rng::seed_from_u64(seed), None, device)
 }
 
 /// A rationale model whose predictor is [`bilstm`] and whose selector is
@@ -47,16 +51,7 @@ pub fn bilstm_on<B: Backend>(seed: u64, device: &B::Device) -> BiLstmClassifier<
 pub fn rationale(seed: u64, selector: SelectorKind) -> RationaleClassifier<Ad> {
     let predictor = bilstm_on::<Ad>(seed, &Default::default());
     let config = RationaleConfig {
-        predictor: BiLstmConfig {
-            vocab_size: VOCAB_SIZE,
-            embedding_dim: 6,
-            hidden_size: 5,
-            attention_size: 4,
-            mlp_size: 7,
-            num_outputs: 1,
-            dropout: 0.0,
-            pad_id: 0,
-        },
+        predictor: bilstm_config(),
         selector,
         selector_hidden_size: 4,
         selection_rate: 0.5,

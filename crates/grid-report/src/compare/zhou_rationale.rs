@@ -108,7 +108,21 @@ fn cr_lowest(rows: &[RationaleRow]) -> Vec<&RationaleRow> {
     lowest
 }
 
-fn check(finding: RationaleFinding, rows: &[RationaleRow]) -> (Option<bool>, String) {
+fn check(finding: RationaleFinding, all: &[RationaleRow]) -> (Option<bool>, String) {
+    // The paper's claims are about models over 97% accurate: a model that
+    // failed verification did not learn the task, and its selections say
+    // nothing about what a model that did would select.
+    let verified: Vec<RationaleRow> = all.iter().filter(|r| r.verified).cloned().collect();
+    let rows = if finding == RationaleFinding::AccuracyOver97 { all } else { verified.as_slice() };
+    let left_out = all.len() - rows.len();
+    let (holds, evidence) = check_on(finding, rows);
+    match left_out {
+        0 => (holds, evidence),
+        n => (holds, format!("{evidence}; left out for failing verification: {n}")),
+    }
+}
+
+fn check_on(finding: RationaleFinding, rows: &[RationaleRow]) -> (Option<bool>, String) {
     let none = |what: &str| (None, format!("no {what} in our results"));
     match finding {
         RationaleFinding::AccuracyOver97 => {
@@ -293,5 +307,10 @@ mod tests {
         assert!(evidence.contains("lowest 90.0% (RL-0.07 on gen:articles)"), "{evidence}");
         // Nothing on CN / NC: cannot tell.
         assert_eq!(holds(RationaleFinding::RlMoreNonCorrelating, &rows[..4]), None);
+        // A model that failed verification is left out of the selection findings.
+        rows[5].verified = false;
+        let (held, evidence) = check(RationaleFinding::RlMoreNonCorrelating, &rows);
+        assert_eq!(held, None);
+        assert!(evidence.ends_with("left out for failing verification: 1"), "{evidence}");
     }
 }

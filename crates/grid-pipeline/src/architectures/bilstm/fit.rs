@@ -26,17 +26,24 @@ struct Details {
     glove: Option<GloveCoverage>,
 }
 
-/// Trains the BiLSTM `spec` describes on `data` and saves it under `out`;
-/// `assets` holds the resolved GloVe file, when the spec names one.
-pub fn fit<B: AutodiffBackend>(
+/// What a BiLSTM-sized model starts from: the training split's vocabulary,
+/// its config, and the embedding rows (GloVe's where the file has the word)
+/// with their coverage. The rationale model's predictor starts from the same.
+pub(crate) struct Start {
+    pub vocab: WordVocab,
+    pub config: BiLstmConfig,
+    pub embeddings: Option<Vec<f32>>,
+    pub coverage: Option<GloveCoverage>,
+}
+
+/// [`Start`] for `spec` on `data`; `rng` draws the rows GloVe lacks.
+pub(crate) fn start(
     model: &ModelSpec,
     spec: &BiLstmSpec,
     assets: &ModelAssets,
     data: &TrainData,
-    out: &Path,
-    ctx: &StepContext,
-    device: &B::Device,
-) -> Result<()> {
+    rng: &mut ChaCha8Rng,
+) -> Result<Start> {
     let vocab = WordVocab::build(
         data.train.iter().map(|e| e.text.as_str()),
         data.shortcut_tokens,
@@ -54,16 +61,31 @@ pub fn fit<B: AutodiffBackend>(
         dropout: spec.dropout.get(),
         pad_id: vocab.pad_id(),
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
-    let (pretrained, coverage) = match assets {
+    let (embeddings, coverage) = match assets {
         ModelAssets::Glove(path) => {
-            let (matrix, coverage) = glove::load(path, vocab.words(), config.embedding_dim, &mut rng)
+            let (matrix, coverage) = glove::load(path, vocab.words(), config.embedding_dim, rng)
                 .with_context(|| format!("model `{}`: GloVe", model.name))?;
             (Some(matrix), Some(coverage))
         }
         _ => (None, None),
     };
-    let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, pretrained, device);
+    Ok(Start { vocab, config, embeddings, coverage })
+}
+
+/// Trains the BiLSTM `spec` describes on `data` and saves it under `out`;
+/// `assets` holds the resolved GloVe file, when the spec names one.
+pub fn fit<B: AutodiffBackend>(
+    model: &ModelSpec,
+    spec: &BiLstmSpec,
+    assets: &ModelAssets,
+    data: &TrainData,
+    out: &Path,
+    ctx: &StepContext,
+    device: &B::Device,
+) -> Result<()> {
+    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
+    let Start { vocab, config, embeddings, coverage } = start(model, spec, assets, data, &mut rng)?;
+    let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, embeddings, device);
     if spec.pad_embedding == PadEmbedding::Zero {
         classifier = classifier.with_zero_pad_row(config.pad_id);
     }

@@ -12,14 +12,13 @@ use serde::Serialize;
 
 use super::RationaleSpec;
 use crate::architectures::TrainData;
+use crate::architectures::bilstm::fit::{Start, start};
 use crate::model::ModelAssets;
-use crate::model::bilstm::BiLstmConfig;
-use crate::model::glove::{self, GloveCoverage};
+use crate::model::glove::GloveCoverage;
 use crate::model::rationale::{RationaleClassifier, RationaleConfig, saved};
 use crate::spec::{ModelSpec, PadEmbedding};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
-use crate::text::vocab::WordVocab;
 use crate::train::train;
 
 /// What `training.json` records of a rationale model beyond what every model records.
@@ -41,37 +40,14 @@ pub fn fit<B: AutodiffBackend>(
     device: &B::Device,
 ) -> Result<()> {
     let predictor = &spec.predictor;
-    let vocab = WordVocab::build(
-        data.train.iter().map(|e| e.text.as_str()),
-        data.shortcut_tokens,
-        predictor.vocab.min_count.get(),
-        predictor.vocab.max_size.get(),
-        predictor.vocab.lowercase,
-    );
+    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
+    let Start { vocab, config, embeddings, coverage } = start(model, predictor, assets, data, &mut rng)?;
     let config = RationaleConfig {
-        predictor: BiLstmConfig {
-            vocab_size: vocab.vocab_size(),
-            embedding_dim: predictor.embedding_dim.get(),
-            hidden_size: predictor.hidden_size.get(),
-            attention_size: predictor.attention_size.get(),
-            mlp_size: predictor.mlp_size.get(),
-            num_outputs: data.num_outputs(),
-            dropout: predictor.dropout.get(),
-            pad_id: vocab.pad_id(),
-        },
+        predictor: config,
         selector: spec.selector,
         selector_hidden_size: predictor.hidden_size.get(),
         selection_rate: spec.selection_rate.get(),
         lambda: spec.lambda,
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(model.training.seed);
-    let (embeddings, coverage) = match assets {
-        ModelAssets::Glove(path) => {
-            let (matrix, coverage) = glove::load(path, vocab.words(), config.predictor.embedding_dim, &mut rng)
-                .with_context(|| format!("model `{}`: GloVe", model.name))?;
-            (Some(matrix), Some(coverage))
-        }
-        _ => (None, None),
     };
     let mut classifier = RationaleClassifier::<B>::new(&config, &mut rng, embeddings, device);
     if predictor.pad_embedding == PadEmbedding::Zero {

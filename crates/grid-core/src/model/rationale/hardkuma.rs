@@ -98,11 +98,17 @@ impl<B: Backend> HardKuma<B> {
     /// The gate at test time (Bastings et al.): 0 or 1 where that point
     /// mass is the most likely outcome, else the expected gate.
     pub fn deterministic(&self) -> Tensor<B, 2> {
+        self.deterministic_with(self.mean())
+    }
+
+    /// [`Self::deterministic`] given [`Self::mean`], to compute the
+    /// quadrature once where both are wanted.
+    pub fn deterministic_with(&self, mean: Tensor<B, 2>) -> Tensor<B, 2> {
         let (zero, one) = (self.prob_zero(), self.prob_one());
         let continuous = (zero.clone() + one.clone()).neg().add_scalar(1.0);
         let zero_or_one = zero.clone().lower_equal(one.clone()).float();
         let continuous_wins = continuous.clone().greater(zero).bool_and(continuous.greater(one));
-        zero_or_one.mask_where(continuous_wins, self.mean())
+        zero_or_one.mask_where(continuous_wins, mean)
     }
 }
 

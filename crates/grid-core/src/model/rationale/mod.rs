@@ -205,9 +205,10 @@ impl<B: Backend> RationaleClassifier<B> {
             }
             SelectorKind::Hardkuma => {
                 let kuma = self.kuma(outputs);
-                let gates = kuma.deterministic();
+                let mean = kuma.mean();
+                let gates = kuma.deterministic_with(mean.clone());
                 let selected = gates.clone().greater_elem(0.0).float();
-                (gates, kuma.prob_nonzero(), kuma.mean() * selected)
+                (gates, kuma.prob_nonzero(), mean * selected)
             }
         };
         Selection { gates: gates * mask.clone(), probability: probability * mask.clone(), scores: scores * mask }
@@ -218,8 +219,8 @@ impl<B: Backend> RationaleClassifier<B> {
         embeddings * gates.unsqueeze_dim(2)
     }
 
-    /// Sampled gates for a training step, with what the objective needs of
-    /// them: `(gates, objective terms beside the cross-entropy)`.
+    /// A training step's embeddings and sampled selections (selector
+    /// dropout and the draws from the run's stream).
     fn sampled(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> (Tensor<B, 3>, Sample<B>) {
         let embeddings = self.embed(batch.ids.clone());
         let outputs = self.gate_outputs(embeddings.clone(), batch.mask.clone(), Some(noise));

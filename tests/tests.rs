@@ -23,5 +23,6 @@ mod multiclass;
 mod natural;
 mod pipeline;
 mod rationale;
+mod remote;
 mod shapes;
 mod slurm;

@@ -96,8 +96,17 @@ impl GridTest {
 
     /// [`GridTest::run`] on `compute`.
     pub fn run_with(&self, compute: Compute) -> RunOutcome {
+        self.run_on(Cache::open(self.cache()).expect("cache"), compute)
+    }
+
+    /// [`GridTest::run`] with a remote cache (`--remote`) behind this folder's.
+    pub fn run_with_remote(&self, remote: &str) -> RunOutcome {
+        let remote = grid::cache::Remote::open(remote).expect("remote");
+        self.run_on(Cache::open(self.cache()).expect("cache").with_remote(remote), Compute::cpu())
+    }
+
+    fn run_on(&self, cache: Cache, compute: Compute) -> RunOutcome {
         let grid = Grid::load(&self.grid_file()).expect("valid grid");
-        let cache = Cache::open(self.cache()).expect("cache");
         // The precision goes into the keys, as `grid run --precision` plans them.
         let plan_options = PlanOptions { precision: compute.precision, ..PlanOptions::default() };
         let plan = dag::plan(&grid, &cache, &plan_options).expect("plan");

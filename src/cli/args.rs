@@ -136,6 +136,11 @@ pub(super) enum Command {
         /// Cache folder.
         #[arg(long, default_value = "cache", env = "GRID_CACHE")]
         cache: PathBuf,
+        /// Also collect this remote cache (`s3://…`, `gs://…`, `az://…`, a
+        /// folder): the records and payloads no grid plans, and uploads no
+        /// record names that are over a day old.
+        #[arg(long, env = "GRID_REMOTE", value_name = "URL")]
+        remote: Option<String>,
         /// Folder relative data paths resolve against (default: each grid file's folder).
         #[arg(long, env = "GRID_DATA_ROOT")]
         data_root: Option<PathBuf>,
@@ -265,6 +270,14 @@ pub(super) struct Common {
     /// Cache folder.
     #[arg(long, default_value = "cache", env = "GRID_CACHE")]
     pub(super) cache: PathBuf,
+    /// A remote cache behind the local one, shared by machines without a
+    /// common filesystem: `s3://bucket/prefix`, `gs://bucket/prefix`,
+    /// `az://container/prefix`, or a folder. Steps the local cache lacks are
+    /// pulled from it (only those a step that runs reads, and the report);
+    /// steps computed are published to it. Credentials and endpoints come from
+    /// each store's environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+    #[arg(long, env = "GRID_REMOTE", value_name = "URL")]
+    pub(super) remote: Option<String>,
     /// Folder the report tables are written to (under `<grid name>/`).
     #[arg(long, default_value = "reports")]
     pub(super) reports: PathBuf,

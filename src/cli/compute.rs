@@ -22,6 +22,7 @@ pub(super) fn step_settings(
         frozen,
         grid: common.grid.clone(),
         cache: common.cache.clone(),
+        remote: common.remote.clone(),
         data_root: common.data_root.clone(),
         device: compute.device.to_string(),
         backend: common.backend.clone(),

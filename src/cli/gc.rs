@@ -11,20 +11,19 @@ use crate::spec::Grid;
 /// `grid gc`: the keys every grid plans, under every precision, are kept.
 pub(super) fn gc(
     grids: &[PathBuf],
-    cache_dir: PathBuf,
+    cache: &Cache,
     data_root: Option<PathBuf>,
     set: Vec<String>,
     options: crate::cache::gc::GcOptions,
 ) -> Result<ExitCode, Failure> {
     let settings = overrides(&set)?;
-    let cache = Cache::open(&cache_dir).map_err(runtime)?;
     let grids =
         grids.iter().map(|grid| Grid::load_with(grid, &settings)).collect::<Result<Vec<_>, _>>().map_err(usage)?;
-    let collected = dag::gc::collect(&cache, &grids, data_root, options).map_err(|e| match e {
+    let collected = dag::gc::collect(cache, &grids, data_root, options).map_err(|e| match e {
         dag::gc::GcError::Plan(e) => usage(e),
         dag::gc::GcError::Cache(e) => runtime(e),
     })?;
-    let (summary, frozen) = (collected.steps, collected.frozen);
+    let (summary, frozen, remote) = (collected.steps, collected.frozen, collected.remote);
     let verb = if options.dry_run { "would remove" } else { "removed" };
     let grace_days = crate::cache::FROZEN_GRACE.as_secs() / 86_400;
     for path in &frozen {
@@ -51,6 +50,23 @@ pub(super) fn gc(
         mib(summary.removed_bytes),
         summary.kept
     );
+    if let (Some(remote), Some(location)) = (remote, cache.remote().map(|r| r.location())) {
+        for (kind, label) in &remote.removed {
+            eprintln!("{verb} {kind} {label} from {location}");
+        }
+        for folder in &remote.orphans {
+            eprintln!("{verb} {location}/{folder} (an upload no record names, over a day old)");
+        }
+        for object in &remote.unreadable {
+            eprintln!("left {location}/{object} (not a step record grid can read)");
+        }
+        eprintln!(
+            "{verb} {} steps from {location} ({:.1} MiB); kept {} {kept}",
+            remote.removed.len(),
+            mib(remote.removed_bytes),
+            remote.kept
+        );
+    }
     if summary.kernel_bytes > 0 {
         let what = if summary.kernels_removed { verb } else { "kept (--kernels removes them)" };
         eprintln!("compiled kernels, {:.1} MiB: {what}", mib(summary.kernel_bytes));

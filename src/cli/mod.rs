@@ -87,11 +87,12 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
             let knobs = (internal_batch_size, perturbations_per_eval);
             bench::bench(common, methods, examples, only, json, dump, knobs)
         }
-        Command::Gc { grids, older_than, cache, data_root, set, dry_run, kernels } => {
+        Command::Gc { grids, older_than, cache, remote, data_root, set, dry_run, kernels } => {
             let older_than = older_than
                 .map(|text| gc::cutoff(&text).map_err(|e| usage(anyhow::anyhow!("--older-than {text}: {e}"))))
                 .transpose()?;
-            gc::gc(&grids, cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
+            let cache = open_cache(&cache, remote.as_deref())?;
+            gc::gc(&grids, &cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
         }
         Command::Run { common: _, executor: ExecutorChoice::Local, wait: true } => {
             Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))
@@ -185,6 +186,15 @@ fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Fa
         .map_err(|e| usage(anyhow::anyhow!(e)))
 }
 
+/// The cache folder, with the remote cache behind it when one is given.
+fn open_cache(folder: &std::path::Path, remote: Option<&str>) -> Result<Cache, Failure> {
+    let cache = Cache::open(folder).map_err(runtime)?;
+    match remote {
+        None => Ok(cache),
+        Some(location) => Ok(cache.with_remote(crate::cache::Remote::open(location).map_err(usage)?)),
+    }
+}
+
 /// The grid file, planned against its cache.
 fn plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Cache, Plan), Failure> {
     grid_and_plan_of(common, compute.precision).map(|(_, cache, plan)| (cache, plan))
@@ -193,7 +203,7 @@ fn plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Cache, 
 /// The grid as loaded (with `--set`), its cache and its plan.
 fn grid_and_plan_of(common: &Common, precision: crate::backend::Precision) -> Result<(Grid, Cache, Plan), Failure> {
     let grid = load_grid(common)?;
-    let cache = Cache::open(&common.cache).map_err(runtime)?;
+    let cache = open_cache(&common.cache, common.remote.as_deref())?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision };
     let plan = dag::plan(&grid, &cache, &options).map_err(usage)?;
     Ok((grid, cache, plan))

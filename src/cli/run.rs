@@ -150,8 +150,12 @@ fn finish_run(
             0 => String::new(),
             n => format!(" {n} reused (the same work was cached under another key),"),
         };
+        let pulled = match outcome.pulled() {
+            0 => String::new(),
+            n => format!(" {n} pulled from the remote cache,"),
+        };
         eprintln!(
-            "{} steps: {ran} ran,{reused} {} cached, {} failed or skipped ({:.1}s)",
+            "{} steps: {ran} ran,{reused}{pulled} {} cached, {} failed or skipped ({:.1}s)",
             outcome.records.len(),
             outcome.cached(),
             outcome.failures().count(),

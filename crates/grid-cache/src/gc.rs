@@ -81,6 +81,7 @@ pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOption
                     // Unlinking a held lock file is fine on Unix: the holder is us.
                     let _ = fs::remove_file(&lock_path);
                     let _ = fs::remove_file(shard.join(format!("{name}.checked")));
+                    let _ = fs::remove_file(shard.join(format!("{name}.published")));
                 }
                 summary.removed.push((kind, entry));
             }

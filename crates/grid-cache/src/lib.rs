@@ -30,8 +30,9 @@
 //! `cache/<kind>/<key[0..2]>/<key>/` holds the payload files and `manifest.json`
 //! (key, parameters, input keys, payload checksums, timings, versions). A step is
 //! written into `cache/tmp/<kind>-<key>-<pid>/` and renamed into place only when
-//! complete: a crash leaves a temporary folder, never a half-written result that
-//! looks complete. An exclusive lock on `cache/<kind>/<key[0..2]>/<key>.lock`
+//! complete, after its files and the folder are synced to the device (and the
+//! receiving folder after the rename): a crash or a power cut leaves a
+//! temporary folder, never a half-written result that looks complete. An exclusive lock on `cache/<kind>/<key[0..2]>/<key>.lock`
 //! keeps two processes from computing one step; the second waits, then finds the
 //! step cached. `cache/labels/` remembers, per step label (e.g.
 //! `train/sst2/st/lstm`), the parameters of the last key computed for it, only so
@@ -39,23 +40,27 @@
 
 pub mod check;
 pub mod clock;
+mod durable;
 mod failures;
 pub mod files;
 mod frozen;
 pub mod gc;
 mod leftovers;
+pub mod remote;
 mod resume;
 mod reuse;
 
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 pub use check::{Damage, Entry};
 pub use failures::Failure;
 pub use frozen::{FROZEN_GRACE, FrozenPolicy, collect_frozen};
+pub use remote::Remote;
 pub use reuse::ContentKey;
 
 /// The folder under a cache root where the GPU backends keep compiled kernels
@@ -274,6 +279,9 @@ pub enum CacheError {
     Io { path: PathBuf, source: io::Error },
     #[error("{path}: corrupt manifest: {source}")]
     Manifest { path: PathBuf, source: serde_json::Error },
+    /// The remote cache (`--remote`) failed or holds something it cannot vouch for.
+    #[error("remote cache {location}: {problem}")]
+    Remote { location: String, problem: String },
 }
 
 /// Writes `value` as JSON to `path` (creating its folder) through a file of
@@ -293,10 +301,13 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CacheError + '_ {
     move |source| CacheError::Io { path: path.to_path_buf(), source }
 }
 
-/// The cache directory.
+/// The cache directory, and the remote cache behind it, if any.
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
+    /// Where steps missing here are looked for, and computed ones published
+    /// to (`--remote`; see [`remote`]).
+    remote: Option<Arc<Remote>>,
 }
 
 /// Held while a step is being computed; released on drop.
@@ -332,7 +343,22 @@ impl Cache {
     pub fn open(root: impl Into<PathBuf>) -> Result<Cache, CacheError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_err(&root))?;
-        Ok(Cache { root })
+        Ok(Cache { root, remote: None })
+    }
+
+    /// This cache with `remote` behind it.
+    pub fn with_remote(self, remote: Remote) -> Cache {
+        Cache { remote: Some(Arc::new(remote)), ..self }
+    }
+
+    /// The remote cache behind this one, if any.
+    pub fn remote(&self) -> Option<&Remote> {
+        self.remote.as_deref()
+    }
+
+    /// The remote cache, shared (for what outlives a borrow: a lease's renewer).
+    pub fn remote_shared(&self) -> Option<Arc<Remote>> {
+        self.remote.clone()
     }
 
     pub fn root(&self) -> &Path {
@@ -420,24 +446,37 @@ impl Cache {
             reused_from: staging.reused_from.clone(),
             work: staging.work.clone(),
         };
+        self.install(staging, &manifest)?;
+        Ok(manifest)
+    }
+
+    /// Writes `manifest` beside the staged payload it describes (whose files
+    /// the caller has checked against it) and renames the folder into place,
+    /// durably: payload, manifest and folder are synced to the device before
+    /// the rename, and the folder receiving it after (`durable`).
+    pub(crate) fn install(&self, staging: Staging, manifest: &Manifest) -> Result<(), CacheError> {
         let manifest_path = staging.dir.join("manifest.json");
-        let json = serde_json::to_vec_pretty(&manifest)
+        let json = serde_json::to_vec_pretty(manifest)
             .map_err(|source| CacheError::Manifest { path: manifest_path.clone(), source })?;
         fs::write(&manifest_path, json).map_err(io_err(&manifest_path))?;
+        for file in manifest.files.iter().map(|f| staging.dir.join(&f.name)).chain([manifest_path]) {
+            durable::sync_file(&file).map_err(io_err(&file))?;
+        }
+        durable::sync_dir(&staging.dir).map_err(io_err(&staging.dir))?;
 
         let target = self.step_dir(staging.kind, &staging.key);
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(io_err(parent))?;
-        }
+        let parent = target.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent).map_err(io_err(parent))?;
         if target.exists() {
             // Only a folder without a manifest can be here (we hold the lock):
             // the remains of an older, interrupted layout. Replace it.
             fs::remove_dir_all(&target).map_err(io_err(&target))?;
         }
         fs::rename(&staging.dir, &target).map_err(io_err(&target))?;
-        self.remember_label(label, &manifest)?;
+        durable::sync_dir(parent).map_err(io_err(parent))?;
+        self.remember_label(&manifest.label, manifest)?;
         self.clear_failure(&manifest.key);
-        Ok(manifest)
+        Ok(())
     }
 
     fn label_path(&self, label: &str) -> PathBuf {

@@ -322,7 +322,8 @@ fn history(plan: &Plan, cache: &Cache, inputs: &Inputs) -> Vec<Finished> {
 pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
     let mut notes = Vec::new();
     let inputs = Inputs::of(plan, cache, &mut notes);
-    let finished: Vec<bool> = plan.steps.iter().map(|s| matches!(cache.lookup(s.kind, &s.key), Ok(Some(_)))).collect();
+    // A step the remote cache holds is pulled, not computed.
+    let finished: Vec<bool> = plan.steps.iter().map(|s| cache.available(s.kind, &s.key)).collect();
 
     // Measured ÷ predicted, per (device, group) and per (device, kind).
     let mut by_group: HashMap<(Target, String), (f64, f64)> = HashMap::new();

@@ -1,7 +1,8 @@
 //! `grid gc`: what the given grids still need, then the cache's collection.
 //! The keep set is every step the grids plan under every precision (a key
 //! differs by precision) and the frozen grid texts they use; with no grids,
-//! only `--older-than` decides.
+//! only `--older-than` decides. With a remote cache (`--remote`), the remote
+//! is collected by the same keep set.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -19,6 +20,8 @@ pub struct Collected {
     pub steps: GcSummary,
     /// Frozen grid texts no run has used for [`crate::cache::FROZEN_GRACE`].
     pub frozen: Vec<PathBuf>,
+    /// The remote cache's collection, when the cache has one (`--remote`).
+    pub remote: Option<crate::cache::remote::gc::RemoteGcSummary>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,5 +60,14 @@ pub fn collect(
         dry_run: options.dry_run,
     };
     let frozen = collect_frozen(cache, policy)?;
-    Ok(Collected { steps, frozen })
+    let remote = match cache.remote() {
+        Some(remote) => Some(remote.collect(crate::cache::remote::gc::RemoteGcOptions {
+            keep: keep_steps,
+            older_than: options.older_than,
+            dry_run: options.dry_run,
+            now: crate::clock::unix_now(),
+        })?),
+        None => None,
+    };
+    Ok(Collected { steps, frozen, remote })
 }

@@ -46,6 +46,11 @@ pub enum StepStatus {
     Ran {
         seconds: f64,
     },
+    /// Not computed here: pulled from the remote cache (`--remote`), this
+    /// many bytes.
+    Pulled {
+        bytes: u64,
+    },
     /// Not computed: the cache held the same work under another key (its
     /// inputs differ only in what it does not read; see `dag::reuse`).
     Reused {
@@ -72,7 +77,10 @@ impl StepStatus {
 
     /// Whether the step's result is in the cache now.
     pub fn is_done(&self) -> bool {
-        matches!(self, StepStatus::Cached | StepStatus::Ran { .. } | StepStatus::Reused { .. })
+        matches!(
+            self,
+            StepStatus::Cached | StepStatus::Ran { .. } | StepStatus::Reused { .. } | StepStatus::Pulled { .. }
+        )
     }
 }
 
@@ -133,6 +141,11 @@ impl RunOutcome {
         self.records.iter().filter(|r| r.status == StepStatus::Cached).count()
     }
 
+    /// Steps pulled from the remote cache.
+    pub fn pulled(&self) -> usize {
+        self.records.iter().filter(|r| matches!(r.status, StepStatus::Pulled { .. })).count()
+    }
+
     /// Steps that took the result of the same work under another key.
     pub fn reused(&self) -> usize {
         self.records.iter().filter(|r| matches!(r.status, StepStatus::Reused { .. })).count()
@@ -161,10 +174,12 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             eprintln!("removed {} (left by an interrupted step)", leftover.display());
         }
     }
+    // A step the remote holds counts as cached: it is pulled only when a step
+    // that runs reads it (`executor::in_process`), or it is the report.
     let cached = plan
         .steps
         .iter()
-        .map(|step| Ok(cache.lookup(step.kind, &step.key)?.is_some()))
+        .map(|step| Ok(cache.lookup(step.kind, &step.key)?.is_some() || remote_holds(cache, step.kind, &step.key)?))
         .collect::<Result<Vec<bool>, CacheError>>()?;
     let multi = MultiProgress::with_draw_target(if options.verbosity == Verbosity::Quiet {
         ProgressDrawTarget::hidden()
@@ -249,6 +264,11 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 StepStatus::Ran { seconds } => say(format!("     ran {} in {seconds:.1}s", step.label)),
                 StepStatus::Cached => say(format!("  cached {} (computed by another process)", step.label)),
                 StepStatus::Reused { from } => say(format!("  reused {}: {}", step.label, reused_from(from))),
+                StepStatus::Pulled { bytes } => say(format!(
+                    "  pulled {} from the remote cache ({})",
+                    step.label,
+                    super::estimate::human_bytes(*bytes)
+                )),
                 StepStatus::Failed { error } => {
                     say(format!("  FAILED {}: {error}", step.label));
                     // For `grid status` / `grid show`; the run goes on without it.
@@ -261,7 +281,38 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             schedule.finish(i, result);
         }
     });
-    outcome(plan, cache, schedule.into_statuses(), options.reports_dir.as_deref())
+    let statuses = schedule.into_statuses();
+    publish_cached(plan, cache, &statuses, options.verbosity);
+    outcome(plan, cache, statuses, options.reports_dir.as_deref())
+}
+
+/// Publishes to the remote cache (if any) the steps this run found cached
+/// locally that the remote may lack: a cache filled before `--remote` was
+/// given, or a push that failed. Steps the cache knows the remote holds cost
+/// nothing; a failure is a warning, as for a step just computed.
+fn publish_cached(plan: &Plan, cache: &Cache, statuses: &[Option<StepStatus>], verbosity: Verbosity) {
+    use crate::cache::remote::Pushed;
+    let Some(remote) = cache.remote() else { return };
+    let (mut uploaded, mut bytes) = (0, 0);
+    for (step, status) in plan.steps.iter().zip(statuses) {
+        if !matches!(status, Some(StepStatus::Cached)) {
+            continue;
+        }
+        let Ok(Some(manifest)) = cache.lookup(step.kind, &step.key) else { continue };
+        match remote.publish_missing(cache, &manifest) {
+            Ok(Some(Pushed::Uploaded { bytes: b })) => (uploaded, bytes) = (uploaded + 1, bytes + b),
+            Ok(Some(Pushed::SharedPayload)) => uploaded += 1,
+            Ok(_) => {}
+            Err(e) => eprintln!("warning: {}: not published to the remote cache: {e}", step.label),
+        }
+    }
+    if uploaded > 0 && verbosity > Verbosity::Quiet {
+        eprintln!(
+            "published {uploaded} cached steps the remote lacked to {} ({})",
+            remote.location(),
+            super::estimate::human_bytes(bytes)
+        );
+    }
 }
 
 /// The run's records from each step's status (`None`: never reached, or not
@@ -291,6 +342,12 @@ pub fn outcome(
     if let Some(report) = plan.report_step()
         && outcome.records[report].status.is_done()
     {
+        // A report the remote holds comes down to be shown.
+        let step = &plan.steps[report];
+        if cache.lookup(step.kind, &step.key)?.is_none() {
+            crate::dag::executor::in_process::pull_input(cache, step.kind, &step.key, &step.label)
+                .map_err(|e| CacheError::Remote { location: remote_location(cache), problem: e.to_string() })?;
+        }
         let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
         outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();
         if let Some(reports) = reports_dir {
@@ -298,6 +355,15 @@ pub fn outcome(
         }
     }
     Ok(outcome)
+}
+
+/// Whether the remote cache behind `cache` (if any) holds the step.
+fn remote_holds(cache: &Cache, kind: StepKind, key: &crate::cache::StepKey) -> Result<bool, CacheError> {
+    cache.remote().map_or(Ok(false), |remote| remote.holds(kind, key))
+}
+
+fn remote_location(cache: &Cache) -> String {
+    cache.remote().map_or_else(String::new, |r| r.location().to_string())
 }
 
 fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathBuf>, CacheError> {

@@ -26,6 +26,9 @@ pub enum StepState {
         #[serde(skip_serializing_if = "Option::is_none")]
         reused_from: Option<String>,
     },
+    /// Not in the local cache, but on the remote cache behind it (`--remote`),
+    /// which serves it when a step that runs reads it.
+    Remote { seconds: f64, finished_at: u64, device: String, location: String },
     /// Another process holds the step's lock and is computing it; `progress`:
     /// what it has kept so far (a training snapshot, explained examples).
     Running {
@@ -46,6 +49,7 @@ impl StepState {
     pub fn name(&self) -> &'static str {
         match self {
             StepState::Cached { .. } => "cached",
+            StepState::Remote { .. } => "remote",
             StepState::Running { .. } => "running",
             StepState::Slurm { slurm_state, .. } if slurm_state == "RUNNING" => "running",
             StepState::Slurm { .. } => "queued",
@@ -57,7 +61,10 @@ impl StepState {
 
     /// Whether `grid run` would compute the step.
     pub fn would_run(&self) -> bool {
-        !matches!(self, StepState::Cached { .. } | StepState::Running { .. } | StepState::Slurm { .. })
+        !matches!(
+            self,
+            StepState::Cached { .. } | StepState::Remote { .. } | StepState::Running { .. } | StepState::Slurm { .. }
+        )
     }
 
     /// What the state says beyond its name, for one line of text.
@@ -65,6 +72,7 @@ impl StepState {
         match self {
             StepState::Cached { seconds, reused_from: None, .. } => format!("{seconds:.1}s"),
             StepState::Cached { reused_from: Some(from), .. } => format!("taken from {from}"),
+            StepState::Remote { seconds, location, .. } => format!("on {location}; {seconds:.1}s to compute"),
             StepState::Running { progress: None } => "another process holds its lock".into(),
             StepState::Running { progress: Some(progress) } => {
                 format!("another process holds its lock; so far {progress}")
@@ -105,6 +113,18 @@ pub fn state_of(
             finished_at: manifest.finished_at,
             device: manifest.device.clone(),
             reused_from: manifest.reused_from.as_ref().map(InputRef::short_name),
+        };
+        return Ok((state, Some(manifest)));
+    }
+    if let Some(remote) = cache.remote()
+        && let crate::cache::remote::RemoteEntry::Published(published) = remote.entry(step.kind, &step.key)?
+    {
+        let manifest = published.manifest;
+        let state = StepState::Remote {
+            seconds: manifest.seconds,
+            finished_at: manifest.finished_at,
+            device: manifest.device.clone(),
+            location: remote.location().to_string(),
         };
         return Ok((state, Some(manifest)));
     }
@@ -190,7 +210,7 @@ pub fn render_plan(lines: &[StepLine]) -> String {
     use std::collections::BTreeMap;
     use std::fmt::Write;
     let mut out = String::new();
-    let mut counts = BTreeMap::<StepKind, (usize, usize, f64)>::new();
+    let mut counts = BTreeMap::<StepKind, (usize, usize, f64, usize)>::new();
     for line in lines {
         let count = counts.entry(line.kind).or_default();
         let verb = match &line.state {
@@ -198,6 +218,11 @@ pub fn render_plan(lines: &[StepLine]) -> String {
                 count.0 += 1;
                 count.2 += seconds;
                 "cached"
+            }
+            StepState::Remote { seconds, .. } => {
+                count.3 += 1;
+                count.2 += seconds;
+                "remote"
             }
             _ => {
                 count.1 += 1;
@@ -207,8 +232,9 @@ pub fn render_plan(lines: &[StepLine]) -> String {
         let _ = writeln!(out, "{verb:<7} {}  {}  ({})", &line.key[..12], line.label, line.state.detail());
     }
     let _ = writeln!(out);
-    for (kind, (cached, run, seconds)) in counts {
-        let _ = writeln!(out, "{kind:>9}: {cached} cached ({seconds:.1}s to compute), {run} to run");
+    for (kind, (cached, run, seconds, remote)) in counts {
+        let remote = if remote > 0 { format!(", {remote} on the remote") } else { String::new() };
+        let _ = writeln!(out, "{kind:>9}: {cached} cached{remote} ({seconds:.1}s to compute), {run} to run");
     }
     out
 }
@@ -295,6 +321,10 @@ pub fn render_detail(d: &StepDetail) -> String {
         StepState::Cached { finished_at, reused_from: Some(from), .. } => {
             format!("cached: the result of {from}, the same work, taken {}", utc(*finished_at))
         }
+        StepState::Remote { seconds, finished_at, device, location } => format!(
+            "on the remote cache {location}: computed in {seconds:.1}s on {device}, finished {}; pulled when read",
+            utc(*finished_at)
+        ),
         StepState::Failed { at, .. } => format!("failed {}: {}", utc(*at), d.state.detail()),
         state if state.would_run() => format!("{}: would run: {}", state.name(), state.detail()),
         state => format!("{}: {}", state.name(), state.detail()),

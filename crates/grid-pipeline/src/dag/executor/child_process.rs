@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 
-use super::worker::FOUND_CACHED;
+use super::worker::{FOUND_CACHED, PULLED};
 use super::{Executor, Finished, Job, StepCommand};
 use crate::backend::DeviceChoice;
 use crate::dag::StepStatus;
@@ -70,10 +70,15 @@ impl Executor for ChildProcess {
         let mut output = Vec::new();
         let mut last_error = None;
         let mut found_cached = false;
+        let mut pulled: Option<u64> = None;
         if let Some(stderr) = child.stderr.take() {
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
                 if line == FOUND_CACHED {
                     found_cached = true;
+                    continue;
+                }
+                if let Some(bytes) = line.strip_prefix(PULLED).and_then(|b| b.trim().parse().ok()) {
+                    pulled = Some(bytes);
                     continue;
                 }
                 match line.strip_prefix("error: ") {
@@ -89,6 +94,7 @@ impl Executor for ChildProcess {
         let status = match job.cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
             Ok(Some(_)) if succeeded && found_cached => StepStatus::Cached,
+            Ok(Some(_)) if succeeded && pulled.is_some() => StepStatus::Pulled { bytes: pulled.unwrap_or_default() },
             Ok(Some(manifest)) if succeeded => StepStatus::of_published(&manifest),
             _ => StepStatus::Failed {
                 error: last_error.unwrap_or_else(|| match exit {

@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use super::{Executor, Finished, Job};
 use crate::backend::Compute;
-use crate::cache::{Entry, InputRef, StepKind};
+use crate::cache::remote::lease::{Lease, Leased, lease_term};
+use crate::cache::remote::{Pulled, Pushed};
+use crate::cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
 use crate::dag::StepStatus;
 use crate::dag::reuse::SameWork;
 use crate::steps::{self, StepContext};
@@ -33,8 +35,9 @@ impl Executor for InProcess {
 }
 
 /// Locks step `job.index`, re-checks the cache (another process may have
-/// computed it meanwhile; a damaged entry is set aside), computes it into a
-/// staging folder and publishes it. What `grid step --key` runs.
+/// computed it meanwhile; a damaged entry is set aside), pulls it from the
+/// remote cache when that holds it, else computes it into a staging folder
+/// and publishes it (to the remote too). What `grid step --key` runs.
 pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
     let Job { plan, cache, index, progress, log } = *job;
     let step = &plan.steps[index];
@@ -48,6 +51,37 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
                 let moved = aside.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
                 log(format!("cached result damaged ({damage}){moved}; computing it again"));
                 eprintln!("warning: {}: cached result damaged ({damage}){moved}; computing it again", step.label);
+            }
+        }
+        // The remote's lease, held until the result is published there.
+        let mut _lease = None;
+        if let Some(remote) = cache.remote_shared() {
+            let pulled = remote.pull(cache, step.kind, &step.key)?;
+            let pulled = match pulled {
+                Pulled::Missing => match take_lease(&remote, step.kind, &step.key, &step.label, log)? {
+                    Some(lease) => {
+                        _lease = Some(lease);
+                        Pulled::Missing
+                    }
+                    // Published by the lease's holder while this one waited.
+                    None => remote.pull(cache, step.kind, &step.key)?,
+                },
+                pulled => pulled,
+            };
+            match pulled {
+                Pulled::Installed { bytes, .. } => return Ok(StepStatus::Pulled { bytes }),
+                Pulled::Missing => {}
+                Pulled::Damaged(why) => {
+                    log(format!("the remote copy is damaged ({why}); computing it here"));
+                    eprintln!("warning: {}: the remote copy is damaged ({why}); computing it here", step.label);
+                }
+            }
+        }
+        // Inputs the remote holds come down now, and only these.
+        for &j in &step.inputs {
+            let input = &plan.steps[j];
+            if cache.lookup(input.kind, &input.key)?.is_none() {
+                pull_input(cache, input.kind, &input.key, &input.label)?;
             }
         }
         let started = Instant::now();
@@ -72,6 +106,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
                 let manifest =
                     cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &from.device)?;
                 cache.remove_resume(step.kind, &step.key)?;
+                push(cache, &manifest, &step.label, log);
                 return Ok(StepStatus::of_published(&manifest));
             }
         }
@@ -96,12 +131,83 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let seconds = started.elapsed().as_secs_f64();
         // What it computed, so that estimates of later runs learn from it.
         staging.work = crate::dag::estimate::work_record(plan, index, cache);
-        cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &compute.to_string())?;
+        let manifest =
+            cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &compute.to_string())?;
         // The result is in place: what it was resumed from has served.
         cache.remove_resume(step.kind, &step.key)?;
+        push(cache, &manifest, &step.label, log);
         Ok(StepStatus::Ran { seconds })
     };
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
+}
+
+/// Brings an input the local cache lacks down from the remote, under the
+/// input's lock; an error when the remote cannot serve it either.
+pub fn pull_input(cache: &Cache, kind: StepKind, key: &StepKey, label: &str) -> anyhow::Result<()> {
+    let _lock = cache.lock(kind, key)?;
+    if cache.lookup(kind, key)?.is_some() {
+        return Ok(());
+    }
+    let Some(remote) = cache.remote() else {
+        anyhow::bail!("input `{label}` is not in the cache");
+    };
+    match remote.pull(cache, kind, key)? {
+        Pulled::Installed { .. } => Ok(()),
+        Pulled::Missing => anyhow::bail!("input `{label}` is neither in the cache nor on {}", remote.location()),
+        Pulled::Damaged(why) => {
+            anyhow::bail!(
+                "input `{label}` is not in the cache, and the copy on {} is damaged: {why}",
+                remote.location()
+            )
+        }
+    }
+}
+
+/// The remote's lease on a step, waiting while another machine's is live;
+/// `None` when that machine published the step meanwhile.
+fn take_lease(
+    remote: &std::sync::Arc<crate::cache::Remote>,
+    kind: StepKind,
+    key: &StepKey,
+    label: &str,
+    log: &(dyn Fn(String) + Sync),
+) -> anyhow::Result<Option<Lease>> {
+    let on_wait = |holder: &crate::cache::remote::lease::LeaseRecord| {
+        log(format!("waiting: {} computes it for {} (its lease on {})", holder.who(), holder.label, remote.location()))
+    };
+    Ok(match remote.lease(kind, key, label, lease_term(), &on_wait)? {
+        Leased::Held(lease) => Some(lease),
+        Leased::TookOver { lease, from, expired_ms_ago } => {
+            let line = format!(
+                "took over the lease of {} on {}: it expired {:.0}s ago without renewal (its holder stopped)",
+                from.who(),
+                remote.location(),
+                expired_ms_ago as f64 / 1000.0
+            );
+            log(line.clone());
+            eprintln!("note: {label}: {line}");
+            Some(lease)
+        }
+        Leased::Published => None,
+    })
+}
+
+/// Publishes a step just computed here to the remote cache, if there is
+/// one. A failure there is a warning: the result is safe in the local
+/// cache, and the next run publishes it.
+fn push(cache: &Cache, manifest: &Manifest, label: &str, log: &(dyn Fn(String) + Sync)) {
+    let Some(remote) = cache.remote() else { return };
+    match remote.push(cache, manifest) {
+        Ok(Pushed::Uploaded { bytes }) => {
+            log(format!("published to {} ({})", remote.location(), crate::dag::estimate::human_bytes(bytes)))
+        }
+        Ok(Pushed::SharedPayload) => log(format!("published to {} (its payload was there)", remote.location())),
+        Ok(Pushed::AlreadyThere) => log(format!("{} had it already", remote.location())),
+        Err(e) => {
+            log(format!("not published to the remote cache: {e}"));
+            eprintln!("warning: {label}: not published to the remote cache: {e}");
+        }
+    }
 }
 
 /// The least time between two snapshots (training) or progress writes

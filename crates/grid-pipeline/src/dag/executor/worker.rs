@@ -14,11 +14,17 @@ use crate::dag::{Plan, StepStatus, Verbosity};
 /// held the lock, so that whoever started it does not claim to have computed it.
 pub const FOUND_CACHED: &str = "step: found cached";
 
+/// What `grid step` prints (stderr) before the bytes when it pulled its step
+/// from the remote cache instead of computing it.
+pub const PULLED: &str = "step: pulled from the remote cache, bytes: ";
+
 /// The options a worker must plan with to find the same keys.
 #[derive(Debug, Clone, Default)]
 pub struct StepSettings {
     pub grid: PathBuf,
     pub cache: PathBuf,
+    /// The remote cache behind it (`--remote`), if any.
+    pub remote: Option<String>,
     pub data_root: Option<PathBuf>,
     pub device: String,
     pub backend: String,
@@ -47,6 +53,7 @@ impl StepCommand {
         let StepSettings {
             grid,
             cache,
+            remote,
             data_root,
             device,
             backend,
@@ -58,6 +65,9 @@ impl StepCommand {
             quiet,
         } = settings;
         let mut args: Vec<OsString> = vec!["step".into(), grid.into(), "--cache".into(), cache.into()];
+        if let Some(remote) = remote {
+            args.extend(["--remote".into(), remote.into()]);
+        }
         if let Some(root) = data_root {
             args.extend(["--data-root".into(), root.into()]);
         }
@@ -132,11 +142,11 @@ pub fn compute_keys(
         let step = &plan.steps[index];
         // Under Slurm a task starts once its input tasks ended, however they
         // ended: a step whose inputs are not there is skipped, not failed.
-        let missing = step
-            .inputs
-            .iter()
-            .map(|&j| &plan.steps[j])
-            .find(|input| !matches!(cache.lookup(input.kind, &input.key), Ok(Some(_))));
+        let missing = step.inputs.iter().map(|&j| &plan.steps[j]).find(|input| {
+            let here = matches!(cache.lookup(input.kind, &input.key), Ok(Some(_)));
+            let remote = cache.remote().is_some_and(|r| matches!(r.holds(input.kind, &input.key), Ok(true)));
+            !here && !remote
+        });
         if let Some(input) = missing {
             eprintln!("skipped {}: input `{}` did not complete", step.label, input.label);
             continue;
@@ -160,6 +170,7 @@ pub fn compute_keys(
                 failed.push((step.label.as_str(), error));
             }
             StepStatus::Cached if keys.len() == 1 => eprintln!("{FOUND_CACHED}"),
+            StepStatus::Pulled { bytes } if keys.len() == 1 => eprintln!("{PULLED}{bytes}"),
             StepStatus::Ran { seconds } if keys.len() > 1 && verbosity > Verbosity::Quiet => {
                 eprintln!("ran {} in {seconds:.1}s", step.label)
             }
@@ -188,6 +199,7 @@ mod tests {
         let settings = StepSettings {
             grid: "g.toml".into(),
             cache: "/c".into(),
+            remote: Some("s3://lab/grid".into()),
             data_root: Some("/d".into()),
             device: "cpu".into(),
             backend: "flex".into(),
@@ -205,14 +217,14 @@ mod tests {
         };
         assert_eq!(
             args(&settings),
-            "step g.toml --cache /c --data-root /d --device cpu --backend flex --set a.b=1 --set c=2 \
+            "step g.toml --cache /c --remote s3://lab/grid --data-root /d --device cpu --backend flex --set a.b=1 --set c=2 \
              --precision f32 --shape-buckets auto --autotune balanced -q --key abc"
         );
         // The frozen text holds the overrides already.
         let frozen = StepSettings { frozen: Some("/c/grids/f.toml".into()), ..settings };
         assert_eq!(
             args(&frozen),
-            "step g.toml --cache /c --data-root /d --device cpu --backend flex --frozen /c/grids/f.toml \
+            "step g.toml --cache /c --remote s3://lab/grid --data-root /d --device cpu --backend flex --frozen /c/grids/f.toml \
              --precision f32 --shape-buckets auto --autotune balanced -q --key abc"
         );
     }

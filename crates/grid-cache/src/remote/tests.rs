@@ -1,0 +1,167 @@
+use std::fs;
+
+use super::*;
+use crate::{InputRef, StepKey};
+
+fn publish(cache: &Cache, params: serde_json::Value, payload: &[(&str, &str)]) -> Manifest {
+    let key = StepKey::compute(StepKind::Train, &params, &[]);
+    let _lock = cache.lock(StepKind::Train, &key).unwrap();
+    let staging = cache.begin(StepKind::Train, &key).unwrap();
+    for (name, body) in payload {
+        fs::write(staging.dir.join(name), body).unwrap();
+    }
+    cache.publish(staging, "train/x", &params, Vec::<InputRef>::new(), 2.5, "cpu").unwrap()
+}
+
+/// The objects of the remote folder, relative to it.
+fn objects(remote: &Remote) -> Vec<String> {
+    let mut all: Vec<String> = remote.list("").unwrap().into_iter().map(|(name, _)| name).collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn a_pushed_step_is_pulled_into_an_empty_cache_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Remote::folder(&dir.path().join("remote")).unwrap();
+    let first = Cache::open(dir.path().join("a")).unwrap();
+    let manifest = publish(&first, serde_json::json!({"x": 1}), &[("model.bin", "weights"), ("log.json", "[]")]);
+    assert_eq!(remote.push(&first, &manifest).unwrap(), Pushed::Uploaded { bytes: 9 });
+    assert!(remote.holds(StepKind::Train, &manifest.key).unwrap());
+
+    let second = Cache::open(dir.path().join("b")).unwrap();
+    let _lock = second.lock(StepKind::Train, &manifest.key).unwrap();
+    match remote.pull(&second, StepKind::Train, &manifest.key).unwrap() {
+        Pulled::Installed { manifest: pulled, bytes } => {
+            assert_eq!(*pulled, manifest, "the manifest travels as written: timings, device, version");
+            assert_eq!(bytes, 9);
+        }
+        other => panic!("not pulled: {other:?}"),
+    }
+    assert_eq!(second.lookup(StepKind::Train, &manifest.key).unwrap(), Some(manifest.clone()));
+    let model = second.step_dir(StepKind::Train, &manifest.key).join("model.bin");
+    assert_eq!(fs::read_to_string(model).unwrap(), "weights");
+    // Pushing what the remote holds moves nothing.
+    assert_eq!(remote.push(&second, &manifest).unwrap(), Pushed::AlreadyThere);
+}
+
+#[test]
+fn a_missing_step_is_missing_and_a_payload_without_record_is_never_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Remote::folder(&dir.path().join("remote")).unwrap();
+    let cache = Cache::open(dir.path().join("c")).unwrap();
+    let key = StepKey::compute(StepKind::Train, &serde_json::json!({"x": 2}), &[]);
+    assert_eq!(remote.pull(&cache, StepKind::Train, &key).unwrap(), Pulled::Missing);
+    // What a writer killed mid-upload leaves: payload objects, no record.
+    let folder = dir.path().join("remote/payloads/train").join(&key.as_str()[..2]).join(key.as_str()).join("u1");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("model.bin"), "half").unwrap();
+    assert_eq!(remote.pull(&cache, StepKind::Train, &key).unwrap(), Pulled::Missing);
+    assert!(!remote.holds(StepKind::Train, &key).unwrap());
+    assert!(cache.lookup(StepKind::Train, &key).unwrap().is_none());
+}
+
+#[test]
+fn a_damaged_remote_copy_is_refused_and_nothing_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_dir = dir.path().join("remote");
+    let remote = Remote::folder(&remote_dir).unwrap();
+    let first = Cache::open(dir.path().join("a")).unwrap();
+    let manifest = publish(&first, serde_json::json!({"x": 3}), &[("model.bin", "weights")]);
+    remote.push(&first, &manifest).unwrap();
+    let uploaded = objects(&remote).into_iter().find(|o| o.ends_with("model.bin")).unwrap();
+
+    let second = Cache::open(dir.path().join("b")).unwrap();
+    // Same size, other bytes: only the checksum can tell.
+    fs::write(remote_dir.join(&uploaded), "weighty").unwrap();
+    match remote.pull(&second, StepKind::Train, &manifest.key).unwrap() {
+        Pulled::Damaged(why) => assert!(why.contains("checksum"), "{why}"),
+        other => panic!("served a damaged copy: {other:?}"),
+    }
+    // Truncated.
+    fs::write(remote_dir.join(&uploaded), "wei").unwrap();
+    match remote.pull(&second, StepKind::Train, &manifest.key).unwrap() {
+        Pulled::Damaged(why) => assert!(why.contains("3 bytes, published with 7"), "{why}"),
+        other => panic!("served a truncated copy: {other:?}"),
+    }
+    // Gone.
+    fs::remove_file(remote_dir.join(&uploaded)).unwrap();
+    assert!(matches!(remote.pull(&second, StepKind::Train, &manifest.key).unwrap(), Pulled::Damaged(_)));
+    assert!(second.lookup(StepKind::Train, &manifest.key).unwrap().is_none());
+    assert!(!second.has_leftover(StepKind::Train, &manifest.key), "the staging folder is removed");
+}
+
+#[test]
+fn a_record_naming_another_step_or_a_path_outside_its_folder_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_dir = dir.path().join("remote");
+    let remote = Remote::folder(&remote_dir).unwrap();
+    let cache = Cache::open(dir.path().join("a")).unwrap();
+    let manifest = publish(&cache, serde_json::json!({"x": 4}), &[("model.bin", "w")]);
+    remote.push(&cache, &manifest).unwrap();
+    let record_path = remote_dir.join(Remote::record_path(StepKind::Train, &manifest.key));
+    let mut record: Published = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
+    record.manifest.files[0].name = "../../escape".into();
+    fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    assert!(matches!(remote.entry(StepKind::Train, &manifest.key).unwrap(), RemoteEntry::Damaged(_)));
+    record.manifest.files[0].name = "model.bin".into();
+    record.manifest.key = StepKey::compute(StepKind::Train, &serde_json::json!({"other": 1}), &[]);
+    fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    assert!(matches!(remote.entry(StepKind::Train, &manifest.key).unwrap(), RemoteEntry::Damaged(_)));
+    fs::write(&record_path, "{ not json").unwrap();
+    assert!(matches!(remote.entry(StepKind::Train, &manifest.key).unwrap(), RemoteEntry::Damaged(_)));
+}
+
+#[test]
+fn two_writers_of_one_step_both_succeed_and_one_copy_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Remote::folder(&dir.path().join("remote")).unwrap();
+    let params = serde_json::json!({"x": 5});
+    // Two machines computed the same step; float rounding made their bytes differ.
+    let (a, b) = (Cache::open(dir.path().join("a")).unwrap(), Cache::open(dir.path().join("b")).unwrap());
+    let from_a = publish(&a, params.clone(), &[("model.bin", "aaaa")]);
+    let from_b = publish(&b, params, &[("model.bin", "bbbb")]);
+    assert_eq!(from_a.key, from_b.key);
+    let pushes = std::thread::scope(|s| {
+        let pa = s.spawn(|| remote.push(&a, &from_a).unwrap());
+        let pb = s.spawn(|| remote.push(&b, &from_b).unwrap());
+        [pa.join().unwrap(), pb.join().unwrap()]
+    });
+    assert_eq!(pushes.iter().filter(|p| matches!(p, Pushed::Uploaded { .. })).count(), 1, "{pushes:?}");
+    assert_eq!(pushes.iter().filter(|p| **p == Pushed::AlreadyThere).count(), 1, "{pushes:?}");
+    let payloads: Vec<String> = objects(&remote).into_iter().filter(|o| o.starts_with("payloads/")).collect();
+    assert_eq!(payloads.len(), 1, "one copy: {payloads:?}");
+    // And what is served is the winner's, whole.
+    let c = Cache::open(dir.path().join("c")).unwrap();
+    let Pulled::Installed { manifest, .. } = remote.pull(&c, StepKind::Train, &from_a.key).unwrap() else {
+        panic!("not served")
+    };
+    assert!(*manifest == from_a || *manifest == from_b);
+}
+
+#[test]
+fn a_reused_payload_is_named_not_uploaded_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = Remote::folder(&dir.path().join("remote")).unwrap();
+    let cache = Cache::open(dir.path().join("a")).unwrap();
+    let original = publish(&cache, serde_json::json!({"x": 6}), &[("model.bin", "weights")]);
+    remote.push(&cache, &original).unwrap();
+    let params = serde_json::json!({"x": 7});
+    let key = StepKey::compute(StepKind::Train, &params, &[]);
+    let mut staging = cache.begin(StepKind::Train, &key).unwrap();
+    cache.take_payload(&mut staging, &original).unwrap();
+    let reused = cache.publish(staging, "train/y", &params, Vec::new(), 0.0, "cpu").unwrap();
+    assert_eq!(remote.push(&cache, &reused).unwrap(), Pushed::SharedPayload);
+    assert_eq!(objects(&remote).iter().filter(|o| o.starts_with("payloads/")).count(), 1);
+    let other = Cache::open(dir.path().join("b")).unwrap();
+    assert!(matches!(remote.pull(&other, StepKind::Train, &key).unwrap(), Pulled::Installed { .. }));
+    assert_eq!(other.lookup(StepKind::Train, &key).unwrap(), Some(reused));
+}
+
+#[test]
+fn locations_are_shown_without_credentials_and_unknown_schemes_are_refused() {
+    assert_eq!(without_credentials("https://user:secret@host/bucket"), "https://host/bucket");
+    assert_eq!(without_credentials("s3://bucket/prefix"), "s3://bucket/prefix");
+    let error = Remote::open("ftp://host/x").unwrap_err().to_string();
+    assert!(error.contains("unknown scheme `ftp://`"), "{error}");
+}

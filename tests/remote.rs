@@ -1,0 +1,205 @@
+//! Issue 46: a remote cache behind the local one. One machine fills it; a
+//! second, with an empty cache and no shared filesystem, is served from it
+//! and computes nothing it holds; what a new cell needs is pulled, and only
+//! that.
+
+use std::path::Path;
+
+use grid::cache::{Cache, StepKind};
+
+use crate::util::{GridTest, TINY, report_files};
+
+/// The step folders of a cache, per kind.
+fn cached_kinds(cache: &Path) -> Vec<(StepKind, usize)> {
+    let cache = Cache::open(cache).unwrap();
+    StepKind::ALL.into_iter().map(|kind| (kind, cache.manifests(kind).unwrap().len())).filter(|(_, n)| *n > 0).collect()
+}
+
+#[test]
+fn an_empty_cache_is_served_from_the_remote_and_pulls_only_what_it_reads() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().join("lab-cache");
+    let remote = remote.to_str().unwrap();
+
+    // The first machine computes everything and publishes it.
+    let first = GridTest::new(TINY);
+    let outcome = first.run_with_remote(remote);
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    assert_eq!(outcome.cached(), 0);
+    let published = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    assert_eq!(published.len(), outcome.records.len(), "every step has its record on the remote");
+
+    // The second has an empty cache: it computes nothing, and only the
+    // report comes down, to be shown. Its tables are the first's, byte for byte.
+    let second = GridTest::new(TINY);
+    let outcome = second.run_with_remote(remote);
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+    assert_eq!(outcome.executed().count(), 0);
+    assert!(outcome.console.is_some(), "the tables are printed from the pulled report");
+    assert_eq!(cached_kinds(&second.cache()), [(StepKind::Report, 1)]);
+    assert_eq!(report_files(&second.reports().join("tiny")), report_files(&first.reports().join("tiny")));
+
+    // A new method on the second machine, through the binary (model steps in
+    // child processes, which pull their own inputs): its cells are computed
+    // from the trained models and data pulled for them; nothing trains.
+    second.write_grid(&TINY.replace(r#""gxil", "random""#, r#""gxil", "random", "gradp-l2""#));
+    let run = second.grid(&["run", "grid.toml", "--remote", remote, "-j", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("10 ran"), "3 attributions, 6 scores and the report: {stderr}");
+    let kinds = cached_kinds(&second.cache());
+    let count = |kind| kinds.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
+    // The new cells read the shortcut models and their data, the report every
+    // score, verification and attribution; nothing reads the corpus or the
+    // original model, which stay on the remote.
+    assert_eq!(count(StepKind::Train), 3, "the three shortcut models came down: {kinds:?}");
+    assert_eq!(count(StepKind::Corpus), 0, "{kinds:?}");
+    // And what the second computed is on the remote for the first.
+    let after = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    assert_eq!(after.len(), published.len() + 10);
+
+    // The method dropped again, `gc --remote` removes its cells from the
+    // remote (and the report that showed them); a dry run first.
+    second.write_grid(TINY);
+    let dry = second.grid(&["gc", "grid.toml", "--remote", remote, "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success() && stderr.contains("would remove 10 steps from"), "{stderr}");
+    assert_eq!(grid::cache::Remote::open(remote).unwrap().list("steps").unwrap().len(), after.len());
+    let gc = second.grid(&["gc", "grid.toml", "--remote", remote]);
+    let stderr = String::from_utf8_lossy(&gc.stderr);
+    assert!(gc.status.success() && stderr.contains("removed 10 steps from"), "{stderr}");
+    let left = grid::cache::Remote::open(remote).unwrap();
+    assert_eq!(left.list("steps").unwrap().len(), published.len());
+    drop(left);
+    let third = GridTest::new(TINY);
+    let outcome = third.run_with_remote(remote);
+    assert!(outcome.succeeded() && outcome.executed().count() == 0, "what the grid plans is all still served");
+}
+
+#[test]
+fn a_bad_remote_is_a_usage_error_naming_it() {
+    let t = GridTest::new(TINY);
+    let run = t.grid(&["plan", "grid.toml", "--remote", "ftp://host/cache"]);
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("ftp://host/cache") && stderr.contains("unknown scheme"), "{stderr}");
+}
+
+/// The bucket of the S3-compatible server `scripts/s3_server.sh` starts
+/// (CI starts one and exports what it prints), under a prefix of this test's.
+fn s3_prefix(test: &GridTest) -> String {
+    let bucket = std::env::var("GRID_TEST_S3")
+        .expect("GRID_TEST_S3 unset: eval \"$(scripts/s3_server.sh start DIR)\" starts a server and sets it");
+    let name = test.path().file_name().unwrap().to_string_lossy().into_owned();
+    format!("{bucket}/{}", name.trim_start_matches('.'))
+}
+
+/// How many steps the test's grid plans.
+fn planned_steps(test: &GridTest) -> usize {
+    let grid = grid::spec::Grid::load(&test.grid_file()).unwrap();
+    let cache = Cache::open(test.cache()).unwrap();
+    grid::dag::plan(&grid, &cache, &grid::dag::PlanOptions::default()).unwrap().steps.len()
+}
+
+/// One record per step and one upload per step under `prefix`.
+fn records_and_uploads(prefix: &str) -> (usize, usize) {
+    let remote = grid::cache::Remote::open(prefix).unwrap();
+    let records = remote.list("steps").unwrap().len();
+    let mut uploads: Vec<String> = remote
+        .list("payloads")
+        .unwrap()
+        .into_iter()
+        .map(|(object, _)| object.rsplit_once('/').map(|(folder, _)| folder.to_string()).unwrap_or(object))
+        .collect();
+    uploads.sort();
+    uploads.dedup();
+    // A step's folder is `payloads/<kind>/<xx>/<key>/<upload>`: one upload per key.
+    let keys: std::collections::HashSet<String> =
+        uploads.iter().map(|u| u.rsplit_once('/').map(|(key, _)| key.to_string()).unwrap_or_default()).collect();
+    assert_eq!(keys.len(), uploads.len(), "a step with two uploads: {uploads:?}");
+    (records, uploads.len())
+}
+
+#[test]
+#[ignore = "needs an S3 server: eval \"$(scripts/s3_server.sh start DIR)\""]
+fn two_machines_running_at_once_share_one_bucket() {
+    let (a, b) = (GridTest::new(TINY), GridTest::new(TINY));
+    let prefix = s3_prefix(&a);
+    let args = ["run", "grid.toml", "--remote", prefix.as_str(), "-j", "2"];
+    let (run_a, run_b) = (a.spawn_grid(&args), b.spawn_grid(&args));
+    for (name, run) in [("a", run_a), ("b", run_b)] {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let steps = planned_steps(&a);
+    let (records, uploads) = records_and_uploads(&prefix);
+    assert_eq!(records, steps, "every step once");
+    assert!(uploads <= steps, "one copy per step at most (a reused training names its source's)");
+    assert_eq!(report_files(&a.reports().join("tiny")), report_files(&b.reports().join("tiny")));
+
+    // A third machine with an empty cache is served everything.
+    let c = GridTest::new(TINY);
+    let out = c.grid(&["run", "grid.toml", "--remote", prefix.as_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains(" 0 ran"), "{stderr}");
+    assert_eq!(report_files(&c.reports().join("tiny")), report_files(&a.reports().join("tiny")));
+}
+
+#[test]
+#[ignore = "needs an S3 server: eval \"$(scripts/s3_server.sh start DIR)\""]
+fn a_writer_killed_mid_run_loses_nothing_and_serves_nothing_damaged() {
+    let clean = GridTest::new(TINY);
+    assert!(clean.run().succeeded());
+    let killed = GridTest::new(TINY);
+    let prefix = s3_prefix(&killed);
+    let remote = grid::cache::Remote::open(&prefix).unwrap();
+    let args = ["run", "grid.toml", "--remote", prefix.as_str(), "-j", "2"];
+    let mut run = killed.spawn_grid(&args);
+    // Killed (SIGKILL: no handler runs) once some steps are published.
+    let started = std::time::Instant::now();
+    while remote.list("steps").unwrap().len() < 6 && started.elapsed().as_secs() < 300 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    let _ = run.wait();
+    let published = remote.list("steps").unwrap().len();
+    assert!(published >= 6, "published before the kill: {published}");
+
+    // A second machine finishes the grid from what is there; then a third is
+    // served it whole, and its tables are a clean run's, byte for byte.
+    let second = GridTest::new(TINY);
+    let out = second.grid(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let third = GridTest::new(TINY);
+    let out = third.grid(&["run", "grid.toml", "--remote", prefix.as_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains(" 0 ran"), "{stderr}");
+    assert_eq!(report_files(&third.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+    // And the killed machine's own cache resumes.
+    let out = killed.grid(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_cache_filled_before_the_remote_was_given_is_published_by_the_next_run() {
+    let t = GridTest::tiny_after_first_run();
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().to_str().unwrap();
+    let outcome = t.run_with_remote(remote);
+    assert!(outcome.succeeded());
+    assert_eq!(outcome.executed().count(), 0);
+    let records = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    assert_eq!(records.len(), outcome.records.len(), "every cached step went up");
+    // Each is remembered as published there, so the next run asks nothing.
+    let cache = Cache::open(t.cache()).unwrap();
+    for kind in StepKind::ALL {
+        for m in cache.manifests(kind).unwrap() {
+            assert!(cache.known_published(m.kind, &m.key, remote), "{}", m.label);
+        }
+    }
+    // An empty cache is then served from it.
+    let fresh = GridTest::new(TINY);
+    let outcome = fresh.run_with_remote(remote);
+    assert!(outcome.succeeded() && outcome.executed().count() == 0);
+    assert_eq!(report_files(&fresh.reports().join("tiny")), report_files(&t.reports().join("tiny")));
+}

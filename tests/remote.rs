@@ -120,29 +120,44 @@ fn records_and_uploads(prefix: &str) -> (usize, usize) {
     (records, uploads.len())
 }
 
-#[test]
-#[ignore = "needs an S3 server: eval \"$(scripts/s3_server.sh start DIR)\""]
-fn two_machines_running_at_once_share_one_bucket() {
-    let (a, b) = (GridTest::new(TINY), GridTest::new(TINY));
-    let prefix = s3_prefix(&a);
+/// `n` machines (each its own cache) run the grid at once against one
+/// bucket: all succeed, every step has one record and at most one upload,
+/// their tables are equal, and a machine with an empty cache is served them.
+fn machines_at_once_share_one_bucket(n: usize) {
+    let machines: Vec<GridTest> = (0..n).map(|_| GridTest::new(TINY)).collect();
+    let prefix = s3_prefix(&machines[0]);
     let args = ["run", "grid.toml", "--remote", prefix.as_str(), "-j", "2"];
-    let (run_a, run_b) = (a.spawn_grid(&args), b.spawn_grid(&args));
-    for (name, run) in [("a", run_a), ("b", run_b)] {
+    let runs: Vec<_> = machines.iter().map(|m| m.spawn_grid(&args)).collect();
+    for (i, run) in runs.into_iter().enumerate() {
         let out = run.wait_with_output().unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "machine {i}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let steps = planned_steps(&a);
+    let steps = planned_steps(&machines[0]);
     let (records, uploads) = records_and_uploads(&prefix);
     assert_eq!(records, steps, "every step once");
     assert!(uploads <= steps, "one copy per step at most (a reused training names its source's)");
-    assert_eq!(report_files(&a.reports().join("tiny")), report_files(&b.reports().join("tiny")));
+    let tables = report_files(&machines[0].reports().join("tiny"));
+    for m in &machines[1..] {
+        assert_eq!(report_files(&m.reports().join("tiny")), tables);
+    }
 
-    // A third machine with an empty cache is served everything.
-    let c = GridTest::new(TINY);
-    let out = c.grid(&["run", "grid.toml", "--remote", prefix.as_str()]);
+    let fresh = GridTest::new(TINY);
+    let out = fresh.grid(&["run", "grid.toml", "--remote", prefix.as_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.contains(" 0 ran"), "{stderr}");
-    assert_eq!(report_files(&c.reports().join("tiny")), report_files(&a.reports().join("tiny")));
+    assert_eq!(report_files(&fresh.reports().join("tiny")), tables);
+}
+
+#[test]
+#[ignore = "needs an S3 server: eval \"$(scripts/s3_server.sh start DIR)\""]
+fn two_machines_running_at_once_share_one_bucket() {
+    machines_at_once_share_one_bucket(2);
+}
+
+#[test]
+#[ignore = "needs an S3 server: eval \"$(scripts/s3_server.sh start DIR)\""]
+fn eight_machines_running_at_once_share_one_bucket() {
+    machines_at_once_share_one_bucket(8);
 }
 
 #[test]
@@ -154,12 +169,19 @@ fn a_writer_killed_mid_run_loses_nothing_and_serves_nothing_damaged() {
     let prefix = s3_prefix(&killed);
     let remote = grid::cache::Remote::open(&prefix).unwrap();
     let args = ["run", "grid.toml", "--remote", prefix.as_str(), "-j", "2"];
-    let mut run = killed.spawn_grid(&args);
+    // One step at a time in one process (-j 1), so that the kill stops every
+    // writer of this machine at once, mid-step or mid-upload.
+    // Short leases: what the killed process held goes stale in seconds.
+    let short = [("GRID_LEASE_SECONDS", "3")];
+    let mut run = killed.spawn_grid_with(&["run", "grid.toml", "--remote", prefix.as_str(), "-j", "1"], &short);
     // Killed (SIGKILL: no handler runs) once some steps are published.
     let started = std::time::Instant::now();
     while remote.list("steps").unwrap().len() < 6 && started.elapsed().as_secs() < 300 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // A record appears as its step ends: wait into the next step (each takes
+    // about a second here) so that the kill finds one under way.
+    std::thread::sleep(std::time::Duration::from_millis(300));
     run.kill().unwrap();
     let _ = run.wait();
     let published = remote.list("steps").unwrap().len();
@@ -168,8 +190,13 @@ fn a_writer_killed_mid_run_loses_nothing_and_serves_nothing_damaged() {
     // A second machine finishes the grid from what is there; then a third is
     // served it whole, and its tables are a clean run's, byte for byte.
     let second = GridTest::new(TINY);
-    let out = second.grid(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = second.grid_with(&args, &short);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The step the killed process was computing (with -j 1 it is always in
+    // one, between a few milliseconds of bookkeeping): its lease went stale
+    // and is taken over, and the log says whose it was.
+    assert!(stderr.contains("took over the lease of pid") && stderr.contains("expired"), "{stderr}");
     let third = GridTest::new(TINY);
     let out = third.grid(&["run", "grid.toml", "--remote", prefix.as_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -202,4 +229,24 @@ fn a_cache_filled_before_the_remote_was_given_is_published_by_the_next_run() {
     let outcome = fresh.run_with_remote(remote);
     assert!(outcome.succeeded() && outcome.executed().count() == 0);
     assert_eq!(report_files(&fresh.reports().join("tiny")), report_files(&t.reports().join("tiny")));
+}
+
+#[test]
+fn grid_pull_brings_down_every_step_the_remote_holds() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().to_str().unwrap();
+    let first = GridTest::tiny_after_first_run();
+    assert!(first.run_with_remote(remote).succeeded());
+    let second = GridTest::new(TINY);
+    let pull = second.grid(&["pull", "grid.toml", "--remote", remote]);
+    let stderr = String::from_utf8_lossy(&pull.stderr);
+    assert!(pull.status.success(), "{stderr}");
+    let steps = first.run().records.len();
+    assert!(stderr.contains(&format!("pulled {steps} steps")), "{stderr}");
+    let outcome = second.run();
+    assert_eq!(outcome.cached(), steps, "everything is local now, without the remote");
+    let again = second.grid(&["pull", "grid.toml", "--remote", remote]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pulled 0 steps (0 kB)"));
+    let without = second.grid(&["pull", "grid.toml"]);
+    assert_eq!(without.status.code(), Some(2), "a pull needs a remote");
 }

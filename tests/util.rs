@@ -124,8 +124,14 @@ impl GridTest {
 
     /// Starts the `grid` binary in this folder, its stderr piped, not waiting.
     pub fn spawn_grid(&self, args: &[&str]) -> std::process::Child {
+        self.spawn_grid_with(args, &[])
+    }
+
+    /// [`GridTest::spawn_grid`] with these environment variables set.
+    pub fn spawn_grid_with(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         Command::new(env!("CARGO_BIN_EXE_grid"))
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.path())
             .env_remove("GRID_DATA_ROOT")
             .env_remove("GRID_CACHE")
@@ -145,6 +151,11 @@ impl GridTest {
     /// Runs the `grid` binary in this folder.
     pub fn grid(&self, args: &[&str]) -> std::process::Output {
         self.command(args).output().expect("run grid")
+    }
+
+    /// [`GridTest::grid`] with these environment variables set.
+    pub fn grid_with(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        self.command(args).envs(env.iter().copied()).output().expect("run grid")
     }
 
     /// Runs the `grid` binary in this folder against the Hub at `endpoint`

@@ -66,6 +66,12 @@ pub(super) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Bring every step of the grid that the remote cache (`--remote`) holds
+    /// and the local cache lacks down now (a run pulls only what it reads).
+    Pull {
+        #[command(flatten)]
+        common: Common,
+    },
     /// Re-render the tables from the cache only; computes nothing else.
     Report {
         #[command(flatten)]

@@ -136,6 +136,27 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Pull { common } => {
+            let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
+            if cache.remote().is_none() {
+                return Err(usage(anyhow::anyhow!("grid pull needs --remote URL (or GRID_REMOTE)")));
+            }
+            let pulled = dag::pull::pull_all(&plan, &cache).map_err(runtime)?;
+            for (label, why) in &pulled.damaged {
+                eprintln!("warning: {label}: the remote copy is damaged ({why}); not pulled");
+            }
+            let location = cache.remote().map(|r| r.location().to_string()).unwrap_or_default();
+            eprintln!(
+                "pulled {} steps ({}) from {location} in {:.1}s ({:.1} MB/s); {} were here, {} are on neither",
+                pulled.pulled,
+                dag::estimate::human_bytes(pulled.bytes),
+                pulled.seconds,
+                pulled.bytes as f64 / 1e6 / pulled.seconds.max(1e-9),
+                pulled.present,
+                pulled.missing.len()
+            );
+            Ok(if pulled.damaged.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
         Command::Report { common, compare, compare_as } => {
             let aliases = compare_aliases(&compare_as)?;
             run::run(Action::Report { compare, aliases }, common)

@@ -17,6 +17,7 @@ pub mod gc;
 pub mod params;
 pub mod placement;
 pub mod plan;
+pub mod pull;
 pub mod reuse;
 pub mod run;
 pub mod runner;

@@ -293,6 +293,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
 fn publish_cached(plan: &Plan, cache: &Cache, statuses: &[Option<StepStatus>], verbosity: Verbosity) {
     use crate::cache::remote::Pushed;
     let Some(remote) = cache.remote() else { return };
+    let started = std::time::Instant::now();
     let (mut uploaded, mut bytes) = (0, 0);
     for (step, status) in plan.steps.iter().zip(statuses) {
         if !matches!(status, Some(StepStatus::Cached)) {
@@ -308,9 +309,10 @@ fn publish_cached(plan: &Plan, cache: &Cache, statuses: &[Option<StepStatus>], v
     }
     if uploaded > 0 && verbosity > Verbosity::Quiet {
         eprintln!(
-            "published {uploaded} cached steps the remote lacked to {} ({})",
+            "published {uploaded} cached steps the remote lacked to {} ({} in {:.1}s)",
             remote.location(),
-            super::estimate::human_bytes(bytes)
+            super::estimate::human_bytes(bytes),
+            started.elapsed().as_secs_f64()
         );
     }
 }

@@ -24,6 +24,7 @@
 //! A step that took another's payload by content key (`reuse`) publishes a
 //! record naming that step's upload instead of uploading the bytes again.
 
+mod aws_profile;
 pub mod gc;
 pub mod lease;
 mod store;
@@ -115,12 +116,7 @@ impl Remote {
                 let url = url::Url::parse(location).map_err(|e| problem(format!("not a URL: {e}")))?;
                 let (_, prefix) = object_store::ObjectStoreScheme::parse(&url).map_err(|e| problem(e.to_string()))?;
                 let inner: Arc<dyn object_store::ObjectStore> = match scheme {
-                    "s3" | "s3a" => Arc::new(
-                        object_store::aws::AmazonS3Builder::from_env()
-                            .with_url(location)
-                            .build()
-                            .map_err(|e| problem(e.to_string()))?,
-                    ),
+                    "s3" | "s3a" => Arc::new(s3_builder(location).build().map_err(|e| problem(e.to_string()))?),
                     "gs" => Arc::new(
                         object_store::gcp::GoogleCloudStorageBuilder::from_env()
                             .with_url(location)
@@ -357,6 +353,23 @@ fn upload_id() -> String {
     let seed =
         format!("{}:{}:{}:{}", now.as_nanos(), std::process::id(), hostname(), COUNTER.fetch_add(1, Ordering::Relaxed));
     format!("{}-{}", now.as_secs(), &super::files::sha256_hex(seed.as_bytes())[..16])
+}
+
+/// The S3 client's settings: the `AWS_*` environment, then what the shared
+/// config files (`~/.aws/credentials`, `~/.aws/config`) give that it lacks.
+fn s3_builder(location: &str) -> object_store::aws::AmazonS3Builder {
+    let mut builder = object_store::aws::AmazonS3Builder::from_env().with_url(location);
+    let profile = aws_profile::from_files(&|name| std::env::var(name).ok());
+    if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key) {
+        builder = builder.with_access_key_id(id).with_secret_access_key(secret);
+        if let Some(token) = profile.session_token {
+            builder = builder.with_token(token);
+        }
+    }
+    if let Some(region) = profile.region {
+        builder = builder.with_region(region);
+    }
+    builder
 }
 
 /// This machine's name, for leases and upload ids (empty when unknown).

@@ -78,13 +78,13 @@ impl Remote {
                 self.store.delete(record).map_err(|e| self.error(e))?;
             }
         }
-        let named: HashSet<&String> = kept_payloads.iter().collect();
+        let doomed_payloads: HashSet<&String> = doomed.iter().map(|(_, p)| &p.payload).collect();
         let grace = ORPHAN_GRACE.as_secs();
         for (folder, (objects, bytes)) in &uploads {
-            if named.contains(folder) {
+            if kept_payloads.contains(folder) {
                 continue;
             }
-            let removed_with_record = doomed.iter().any(|(_, p)| &p.payload == folder);
+            let removed_with_record = doomed_payloads.contains(folder);
             let old = upload_started(folder).is_some_and(|at| at + grace <= options.now);
             if !removed_with_record && !old {
                 continue;

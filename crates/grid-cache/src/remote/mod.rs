@@ -277,16 +277,6 @@ impl Remote {
         }
     }
 
-    /// Publishes a step of `cache` unless the cache remembers that this
-    /// remote holds it (`Cache::known_published`): steps cached before the
-    /// remote was given, or whose push failed, go up on a later run.
-    pub fn publish_missing(&self, cache: &Cache, manifest: &Manifest) -> Result<Option<Pushed>, CacheError> {
-        if cache.known_published(manifest.kind, &manifest.key, &self.location) {
-            return Ok(None);
-        }
-        self.push(cache, manifest).map(Some)
-    }
-
     /// Removes this writer's upload (best effort: `grid gc --remote`
     /// collects what a failure here leaves).
     fn remove_upload(&self, folder: &str) {

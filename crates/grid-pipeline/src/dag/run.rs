@@ -296,14 +296,16 @@ fn publish_cached(plan: &Plan, cache: &Cache, statuses: &[Option<StepStatus>], v
     let started = std::time::Instant::now();
     let (mut uploaded, mut bytes) = (0, 0);
     for (step, status) in plan.steps.iter().zip(statuses) {
-        if !matches!(status, Some(StepStatus::Cached)) {
+        // What the cache knows the remote holds costs no lookup nor request.
+        if !matches!(status, Some(StepStatus::Cached)) || cache.known_published(step.kind, &step.key, remote.location())
+        {
             continue;
         }
         let Ok(Some(manifest)) = cache.lookup(step.kind, &step.key) else { continue };
-        match remote.publish_missing(cache, &manifest) {
-            Ok(Some(Pushed::Uploaded { bytes: b })) => (uploaded, bytes) = (uploaded + 1, bytes + b),
-            Ok(Some(Pushed::SharedPayload)) => uploaded += 1,
-            Ok(_) => {}
+        match remote.push(cache, &manifest) {
+            Ok(Pushed::Uploaded { bytes: b }) => (uploaded, bytes) = (uploaded + 1, bytes + b),
+            Ok(Pushed::SharedPayload) => uploaded += 1,
+            Ok(Pushed::AlreadyThere) => {}
             Err(e) => eprintln!("warning: {}: not published to the remote cache: {e}", step.label),
         }
     }

@@ -94,8 +94,9 @@ impl Executor for ChildProcess {
         let status = match job.cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
             Ok(Some(_)) if succeeded && found_cached => StepStatus::Cached,
-            Ok(Some(_)) if succeeded && pulled.is_some() => StepStatus::Pulled { bytes: pulled.unwrap_or_default() },
-            Ok(Some(manifest)) if succeeded => StepStatus::of_published(&manifest),
+            Ok(Some(manifest)) if succeeded => {
+                pulled.map_or_else(|| StepStatus::of_published(&manifest), |bytes| StepStatus::Pulled { bytes })
+            }
             _ => StepStatus::Failed {
                 error: last_error.unwrap_or_else(|| match exit {
                     Ok(s) => format!("worker exited with {s}"),

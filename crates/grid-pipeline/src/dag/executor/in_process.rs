@@ -56,18 +56,14 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         // The remote's lease, held until the result is published there.
         let mut _lease = None;
         if let Some(remote) = cache.remote_shared() {
-            let pulled = remote.pull(cache, step.kind, &step.key)?;
-            let pulled = match pulled {
-                Pulled::Missing => match take_lease(&remote, step.kind, &step.key, &step.label, log)? {
-                    Some(lease) => {
-                        _lease = Some(lease);
-                        Pulled::Missing
-                    }
+            let mut pulled = remote.pull(cache, step.kind, &step.key)?;
+            if pulled == Pulled::Missing {
+                _lease = take_lease(&remote, step.kind, &step.key, &step.label, log)?;
+                if _lease.is_none() {
                     // Published by the lease's holder while this one waited.
-                    None => remote.pull(cache, step.kind, &step.key)?,
-                },
-                pulled => pulled,
-            };
+                    pulled = remote.pull(cache, step.kind, &step.key)?;
+                }
+            }
             match pulled {
                 Pulled::Installed { bytes, .. } => return Ok(StepStatus::Pulled { bytes }),
                 Pulled::Missing => {}

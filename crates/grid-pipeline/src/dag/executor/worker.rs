@@ -142,11 +142,8 @@ pub fn compute_keys(
         let step = &plan.steps[index];
         // Under Slurm a task starts once its input tasks ended, however they
         // ended: a step whose inputs are not there is skipped, not failed.
-        let missing = step.inputs.iter().map(|&j| &plan.steps[j]).find(|input| {
-            let here = matches!(cache.lookup(input.kind, &input.key), Ok(Some(_)));
-            let remote = cache.remote().is_some_and(|r| matches!(r.holds(input.kind, &input.key), Ok(true)));
-            !here && !remote
-        });
+        let missing =
+            step.inputs.iter().map(|&j| &plan.steps[j]).find(|input| !cache.available(input.kind, &input.key));
         if let Some(input) = missing {
             eprintln!("skipped {}: input `{}` did not complete", step.label, input.label);
             continue;

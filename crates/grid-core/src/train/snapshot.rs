@@ -235,3 +235,42 @@ impl Snapshots {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resumed run's log is the snapshot's, read back: its floats must be
+    /// the ones written, bit for bit (serde_json's default parser is off by
+    /// one ULP on some values, 0.20688787516397286 among them).
+    #[test]
+    fn the_loop_state_reads_back_bit_for_bit() {
+        let awkward = 0.206_887_875_163_972_86;
+        let state = LoopState {
+            step: 50,
+            epoch_rng_position: u128::MAX.to_string(),
+            rng_position: "7".into(),
+            batches_done: 3,
+            best_step: 50,
+            best_accuracy: awkward,
+            log: vec![LogEntry {
+                step: 50,
+                train_loss: awkward,
+                validation_accuracy: 0.52,
+                marked_accuracy: None,
+                unmarked_accuracy: None,
+                selection: None,
+            }],
+            last_finite: Some(awkward),
+            seen: 800,
+            seconds: 1.0 / 3.0,
+            validation_seconds: 0.1,
+            shapes: vec![[16, 32]],
+        };
+        let manifest = Manifest { format: FORMAT, state: state.clone(), files: Vec::new() };
+        let text = serde_json::to_string_pretty(&manifest).unwrap();
+        let back: Manifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.state, state);
+        assert_eq!(back.state.best_accuracy.to_bits(), awkward.to_bits());
+    }
+}

@@ -250,3 +250,95 @@ fn grid_pull_brings_down_every_step_the_remote_holds() {
     let without = second.grid(&["pull", "grid.toml"]);
     assert_eq!(without.status.code(), Some(2), "a pull needs a remote");
 }
+
+/// A remote copy that fails its check is never served. When a step that
+/// runs reads it, the reader sets the record aside, computes the input
+/// itself first, and publishes a good copy, so that the next machine is
+/// served again (before, the consumer failed, and every run again).
+#[test]
+fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().to_str().unwrap();
+    let first = GridTest::tiny_after_first_run();
+    assert!(first.run_with_remote(remote).succeeded());
+    // Every shortcut model's weights on the remote: same size, other bytes.
+    let store = grid::cache::Remote::open(remote).unwrap();
+    let mut damaged = 0;
+    for (object, _) in store.list("steps/train").unwrap() {
+        let record: grid::cache::remote::Published =
+            serde_json::from_slice(&std::fs::read(remote_dir.path().join(&object)).unwrap()).unwrap();
+        if record.manifest.label.contains("/original/") {
+            continue;
+        }
+        let file = &record.manifest.files.iter().max_by_key(|f| f.bytes).unwrap().name;
+        let path = remote_dir.path().join(&record.payload).join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        damaged += 1;
+    }
+    assert_eq!(damaged, 3, "st, tic and op");
+    drop(store);
+
+    // A second machine adds a method: its cells read the shortcut models.
+    let second = GridTest::new(TINY);
+    second.write_grid(&TINY.replace(r#""gxil", "random""#, r#""gxil", "random", "gradp-l2""#));
+    let run = second.grid(&["run", "grid.toml", "--remote", remote, "-j", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("computing it here first").count(), 3, "{stderr}");
+    assert!(stderr.contains("checksum") && stderr.contains("set aside to damaged/train/"), "{stderr}");
+    let store = grid::cache::Remote::open(remote).unwrap();
+    assert_eq!(store.list("damaged").unwrap().len(), 3, "kept for a look, until gc");
+    drop(store);
+
+    // The models are on the remote again, whole: a third machine computes nothing.
+    let third = GridTest::new(TINY);
+    third.write_grid(&TINY.replace(r#""gxil", "random""#, r#""gxil", "random", "gradp-l2""#));
+    let run = third.grid(&["run", "grid.toml", "--remote", remote]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && stderr.contains(" 0 ran") && !stderr.contains("damaged"), "{stderr}");
+    assert_eq!(report_files(&third.reports().join("tiny")), report_files(&second.reports().join("tiny")));
+    // The second machine's weights are the first's: retrained under the same
+    // seed (training.json differs: it records the seconds taken).
+    let pull = third.grid(&["pull", "grid.toml", "--remote", remote]);
+    assert!(pull.status.success(), "{}", String::from_utf8_lossy(&pull.stderr));
+    let ours = Cache::open(third.cache()).unwrap().manifests(StepKind::Train).unwrap();
+    let theirs = Cache::open(first.cache()).unwrap().manifests(StepKind::Train).unwrap();
+    let files = |ms: &[grid::cache::Manifest]| {
+        let weights = |m: &grid::cache::Manifest| m.files.iter().find(|f| f.name == "model.safetensors").cloned();
+        let mut v: Vec<_> = ms.iter().map(|m| (m.key.clone(), weights(m))).collect();
+        v.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        v
+    };
+    assert_eq!(files(&ours), files(&theirs));
+}
+
+/// `--cache s3://…` (here `file://`): the store is the cache, with a
+/// working copy per URL under the user's cache folder.
+#[test]
+fn a_cache_given_as_a_url_is_the_remote_behind_a_working_copy() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", remote_dir.path().display());
+    let first = GridTest::tiny_after_first_run();
+    assert!(first.run_with_remote(remote_dir.path().to_str().unwrap()).succeeded());
+
+    let home = tempfile::tempdir().unwrap();
+    let env = [("XDG_CACHE_HOME", home.path().to_str().unwrap())];
+    let second = GridTest::new(TINY);
+    let run = second.grid_with(&["run", "grid.toml", "--cache", &url], &env);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && stderr.contains(" 0 ran"), "{stderr}");
+    assert!(!second.cache().exists(), "no local `cache/` folder");
+    let copies: Vec<_> = std::fs::read_dir(home.path().join("grid/remotes")).unwrap().flatten().collect();
+    assert_eq!(copies.len(), 1, "one working copy");
+    assert_eq!(cached_kinds(&copies[0].path()), [(StepKind::Report, 1)], "only the report came down");
+    assert_eq!(report_files(&second.reports().join("tiny")), report_files(&first.reports().join("tiny")));
+    let status = second.grid_with(&["status", "grid.toml", "--cache", &url], &env);
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+
+    let both = second.grid_with(&["plan", "grid.toml", "--cache", &url, "--remote", "/elsewhere"], &env);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("give one of them"));
+}

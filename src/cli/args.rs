@@ -139,7 +139,8 @@ pub(super) enum Command {
         /// this many days ago (`30d`), whether a grid plans them or not.
         #[arg(long, value_name = "DATE|Nd")]
         older_than: Option<String>,
-        /// Cache folder.
+        /// Cache folder, or an object store's URL (as `--remote`, with a
+        /// working copy under `~/.cache/grid/remotes/`).
         #[arg(long, default_value = "cache", env = "GRID_CACHE")]
         cache: PathBuf,
         /// Also collect this remote cache (`s3://…`, `gs://…`, `az://…`, a
@@ -273,7 +274,9 @@ pub(super) enum ExecutorChoice {
 pub(super) struct Common {
     /// The grid file (TOML).
     pub(super) grid: PathBuf,
-    /// Cache folder.
+    /// Cache folder, or an object store's URL (`s3://bucket/prefix`,
+    /// `gs://…`, `az://…`): then that store is the cache, as `--remote`, with
+    /// a working copy under `~/.cache/grid/remotes/`.
     #[arg(long, default_value = "cache", env = "GRID_CACHE")]
     pub(super) cache: PathBuf,
     /// A remote cache behind the local one, shared by machines without a

@@ -57,6 +57,9 @@ pub(super) fn gc(
         for folder in &remote.orphans {
             eprintln!("{verb} {location}/{folder} (an upload no record names, over a day old)");
         }
+        for object in &remote.set_aside {
+            eprintln!("{verb} {location}/{object} (a damaged record set aside, over a day old)");
+        }
         for object in &remote.unreadable {
             eprintln!("left {location}/{object} (not a step record grid can read)");
         }

@@ -11,6 +11,7 @@ mod bench;
 mod compute;
 mod crowd;
 mod gc;
+mod location;
 mod run;
 
 use std::process::ExitCode;
@@ -62,7 +63,8 @@ fn runtime<E: Into<anyhow::Error>>(e: E) -> Failure {
     Failure::Runtime(e.into())
 }
 
-fn dispatch(command: Command) -> Result<ExitCode, Failure> {
+fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
+    location::resolve(&mut command).map_err(usage)?;
     match command {
         Command::Bench { common, gemm: true, only, json, internal_batch_size, tokens, python, .. } => {
             let options = crate::bench::gemm::GemmOptions {
@@ -143,7 +145,7 @@ fn dispatch(command: Command) -> Result<ExitCode, Failure> {
             }
             let pulled = dag::pull::pull_all(&plan, &cache).map_err(runtime)?;
             for (label, why) in &pulled.damaged {
-                eprintln!("warning: {label}: the remote copy is damaged ({why}); not pulled");
+                eprintln!("warning: {label}: the remote copy is damaged ({why}); not pulled: a run computes it");
             }
             let location = cache.remote().map(|r| r.location().to_string()).unwrap_or_default();
             eprintln!(

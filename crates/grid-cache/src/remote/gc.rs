@@ -26,6 +26,9 @@ pub struct RemoteGcSummary {
     pub orphans: Vec<String>,
     /// Records that are not step records (left alone).
     pub unreadable: Vec<String>,
+    /// Damaged records readers set aside (`damaged/…`), removed once older
+    /// than the grace.
+    pub set_aside: Vec<String>,
 }
 
 /// Which records go: those not in `keep` (when given) or finished before
@@ -99,6 +102,15 @@ impl Remote {
                 }
             }
         }
+        for (object, bytes) in self.list("damaged")? {
+            if set_aside_at(&object).is_some_and(|at| at + grace <= options.now) {
+                summary.set_aside.push(object.clone());
+                summary.removed_bytes += bytes;
+                if !options.dry_run {
+                    self.store.delete(&object).map_err(|e| self.error(e))?;
+                }
+            }
+        }
         Ok(summary)
     }
 
@@ -134,6 +146,12 @@ fn upload_started(folder: &str) -> Option<u64> {
     folder.rsplit('/').next()?.split('-').next()?.parse().ok()
 }
 
+/// When a damaged record was set aside: `damaged/<kind>/<xx>/<key>.<secs>-<hash>.json`.
+fn set_aside_at(object: &str) -> Option<u64> {
+    let name = object.rsplit('/').next()?.strip_suffix(".json")?;
+    name.split_once('.')?.1.split('-').next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
@@ -166,6 +184,12 @@ mod tests {
         fs::create_dir_all(&young).unwrap();
         fs::write(young.join("scores.json"), "[8]").unwrap();
 
+        // Damaged records readers set aside, one a day and a minute old.
+        let aside = remote_dir.join("damaged/score/ab");
+        fs::create_dir_all(&aside).unwrap();
+        fs::write(aside.join(format!("{}.1000-0123abcd.json", "ab".repeat(32))), "{}").unwrap();
+        fs::write(aside.join(format!("{}.90000-0123abcd.json", "ab".repeat(32))), "{}").unwrap();
+
         let keep = HashSet::from([kept.clone()]);
         let now = 1000 + 24 * 3600 + 60;
         let options = RemoteGcOptions { keep: Some(&keep), older_than: None, dry_run: true, now };
@@ -174,7 +198,9 @@ mod tests {
         assert_eq!(dry.kept, 1);
         assert_eq!(dry.orphans.len(), 1, "{:?}", dry.orphans);
         assert!(dry.orphans[0].ends_with("1000-deadbeef"));
-        assert_eq!(dry.removed_bytes, 3 + 3);
+        assert_eq!(dry.set_aside.len(), 1, "{:?}", dry.set_aside);
+        assert!(dry.set_aside[0].contains(".1000-"));
+        assert_eq!(dry.removed_bytes, 3 + 3 + 2);
         assert!(remote.holds(StepKind::Score, &dropped).unwrap(), "a dry run removes nothing");
 
         let done = remote.collect(RemoteGcOptions { dry_run: false, ..options }).unwrap();
@@ -184,6 +210,8 @@ mod tests {
         let left: Vec<String> = remote.list("payloads").unwrap().into_iter().map(|(o, _)| o).collect();
         assert_eq!(left.len(), 2, "the kept step's payload and the young upload: {left:?}");
         assert!(left.iter().any(|o| o.contains("90000-feedface")));
+        let aside_left: Vec<String> = remote.list("damaged").unwrap().into_iter().map(|(o, _)| o).collect();
+        assert_eq!(aside_left.len(), 1, "the young set-aside record stays: {aside_left:?}");
         // What is kept is still served whole.
         let other = Cache::open(dir.path().join("other")).unwrap();
         assert!(matches!(remote.pull(&other, StepKind::Score, &kept).unwrap(), super::super::Pulled::Installed { .. }));
@@ -199,5 +227,7 @@ mod tests {
         assert_eq!(record_key(&format!("steps/nonsense/ef/{key}.json")), None);
         assert_eq!(record_key("steps/train/ef/short.json"), None);
         assert_eq!(upload_started("payloads/train/ef/k/1764382000-0123abcd"), Some(1_764_382_000));
+        assert_eq!(set_aside_at(&format!("damaged/train/ef/{key}.1764382000-0123abcd.json")), Some(1_764_382_000));
+        assert_eq!(set_aside_at(&format!("damaged/train/ef/{key}.json")), None);
     }
 }

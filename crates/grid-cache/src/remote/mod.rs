@@ -23,6 +23,13 @@
 //!
 //! A step that took another's payload by content key (`reuse`) publishes a
 //! record naming that step's upload instead of uploading the bytes again.
+//!
+//! A record that fails its check (it does not parse, names another step, or
+//! its payload is missing or differs from its manifest) is set aside to
+//! `damaged/<kind>/<key[0..2]>/<key>.<id>.json` by the reader that finds it,
+//! so that the step counts as missing everywhere and the next machine to
+//! compute it publishes a good copy; `grid gc --remote` removes set-aside
+//! records after a day.
 
 mod aws_profile;
 pub mod gc;
@@ -62,8 +69,10 @@ pub enum Pulled {
     Installed { manifest: Box<Manifest>, bytes: u64 },
     /// The remote does not hold the step.
     Missing,
-    /// The remote's copy failed its check; nothing was installed.
-    Damaged(String),
+    /// The remote's copy failed its check; nothing was installed, and the
+    /// record was moved to `set_aside` (`None`: another reader moved it, or
+    /// a writer replaced it, meanwhile).
+    Damaged { why: String, set_aside: Option<String> },
 }
 
 /// How a push went.
@@ -160,23 +169,47 @@ impl Remote {
     /// What the remote holds for the step: its record, read and checked
     /// against the step (its payload is checked when pulled).
     pub fn entry(&self, kind: StepKind, key: &StepKey) -> Result<RemoteEntry, CacheError> {
+        Ok(self.read_record(kind, key)?.map_or(RemoteEntry::Missing, |(entry, _)| entry))
+    }
+
+    /// The step's record as [`entry`](Self::entry) judges it, with its bytes
+    /// (`None`: there is none).
+    fn read_record(&self, kind: StepKind, key: &StepKey) -> Result<Option<(RemoteEntry, Vec<u8>)>, CacheError> {
         let path = Self::record_path(kind, key);
         let Some(bytes) = self.store.get(&path).map_err(|e| self.error(e))? else {
-            return Ok(RemoteEntry::Missing);
+            return Ok(None);
         };
-        let published: Published = match serde_json::from_slice(&bytes) {
-            Ok(published) => published,
-            Err(e) => return Ok(RemoteEntry::Damaged(format!("{path}: not a step record: {e}"))),
+        let entry = match serde_json::from_slice::<Published>(&bytes) {
+            Err(e) => RemoteEntry::Damaged(format!("{path}: not a step record: {e}")),
+            Ok(published) => {
+                let manifest = &published.manifest;
+                if manifest.kind != kind || &manifest.key != key {
+                    let found = format!("{} {}", manifest.kind.name(), manifest.key.short());
+                    RemoteEntry::Damaged(format!("{path}: belongs to {found}"))
+                } else if let Some(file) = manifest.files.iter().find(|f| !is_plain_name(&f.name)) {
+                    RemoteEntry::Damaged(format!("{path}: names a payload file `{}`", file.name))
+                } else {
+                    RemoteEntry::Published(Box::new(published))
+                }
+            }
         };
-        let manifest = &published.manifest;
-        if manifest.kind != kind || &manifest.key != key {
-            let found = format!("{} {}", manifest.kind.name(), manifest.key.short());
-            return Ok(RemoteEntry::Damaged(format!("{path}: belongs to {found}")));
+        Ok(Some((entry, bytes)))
+    }
+
+    /// Moves the step's record to `damaged/…` if it is still `found` (the
+    /// bytes judged damaged), so that no reader tries it again and a writer
+    /// can publish the step afresh; where it went, or `None` when the record
+    /// changed or went meanwhile. The payload it named is left to
+    /// `grid gc --remote`, as an upload no record names.
+    fn set_aside(&self, kind: StepKind, key: &StepKey, found: &[u8]) -> Result<Option<String>, CacheError> {
+        let path = Self::record_path(kind, key);
+        if self.store.get(&path).map_err(|e| self.error(e))?.as_deref() != Some(found) {
+            return Ok(None);
         }
-        if let Some(file) = manifest.files.iter().find(|f| !is_plain_name(&f.name)) {
-            return Ok(RemoteEntry::Damaged(format!("{path}: names a payload file `{}`", file.name)));
-        }
-        Ok(RemoteEntry::Published(Box::new(published)))
+        let aside = format!("damaged/{}/{}/{}.{}.json", kind.name(), &key.as_str()[..2], key.as_str(), upload_id());
+        self.store.put(&aside, found.to_vec()).map_err(|e| self.error(e))?;
+        self.store.delete(&path).map_err(|e| self.error(e))?;
+        Ok(Some(aside))
     }
 
     /// Whether the remote holds a record for the step.
@@ -186,11 +219,15 @@ impl Remote {
 
     /// Downloads the step into `cache` (which must not hold it; the caller
     /// holds the step's lock) and installs it there once every file checks out.
+    /// A copy that fails its check is set aside (see the module's notes).
     pub fn pull(&self, cache: &Cache, kind: StepKind, key: &StepKey) -> Result<Pulled, CacheError> {
-        let published = match self.entry(kind, key)? {
-            RemoteEntry::Missing => return Ok(Pulled::Missing),
-            RemoteEntry::Damaged(why) => return Ok(Pulled::Damaged(why)),
-            RemoteEntry::Published(published) => published,
+        let damaged = |why: String, found: &[u8]| -> Result<Pulled, CacheError> {
+            Ok(Pulled::Damaged { why, set_aside: self.set_aside(kind, key, found)? })
+        };
+        let (published, found) = match self.read_record(kind, key)? {
+            None | Some((RemoteEntry::Missing, _)) => return Ok(Pulled::Missing),
+            Some((RemoteEntry::Damaged(why), found)) => return damaged(why, &found),
+            Some((RemoteEntry::Published(published), found)) => (published, found),
         };
         let staging = cache.begin(kind, key)?;
         let mut bytes = 0;
@@ -201,9 +238,9 @@ impl Remote {
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&staging.dir);
                     return match e {
-                        StoreError::Mismatch(why) => Ok(Pulled::Damaged(why)),
+                        StoreError::Mismatch(why) => damaged(why, &found),
                         StoreError::Store(object_store::Error::NotFound { .. }) => {
-                            Ok(Pulled::Damaged(format!("{object}: listed in the record but missing")))
+                            damaged(format!("{object}: listed in the record but missing"), &found)
                         }
                         e => Err(self.error(e)),
                     };
@@ -220,9 +257,16 @@ impl Remote {
     pub fn push(&self, cache: &Cache, manifest: &Manifest) -> Result<Pushed, CacheError> {
         let (kind, key) = (manifest.kind, &manifest.key);
         let record = Self::record_path(kind, key);
-        if !matches!(self.entry(kind, key)?, RemoteEntry::Missing) {
-            cache.mark_published(kind, key, &self.location);
-            return Ok(Pushed::AlreadyThere);
+        match self.read_record(kind, key)? {
+            None | Some((RemoteEntry::Missing, _)) => {}
+            // A record no reader can use gives way to this one.
+            Some((RemoteEntry::Damaged(_), found)) => {
+                self.set_aside(kind, key, &found)?;
+            }
+            Some((RemoteEntry::Published(_), _)) => {
+                cache.mark_published(kind, key, &self.location);
+                return Ok(Pushed::AlreadyThere);
+            }
         }
         // One copy per content: a reused payload is named, not uploaded.
         let shared = match &manifest.reused_from {

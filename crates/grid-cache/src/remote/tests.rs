@@ -1,4 +1,5 @@
 use std::fs;
+use std::path::Path;
 
 use super::*;
 use crate::{InputRef, StepKey};
@@ -62,33 +63,72 @@ fn a_missing_step_is_missing_and_a_payload_without_record_is_never_served() {
 }
 
 #[test]
-fn a_damaged_remote_copy_is_refused_and_nothing_is_installed() {
+fn a_damaged_remote_copy_is_refused_set_aside_and_replaced_by_the_next_push() {
     let dir = tempfile::tempdir().unwrap();
     let remote_dir = dir.path().join("remote");
     let remote = Remote::folder(&remote_dir).unwrap();
     let first = Cache::open(dir.path().join("a")).unwrap();
     let manifest = publish(&first, serde_json::json!({"x": 3}), &[("model.bin", "weights")]);
-    remote.push(&first, &manifest).unwrap();
-    let uploaded = objects(&remote).into_iter().find(|o| o.ends_with("model.bin")).unwrap();
-
     let second = Cache::open(dir.path().join("b")).unwrap();
-    // Same size, other bytes: only the checksum can tell.
-    fs::write(remote_dir.join(&uploaded), "weighty").unwrap();
-    match remote.pull(&second, StepKind::Train, &manifest.key).unwrap() {
-        Pulled::Damaged(why) => assert!(why.contains("checksum"), "{why}"),
-        other => panic!("served a damaged copy: {other:?}"),
+    let key = &manifest.key;
+    let uploaded = |remote: &Remote| -> String {
+        objects(remote).into_iter().find(|o| o.starts_with("payloads/") && o.ends_with("model.bin")).unwrap()
+    };
+    // Same size, other bytes (only the checksum can tell); truncated; gone.
+    type Damage<'a> = (&'a str, &'a dyn Fn(&Path));
+    let damages: [Damage; 3] = [
+        ("checksum", &|file| fs::write(file, "weighty").unwrap()),
+        ("3 bytes, published with 7", &|file| fs::write(file, "wei").unwrap()),
+        ("listed in the record but missing", &|file| fs::remove_file(file).unwrap()),
+    ];
+    for (n, (expected, damage)) in damages.iter().enumerate() {
+        // The first machine publishes (again: the damaged record is out of the way).
+        assert!(matches!(remote.push(&first, &manifest).unwrap(), Pushed::Uploaded { .. }), "{expected}");
+        let payload = uploaded(&remote);
+        damage(&remote_dir.join(&payload));
+        match remote.pull(&second, StepKind::Train, key).unwrap() {
+            Pulled::Damaged { why, set_aside: Some(aside) } => {
+                assert!(why.contains(expected), "{why}");
+                assert!(
+                    aside.starts_with(&format!("damaged/train/{}/{}.", &key.as_str()[..2], key.as_str())),
+                    "{aside}"
+                );
+            }
+            other => panic!("served a damaged copy: {other:?}"),
+        }
+        assert!(second.lookup(StepKind::Train, key).unwrap().is_none());
+        assert!(!second.has_leftover(StepKind::Train, key), "the staging folder is removed");
+        // Set aside: the step is missing for everyone, the record kept for a look.
+        assert_eq!(remote.entry(StepKind::Train, key).unwrap(), RemoteEntry::Missing);
+        assert_eq!(remote.list("damaged").unwrap().len(), n + 1);
+        assert_eq!(remote.pull(&second, StepKind::Train, key).unwrap(), Pulled::Missing);
+        // Its payload is an upload no record names, for gc; cleared here so
+        // that the next round finds one.
+        for (object, _) in remote.list("payloads").unwrap() {
+            fs::remove_file(remote_dir.join(object)).unwrap();
+        }
     }
-    // Truncated.
-    fs::write(remote_dir.join(&uploaded), "wei").unwrap();
-    match remote.pull(&second, StepKind::Train, &manifest.key).unwrap() {
-        Pulled::Damaged(why) => assert!(why.contains("3 bytes, published with 7"), "{why}"),
-        other => panic!("served a truncated copy: {other:?}"),
-    }
-    // Gone.
-    fs::remove_file(remote_dir.join(&uploaded)).unwrap();
-    assert!(matches!(remote.pull(&second, StepKind::Train, &manifest.key).unwrap(), Pulled::Damaged(_)));
-    assert!(second.lookup(StepKind::Train, &manifest.key).unwrap().is_none());
-    assert!(!second.has_leftover(StepKind::Train, &manifest.key), "the staging folder is removed");
+    // A good copy again is served.
+    remote.push(&first, &manifest).unwrap();
+    assert!(matches!(remote.pull(&second, StepKind::Train, key).unwrap(), Pulled::Installed { .. }));
+}
+
+#[test]
+fn a_record_that_does_not_parse_gives_way_to_a_push() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_dir = dir.path().join("remote");
+    let remote = Remote::folder(&remote_dir).unwrap();
+    let cache = Cache::open(dir.path().join("a")).unwrap();
+    let manifest = publish(&cache, serde_json::json!({"x": 6}), &[("model.bin", "w")]);
+    let record = remote_dir.join(Remote::record_path(StepKind::Train, &manifest.key));
+    fs::create_dir_all(record.parent().unwrap()).unwrap();
+    fs::write(&record, "{ half a rec").unwrap();
+    assert!(matches!(remote.entry(StepKind::Train, &manifest.key).unwrap(), RemoteEntry::Damaged(_)));
+    assert_eq!(remote.push(&cache, &manifest).unwrap(), Pushed::Uploaded { bytes: 1 });
+    assert!(remote.holds(StepKind::Train, &manifest.key).unwrap());
+    let aside = remote.list("damaged").unwrap();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(fs::read_to_string(remote_dir.join(&aside[0].0)).unwrap(), "{ half a rec");
 }
 
 #[test]

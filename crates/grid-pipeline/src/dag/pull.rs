@@ -42,7 +42,10 @@ pub fn pull_all(plan: &Plan, cache: &Cache) -> Result<PullSummary, CacheError> {
                 summary.bytes += bytes;
             }
             Pulled::Missing => summary.missing.push(step.label.clone()),
-            Pulled::Damaged(why) => summary.damaged.push((step.label.clone(), why)),
+            Pulled::Damaged { why, set_aside } => {
+                let aside = set_aside.map(|object| format!("; set aside to {object}")).unwrap_or_default();
+                summary.damaged.push((step.label.clone(), format!("{why}{aside}")))
+            }
         }
     }
     summary.seconds = started.elapsed().as_secs_f64();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Plan;
+use super::executor::in_process::InputPull;
 use super::executor::{ChildProcess, Executors, Finished, InProcess, Job, StepCommand};
 use super::schedule::{Limits, Schedule};
 use crate::backend::Compute;
@@ -349,8 +350,14 @@ pub fn outcome(
         // A report the remote holds comes down to be shown.
         let step = &plan.steps[report];
         if cache.lookup(step.kind, &step.key)?.is_none() {
-            crate::dag::executor::in_process::pull_input(cache, step.kind, &step.key, &step.label)
-                .map_err(|e| CacheError::Remote { location: remote_location(cache), problem: e.to_string() })?;
+            let problem = |problem: String| CacheError::Remote { location: remote_location(cache), problem };
+            match crate::dag::executor::in_process::pull_input(cache, step.kind, &step.key, &step.label) {
+                Ok(InputPull::Present) => {}
+                Ok(InputPull::Damaged(why)) => {
+                    return Err(problem(format!("the report: {why}; run again to compute it")));
+                }
+                Err(e) => return Err(problem(e.to_string())),
+            }
         }
         let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
         outcome.console = std::fs::read_to_string(dir.join(steps::report::CONSOLE)).ok();

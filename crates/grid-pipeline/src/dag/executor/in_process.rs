@@ -37,7 +37,9 @@ impl Executor for InProcess {
 /// Locks step `job.index`, re-checks the cache (another process may have
 /// computed it meanwhile; a damaged entry is set aside), pulls it from the
 /// remote cache when that holds it, else computes it into a staging folder
-/// and publishes it (to the remote too). What `grid step --key` runs.
+/// and publishes it (to the remote too). An input the remote held but
+/// cannot serve (its copy damaged) is computed first, the same way. What
+/// `grid step --key` runs.
 pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
     let Job { plan, cache, index, progress, log } = *job;
     let step = &plan.steps[index];
@@ -49,7 +51,6 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             Entry::Damaged(damage) => {
                 let aside = cache.set_aside(step.kind, &step.key)?;
                 let moved = aside.map(|p| format!("; moved to {}", p.display())).unwrap_or_default();
-                log(format!("cached result damaged ({damage}){moved}; computing it again"));
                 eprintln!("warning: {}: cached result damaged ({damage}){moved}; computing it again", step.label);
             }
         }
@@ -67,17 +68,25 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             match pulled {
                 Pulled::Installed { bytes, .. } => return Ok(StepStatus::Pulled { bytes }),
                 Pulled::Missing => {}
-                Pulled::Damaged(why) => {
-                    log(format!("the remote copy is damaged ({why}); computing it here"));
-                    eprintln!("warning: {}: the remote copy is damaged ({why}); computing it here", step.label);
+                Pulled::Damaged { why, set_aside } => {
+                    let line = format!("the remote copy is damaged ({why}){}; computing it here", aside(&set_aside));
+                    eprintln!("warning: {}: {line}", step.label);
                 }
             }
         }
-        // Inputs the remote holds come down now, and only these.
+        // Inputs the remote holds come down now, and only these. One whose
+        // remote copy turns out damaged is computed here first.
         for &j in &step.inputs {
             let input = &plan.steps[j];
-            if cache.lookup(input.kind, &input.key)?.is_none() {
-                pull_input(cache, input.kind, &input.key, &input.label)?;
+            if cache.lookup(input.kind, &input.key)?.is_some() {
+                continue;
+            }
+            if let InputPull::Damaged(why) = pull_input(cache, input.kind, &input.key, &input.label)? {
+                let line = format!("input `{}`: {why}; computing it here first", input.label);
+                eprintln!("warning: {}: {line}", step.label);
+                if let StepStatus::Failed { error } = compute_step(&Job { index: j, ..*job }, compute) {
+                    anyhow::bail!("input `{}`: {error}", input.label);
+                }
             }
         }
         let started = Instant::now();
@@ -137,26 +146,38 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
     attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
 }
 
+/// How [`pull_input`] went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputPull {
+    /// The input is in the local cache.
+    Present,
+    /// The remote's copy failed its check (and was set aside): the input
+    /// must be computed. Why, for messages.
+    Damaged(String),
+}
+
 /// Brings an input the local cache lacks down from the remote, under the
-/// input's lock; an error when the remote cannot serve it either.
-pub fn pull_input(cache: &Cache, kind: StepKind, key: &StepKey, label: &str) -> anyhow::Result<()> {
+/// input's lock; an error when the remote does not hold it.
+pub fn pull_input(cache: &Cache, kind: StepKind, key: &StepKey, label: &str) -> anyhow::Result<InputPull> {
     let _lock = cache.lock(kind, key)?;
     if cache.lookup(kind, key)?.is_some() {
-        return Ok(());
+        return Ok(InputPull::Present);
     }
     let Some(remote) = cache.remote() else {
         anyhow::bail!("input `{label}` is not in the cache");
     };
     match remote.pull(cache, kind, key)? {
-        Pulled::Installed { .. } => Ok(()),
+        Pulled::Installed { .. } => Ok(InputPull::Present),
         Pulled::Missing => anyhow::bail!("input `{label}` is neither in the cache nor on {}", remote.location()),
-        Pulled::Damaged(why) => {
-            anyhow::bail!(
-                "input `{label}` is not in the cache, and the copy on {} is damaged: {why}",
-                remote.location()
-            )
+        Pulled::Damaged { why, set_aside } => {
+            Ok(InputPull::Damaged(format!("the copy on {} is damaged ({why}){}", remote.location(), aside(&set_aside))))
         }
     }
+}
+
+/// `; set aside to <object>` for a damaged record moved out of the way.
+fn aside(set_aside: &Option<String>) -> String {
+    set_aside.as_ref().map(|object| format!("; set aside to {object}")).unwrap_or_default()
 }
 
 /// The remote's lease on a step, waiting while another machine's is live;
@@ -180,7 +201,6 @@ fn take_lease(
                 remote.location(),
                 expired_ms_ago as f64 / 1000.0
             );
-            log(line.clone());
             eprintln!("note: {label}: {line}");
             Some(lease)
         }

@@ -93,6 +93,9 @@ pub struct Remote {
     /// The location as the user gave it, without credentials: for messages.
     location: String,
     store: Store,
+    /// Answers [`prefetch`](Remote::prefetch) read ahead for
+    /// [`entry`](Remote::entry), each served once.
+    prefetched: std::sync::Mutex<std::collections::HashMap<(StepKind, StepKey), RemoteEntry>>,
 }
 
 impl Remote {
@@ -144,7 +147,7 @@ impl Remote {
             }
         };
         let store = Store::new(inner, prefix).map_err(|e| problem(format!("cannot start its I/O threads: {e}")))?;
-        Ok(Remote { location: without_credentials(location), store })
+        Ok(Remote { location: without_credentials(location), store, prefetched: Default::default() })
     }
 
     /// A folder as a remote.
@@ -169,7 +172,31 @@ impl Remote {
     /// What the remote holds for the step: its record, read and checked
     /// against the step (its payload is checked when pulled).
     pub fn entry(&self, kind: StepKind, key: &StepKey) -> Result<RemoteEntry, CacheError> {
-        Ok(self.read_record(kind, key)?.map_or(RemoteEntry::Missing, |(entry, _)| entry))
+        let ahead = self.prefetched.lock().ok().and_then(|mut read| read.remove(&(kind, key.clone())));
+        match ahead {
+            Some(entry) => Ok(entry),
+            None => Ok(self.read_record(kind, key)?.map_or(RemoteEntry::Missing, |(entry, _)| entry)),
+        }
+    }
+
+    /// Reads the records of `steps` at once (their requests overlapping), so
+    /// that the next [`entry`](Self::entry) of each answers without a round
+    /// trip: what a run's start, `plan`, `status` and an estimate ask of every
+    /// step the local cache lacks. Each answer serves once; pulls and pushes
+    /// always read afresh. A record that cannot be read now is asked again
+    /// when its entry is.
+    pub fn prefetch(&self, steps: &[(StepKind, &StepKey)]) {
+        let paths: Vec<String> = steps.iter().map(|(kind, key)| Self::record_path(*kind, key)).collect();
+        let read = self.store.get_many(&paths);
+        let Ok(mut prefetched) = self.prefetched.lock() else { return };
+        for ((path, (kind, key)), bytes) in paths.iter().zip(steps).zip(read) {
+            let entry = match bytes {
+                Ok(Some(bytes)) => Self::judge(*kind, key, path, &bytes),
+                Ok(None) => RemoteEntry::Missing,
+                Err(_) => continue,
+            };
+            prefetched.insert((*kind, (*key).clone()), entry);
+        }
     }
 
     /// The step's record as [`entry`](Self::entry) judges it, with its bytes
@@ -179,7 +206,12 @@ impl Remote {
         let Some(bytes) = self.store.get(&path).map_err(|e| self.error(e))? else {
             return Ok(None);
         };
-        let entry = match serde_json::from_slice::<Published>(&bytes) {
+        Ok(Some((Self::judge(kind, key, &path, &bytes), bytes)))
+    }
+
+    /// A record's bytes, checked against the step it should be.
+    fn judge(kind: StepKind, key: &StepKey, path: &str, bytes: &[u8]) -> RemoteEntry {
+        match serde_json::from_slice::<Published>(bytes) {
             Err(e) => RemoteEntry::Damaged(format!("{path}: not a step record: {e}")),
             Ok(published) => {
                 let manifest = &published.manifest;
@@ -192,8 +224,7 @@ impl Remote {
                     RemoteEntry::Published(Box::new(published))
                 }
             }
-        };
-        Ok(Some((entry, bytes)))
+        }
     }
 
     /// Moves the step's record to `damaged/…` if it is still `found` (the
@@ -343,6 +374,15 @@ impl Cache {
     pub fn available(&self, kind: StepKind, key: &StepKey) -> bool {
         matches!(self.lookup(kind, key), Ok(Some(_)))
             || self.remote().is_some_and(|remote| matches!(remote.holds(kind, key), Ok(true)))
+    }
+
+    /// Reads ahead the remote's records of those of `steps` this cache
+    /// lacks (see [`Remote::prefetch`]); nothing without a remote.
+    pub fn prefetch_remote(&self, steps: &[(StepKind, &StepKey)]) {
+        let Some(remote) = self.remote() else { return };
+        let lacking: Vec<(StepKind, &StepKey)> =
+            steps.iter().copied().filter(|(kind, key)| !matches!(self.lookup(*kind, key), Ok(Some(_)))).collect();
+        remote.prefetch(&lacking);
     }
 
     /// `cache/<kind>/<key[0..2]>/<key>.published`: the remotes known to hold

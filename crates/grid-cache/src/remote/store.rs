@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 /// Files up to this size go up in one request; larger ones in parts of it.
 const PART_BYTES: usize = 16 << 20;
 
+/// Requests in flight when many small objects are read at once.
+const GETS_IN_FLIGHT: usize = 32;
+
 /// What went wrong talking to the store, or with what it returned.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -74,6 +77,25 @@ impl Store {
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e.into()),
             }
+        })
+    }
+
+    /// Several objects' bytes, in the order asked, with up to
+    /// [`GETS_IN_FLIGHT`] requests at once: a grid's records are many small
+    /// objects, and one at a time each costs a round trip.
+    pub fn get_many(&self, relatives: &[String]) -> Vec<Result<Option<Vec<u8>>, StoreError>> {
+        let paths: Vec<ObjectPath> = relatives.iter().map(|r| self.path(r)).collect();
+        self.runtime.block_on(async {
+            futures_util::stream::iter(paths.iter().map(|path| async move {
+                match self.inner.get(path).await {
+                    Ok(found) => Ok(Some(found.bytes().await?.to_vec())),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e.into()),
+                }
+            }))
+            .buffered(GETS_IN_FLIGHT)
+            .collect()
+            .await
         })
     }
 

@@ -205,3 +205,26 @@ fn locations_are_shown_without_credentials_and_unknown_schemes_are_refused() {
     let error = Remote::open("ftp://host/x").unwrap_err().to_string();
     assert!(error.contains("unknown scheme `ftp://`"), "{error}");
 }
+
+#[test]
+fn prefetched_records_answer_once_and_then_the_remote_is_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_dir = dir.path().join("remote");
+    let remote = Remote::folder(&remote_dir).unwrap();
+    let cache = Cache::open(dir.path().join("a")).unwrap();
+    let held = publish(&cache, serde_json::json!({"x": 7}), &[("model.bin", "w")]);
+    remote.push(&cache, &held).unwrap();
+    let absent = StepKey::compute(StepKind::Train, &serde_json::json!({"x": 8}), &[]);
+    remote.prefetch(&[(StepKind::Train, &held.key), (StepKind::Train, &absent)]);
+    // The record goes after the read-ahead: the first answer is the one read
+    // ahead, the next is the remote's own.
+    fs::remove_file(remote_dir.join(Remote::record_path(StepKind::Train, &held.key))).unwrap();
+    assert!(matches!(remote.entry(StepKind::Train, &held.key).unwrap(), RemoteEntry::Published(_)));
+    assert_eq!(remote.entry(StepKind::Train, &held.key).unwrap(), RemoteEntry::Missing);
+    assert_eq!(remote.entry(StepKind::Train, &absent).unwrap(), RemoteEntry::Missing);
+    // A cache reads ahead only what it lacks.
+    let with_remote = Cache::open(dir.path().join("a")).unwrap().with_remote(Remote::folder(&remote_dir).unwrap());
+    with_remote.prefetch_remote(&[(StepKind::Train, &held.key), (StepKind::Train, &absent)]);
+    let read_ahead = with_remote.remote().unwrap().prefetched.lock().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(read_ahead, [(StepKind::Train, absent)]);
+}

@@ -90,3 +90,43 @@ fn a_failing_task_cancels_its_dependents_stops_its_branch_only_and_is_reported()
         assert!(line.contains("/bad") || line.contains("report/tiny"), "{line}");
     }
 }
+
+/// Two clusters and one bucket (here a folder): cluster A computes the grid
+/// locally and publishes it; cluster B, with an empty cache, adds a method
+/// and runs under Slurm. Its tasks pull the trained models they read from
+/// the remote and publish their cells to it; nothing trains on B.
+#[test]
+#[ignore = "needs a running Slurm cluster (SLURM_CONF); .ci/run starts one"]
+fn slurm_tasks_pull_their_inputs_from_the_remote_and_publish_to_it() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = remote_dir.path().to_str().unwrap();
+    let a = GridTest::new(&small_grid());
+    let run = a.grid(&["run", "grid.toml", "--remote", remote, "-q"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let records = || grid::cache::Remote::open(remote).unwrap().list("steps").unwrap().len();
+    let published = records();
+
+    let b = GridTest::new(&small_grid().replace(r#"["gxil", "random"]"#, r#"["gxil", "random", "gradl-l1"]"#));
+    let run = b.grid(&["run", "grid.toml", "--executor", "slurm", "--wait", "--remote", remote]);
+    let said = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{said}");
+    // One attribution, its scores (precision and rank), and the report.
+    assert_eq!(records(), published + 4, "{said}");
+    // The models B's tasks read are A's, pulled (same finish time, same
+    // bytes), not trained again.
+    let trains = |t: &GridTest| {
+        let cache = grid::cache::Cache::open(t.cache()).unwrap();
+        let mut m: Vec<_> = cache
+            .manifests(grid::cache::StepKind::Train)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.key.clone(), m.finished_at, m.files.clone()))
+            .collect();
+        m.sort_by(|x, y| x.0.as_str().cmp(y.0.as_str()));
+        m
+    };
+    let (on_b, on_a) = (trains(&b), trains(&a));
+    assert!(!on_b.is_empty(), "the new cells read a model");
+    assert!(on_b.iter().all(|m| on_a.contains(m)), "a model was trained on B: {on_b:?}");
+    assert!(files(&b.reports().join("tiny")).iter().any(|(name, _)| name.ends_with(".csv")), "{said}");
+}

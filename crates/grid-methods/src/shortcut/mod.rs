@@ -1,6 +1,7 @@
 //! Shortcut synthesis (Bastings et al. 2022, §2.2–2.3; PROTOCOL §1), and
 //! Zhou et al. 2022's article manipulations ([`articles`]; PROTOCOL §2), which
-//! give a second kind of ground truth from the same corpus.
+//! give a second kind of ground truth from the same corpus; and Zhou et al.'s
+//! five image manipulations ([`image`]), the same idea on pixels.
 //!
 //! A shortcut is a pattern of *new* tokens that decides the label on its own.
 //! Training a model on data that contains it, and checking that the model
@@ -50,6 +51,7 @@
 //! the others untouched, and cached downstream results stay comparable.
 
 mod articles;
+pub mod image;
 mod insert;
 mod regime;
 pub mod verification;

@@ -1,0 +1,236 @@
+//! Zhou et al.'s five image manipulations (2022, App. A.1), the image
+//! shortcuts: artifacts a dataset could pick up by accident, planted in the
+//! images of the positive class after labels are reassigned at random.
+//!
+//! Each has an *effective region* φ: the pixels any instantiation of it may
+//! change, whatever its random draw (the noise, the watermark's place and
+//! digits) and its visibility. `Attr%` sums attribution over φ, and `%ER` is
+//! φ's share of the image. Sizes are fractions of the image's shorter side,
+//! so that one setting serves a 224-pixel grid and a 32-pixel one.
+//!
+//! One file per manipulation; a new one is a file and a variant of
+//! [`ImageShortcut`].
+
+mod blur;
+mod brightness;
+mod hue;
+mod noise;
+mod watermark;
+
+pub use blur::Blur;
+pub use brightness::Brightness;
+pub use hue::Hue;
+pub use noise::Noise;
+pub use watermark::Watermark;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use grid_core::image::{Image, Mask};
+
+/// What every manipulation does.
+pub trait Manipulation {
+    /// The pixels any instantiation may change on a `height × width` image.
+    fn region(&self, height: usize, width: usize) -> Mask;
+    /// The manipulated image; pixels outside [`region`](Self::region) are
+    /// left bit for bit as they were.
+    fn apply(&self, image: &Image, rng: &mut dyn rand::RngCore) -> Image;
+    /// Whether the settings make sense on a `height × width` image (a
+    /// region inside it and not empty, a watermark that fits its box).
+    fn check(&self, height: usize, width: usize) -> Result<(), String>;
+}
+
+/// One of the five, with its settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ImageShortcut {
+    Blur(Blur),
+    Brightness(Brightness),
+    Hue(Hue),
+    Noise(Noise),
+    Watermark(Watermark),
+}
+
+impl ImageShortcut {
+    /// The names grid files use.
+    pub const NAMES: [&'static str; 5] = ["blur", "brightness", "hue", "noise", "watermark"];
+
+    /// The manipulation `name` with its default settings: the paper's
+    /// middle visibility level (App. A.4), regions near the paper's `%ER`.
+    pub fn default_of(name: &str) -> Option<ImageShortcut> {
+        Some(match name {
+            "blur" => ImageShortcut::Blur(Blur::default()),
+            "brightness" => ImageShortcut::Brightness(Brightness::default()),
+            "hue" => ImageShortcut::Hue(Hue::default()),
+            "noise" => ImageShortcut::Noise(Noise::default()),
+            "watermark" => ImageShortcut::Watermark(Watermark::default()),
+            _ => return None,
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ImageShortcut::Blur(_) => "blur",
+            ImageShortcut::Brightness(_) => "brightness",
+            ImageShortcut::Hue(_) => "hue",
+            ImageShortcut::Noise(_) => "noise",
+            ImageShortcut::Watermark(_) => "watermark",
+        }
+    }
+
+    fn manipulation(&self) -> &dyn Manipulation {
+        match self {
+            ImageShortcut::Blur(m) => m,
+            ImageShortcut::Brightness(m) => m,
+            ImageShortcut::Hue(m) => m,
+            ImageShortcut::Noise(m) => m,
+            ImageShortcut::Watermark(m) => m,
+        }
+    }
+}
+
+impl Manipulation for ImageShortcut {
+    fn region(&self, height: usize, width: usize) -> Mask {
+        self.manipulation().region(height, width)
+    }
+    fn apply(&self, image: &Image, rng: &mut dyn rand::RngCore) -> Image {
+        self.manipulation().apply(image, rng)
+    }
+    fn check(&self, height: usize, width: usize) -> Result<(), String> {
+        self.manipulation().check(height, width).map_err(|e| format!("{}: {e}", self.name()))
+    }
+}
+
+/// The columns `[left, right)` of a vertical stripe given as fractions of
+/// the width (the paper's "upper" and "lower" positions).
+fn stripe_columns(from: f64, to: f64, width: usize) -> (usize, usize) {
+    let at = |f: f64| ((f.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
+    (at(from), at(to))
+}
+
+/// A stripe's settings, checked.
+fn check_stripe(from: f64, to: f64, width: usize) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&from) || !(0.0..=1.0).contains(&to) || from >= to {
+        return Err(format!("the stripe [{from}, {to}) must lie in [0, 1], left before right"));
+    }
+    let (left, right) = stripe_columns(from, to, width);
+    if left >= right {
+        return Err(format!("the stripe [{from}, {to}) covers no column of a {width}-pixel-wide image"));
+    }
+    Ok(())
+}
+
+/// A probability or a fraction, checked.
+fn check_unit(name: &str, value: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&value) { Ok(()) } else { Err(format!("{name} = {value} is outside [0, 1]")) }
+}
+
+/// A uniform draw on `[0, 1)` from a dyn RNG.
+fn uniform(rng: &mut dyn rand::RngCore) -> f64 {
+    rng.random::<f64>()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// A textured image: every pixel its own random, saturated-enough colour,
+    /// so that any filter or shift changes it.
+    pub fn textured(height: usize, width: usize, seed: u64) -> Image {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut image = Image::filled(height, width, [0.0; 3]);
+        for y in 0..height {
+            for x in 0..width {
+                let rgb = grid_core::image::color::hsb_to_rgb([
+                    rng.random::<f32>(),
+                    0.4 + 0.5 * rng.random::<f32>(),
+                    0.3 + 0.5 * rng.random::<f32>(),
+                ]);
+                image.set_rgb(y, x, rgb);
+            }
+        }
+        image
+    }
+
+    /// The pixels whose colour differs.
+    pub fn changed(a: &Image, b: &Image) -> Mask {
+        Mask::from_fn(a.height(), a.width(), |y, x| a.rgb(y, x) != b.rgb(y, x))
+    }
+
+    /// Each manipulation changes pixels inside its region only, and most of
+    /// the region (all but where its effect fades to nothing); it is seeded.
+    #[test]
+    fn each_changes_its_region_only_and_most_of_it() {
+        let (h, w) = (48, 64);
+        let image = textured(h, w, 1);
+        // The least share of the region each changes (noise: about its
+        // probability; the watermark: its text's strokes within the box).
+        let floors = [("blur", 0.95), ("brightness", 0.85), ("hue", 0.8), ("noise", 0.04), ("watermark", 0.005)];
+        for (name, floor) in floors {
+            let shortcut = ImageShortcut::default_of(name).unwrap();
+            shortcut.check(h, w).unwrap();
+            let region = shortcut.region(h, w);
+            assert!(region.count() > 0 && region.count() < h * w, "{name}");
+            let manipulated = shortcut.apply(&image, &mut ChaCha8Rng::seed_from_u64(7));
+            let changed = changed(&image, &manipulated);
+            for y in 0..h {
+                for x in 0..w {
+                    assert!(!changed.contains(y, x) || region.contains(y, x), "{name} changed ({y}, {x}) outside φ");
+                }
+            }
+            let share = changed.count() as f64 / region.count() as f64;
+            assert!(share >= floor, "{name}: {share:.3} of φ changed");
+            let again = shortcut.apply(&image, &mut ChaCha8Rng::seed_from_u64(7));
+            assert_eq!(manipulated, again, "{name} is seeded");
+        }
+    }
+
+    /// The region does not depend on the visibility (App. A.4: "crucial").
+    #[test]
+    fn regions_do_not_depend_on_visibility() {
+        let (h, w) = (40, 40);
+        let pairs = [
+            (ImageShortcut::Blur(Blur { sigma: 2.0 / 224.0, ..Blur::default() }), ImageShortcut::Blur(Blur::default())),
+            (
+                ImageShortcut::Brightness(Brightness { shift: 0.1, ..Brightness::default() }),
+                ImageShortcut::Brightness(Brightness { shift: 0.3, ..Brightness::default() }),
+            ),
+            (
+                ImageShortcut::Hue(Hue { shift: 0.05, ..Hue::default() }),
+                ImageShortcut::Hue(Hue { shift: 0.25, ..Hue::default() }),
+            ),
+            (
+                ImageShortcut::Noise(Noise { probability: 0.02, ..Noise::default() }),
+                ImageShortcut::Noise(Noise { probability: 0.1, ..Noise::default() }),
+            ),
+            (
+                ImageShortcut::Watermark(Watermark { font: 0.04, ..Watermark::default() }),
+                ImageShortcut::Watermark(Watermark::default()),
+            ),
+        ];
+        for (low, high) in pairs {
+            assert_eq!(low.region(h, w), high.region(h, w), "{}", low.name());
+        }
+    }
+
+    #[test]
+    fn names_settings_and_bad_settings() {
+        for name in ImageShortcut::NAMES {
+            let shortcut = ImageShortcut::default_of(name).unwrap();
+            assert_eq!(shortcut.name(), name);
+            let json = serde_json::to_value(&shortcut).unwrap();
+            assert_eq!(json["kind"], name);
+            assert_eq!(serde_json::from_value::<ImageShortcut>(json).unwrap(), shortcut);
+        }
+        assert!(ImageShortcut::default_of("sepia").is_none());
+        let bad = ImageShortcut::Hue(Hue { from: 0.6, to: 0.4, ..Hue::default() });
+        assert!(bad.check(32, 32).unwrap_err().starts_with("hue: the stripe"));
+        let narrow = ImageShortcut::Noise(Noise { from: 0.50, to: 0.51, ..Noise::default() });
+        assert!(narrow.check(32, 32).unwrap_err().contains("covers no column"));
+        let big = ImageShortcut::Watermark(Watermark { font: 0.5, ..Watermark::default() });
+        assert!(big.check(64, 64).unwrap_err().contains("does not fit"), "{:?}", big.check(64, 64));
+    }
+}

@@ -4,6 +4,7 @@
 //! effective region φ, what `Attr%` sums attribution over).
 //!
 //! - [`decode`]: image files to [`Image`]s (centre crop, resize).
+//! - [`folder`]: a dataset as class folders of images, fingerprinted.
 //! - [`color`]: RGB ↔ HSB, where brightness and hue are shifted.
 //!
 //! The five manipulations that plant image shortcuts are in
@@ -11,6 +12,7 @@
 
 pub mod color;
 pub mod decode;
+pub mod folder;
 
 /// ImageNet's per-channel mean and standard deviation (RGB, on `[0, 1]`),
 /// which the paper and torchvision's ResNets normalise with.

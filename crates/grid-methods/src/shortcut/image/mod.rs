@@ -9,10 +9,11 @@
 //! so that one setting serves a 224-pixel grid and a 32-pixel one.
 //!
 //! One file per manipulation; a new one is a file and a variant of
-//! [`ImageShortcut`].
+//! [`ImageShortcut`]. [`dataset`] reassigns labels and manipulates a set.
 
 mod blur;
 mod brightness;
+pub mod dataset;
 mod hue;
 mod noise;
 mod watermark;

@@ -25,6 +25,7 @@ pub mod noise;
 pub mod predict;
 pub mod pretrained;
 pub mod rationale;
+pub mod resnet;
 pub mod rules;
 pub mod shapes;
 #[cfg(any(test, feature = "toy-models"))]

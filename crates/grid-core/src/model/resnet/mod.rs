@@ -1,0 +1,279 @@
+//! ResNet (He et al. 2016) for Zhou et al.'s image protocol (issue 47):
+//! ResNet-18 and ResNet-34 as torchvision builds them — basic blocks of two
+//! 3 × 3 convolutions with batch norm, a 1 × 1 projection where the shape
+//! changes, a 7 × 7 stem with max pooling — and a variant for small images
+//! on a CPU: a 3 × 3 stem without pooling, and fewer channels.
+//!
+//! [`ResNet::features`] ends at the last convolutional block, what GradCAM
+//! reads; [`ResNet::head`] pools and classifies. Weights in torchvision's
+//! layout load with [`load::load_torchvision`].
+
+pub mod load;
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
+use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
+
+/// How deep: the number of basic blocks in each of the four stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Depth {
+    #[serde(rename = "18")]
+    R18,
+    #[serde(rename = "34")]
+    R34,
+}
+
+impl Depth {
+    pub fn blocks(self) -> [usize; 4] {
+        match self {
+            Depth::R18 => [2, 2, 2, 2],
+            Depth::R34 => [3, 4, 6, 3],
+        }
+    }
+}
+
+/// The first layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stem {
+    /// torchvision's: a 7 × 7 convolution of stride 2 and a 3 × 3 max pool
+    /// of stride 2 (224 pixels → 56 before the first stage).
+    ImageNet,
+    /// For small images (32–64 pixels): one 3 × 3 convolution of stride 1,
+    /// no pooling, as ResNets for CIFAR-10 begin.
+    Small,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResNetConfig {
+    pub depth: Depth,
+    /// Channels of the first stage (torchvision: 64), doubled at each of
+    /// the next three.
+    pub width: usize,
+    pub stem: Stem,
+    pub classes: usize,
+}
+
+impl ResNetConfig {
+    /// torchvision's `resnet18` / `resnet34` with `classes` outputs.
+    pub fn torchvision(depth: Depth, classes: usize) -> ResNetConfig {
+        ResNetConfig { depth, width: 64, stem: Stem::ImageNet, classes }
+    }
+
+    /// The model, its weights drawn as torchvision draws them (He-normal
+    /// convolutions over their outputs, batch norms at identity).
+    pub fn init<B: Backend>(&self, device: &B::Device) -> ResNet<B> {
+        let w = self.width.max(1);
+        let (conv1, pool) = match self.stem {
+            Stem::ImageNet => (
+                conv(3, w, 7, 2, 3, device),
+                Some(
+                    MaxPool2dConfig::new([3, 3])
+                        .with_strides([2, 2])
+                        .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                        .init(),
+                ),
+            ),
+            Stem::Small => (conv(3, w, 3, 1, 1, device), None),
+        };
+        let mut channels = w;
+        let mut stages: Vec<Vec<BasicBlock<B>>> = Vec::new();
+        for (stage, blocks) in self.depth.blocks().into_iter().enumerate() {
+            let out = w << stage;
+            let stride = if stage == 0 { 1 } else { 2 };
+            let mut layer = Vec::with_capacity(blocks);
+            for block in 0..blocks {
+                let (inputs, stride) = if block == 0 { (channels, stride) } else { (out, 1) };
+                layer.push(BasicBlock::new(inputs, out, stride, device));
+            }
+            channels = out;
+            stages.push(layer);
+        }
+        let [layer1, layer2, layer3, layer4] = <[Vec<BasicBlock<B>>; 4]>::try_from(stages).expect("four stages");
+        ResNet {
+            conv1,
+            bn1: BatchNormConfig::new(w).init(device),
+            pool,
+            layer1,
+            layer2,
+            layer3,
+            layer4,
+            fc: LinearConfig::new(channels, self.classes.max(1)).init(device),
+        }
+    }
+}
+
+/// A convolution without bias (batch norm follows every one), He-normal
+/// over its outputs as torchvision draws them.
+fn conv<B: Backend>(
+    inputs: usize,
+    outputs: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    device: &B::Device,
+) -> Conv2d<B> {
+    Conv2dConfig::new([inputs, outputs], [kernel, kernel])
+        .with_stride([stride, stride])
+        .with_padding(PaddingConfig2d::Explicit(padding, padding, padding, padding))
+        .with_bias(false)
+        .with_initializer(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: true })
+        .init(device)
+}
+
+/// Two 3 × 3 convolutions with batch norm and a skip connection.
+#[derive(Module, Debug)]
+pub struct BasicBlock<B: Backend> {
+    pub conv1: Conv2d<B>,
+    pub bn1: BatchNorm<B>,
+    pub conv2: Conv2d<B>,
+    pub bn2: BatchNorm<B>,
+    /// A 1 × 1 projection of the input where the block changes the shape.
+    pub downsample: Option<Downsample<B>>,
+}
+
+/// The skip connection's projection.
+#[derive(Module, Debug)]
+pub struct Downsample<B: Backend> {
+    pub conv: Conv2d<B>,
+    pub bn: BatchNorm<B>,
+}
+
+impl<B: Backend> BasicBlock<B> {
+    fn new(inputs: usize, outputs: usize, stride: usize, device: &B::Device) -> BasicBlock<B> {
+        let downsample = (stride != 1 || inputs != outputs).then(|| Downsample {
+            conv: conv(inputs, outputs, 1, stride, 0, device),
+            bn: BatchNormConfig::new(outputs).init(device),
+        });
+        BasicBlock {
+            conv1: conv(inputs, outputs, 3, stride, 1, device),
+            bn1: BatchNormConfig::new(outputs).init(device),
+            conv2: conv(outputs, outputs, 3, 1, 1, device),
+            bn2: BatchNormConfig::new(outputs).init(device),
+            downsample,
+        }
+    }
+
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let skip = match &self.downsample {
+            Some(d) => d.bn.forward(d.conv.forward(x.clone())),
+            None => x.clone(),
+        };
+        let y = relu(self.bn1.forward(self.conv1.forward(x)));
+        let y = self.bn2.forward(self.conv2.forward(y));
+        relu(y + skip)
+    }
+}
+
+/// A ResNet classifier over `[batch, 3, height, width]` normalised images.
+#[derive(Module, Debug)]
+pub struct ResNet<B: Backend> {
+    pub conv1: Conv2d<B>,
+    pub bn1: BatchNorm<B>,
+    pub pool: Option<MaxPool2d>,
+    pub layer1: Vec<BasicBlock<B>>,
+    pub layer2: Vec<BasicBlock<B>>,
+    pub layer3: Vec<BasicBlock<B>>,
+    pub layer4: Vec<BasicBlock<B>>,
+    pub fc: Linear<B>,
+}
+
+impl<B: Backend> ResNet<B> {
+    /// The last convolutional block's output, `[batch, channels, h, w]`.
+    pub fn features(&self, images: Tensor<B, 4>) -> Tensor<B, 4> {
+        let mut x = relu(self.bn1.forward(self.conv1.forward(images)));
+        if let Some(pool) = &self.pool {
+            x = pool.forward(x);
+        }
+        for block in self.layer1.iter().chain(&self.layer2).chain(&self.layer3).chain(&self.layer4) {
+            x = block.forward(x);
+        }
+        x
+    }
+
+    /// Global average pooling and the linear layer: the logits.
+    pub fn head(&self, features: Tensor<B, 4>) -> Tensor<B, 2> {
+        let [batch, channels, _, _] = features.dims();
+        self.fc.forward(features.mean_dim(3).mean_dim(2).reshape([batch, channels]))
+    }
+
+    /// `[batch, classes]` logits.
+    pub fn forward(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
+        self.head(self.features(images))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+    use burn::tensor::{Distribution, TensorData};
+
+    use super::*;
+
+    type B = Flex;
+
+    #[test]
+    fn shapes_through_both_stems_and_depths() {
+        let device = Default::default();
+        let small = ResNetConfig { depth: Depth::R18, width: 4, stem: Stem::Small, classes: 2 }.init::<B>(&device);
+        let images = Tensor::<B, 4>::random([2, 3, 32, 32], Distribution::Normal(0.0, 1.0), &device);
+        // Stride 1 stem, then halved three times: 32 → 4; 4 · 8 channels.
+        assert_eq!(small.features(images.clone()).dims(), [2, 32, 4, 4]);
+        assert_eq!(small.forward(images).dims(), [2, 2]);
+        assert_eq!(small.layer1.len() + small.layer2.len() + small.layer3.len() + small.layer4.len(), 8);
+        assert!(small.layer1[0].downsample.is_none() && small.layer2[0].downsample.is_some());
+
+        let wide = ResNetConfig { depth: Depth::R34, width: 2, stem: Stem::ImageNet, classes: 3 }.init::<B>(&device);
+        let images = Tensor::<B, 4>::random([1, 3, 64, 64], Distribution::Normal(0.0, 1.0), &device);
+        // 64 → 32 (stem) → 16 (pool) → 16, 8, 4, 2.
+        assert_eq!(wide.features(images.clone()).dims(), [1, 16, 2, 2]);
+        assert_eq!(wide.forward(images).dims(), [1, 3]);
+        assert_eq!([wide.layer1.len(), wide.layer2.len(), wide.layer3.len(), wide.layer4.len()], [3, 4, 6, 3]);
+    }
+
+    /// torchvision's resnet18 has 11,689,512 parameters with 1,000 classes,
+    /// resnet34 21,797,672; burn counts the batch norms' running mean and
+    /// variance too (torch's buffers): 4,800 and 8,512 features, twice.
+    #[test]
+    fn resnets_have_torchvisions_parameter_counts() {
+        let model = ResNetConfig::torchvision(Depth::R18, 1000).init::<B>(&Default::default());
+        assert_eq!(model.num_params(), 11_689_512 + 2 * 4_800);
+        let model = ResNetConfig::torchvision(Depth::R34, 1000).init::<B>(&Default::default());
+        assert_eq!(model.num_params(), 21_797_672 + 2 * 8_512);
+    }
+
+    /// A skip connection: a block whose second batch norm outputs zeros
+    /// passes its (non-negative) input through.
+    #[test]
+    fn an_identity_block_passes_its_input_through() {
+        let device = Default::default();
+        let mut block = BasicBlock::<B>::new(3, 3, 1, &device);
+        block.bn2.gamma = burn::module::Param::from_tensor(Tensor::zeros([3], &device));
+        let x = Tensor::<B, 4>::random([1, 3, 5, 5], Distribution::Uniform(0.0, 1.0), &device);
+        let y = block.forward(x.clone());
+        y.into_data().assert_approx_eq::<f32>(&x.into_data(), burn::tensor::Tolerance::absolute(1e-6));
+    }
+
+    /// Gradients reach the input pixels (what Gradient and SmoothGrad read).
+    #[test]
+    fn the_input_gets_a_gradient() {
+        let device = Default::default();
+        let model =
+            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(&device);
+        let images = Tensor::<Autodiff<B>, 4>::from_data(
+            TensorData::new((0..3 * 16 * 16).map(|i| (i % 7) as f32 / 7.0).collect::<Vec<_>>(), [1, 3, 16, 16]),
+            &device,
+        )
+        .require_grad();
+        let logit = model.forward(images.clone()).narrow(1, 1, 1).sum();
+        let grads = logit.backward();
+        let grad = images.grad(&grads).unwrap();
+        assert_eq!(grad.dims(), [1, 3, 16, 16]);
+        assert!(grad.abs().sum().into_scalar() > 0.0);
+    }
+}

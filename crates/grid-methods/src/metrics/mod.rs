@@ -14,6 +14,7 @@ pub mod agreement;
 pub mod bootstrap;
 pub mod erasure;
 pub mod intervals;
+pub mod pixel_attr;
 pub mod rationale;
 pub mod wilcoxon;
 pub mod words;

@@ -16,6 +16,7 @@ pub mod deeplift;
 mod equivalence;
 pub mod expand;
 pub mod gradient;
+pub mod image;
 pub mod integrated_gradients;
 pub mod kernel_shap;
 pub mod lime;

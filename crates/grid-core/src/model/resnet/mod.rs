@@ -160,13 +160,42 @@ impl<B: Backend> BasicBlock<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        self.forward_with(x, Statistics::Backend)
+    }
+
+    fn forward_with(&self, x: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
         let skip = match &self.downsample {
-            Some(d) => d.bn.forward(d.conv.forward(x.clone())),
+            Some(d) => norm(&d.bn, d.conv.forward(x.clone()), statistics),
             None => x.clone(),
         };
-        let y = relu(self.bn1.forward(self.conv1.forward(x)));
-        let y = self.bn2.forward(self.conv2.forward(y));
+        let y = relu(norm(&self.bn1, self.conv1.forward(x), statistics));
+        let y = norm(&self.bn2, self.conv2.forward(y), statistics);
         relu(y + skip)
+    }
+}
+
+/// Which statistics the batch norms use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Statistics {
+    /// burn's choice: the batch's on an autodiff backend (training), the
+    /// running ones otherwise.
+    Backend,
+    /// The running ones always: an evaluated model, differentiated (what
+    /// attribution needs: each image on its own, as at test time).
+    Running,
+}
+
+fn norm<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
+    match statistics {
+        Statistics::Backend => bn.forward(x),
+        Statistics::Running => {
+            let channels = x.dims()[1];
+            let shape = |t: Tensor<B, 1>| t.reshape([1, channels, 1, 1]);
+            let mean = shape(bn.running_mean.value().to_device(&x.device()));
+            let var = shape(bn.running_var.value().to_device(&x.device()));
+            let scale = shape(bn.gamma.val()) / (var + bn.epsilon).sqrt();
+            (x - mean) * scale + shape(bn.beta.val())
+        }
     }
 }
 
@@ -184,14 +213,32 @@ pub struct ResNet<B: Backend> {
 }
 
 impl<B: Backend> ResNet<B> {
-    /// The last convolutional block's output, `[batch, channels, h, w]`.
+    /// The last convolutional block's output, `[batch, channels, h, w]`
+    /// (batch norm as burn runs it: batch statistics when training).
     pub fn features(&self, images: Tensor<B, 4>) -> Tensor<B, 4> {
-        let mut x = relu(self.bn1.forward(self.conv1.forward(images)));
+        self.features_with(images, Statistics::Backend)
+    }
+
+    /// [`features`](Self::features) of the evaluated model, on any backend:
+    /// batch norm with its running statistics, so that an autodiff backend
+    /// differentiates what the model computes at test time.
+    pub fn evaluated_features(&self, images: Tensor<B, 4>) -> Tensor<B, 4> {
+        self.features_with(images, Statistics::Running)
+    }
+
+    /// [`forward`](Self::forward) of the evaluated model (see
+    /// [`evaluated_features`](Self::evaluated_features)).
+    pub fn evaluate(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
+        self.head(self.evaluated_features(images))
+    }
+
+    fn features_with(&self, images: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
+        let mut x = relu(norm(&self.bn1, self.conv1.forward(images), statistics));
         if let Some(pool) = &self.pool {
             x = pool.forward(x);
         }
         for block in self.layer1.iter().chain(&self.layer2).chain(&self.layer3).chain(&self.layer4) {
-            x = block.forward(x);
+            x = block.forward_with(x, statistics);
         }
         x
     }
@@ -257,6 +304,23 @@ mod tests {
         let x = Tensor::<B, 4>::random([1, 3, 5, 5], Distribution::Uniform(0.0, 1.0), &device);
         let y = block.forward(x.clone());
         y.into_data().assert_approx_eq::<f32>(&x.into_data(), burn::tensor::Tolerance::absolute(1e-6));
+    }
+
+    /// On an autodiff backend `evaluate` is what `forward` computes on the
+    /// inner one: running statistics, each image on its own.
+    #[test]
+    fn evaluation_uses_the_running_statistics_on_any_backend() {
+        let device = Default::default();
+        let model =
+            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(&device);
+        let images = Tensor::<B, 4>::random([3, 3, 8, 8], Distribution::Normal(0.0, 1.0), &device);
+        let inner = burn::module::AutodiffModule::valid(&model);
+        let expected = inner.forward(images.clone()).into_data();
+        let got = model.evaluate(Tensor::from_inner(images.clone())).inner().into_data();
+        got.assert_approx_eq::<f32>(&expected, burn::tensor::Tolerance::absolute(1e-5));
+        let one = model.evaluate(Tensor::from_inner(images.clone().narrow(0, 1, 1))).inner();
+        let row = inner.forward(images).narrow(0, 1, 1);
+        one.into_data().assert_approx_eq::<f32>(&row.into_data(), burn::tensor::Tolerance::absolute(1e-5));
     }
 
     /// Gradients reach the input pixels (what Gradient and SmoothGrad read).

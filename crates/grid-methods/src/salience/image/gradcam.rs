@@ -5,11 +5,10 @@
 //! class activation mapping (CAM), as the paper notes (App. A.2).
 
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Tensor, TensorData};
 use grid_core::image::Image;
 use grid_core::model::resnet::ResNet;
 
-use super::{PixelMap, batch};
+use super::{PixelMap, batch, targets_sum};
 
 /// One map per image, for its target's logit, at the image's size.
 pub fn gradcam<B: AutodiffBackend>(
@@ -19,14 +18,7 @@ pub fn gradcam<B: AutodiffBackend>(
     device: &B::Device,
 ) -> Vec<PixelMap> {
     let features = model.evaluated_features(batch::<B>(images, device)).detach().require_grad();
-    let logits = model.head(features.clone());
-    let [n, classes] = logits.dims();
-    let mut pick = vec![0.0f32; n * classes];
-    for (i, &t) in targets.iter().enumerate() {
-        pick[i * classes + t] = 1.0;
-    }
-    let pick = Tensor::<B, 2>::from_data(TensorData::new(pick, [n, classes]), device);
-    let grads = (logits * pick).sum().backward();
+    let grads = targets_sum(model.head(features.clone()), targets).backward();
     let grad = features.grad(&grads).expect("the features take part in the logits");
     let [_, _, h, w] = grad.dims();
     let alpha = grad.mean_dim(3).mean_dim(2); // [n, k, 1, 1]

@@ -45,14 +45,20 @@ pub(crate) fn input_gradient<B: AutodiffBackend>(
 ) -> Tensor<B::InnerBackend, 4> {
     let inputs = inputs.require_grad();
     let logits = model.evaluate(inputs.clone());
+    let grads = targets_sum(logits, targets).backward();
+    inputs.grad(&grads).expect("the input takes part in the logits")
+}
+
+/// Σ_i `logits[i, targets[i]]`: one backward pass gives every example's
+/// gradient of its own target (the examples do not mix).
+pub(crate) fn targets_sum<B: burn::tensor::backend::Backend>(logits: Tensor<B, 2>, targets: &[usize]) -> Tensor<B, 1> {
     let [n, classes] = logits.dims();
     let mut pick = vec![0.0f32; n * classes];
     for (i, &t) in targets.iter().enumerate() {
         pick[i * classes + t] = 1.0;
     }
     let pick = Tensor::<B, 2>::from_data(TensorData::new(pick, [n, classes]), &logits.device());
-    let grads = (logits * pick).sum().backward();
-    inputs.grad(&grads).expect("the input takes part in the logits")
+    (logits * pick).sum()
 }
 
 /// `[n, 3, h, w]` → one map per example: Σ over channels of |value|.

@@ -10,7 +10,7 @@ use super::args::{Command, CrowdCommand};
 
 /// Rewrites `--cache URL` into a working-copy folder and `--remote URL`.
 pub(super) fn resolve(command: &mut Command) -> anyhow::Result<()> {
-    let Some((cache, remote)) = cache_options(command) else { return Ok(()) };
+    let (cache, remote) = cache_options(command);
     let Some(url) = url_of(cache) else { return Ok(()) };
     if let Some(other) = remote.as_deref() {
         anyhow::bail!(
@@ -43,9 +43,9 @@ fn url_of(cache: &Path) -> Option<String> {
 }
 
 /// The command's `--cache` and `--remote`, where it has them.
-fn cache_options(command: &mut Command) -> Option<(&mut PathBuf, &mut Option<String>)> {
+fn cache_options(command: &mut Command) -> (&mut PathBuf, &mut Option<String>) {
     let common = match command {
-        Command::Gc { cache, remote, .. } => return Some((cache, remote)),
+        Command::Gc { cache, remote, .. } => return (cache, remote),
         Command::Run { common, .. }
         | Command::Plan { common, .. }
         | Command::Status { common, .. }
@@ -60,7 +60,7 @@ fn cache_options(command: &mut Command) -> Option<(&mut PathBuf, &mut Option<Str
             | CrowdCommand::Import { common, .. } => common,
         },
     };
-    Some((&mut common.cache, &mut common.remote))
+    (&mut common.cache, &mut common.remote)
 }
 
 #[cfg(test)]

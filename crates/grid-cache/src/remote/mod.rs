@@ -75,6 +75,13 @@ pub enum Pulled {
     Damaged { why: String, set_aside: Option<String> },
 }
 
+/// `; set aside to <object>` for a damaged record moved out of the way
+/// (nothing when another reader or a writer moved it first): what messages
+/// about a [`Pulled::Damaged`] append to its `why`.
+pub fn set_aside_note(set_aside: Option<&str>) -> String {
+    set_aside.map(|object| format!("; set aside to {object}")).unwrap_or_default()
+}
+
 /// How a push went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
@@ -378,10 +385,10 @@ impl Cache {
 
     /// Reads ahead the remote's records of those of `steps` this cache
     /// lacks (see [`Remote::prefetch`]); nothing without a remote.
-    pub fn prefetch_remote(&self, steps: &[(StepKind, &StepKey)]) {
+    pub fn prefetch_remote<'a>(&self, steps: impl IntoIterator<Item = (StepKind, &'a StepKey)>) {
         let Some(remote) = self.remote() else { return };
         let lacking: Vec<(StepKind, &StepKey)> =
-            steps.iter().copied().filter(|(kind, key)| !matches!(self.lookup(*kind, key), Ok(Some(_)))).collect();
+            steps.into_iter().filter(|(kind, key)| !matches!(self.lookup(*kind, key), Ok(Some(_)))).collect();
         remote.prefetch(&lacking);
     }
 

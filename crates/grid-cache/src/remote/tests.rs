@@ -224,7 +224,7 @@ fn prefetched_records_answer_once_and_then_the_remote_is_asked_again() {
     assert_eq!(remote.entry(StepKind::Train, &absent).unwrap(), RemoteEntry::Missing);
     // A cache reads ahead only what it lacks.
     let with_remote = Cache::open(dir.path().join("a")).unwrap().with_remote(Remote::folder(&remote_dir).unwrap());
-    with_remote.prefetch_remote(&[(StepKind::Train, &held.key), (StepKind::Train, &absent)]);
+    with_remote.prefetch_remote([(StepKind::Train, &held.key), (StepKind::Train, &absent)]);
     let read_ahead = with_remote.remote().unwrap().prefetched.lock().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(read_ahead, [(StepKind::Train, absent)]);
 }

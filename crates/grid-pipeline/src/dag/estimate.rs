@@ -323,7 +323,7 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
     let mut notes = Vec::new();
     let inputs = Inputs::of(plan, cache, &mut notes);
     // A step the remote cache holds is pulled, not computed.
-    cache.prefetch_remote(&plan.steps.iter().map(|s| (s.kind, &s.key)).collect::<Vec<_>>());
+    cache.prefetch_remote(plan.steps.iter().map(|s| (s.kind, &s.key)));
     let finished: Vec<bool> = plan.steps.iter().map(|s| cache.available(s.kind, &s.key)).collect();
 
     // Measured ÷ predicted, per (device, group) and per (device, kind).

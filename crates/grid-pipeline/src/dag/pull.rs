@@ -43,7 +43,7 @@ pub fn pull_all(plan: &Plan, cache: &Cache) -> Result<PullSummary, CacheError> {
             }
             Pulled::Missing => summary.missing.push(step.label.clone()),
             Pulled::Damaged { why, set_aside } => {
-                let aside = set_aside.map(|object| format!("; set aside to {object}")).unwrap_or_default();
+                let aside = crate::cache::remote::set_aside_note(set_aside.as_deref());
                 summary.damaged.push((step.label.clone(), format!("{why}{aside}")))
             }
         }

@@ -177,7 +177,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
     }
     // A step the remote holds counts as cached: it is pulled only when a step
     // that runs reads it (`executor::in_process`), or it is the report.
-    cache.prefetch_remote(&plan.steps.iter().map(|s| (s.kind, &s.key)).collect::<Vec<_>>());
+    cache.prefetch_remote(plan.steps.iter().map(|s| (s.kind, &s.key)));
     let cached = plan
         .steps
         .iter()

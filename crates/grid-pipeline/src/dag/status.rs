@@ -181,7 +181,7 @@ fn line(plan: &Plan, cache: &Cache, index: usize, slurm: &HashMap<usize, OnSlurm
 /// Every step of the plan, in plan order.
 pub fn lines(plan: &Plan, cache: &Cache) -> Result<Vec<StepLine>, CacheError> {
     let slurm = on_slurm(plan, cache);
-    cache.prefetch_remote(&plan.steps.iter().map(|s| (s.kind, &s.key)).collect::<Vec<_>>());
+    cache.prefetch_remote(plan.steps.iter().map(|s| (s.kind, &s.key)));
     (0..plan.steps.len()).map(|i| line(plan, cache, i, &slurm)).collect()
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::{Executor, Finished, Job};
 use crate::backend::Compute;
 use crate::cache::remote::lease::{Lease, Leased, lease_term};
-use crate::cache::remote::{Pulled, Pushed};
+use crate::cache::remote::{Pulled, Pushed, set_aside_note};
 use crate::cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
 use crate::dag::StepStatus;
 use crate::dag::reuse::SameWork;
@@ -69,7 +69,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
                 Pulled::Installed { bytes, .. } => return Ok(StepStatus::Pulled { bytes }),
                 Pulled::Missing => {}
                 Pulled::Damaged { why, set_aside } => {
-                    let line = format!("the remote copy is damaged ({why}){}; computing it here", aside(&set_aside));
+                    let aside = set_aside_note(set_aside.as_deref());
+                    let line = format!("the remote copy is damaged ({why}){aside}; computing it here");
                     eprintln!("warning: {}: {line}", step.label);
                 }
             }
@@ -170,14 +171,10 @@ pub fn pull_input(cache: &Cache, kind: StepKind, key: &StepKey, label: &str) -> 
         Pulled::Installed { .. } => Ok(InputPull::Present),
         Pulled::Missing => anyhow::bail!("input `{label}` is neither in the cache nor on {}", remote.location()),
         Pulled::Damaged { why, set_aside } => {
-            Ok(InputPull::Damaged(format!("the copy on {} is damaged ({why}){}", remote.location(), aside(&set_aside))))
+            let aside = set_aside_note(set_aside.as_deref());
+            Ok(InputPull::Damaged(format!("the copy on {} is damaged ({why}){aside}", remote.location())))
         }
     }
-}
-
-/// `; set aside to <object>` for a damaged record moved out of the way.
-fn aside(set_aside: &Option<String>) -> String {
-    set_aside.as_ref().map(|object| format!("; set aside to {object}")).unwrap_or_default()
 }
 
 /// The remote's lease on a step, waiting while another machine's is live;

@@ -1,5 +1,7 @@
 //! RGB ↔ HSB (hue, saturation, brightness; also called HSV), each component
-//! on `[0, 1]`: the space the paper shifts brightness and hue in (App. A.1).
+//! on `[0, 1]`: the space the paper shifts brightness and hue in (App. A.1);
+//! and RGB → CIELAB, where superpixels measure colour distance
+//! ([`super::slic`]).
 
 /// `[r, g, b]` → `[hue, saturation, brightness]`; a grey's hue is 0.
 pub fn rgb_to_hsb([r, g, b]: [f32; 3]) -> [f32; 3] {
@@ -36,6 +38,24 @@ pub fn hsb_to_rgb([hue, saturation, brightness]: [f32; 3]) -> [f32; 3] {
     [r + lift, g + lift, b + lift]
 }
 
+/// sRGB `[r, g, b]` on `[0, 1]` → CIELAB `[L, a, b]` (D65 white, 2°
+/// observer; `L` on `[0, 100]`), as scikit-image's `rgb2lab` computes it.
+pub fn rgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
+    let linear = rgb.map(|c| {
+        let c = f64::from(c);
+        if c > 0.04045 { ((c + 0.055) / 1.055).powf(2.4) } else { c / 12.92 }
+    });
+    let [r, g, b] = linear;
+    // sRGB → XYZ, each divided by the D65 white point's coordinate.
+    let x = (0.412453 * r + 0.357580 * g + 0.180423 * b) / 0.95047;
+    let y = 0.212671 * r + 0.715160 * g + 0.072169 * b;
+    let z = (0.019334 * r + 0.119193 * g + 0.950227 * b) / 1.08883;
+    let f = |t: f64| if t > 0.008856 { t.cbrt() } else { 7.787 * t + 16.0 / 116.0 };
+    let (fx, fy, fz) = (f(x), f(y), f(z));
+    let l = if y > 0.008856 { 116.0 * fy - 16.0 } else { 903.3 * y };
+    [l as f32, (500.0 * (fx - fy)) as f32, (200.0 * (fy - fz)) as f32]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +85,16 @@ mod tests {
             }
         }
         assert!(worst < 1e-6, "{worst}");
+    }
+
+    #[test]
+    fn lab_of_white_black_and_the_primaries() {
+        // Reference values: scikit-image's rgb2lab (D65, 2°).
+        let close = |got: [f32; 3], want: [f32; 3]| got.iter().zip(want).all(|(g, w)| (g - w).abs() < 0.01);
+        assert!(close(rgb_to_lab([1.0, 1.0, 1.0]), [100.0, 0.0, 0.0]), "{:?}", rgb_to_lab([1.0; 3]));
+        assert_eq!(rgb_to_lab([0.0, 0.0, 0.0]), [0.0, 0.0, 0.0]);
+        assert!(close(rgb_to_lab([1.0, 0.0, 0.0]), [53.2408, 80.0925, 67.2032]), "{:?}", rgb_to_lab([1.0, 0.0, 0.0]));
+        assert!(close(rgb_to_lab([0.0, 1.0, 0.0]), [87.7347, -86.1827, 83.1793]), "{:?}", rgb_to_lab([0.0, 1.0, 0.0]));
+        assert!(close(rgb_to_lab([0.0, 0.0, 1.0]), [32.2970, 79.1875, -107.8602]), "{:?}", rgb_to_lab([0.0, 0.0, 1.0]));
     }
 }

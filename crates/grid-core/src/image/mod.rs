@@ -5,7 +5,8 @@
 //!
 //! - [`decode`]: image files to [`Image`]s (centre crop, resize).
 //! - [`folder`]: a dataset as class folders of images, fingerprinted.
-//! - [`color`]: RGB ↔ HSB, where brightness and hue are shifted.
+//! - [`color`]: RGB ↔ HSB, where brightness and hue are shifted; RGB → CIELAB.
+//! - [`slic`]: SLIC superpixels, the features LIME and KernelSHAP hide.
 //!
 //! The five manipulations that plant image shortcuts are in
 //! `grid-methods` (`shortcut::image`), beside the text ones.
@@ -13,6 +14,7 @@
 pub mod color;
 pub mod decode;
 pub mod folder;
+pub mod slic;
 
 /// ImageNet's per-channel mean and standard deviation (RGB, on `[0, 1]`),
 /// which the paper and torchvision's ResNets normalise with.

@@ -9,11 +9,21 @@
 //! - [`gradcam`]: GradCAM at the last convolutional block (CAM, for a
 //!   ResNet's pooling and linear head), upsampled to the image.
 //!
-//! LIME and SHAP over superpixels come next (issue 47, item 4).
+//! - [`lime`]: LIME over superpixels ([`grid_core::image::slic`]);
+//! - [`kernel_shap`]: KernelSHAP over the same superpixels;
+//! - [`gradient_shap`]: GradientSHAP (expected gradients), the paper's SHAP.
+//!
+//! [`perturb`] holds what the two perturbation methods share.
 
 pub mod gradcam;
 pub mod gradient;
+pub mod gradient_shap;
+pub mod kernel_shap;
+pub mod lime;
+pub mod perturb;
 pub mod smoothgrad;
+
+mod equivalence;
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};

@@ -26,23 +26,25 @@ impl Default for SmoothGradOptions {
     }
 }
 
-/// One map per image, for its target's logit.
+/// One map per image, for its target's logit; `streams` name each image's
+/// random stream (its index in the dataset), so a map does not depend on
+/// the batch it was explained in.
 pub fn smoothgrad<B: AutodiffBackend>(
     model: &ResNet<B>,
     images: &[&Image],
     targets: &[usize],
+    streams: &[u64],
     options: SmoothGradOptions,
     device: &B::Device,
 ) -> Vec<PixelMap> {
     let samples = options.samples.max(1);
     let mut maps: Vec<PixelMap> = Vec::new();
-    for (i, (image, &target)) in images.iter().zip(targets).enumerate() {
+    for ((image, &target), &stream) in images.iter().zip(targets).zip(streams) {
         let clean: Vec<f32> = batch::<B>(&[image], device).into_data().to_vec().expect("f32 input");
         let (min, max) = clean.iter().fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         let sigma = options.spread * (max - min);
-        // One stream per image: a map does not depend on the others.
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        rng.set_stream(i as u64);
+        rng.set_stream(stream);
         let noise = Normal::new(0.0f32, sigma.max(0.0)).expect("a finite σ");
         let noisy: Vec<f32> =
             (0..samples).flat_map(|_| clean.iter().map(|v| v + noise.sample(&mut rng)).collect::<Vec<_>>()).collect();
@@ -78,15 +80,17 @@ mod tests {
         let (a, b) = (textured(8, 8, 1), textured(8, 8, 2));
         let plain = gradient(&model, &[&a, &b], &[0, 1], &device);
         let quiet = SmoothGradOptions { samples: 3, spread: 0.0, seed: 5 };
-        let smooth = smoothgrad(&model, &[&a, &b], &[0, 1], quiet, &device);
+        let smooth = smoothgrad(&model, &[&a, &b], &[0, 1], &[0, 1], quiet, &device);
         for (p, s) in plain.iter().zip(&smooth) {
             for (x, y) in p.values.iter().zip(&s.values) {
                 assert!((x - y).abs() <= 1e-5 * x.abs().max(1e-3), "{x} vs {y}");
             }
         }
         let noisy = SmoothGradOptions { samples: 4, spread: 0.15, seed: 5 };
-        let once = smoothgrad(&model, &[&a], &[0], noisy, &device);
-        assert_eq!(once, smoothgrad(&model, &[&a], &[0], noisy, &device));
+        let once = smoothgrad(&model, &[&a], &[0], &[4], noisy, &device);
+        assert_eq!(once, smoothgrad(&model, &[&a], &[0], &[4], noisy, &device));
         assert_ne!(once[0], plain[0]);
+        let batched = smoothgrad(&model, &[&b, &a], &[1, 0], &[3, 4], noisy, &device);
+        assert_eq!(batched[1], once[0], "a map does not depend on its batch");
     }
 }

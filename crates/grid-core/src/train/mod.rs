@@ -6,33 +6,31 @@
 //! Deterministic under a seed on CPU: batch order, word dropout and host dropout
 //! masks come from one ChaCha stream owned by the run (see `model::noise`), and
 //! device-side dropout masks from the backend's RNG, seeded by the run.
+//!
+//! The loop is [`fit`]'s, shared by every kind of input; [`tokens`] makes
+//! token sequences its batches, [`images`] images.
 
 mod adamw;
+pub mod fit;
+pub mod images;
 pub mod recipe;
 mod snapshot;
+mod tokens;
 
 use std::time::Instant;
 
-use burn::grad_clipping::GradientClippingConfig;
 use burn::module::AutodiffModule;
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{GradientsParams, Optimizer, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::model::noise::Noise;
-use crate::model::predict::{accuracy, predict};
-use crate::model::rationale::{SelectionRates, selection_rates};
-use crate::model::shapes::{Buckets, ShapeLog, Shaped};
+use crate::model::rationale::SelectionRates;
+use crate::model::shapes::{Buckets, ShapeLog};
 use crate::model::{Classifier, TokenBatch};
-use recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
+use recipe::{BestBy, TrainingSpec};
 
-use snapshot::LoopState;
+pub use fit::Control;
 pub use snapshot::Snapshots;
 
 /// A model the trainer can fit: a forward pass with training noise. Each
@@ -76,6 +74,13 @@ pub struct TrainSetup<'a> {
     pub stop: &'a (dyn Fn() -> bool + Sync),
 }
 
+impl<'a> TrainSetup<'a> {
+    /// What the loop reports to and asks.
+    pub fn control(&self) -> Control<'a> {
+        Control { progress: self.progress, log: self.log, snapshots: self.snapshots, stop: self.stop }
+    }
+}
+
 #[cfg(test)]
 impl<'a> TrainSetup<'a> {
     /// The unit tests' set-up: pad 0, unknown 1, no word dropout, no log
@@ -113,12 +118,12 @@ pub struct LogEntry {
 
 /// One validation pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Evaluation {
-    accuracy: f64,
+pub struct Evaluation {
+    pub accuracy: f64,
     /// Accuracy over the marked and over the unmarked examples, when the
     /// split has both.
-    groups: Option<(f64, f64)>,
-    selection: Option<SelectionRates>,
+    pub groups: Option<(f64, f64)>,
+    pub selection: Option<SelectionRates>,
 }
 
 impl Evaluation {
@@ -184,30 +189,6 @@ pub fn losses<B: Backend>(logits: Tensor<B, 2>, labels: &[u32]) -> Tensor<B, 1> 
 #[cfg(test)]
 pub(crate) static ONE_TRAINING_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
-/// run's seed and the step).
-fn device_seed(seed: u64, step: usize) -> u64 {
-    let mut z = seed ^ (step as u64).rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Batches of example indices, each of similar lengths, in a shuffled order.
-fn bucketed_batches(examples: &[TrainExample], batch_size: usize, rng: &mut ChaCha8Rng) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..examples.len()).collect();
-    order.shuffle(rng);
-    let pool = batch_size * 50;
-    let mut batches = Vec::new();
-    for chunk in order.chunks(pool) {
-        let mut chunk = chunk.to_vec();
-        chunk.sort_by_key(|&i| examples[i].ids.len());
-        batches.extend(chunk.chunks(batch_size).map(<[usize]>::to_vec));
-    }
-    batches.shuffle(rng);
-    batches
-}
-
 /// Training stopped because the loss stopped being a number: the weights are
 /// no longer a model, and nothing downstream may use them.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -238,38 +219,6 @@ pub enum Stopped {
     Interrupted { step: usize, resumes_from: Option<usize> },
 }
 
-/// A model's accuracy on the validation split (and on its marked and
-/// unmarked examples apart), in batches padded to `setup.buckets` whose shapes
-/// go into `shapes`: what training evaluates with.
-fn validation_evaluation<'a, B: Backend, M: Classifier<B>>(
-    validation: &'a [TrainExample],
-    setup: &'a TrainSetup,
-    shapes: &'a ShapeLog,
-    device: &'a B::Device,
-) -> impl Fn(&M) -> Evaluation + 'a {
-    let ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
-    let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
-    let has_both = validation.iter().any(|e| e.marked) && validation.iter().any(|e| !e.marked);
-    move |m: &M| {
-        let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
-        let predictions = predict(&shaped, &ids, 256, setup.pad_id, device);
-        let group = |marked: bool| {
-            let (p, l): (Vec<u32>, Vec<u32>) = validation
-                .iter()
-                .zip(&predictions)
-                .filter(|(e, _)| e.marked == marked)
-                .map(|(e, p)| (*p, e.label))
-                .unzip();
-            accuracy(&p, &l)
-        };
-        Evaluation {
-            accuracy: accuracy(&predictions, &labels),
-            groups: has_both.then(|| (group(true), group(false))),
-            selection: selection_rates(m, &ids, 256, setup.pad_id, device),
-        }
-    }
-}
-
 /// A classifier taken as it is (`fine_tune = false`): no step is run; the
 /// summary holds its validation accuracy, measured as training measures it.
 pub fn untrained<B, M>(
@@ -287,7 +236,8 @@ where
     let shapes = ShapeLog::default();
     let model = model.valid();
     let accuracy =
-        validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device)(&model).accuracy;
+        tokens::validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device)(&model)
+            .accuracy;
     let seconds = started.elapsed().as_secs_f64();
     let summary = TrainSummary {
         steps: 0,
@@ -317,240 +267,19 @@ where
     M: Trainable<B> + AutodiffModule<B>,
     M::InnerModule: Classifier<B::InnerBackend>,
 {
-    let clipping = spec.max_grad_norm.map(|n| GradientClippingConfig::Norm(n as f32));
-    match spec.optimizer {
-        OptimizerSpec::Sgd { momentum } => {
-            let optimizer = SgdConfig::new()
-                .with_momentum(Some(MomentumConfig { momentum: momentum.get(), dampening: 0.0, nesterov: false }))
-                .with_weight_decay((spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32)))
-                .with_gradient_clipping(clipping)
-                .init::<B, M>();
-            fit(model, optimizer, spec, setup, train_set, validation, device)
-        }
-        OptimizerSpec::Adamw => {
-            let optimizer = adamw::AdamW::new(spec.weight_decay).init::<B, M>(clipping);
-            fit(model, optimizer, spec, setup, train_set, validation, device)
-        }
-    }
-}
-
-fn fit<B, M, O>(
-    mut model: M,
-    mut optimizer: O,
-    spec: &TrainingSpec,
-    setup: &TrainSetup,
-    train_set: &[TrainExample],
-    validation: &[TrainExample],
-    device: &B::Device,
-) -> Result<(M::InnerModule, TrainSummary), Stopped>
-where
-    B: AutodiffBackend,
-    M: Trainable<B> + AutodiffModule<B>,
-    M::InnerModule: Classifier<B::InnerBackend>,
-    O: Optimizer<M, B>,
-{
-    let TrainingSpec {
-        batch_size,
-        optimizer: _, // built by the caller
-        learning_rate,
-        weight_decay: _,
-        schedule,
-        max_steps,
-        eval_every,
-        keep,
-        max_grad_norm: _,
-        seed,
-    } = spec.clone();
-    let (batch_size, max_steps, eval_every) = (batch_size.get(), max_steps.get(), eval_every.get());
-    let (patience, best_by) = match keep {
-        Keep::Best { patience, by } => (Some(patience.get()), by),
-        Keep::Last => (None, BestBy::Accuracy),
-    };
-    #[cfg(test)]
-    let _turn = ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    B::seed(device, seed);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let started = Instant::now();
-    let mut earlier_seconds = 0.0;
-    let mut validation_seconds = 0.0;
     let shapes = ShapeLog::default();
-    let limit = model.max_length();
-    let evaluate = validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
-
-    let mut best = model.valid();
-    let mut best_accuracy = f64::NEG_INFINITY;
-    let mut best_step = 0;
-    let mut log = Vec::new();
-    let mut loss_sum = 0.0;
-    let mut loss_count = 0usize;
-    let mut last_finite = None;
-    let mut step = 0;
-    let mut seen = 0usize;
-    let mut stopped_early = false;
-
-    let snapshots = setup.snapshots;
-    // Where the restored epoch is: the RNG position and batches taken, applied
-    // once its batches are drawn again.
-    let mut resume_in_epoch = None;
-    let mut last_snapshot = (Instant::now(), None);
-    if let Some(snapshots) = snapshots {
-        match snapshots.load::<B, M, O>(device) {
-            Ok(None) => {}
-            Ok(Some(loaded)) => {
-                model = model.load_record(loaded.model);
-                optimizer = optimizer.load_record(loaded.optimizer);
-                best = best.load_record(loaded.best);
-                let state = loaded.state;
-                (step, best_step, best_accuracy, log) = (state.step, state.best_step, state.best_accuracy, state.log);
-                (last_finite, seen) = (state.last_finite, state.seen);
-                (earlier_seconds, validation_seconds) = (state.seconds, state.validation_seconds);
-                for [rows, time] in state.shapes {
-                    shapes.record(rows, time);
-                }
-                rng.set_word_pos(loaded.epoch_rng_position);
-                resume_in_epoch = Some((loaded.rng_position, state.batches_done));
-                B::seed(device, device_seed(seed, step));
-                last_snapshot.1 = Some(step);
-                (setup.log)(format!("resuming from the snapshot at step {step}"));
-            }
-            Err(e) => (setup.log)(format!("snapshot not used ({e:#}); training from step 0")),
-        }
-    }
-    setup.progress.set_length(max_steps as u64);
-    setup.progress.set_position(step as u64);
-    'epochs: while step < max_steps && !train_set.is_empty() {
-        let epoch_rng_position = rng.get_word_pos();
-        let batches = bucketed_batches(train_set, batch_size, &mut rng);
-        let mut batches_done = 0;
-        if let Some((position, done)) = resume_in_epoch.take() {
-            rng.set_word_pos(position);
-            batches_done = done;
-        }
-        for batch_indices in batches.into_iter().skip(batches_done) {
-            if (setup.stop)() {
-                return Err(Stopped::Interrupted { step: step + 1, resumes_from: last_snapshot.1 });
-            }
-            let mut sequences: Vec<Vec<u32>> = batch_indices.iter().map(|&i| train_set[i].ids.clone()).collect();
-            let labels: Vec<u32> = batch_indices.iter().map(|&i| train_set[i].label).collect();
-            let mut noise = Noise::new(&mut rng);
-            for s in &mut sequences {
-                noise.word_dropout(s, setup.word_dropout, setup.unk_id);
-            }
-            let refs: Vec<&[u32]> = sequences.iter().map(Vec::as_slice).collect();
-            let batch = TokenBatch::<B>::bucketed(&refs, setup.pad_id, setup.buckets, limit, device);
-            let [rows, time] = batch.ids.dims();
-            shapes.record(rows, time);
-            let batch_loss = model.objective(&batch, &labels, &mut noise);
-            let value = batch_loss.clone().into_scalar().elem::<f64>();
-            if !value.is_finite() {
-                let learning_rate = learning_rate * schedule.factor(step, max_steps);
-                return Err(Diverged { step: step + 1, loss: value, last_finite, learning_rate }.into());
-            }
-            last_finite = Some(value);
-            loss_sum += value;
-            loss_count += 1;
-            seen += labels.len();
-            let grads = GradientsParams::from_grads(batch_loss.backward(), &model);
-            model = optimizer.step(learning_rate * schedule.factor(step, max_steps), model, grads);
-            step += 1;
-            batches_done += 1;
-            setup.progress.inc(1);
-
-            if step % eval_every == 0 || step == max_steps {
-                let evaluation_started = Instant::now();
-                let candidate = model.valid();
-                let evaluation = evaluate(&candidate);
-                validation_seconds += evaluation_started.elapsed().as_secs_f64();
-                let train_loss = loss_sum / loss_count.max(1) as f64;
-                let validation_accuracy = evaluation.accuracy;
-                log.push(LogEntry {
-                    step,
-                    train_loss,
-                    validation_accuracy,
-                    marked_accuracy: evaluation.groups.map(|g| g.0),
-                    unmarked_accuracy: evaluation.groups.map(|g| g.1),
-                    selection: evaluation.selection,
-                });
-                let groups = evaluation
-                    .groups
-                    .map(|(marked, unmarked)| format!(" (marked {marked:.3}, unmarked {unmarked:.3})"))
-                    .unwrap_or_default();
-                let selection = evaluation
-                    .selection
-                    .map(|r| format!(", selected {:.3} (expected {:.3})", r.realised, r.expected))
-                    .unwrap_or_default();
-                let line = format!(
-                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}{selection}"
-                );
-                (setup.log)(line.clone());
-                setup.progress.set_message(line);
-                (loss_sum, loss_count) = (0.0, 0);
-                // `last` keeps every evaluation: the final one is what it returns.
-                // `best_accuracy` holds the best score by `best_by`.
-                let score = evaluation.score(best_by);
-                if score > best_accuracy || patience.is_none() {
-                    best_accuracy = score;
-                    best_step = step;
-                    best = candidate;
-                } else if patience.is_some_and(|p| step - best_step >= p) {
-                    stopped_early = true;
-                    break 'epochs;
-                }
-                // The backend's RNG (dropout masks drawn on the device) cannot
-                // be saved, so it starts again here from a seed of its own: a
-                // run resumed at this step draws what an unbroken run draws.
-                B::seed(device, device_seed(seed, step));
-                if let Some(snapshots) = snapshots
-                    && step < max_steps
-                    && snapshots.due(last_snapshot.0)
-                {
-                    let state = LoopState {
-                        step,
-                        epoch_rng_position: epoch_rng_position.to_string(),
-                        rng_position: rng.get_word_pos().to_string(),
-                        batches_done,
-                        best_step,
-                        best_accuracy,
-                        log: log.clone(),
-                        last_finite,
-                        seen,
-                        seconds: earlier_seconds + started.elapsed().as_secs_f64(),
-                        validation_seconds,
-                        shapes: shapes.shapes(),
-                    };
-                    match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
-                        Ok(()) => last_snapshot = (Instant::now(), Some(step)),
-                        Err(e) => (setup.log)(format!("snapshot at step {step} not written: {e:#}")),
-                    }
-                }
-            }
-            if step >= max_steps {
-                break 'epochs;
-            }
-        }
-    }
-    let seconds = earlier_seconds + started.elapsed().as_secs_f64();
-    let summary = TrainSummary {
-        steps: step,
-        best_step,
-        best_validation_accuracy: log
-            .iter()
-            .rfind(|e| e.step == best_step)
-            .map_or(best_accuracy.max(0.0), |e| e.validation_accuracy),
-        stopped_early,
-        seconds,
-        validation_seconds,
-        examples_per_second: seen as f64 / (seconds - validation_seconds).max(1e-9),
-        log,
-        shapes: shapes.shapes(),
-    };
-    Ok((best, summary))
+    let evaluate = tokens::validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
+    let data = tokens::TokenBatches { examples: train_set, setup };
+    fit::fit_with_spec(model, spec, &setup.control(), &data, &evaluate, &shapes, device)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use burn::backend::Flex;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use recipe::{Keep, Optimizer as OptimizerSpec};
+    use tokens::bucketed_batches;
 
     #[test]
     fn divergence_names_the_step_and_the_last_finite_loss() {

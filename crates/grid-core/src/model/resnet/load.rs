@@ -23,7 +23,8 @@ pub fn load_torchvision<B: Backend>(
     device: &B::Device,
 ) -> anyhow::Result<ResNet<B>> {
     anyhow::ensure!(path.is_file(), "{}: no such file", path.display());
-    let mut model = config.init::<B>(device);
+    // Every weight is then read from the file: the seed draws nothing kept.
+    let mut model = config.init::<B>(0, device);
     let mut store = SafetensorsStore::from_file(path)
         .with_from_adapter(PyTorchToBurnAdapter)
         .with_key_remapping(r"\.downsample\.0\.", ".downsample.conv.")
@@ -88,7 +89,7 @@ mod tests {
     #[test]
     fn torchvision_names_round_trip() {
         let device = Default::default();
-        let mut model = config().init::<B>(&device);
+        let mut model = config().init::<B>(0, &device);
         // Statistics away from the identity, so that losing them shows.
         let random = |n| Tensor::<B, 1>::random([n], Distribution::Uniform(0.5, 1.5), &device);
         model.bn1.running_var = RunningState::new(random(4));
@@ -130,7 +131,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r34.safetensors");
         let deeper = ResNetConfig { depth: Depth::R34, ..config() };
-        save_torchvision(&deeper.init::<B>(&device), &path).unwrap();
+        save_torchvision(&deeper.init::<B>(0, &device), &path).unwrap();
         let error = format!("{:#}", load_torchvision::<B>(&path, &config(), &device).unwrap_err());
         assert!(error.contains("r34.safetensors") && error.contains("no place for"), "{error}");
         let error = format!("{:#}", load_torchvision::<B>(&dir.path().join("none"), &config(), &device).unwrap_err());

@@ -13,11 +13,15 @@ pub mod load;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+use crate::model::init;
 
 /// How deep: the number of basic blocks in each of the four stages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,12 +70,15 @@ impl ResNetConfig {
     }
 
     /// The model, its weights drawn as torchvision draws them (He-normal
-    /// convolutions over their outputs, batch norms at identity).
-    pub fn init<B: Backend>(&self, device: &B::Device) -> ResNet<B> {
+    /// convolutions over their outputs, batch norms at identity, the linear
+    /// layer uniform in `±1/√fan_in`), from a ChaCha stream of `seed`: one
+    /// seed, one model, on every backend and beside any other training.
+    pub fn init<B: Backend>(&self, seed: u64, device: &B::Device) -> ResNet<B> {
+        let rng = &mut ChaCha8Rng::seed_from_u64(seed);
         let w = self.width.max(1);
         let (conv1, pool) = match self.stem {
             Stem::ImageNet => (
-                conv(3, w, 7, 2, 3, device),
+                conv(rng, [3, w], 7, 2, 3, device),
                 Some(
                     MaxPool2dConfig::new([3, 3])
                         .with_strides([2, 2])
@@ -79,7 +86,7 @@ impl ResNetConfig {
                         .init(),
                 ),
             ),
-            Stem::Small => (conv(3, w, 3, 1, 1, device), None),
+            Stem::Small => (conv(rng, [3, w], 3, 1, 1, device), None),
         };
         let mut channels = w;
         let mut stages: Vec<Vec<BasicBlock<B>>> = Vec::new();
@@ -89,7 +96,7 @@ impl ResNetConfig {
             let mut layer = Vec::with_capacity(blocks);
             for block in 0..blocks {
                 let (inputs, stride) = if block == 0 { (channels, stride) } else { (out, 1) };
-                layer.push(BasicBlock::new(inputs, out, stride, device));
+                layer.push(BasicBlock::new(rng, inputs, out, stride, device));
             }
             channels = out;
             stages.push(layer);
@@ -103,27 +110,32 @@ impl ResNetConfig {
             layer2,
             layer3,
             layer4,
-            fc: LinearConfig::new(channels, self.classes.max(1)).init(device),
+            fc: init::linear(rng, channels, self.classes.max(1), true, device),
         }
     }
 }
 
 /// A convolution without bias (batch norm follows every one), He-normal
 /// over its outputs as torchvision draws them.
+/// A convolution without bias, its weights He-normal over its outputs
+/// (torchvision's `kaiming_normal_(mode="fan_out")`), drawn from `rng`.
 fn conv<B: Backend>(
-    inputs: usize,
-    outputs: usize,
+    rng: &mut ChaCha8Rng,
+    [inputs, outputs]: [usize; 2],
     kernel: usize,
     stride: usize,
     padding: usize,
     device: &B::Device,
 ) -> Conv2d<B> {
-    Conv2dConfig::new([inputs, outputs], [kernel, kernel])
+    let mut conv = Conv2dConfig::new([inputs, outputs], [kernel, kernel])
         .with_stride([stride, stride])
         .with_padding(PaddingConfig2d::Explicit(padding, padding, padding, padding))
         .with_bias(false)
-        .with_initializer(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: true })
-        .init(device)
+        .with_initializer(Initializer::Zeros)
+        .init(device);
+    let std = (2.0 / (outputs * kernel * kernel) as f64).sqrt();
+    conv.weight = init::normal(rng, [outputs, inputs, kernel, kernel], std, device);
+    conv
 }
 
 /// Two 3 × 3 convolutions with batch norm and a skip connection.
@@ -145,15 +157,17 @@ pub struct Downsample<B: Backend> {
 }
 
 impl<B: Backend> BasicBlock<B> {
-    fn new(inputs: usize, outputs: usize, stride: usize, device: &B::Device) -> BasicBlock<B> {
+    fn new(rng: &mut ChaCha8Rng, inputs: usize, outputs: usize, stride: usize, device: &B::Device) -> BasicBlock<B> {
+        let conv1 = conv(rng, [inputs, outputs], 3, stride, 1, device);
+        let conv2 = conv(rng, [outputs, outputs], 3, 1, 1, device);
         let downsample = (stride != 1 || inputs != outputs).then(|| Downsample {
-            conv: conv(inputs, outputs, 1, stride, 0, device),
+            conv: conv(rng, [inputs, outputs], 1, stride, 0, device),
             bn: BatchNormConfig::new(outputs).init(device),
         });
         BasicBlock {
-            conv1: conv(inputs, outputs, 3, stride, 1, device),
+            conv1,
             bn1: BatchNormConfig::new(outputs).init(device),
-            conv2: conv(outputs, outputs, 3, 1, 1, device),
+            conv2,
             bn2: BatchNormConfig::new(outputs).init(device),
             downsample,
         }
@@ -267,7 +281,7 @@ mod tests {
     #[test]
     fn shapes_through_both_stems_and_depths() {
         let device = Default::default();
-        let small = ResNetConfig { depth: Depth::R18, width: 4, stem: Stem::Small, classes: 2 }.init::<B>(&device);
+        let small = ResNetConfig { depth: Depth::R18, width: 4, stem: Stem::Small, classes: 2 }.init::<B>(0, &device);
         let images = Tensor::<B, 4>::random([2, 3, 32, 32], Distribution::Normal(0.0, 1.0), &device);
         // Stride 1 stem, then halved three times: 32 → 4; 4 · 8 channels.
         assert_eq!(small.features(images.clone()).dims(), [2, 32, 4, 4]);
@@ -275,7 +289,7 @@ mod tests {
         assert_eq!(small.layer1.len() + small.layer2.len() + small.layer3.len() + small.layer4.len(), 8);
         assert!(small.layer1[0].downsample.is_none() && small.layer2[0].downsample.is_some());
 
-        let wide = ResNetConfig { depth: Depth::R34, width: 2, stem: Stem::ImageNet, classes: 3 }.init::<B>(&device);
+        let wide = ResNetConfig { depth: Depth::R34, width: 2, stem: Stem::ImageNet, classes: 3 }.init::<B>(0, &device);
         let images = Tensor::<B, 4>::random([1, 3, 64, 64], Distribution::Normal(0.0, 1.0), &device);
         // 64 → 32 (stem) → 16 (pool) → 16, 8, 4, 2.
         assert_eq!(wide.features(images.clone()).dims(), [1, 16, 2, 2]);
@@ -288,9 +302,9 @@ mod tests {
     /// variance too (torch's buffers): 4,800 and 8,512 features, twice.
     #[test]
     fn resnets_have_torchvisions_parameter_counts() {
-        let model = ResNetConfig::torchvision(Depth::R18, 1000).init::<B>(&Default::default());
+        let model = ResNetConfig::torchvision(Depth::R18, 1000).init::<B>(0, &Default::default());
         assert_eq!(model.num_params(), 11_689_512 + 2 * 4_800);
-        let model = ResNetConfig::torchvision(Depth::R34, 1000).init::<B>(&Default::default());
+        let model = ResNetConfig::torchvision(Depth::R34, 1000).init::<B>(0, &Default::default());
         assert_eq!(model.num_params(), 21_797_672 + 2 * 8_512);
     }
 
@@ -299,7 +313,7 @@ mod tests {
     #[test]
     fn an_identity_block_passes_its_input_through() {
         let device = Default::default();
-        let mut block = BasicBlock::<B>::new(3, 3, 1, &device);
+        let mut block = BasicBlock::<B>::new(&mut ChaCha8Rng::seed_from_u64(0), 3, 3, 1, &device);
         block.bn2.gamma = burn::module::Param::from_tensor(Tensor::zeros([3], &device));
         let x = Tensor::<B, 4>::random([1, 3, 5, 5], Distribution::Uniform(0.0, 1.0), &device);
         let y = block.forward(x.clone());
@@ -312,7 +326,7 @@ mod tests {
     fn evaluation_uses_the_running_statistics_on_any_backend() {
         let device = Default::default();
         let model =
-            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(&device);
+            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(0, &device);
         let images = Tensor::<B, 4>::random([3, 3, 8, 8], Distribution::Normal(0.0, 1.0), &device);
         let inner = burn::module::AutodiffModule::valid(&model);
         let expected = inner.forward(images.clone()).into_data();
@@ -328,7 +342,7 @@ mod tests {
     fn the_input_gets_a_gradient() {
         let device = Default::default();
         let model =
-            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(&device);
+            ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<Autodiff<B>>(0, &device);
         let images = Tensor::<Autodiff<B>, 4>::from_data(
             TensorData::new((0..3 * 16 * 16).map(|i| (i % 7) as f32 / 7.0).collect::<Vec<_>>(), [1, 3, 16, 16]),
             &device,

@@ -65,7 +65,7 @@ mod tests {
     #[test]
     fn on_a_resnet_it_is_class_activation_mapping() {
         let device = Default::default();
-        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 3 }.init::<A>(&device);
+        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 3 }.init::<A>(0, &device);
         let image = textured(16, 16, 3);
         let inner = burn::module::AutodiffModule::valid(&model);
         let features = inner.features(batch::<Flex>(&[&image], &device)); // [1, 16, 2, 2]

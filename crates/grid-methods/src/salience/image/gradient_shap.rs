@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn attributions_add_up_to_the_logit_difference() {
         let device = Default::default();
-        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<A>(&device);
+        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<A>(0, &device);
         let (x, b) = (textured(8, 8, 1), textured(8, 8, 2));
         let logit = |i: &Image| -> f64 {
             let l: Vec<f32> = model.valid().forward(batch::<Flex>(&[i], &device)).into_data().to_vec().unwrap();

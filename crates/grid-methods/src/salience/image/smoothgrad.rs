@@ -76,7 +76,7 @@ mod tests {
     #[test]
     fn without_noise_it_is_the_gradient_and_with_it_seeded() {
         let device = Default::default();
-        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<A>(&device);
+        let model = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 }.init::<A>(0, &device);
         let (a, b) = (textured(8, 8, 1), textured(8, 8, 2));
         let plain = gradient(&model, &[&a, &b], &[0, 1], &device);
         let quiet = SmoothGradOptions { samples: 3, spread: 0.0, seed: 5 };

@@ -12,6 +12,7 @@
 //! | `verification_seeds.{csv,md,tex}` | csv, markdown, latex | with several seeds: per shortcut model, how many passed and the worst margin to a bar ([`seed_spread`]) |
 //! | `<model>_<metric>.{csv,md}` | csv, markdown | Bastings et al. Tables 6/7: rows = methods, columns = `dataset:shortcut`; precision 2 decimals, rank 1 (others 3) |
 //! | `zhou_rationale.{csv,md}` | csv, markdown | Zhou et al. §7: one row per rationale model ([`rationale`]) |
+//! | `zhou_images_attr.{csv,md,tex}` | csv, markdown, latex | Zhou et al. Figure 3 as numbers: method × image manipulation ([`images`]) |
 //!
 //! In the layouts a number whose model failed verification carries a trailing
 //! `" †"` (so the layout CSV has string cells), and the markdown gets the footnote
@@ -27,6 +28,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod images;
 pub mod latex;
 pub mod markdown;
 pub mod paper;
@@ -236,6 +238,8 @@ pub struct ReportInput<'a> {
     pub evaluations: &'a [EvaluationRow],
     pub agreements: &'a [AgreementResult],
     pub examples: &'a [html::ExampleView],
+    /// Zhou et al.'s image protocol: Attr% per model, method and class.
+    pub images: &'a [images::ImageAttrRow],
 }
 
 /// What [`write_reports`] did.
@@ -286,7 +290,15 @@ pub fn write_reports(
     verification: &[VerificationRow],
     formats: &[ReportFormat],
 ) -> Result<WrittenReport, ReportError> {
-    let input = ReportInput { title: "grid", cells, verification, evaluations: &[], agreements: &[], examples: &[] };
+    let input = ReportInput {
+        title: "grid",
+        cells,
+        verification,
+        evaluations: &[],
+        agreements: &[],
+        examples: &[],
+        images: &[],
+    };
     write_report(dir, &input, formats)
 }
 
@@ -315,6 +327,7 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     let recommendation = paper::recommendation_table(&recommendations).map_err(polars_err("recommendation"))?;
     let mut paper_tables = paper_tables(cells, &summaries, verification, input.agreements)?;
     paper_tables.extend(paper::natural_model_table(input.evaluations).map_err(polars_err("zhao_table1"))?);
+    paper_tables.extend(images::attr_table(input.images).map_err(polars_err("zhou_images_attr"))?);
 
     // Names first, so a collision is reported before anything is written.
     let mut names = FileNames::default();
@@ -364,7 +377,7 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         rendered_md.push(md);
     }
     let plots = if wants(ReportFormat::Plots) || wants(ReportFormat::Html) {
-        let plots = plots::write_plots(dir, cells, verification)?;
+        let plots = plots::write_plots(dir, cells, verification, input.images)?;
         for p in &plots {
             files.push(dir.join(format!("{}.svg", p.stem)));
             files.push(dir.join(format!("{}.png", p.stem)));

@@ -7,6 +7,7 @@
 //! | `budget_<model>_<dataset>` | precision@k against the budget (IG steps m; LIME, KernelSHAP and SmoothGrad samples n) on a log axis: one panel per shortcut, one line per config that appears with at least two budgets |
 //! | `verification` | per (model, dataset, shortcut): the shortcut and original models' accuracies on the synthetic and original test sets, with chance (0.5) and the grid's synthetic-accuracy threshold |
 //! | `rationale_<dataset>_<manipulation>` | Zhou et al.'s Figures 10–11: rationale precision and recall against the realised %Sel with the optimal lines ([`rationale`]) |
+//! | `zhou_images_attr_er` | Zhou et al.'s Figures 3 and 13: Attr% against %ER per method and image manipulation, with the ideal and even-map lines ([`images`]) |
 //!
 //! A chart without data is not drawn. Only the `precision` metric is plotted.
 //! Bars of a model that failed verification are lighter and hatched (budget
@@ -22,6 +23,7 @@
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
 
+mod images;
 mod rationale;
 
 use std::collections::HashMap;
@@ -90,6 +92,7 @@ pub fn write_plots(
     dir: &Path,
     cells: &[CellResult],
     verification: &[VerificationRow],
+    images: &[crate::images::ImageAttrRow],
 ) -> Result<Vec<Plot>, ReportError> {
     register_fonts();
     let means = mean_over_seeds(cells);
@@ -110,6 +113,9 @@ pub fn write_plots(
     }
     for (stem, chart) in rationale::charts(cells, verification) {
         planned.push((stem, AnyChart::Rationale(chart)));
+    }
+    if let Some((stem, chart)) = images::chart(images) {
+        planned.push((stem, AnyChart::Images(chart)));
     }
     check_unique_stems(dir, &planned)?;
     planned.iter().map(|(stem, chart)| write_chart(dir, stem, chart)).collect()
@@ -301,6 +307,7 @@ enum AnyChart {
     Bars(BarChart),
     Budget(BudgetChart),
     Rationale(rationale::RationaleChart),
+    Images(images::ImageChart),
 }
 
 impl AnyChart {
@@ -309,6 +316,7 @@ impl AnyChart {
             AnyChart::Bars(c) => &c.title,
             AnyChart::Budget(c) => &c.title,
             AnyChart::Rationale(c) => &c.title,
+            AnyChart::Images(c) => &c.title,
         }
     }
 }
@@ -578,6 +586,7 @@ impl AnyChart {
             AnyChart::Bars(c) => c.size(),
             AnyChart::Budget(c) => c.size(),
             AnyChart::Rationale(c) => c.size(),
+            AnyChart::Images(c) => c.size(),
         }
     }
 
@@ -587,6 +596,7 @@ impl AnyChart {
             AnyChart::Bars(c) => draw_bar_chart(root, c),
             AnyChart::Budget(c) => draw_budget_chart(root, c),
             AnyChart::Rationale(c) => c.draw(root),
+            AnyChart::Images(c) => c.draw(root),
         }
     }
 }
@@ -966,8 +976,8 @@ mod tests {
     #[test]
     fn writes_every_chart_as_svg_and_png() {
         let tmp = tempfile::tempdir().unwrap();
-        let plots =
-            write_plots(tmp.path(), &sample_cells(), &[ver("lstm", "st", true), ver("bert", "op", false)]).unwrap();
+        let plots = write_plots(tmp.path(), &sample_cells(), &[ver("lstm", "st", true), ver("bert", "op", false)], &[])
+            .unwrap();
         assert_eq!(
             stems(&plots),
             ["precision_lstm_sst2", "budget_lstm_sst2", "precision_bert_sst2", "budget_bert_sst2", "verification"]
@@ -990,7 +1000,7 @@ mod tests {
     #[test]
     fn precision_chart_names_methods_shortcuts_and_random() {
         let tmp = tempfile::tempdir().unwrap();
-        let plots = write_plots(tmp.path(), &sample_cells(), &[]).unwrap();
+        let plots = write_plots(tmp.path(), &sample_cells(), &[], &[]).unwrap();
         let svg = svg_of(&plots, "precision_lstm_sst2");
         // Methods in the paper's spelling (`lime-unk-100` was given).
         for method in ["gradl-l1", "random", "igl-zero-100", "igl-zero-1000", "limeunk-100", "limeunk-1000"] {
@@ -1013,7 +1023,7 @@ mod tests {
     #[test]
     fn failed_verification_is_drawn_lighter_with_a_note() {
         let tmp = tempfile::tempdir().unwrap();
-        let plots = write_plots(tmp.path(), &sample_cells(), &[]).unwrap();
+        let plots = write_plots(tmp.path(), &sample_cells(), &[], &[]).unwrap();
         let light_op = format!("fill=\"{}\"", svg_hex(lighter(PALETTE[2])));
         let bert = svg_of(&plots, "precision_bert_sst2");
         assert!(bert.contains(&light_op));
@@ -1029,7 +1039,7 @@ mod tests {
     #[test]
     fn budget_chart_needs_two_budgets() {
         let tmp = tempfile::tempdir().unwrap();
-        let plots = write_plots(tmp.path(), &sample_cells(), &[]).unwrap();
+        let plots = write_plots(tmp.path(), &sample_cells(), &[], &[]).unwrap();
         let svg = svg_of(&plots, "budget_lstm_sst2");
         assert!(has_text(svg, "igl-zero-m"));
         assert!(has_text(svg, "limeunk-n"));
@@ -1040,14 +1050,14 @@ mod tests {
         let one_budget: Vec<CellResult> =
             sample_cells().into_iter().filter(|c| !c.method.to_string().ends_with("-1000")).collect();
         let dir = tempfile::tempdir().unwrap();
-        let plots = write_plots(dir.path(), &one_budget, &[]).unwrap();
+        let plots = write_plots(dir.path(), &one_budget, &[], &[]).unwrap();
         assert_eq!(stems(&plots), ["precision_lstm_sst2", "precision_bert_sst2"]);
     }
 
     #[test]
     fn verification_chart_shows_accuracies_and_thresholds() {
         let tmp = tempfile::tempdir().unwrap();
-        let plots = write_plots(tmp.path(), &[], &[ver("lstm", "st", true), ver("lstm", "op", false)]).unwrap();
+        let plots = write_plots(tmp.path(), &[], &[ver("lstm", "st", true), ver("lstm", "op", false)], &[]).unwrap();
         assert_eq!(stems(&plots), ["verification"]);
         let svg = &plots[0].svg;
         assert!(has_text(svg, "lstm · sst2 · st") && has_text(svg, "lstm · sst2 · op"));
@@ -1061,7 +1071,7 @@ mod tests {
         // Several seeds: one group per seed, named.
         let mut second = ver("lstm", "st", true);
         second.key.seed = 2;
-        let plots = write_plots(tmp.path(), &[], &[ver("lstm", "st", true), second]).unwrap();
+        let plots = write_plots(tmp.path(), &[], &[ver("lstm", "st", true), second], &[]).unwrap();
         let svg = &plots[0].svg;
         assert!(has_text(svg, "lstm · sst2 · st · seed 1") && has_text(svg, "lstm · sst2 · st · seed 2"));
         assert!(!svg.contains(FAILED_NOTE));
@@ -1069,7 +1079,7 @@ mod tests {
         // The grid's own threshold replaces the default.
         let mut lowered = ver("lstm", "articles", true);
         lowered.min_synthetic_accuracy = Some(0.97);
-        let plots = write_plots(tmp.path(), &[], &[lowered]).unwrap();
+        let plots = write_plots(tmp.path(), &[], &[lowered], &[]).unwrap();
         let svg = &plots[0].svg;
         assert!(has_text(svg, "synthetic threshold: 0.97") && !has_text(svg, "synthetic threshold: 0.99"));
     }
@@ -1077,7 +1087,7 @@ mod tests {
     #[test]
     fn empty_input_writes_nothing() {
         let tmp = tempfile::tempdir().unwrap();
-        assert!(write_plots(tmp.path(), &[], &[]).unwrap().is_empty());
+        assert!(write_plots(tmp.path(), &[], &[], &[]).unwrap().is_empty());
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 
@@ -1086,8 +1096,8 @@ mod tests {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let cells = sample_cells();
         let rows = [ver("lstm", "st", true)];
-        let pa = write_plots(a.path(), &cells, &rows).unwrap();
-        let pb = write_plots(b.path(), &cells, &rows).unwrap();
+        let pa = write_plots(a.path(), &cells, &rows, &[]).unwrap();
+        let pb = write_plots(b.path(), &cells, &rows, &[]).unwrap();
         assert_eq!(stems(&pa), stems(&pb));
         for p in &pa {
             for ext in ["svg", "png"] {
@@ -1170,7 +1180,7 @@ mod tests {
     fn colliding_stems_are_an_error() {
         let tmp = tempfile::tempdir().unwrap();
         let cells = [cell("a/b", "st", "gradl-l1", 0.5), cell("a_b", "st", "gradl-l1", 0.5)];
-        let err = write_plots(tmp.path(), &cells, &[]).unwrap_err();
+        let err = write_plots(tmp.path(), &cells, &[], &[]).unwrap_err();
         assert!(matches!(err, ReportError::NameCollision { .. }), "{err}");
         assert!(err.to_string().contains("precision_a_b_sst2"), "{err}");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);

@@ -27,14 +27,20 @@ pub fn decode(bytes: &[u8], source: &str, side: usize) -> Result<Image> {
     } else {
         image::imageops::resize(&cropped, side32, side32, FilterType::Triangle)
     };
-    let plane = side * side;
+    Ok(from_rgb8(&resized))
+}
+
+/// An 8-bit RGB buffer as an [`Image`] (values `/ 255`).
+pub fn from_rgb8(rgb: &image::RgbImage) -> Image {
+    let (w, h) = (rgb.width() as usize, rgb.height() as usize);
+    let plane = w * h;
     let mut pixels = vec![0.0f32; 3 * plane];
-    for (i, pixel) in resized.pixels().enumerate() {
+    for (i, pixel) in rgb.pixels().enumerate() {
         for c in 0..3 {
             pixels[c * plane + i] = f32::from(pixel[c]) / 255.0;
         }
     }
-    Ok(Image::new(side, side, pixels)?)
+    Image::new(h.max(1), w.max(1), pixels).expect("8-bit values are in [0, 1]")
 }
 
 /// [`decode`] of the file at `path`.

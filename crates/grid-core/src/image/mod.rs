@@ -7,6 +7,7 @@
 //! - [`folder`]: a dataset as class folders of images, fingerprinted.
 //! - [`color`]: RGB ↔ HSB, where brightness and hue are shifted; RGB → CIELAB.
 //! - [`slic`]: SLIC superpixels, the features LIME and KernelSHAP hide.
+//! - [`samples`]: the embedded photographs and datasets of their crops.
 //!
 //! The five manipulations that plant image shortcuts are in
 //! `grid-methods` (`shortcut::image`), beside the text ones.
@@ -14,6 +15,7 @@
 pub mod color;
 pub mod decode;
 pub mod folder;
+pub mod samples;
 pub mod slic;
 
 /// ImageNet's per-channel mean and standard deviation (RGB, on `[0, 1]`),

@@ -135,6 +135,8 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         evaluations: &evaluations,
         agreements: &agreements,
         examples: &examples,
+        // Image grids are not planned yet (issue 47): no rows.
+        images: &[],
     };
     let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;

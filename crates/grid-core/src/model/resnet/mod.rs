@@ -269,6 +269,23 @@ impl<B: Backend> ResNet<B> {
     }
 }
 
+impl ResNetConfig {
+    /// `model`'s weights and batch-norm statistics in a model of this shape on
+    /// backend `To`: a trained (inner-backend) model put on the autodiff
+    /// backend that saliency maps differentiate on.
+    pub fn moved<From: Backend, To: Backend>(
+        &self,
+        model: &ResNet<From>,
+        device: &To::Device,
+    ) -> anyhow::Result<ResNet<To>> {
+        use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
+        let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::default();
+        let bytes = Recorder::<From>::record(&recorder, model.clone().into_record(), ())?;
+        let record = Recorder::<To>::load(&recorder, bytes, device)?;
+        Ok(self.init::<To>(0, device).load_record(record))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use burn::backend::{Autodiff, Flex};

@@ -9,13 +9,15 @@
 //! so that one setting serves a 224-pixel grid and a 32-pixel one.
 //!
 //! One file per manipulation; a new one is a file and a variant of
-//! [`ImageShortcut`]. [`dataset`] reassigns labels and manipulates a set.
+//! [`ImageShortcut`]. [`dataset`] reassigns labels and manipulates a set;
+//! [`verification`] judges a model trained on it.
 
 mod blur;
 mod brightness;
 pub mod dataset;
 mod hue;
 mod noise;
+pub mod verification;
 mod watermark;
 
 pub use blur::Blur;

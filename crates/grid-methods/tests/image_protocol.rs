@@ -28,8 +28,6 @@ use grid_methods::shortcut::image::verification::{ImageThresholds, verify};
 
 type A = Autodiff<Flex>;
 
-const SIDE: usize = 32;
-
 fn labelled(set: &grid_methods::shortcut::image::dataset::ManipulatedSet) -> Vec<LabelledImage> {
     set.examples
         .iter()
@@ -47,6 +45,7 @@ struct Cell {
 
 /// How much to spend on a cell.
 struct Budget {
+    side: usize,
     train_images: usize,
     steps: usize,
     test_per_class: usize,
@@ -58,7 +57,7 @@ fn run_cell(name: &str, budget: &Budget) -> Cell {
     let device = Default::default();
     let shortcut = ImageShortcut::default_of(name).unwrap();
     let data = |per_class, seed| {
-        let images = crops(&DEFAULT_CLASSES, per_class, SIDE, seed).unwrap();
+        let images = crops(&DEFAULT_CLASSES, per_class, budget.side, seed).unwrap();
         let examples: Vec<(Image, usize)> = images.into_iter().map(|(i, l)| (i, l as usize)).collect();
         manipulate(&examples, &shortcut, 0.5, seed + 100).unwrap()
     };
@@ -152,7 +151,7 @@ fn run_cell(name: &str, budget: &Budget) -> Cell {
 /// where it is absent (the paper: presence is found more easily).
 #[test]
 fn a_planted_watermark_is_learned_verified_and_found() {
-    let budget = Budget { train_images: 800, steps: 150, test_per_class: 10, every_method: false };
+    let budget = Budget { side: 32, train_images: 800, steps: 150, test_per_class: 10, every_method: false };
     let cell = run_cell("watermark", &budget);
     assert!(cell.passed, "accuracy {}", cell.accuracy);
     let (_, present, absent) = cell.attr.iter().find(|(m, ..)| *m == "kernelshap").copied().unwrap();
@@ -165,10 +164,13 @@ fn a_planted_watermark_is_learned_verified_and_found() {
 
 fn report(name: &str) -> Cell {
     let started = std::time::Instant::now();
-    let budget = Budget { train_images: 800, steps: 300, test_per_class: 20, every_method: true };
+    // GRID_IMAGE_SIDE and GRID_IMAGE_STEPS change the defaults (32, 300).
+    let env = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (side, steps) = (env("GRID_IMAGE_SIDE", 32), env("GRID_IMAGE_STEPS", 300));
+    let budget = Budget { side, train_images: 800, steps, test_per_class: 20, every_method: true };
     let cell = run_cell(name, &budget);
     println!(
-        "{name}: accuracy {:.3} passed {} %ER {:.3} ({:.0} s)",
+        "{name} ({side} px, {steps} steps): accuracy {:.3} passed {} %ER {:.3} ({:.0} s)",
         cell.accuracy,
         cell.passed,
         cell.region,

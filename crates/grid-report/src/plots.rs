@@ -818,6 +818,13 @@ fn draw_mark<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, mark: &Mark, lef
 // ---------------------------------------------------------------------------
 // Files.
 
+/// A point of a scatter: filled where its model passed verification,
+/// hollow where it failed, ringed in `color`.
+fn marker(xy: (f64, f64), color: RGBColor, verified: bool, radius: i32) -> [Circle<(f64, f64), i32>; 2] {
+    let fill = if verified { color.filled() } else { WHITE.filled() };
+    [Circle::new(xy, radius, fill), Circle::new(xy, radius, color.stroke_width(2))]
+}
+
 fn plot_error(path: PathBuf, what: impl std::fmt::Display) -> ReportError {
     ReportError::Io { path, source: std::io::Error::other(what.to_string()) }
 }

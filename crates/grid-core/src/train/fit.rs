@@ -90,7 +90,7 @@ where
 
 /// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
 /// run's seed and the step).
-pub(crate) fn device_seed(seed: u64, step: usize) -> u64 {
+fn device_seed(seed: u64, step: usize) -> u64 {
     let mut z = seed ^ (step as u64).rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

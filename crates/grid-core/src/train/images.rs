@@ -14,7 +14,6 @@ use super::fit::{Batches, Control, Objective, fit_with_spec};
 use super::recipe::TrainingSpec;
 use super::{Evaluation, Stopped, TrainSummary, loss};
 use crate::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
-use crate::model::predict::accuracy;
 use crate::model::resnet::ResNet;
 use crate::model::shapes::ShapeLog;
 
@@ -94,27 +93,12 @@ pub fn train_resnet<B: AutodiffBackend>(
 ) -> Result<(ResNet<B::InnerBackend>, TrainSummary), Stopped> {
     let shapes = ShapeLog::default();
     let images: Vec<&Image> = validation.iter().map(|e| &e.image).collect();
-    let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
-    let has_both = validation.iter().any(|e| e.marked) && validation.iter().any(|e| !e.marked);
+    let examples: Vec<(u32, bool)> = validation.iter().map(|e| (e.label, e.marked)).collect();
     let evaluate = |m: &ResNet<B::InnerBackend>| {
         if let Some(first) = images.first() {
             shapes.record(images.len().min(64), first.height());
         }
-        let predictions = predict_images(m, &images, device);
-        let group = |marked: bool| {
-            let (p, l): (Vec<u32>, Vec<u32>) = validation
-                .iter()
-                .zip(&predictions)
-                .filter(|(e, _)| e.marked == marked)
-                .map(|(e, p)| (*p, e.label))
-                .unzip();
-            accuracy(&p, &l)
-        };
-        Evaluation {
-            accuracy: accuracy(&predictions, &labels),
-            groups: has_both.then(|| (group(true), group(false))),
-            selection: None,
-        }
+        Evaluation::of(&predict_images(m, &images, device), &examples, None)
     };
     let data = ImageBatches::new(train);
     fit_with_spec::<B, ResNet<B>, ImageBatches>(model, spec, control, &data, &evaluate, &shapes, device)
@@ -126,6 +110,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::model::predict::accuracy;
     use crate::model::resnet::{Depth, ResNetConfig, Stem};
     use crate::train::Snapshots;
     use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule};

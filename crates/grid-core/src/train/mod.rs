@@ -127,6 +127,23 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
+    /// The accuracy of `predictions` against `examples`' (label, marked)
+    /// pairs, and apart over the marked and the unmarked examples when the
+    /// split has both.
+    pub(crate) fn of(predictions: &[u32], examples: &[(u32, bool)], selection: Option<SelectionRates>) -> Evaluation {
+        let has_both = examples.iter().any(|e| e.1) && examples.iter().any(|e| !e.1);
+        let accuracy_where = |keep: &dyn Fn(bool) -> bool| {
+            let (p, l): (Vec<u32>, Vec<u32>) =
+                examples.iter().zip(predictions).filter(|(e, _)| keep(e.1)).map(|(e, p)| (*p, e.0)).unzip();
+            crate::model::predict::accuracy(&p, &l)
+        };
+        Evaluation {
+            accuracy: accuracy_where(&|_| true),
+            groups: has_both.then(|| (accuracy_where(&|marked| marked), accuracy_where(&|marked| !marked))),
+            selection,
+        }
+    }
+
     /// What `keep = "best"` compares.
     fn score(&self, by: BestBy) -> f64 {
         match (by, self.groups) {

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use super::fit::{Batches, Objective};
 use super::{Evaluation, TrainExample, TrainSetup, Trainable};
 use crate::model::noise::Noise;
-use crate::model::predict::{accuracy, predict};
+use crate::model::predict::predict;
 use crate::model::rationale::selection_rates;
 use crate::model::shapes::{ShapeLog, Shaped};
 use crate::model::{Classifier, TokenBatch};
@@ -70,24 +70,10 @@ pub(crate) fn validation_evaluation<'a, B: Backend, M: Classifier<B>>(
     device: &'a B::Device,
 ) -> impl Fn(&M) -> Evaluation + 'a {
     let ids: Vec<&[u32]> = validation.iter().map(|e| e.ids.as_slice()).collect();
-    let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
-    let has_both = validation.iter().any(|e| e.marked) && validation.iter().any(|e| !e.marked);
+    let examples: Vec<(u32, bool)> = validation.iter().map(|e| (e.label, e.marked)).collect();
     move |m: &M| {
         let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
         let predictions = predict(&shaped, &ids, 256, setup.pad_id, device);
-        let group = |marked: bool| {
-            let (p, l): (Vec<u32>, Vec<u32>) = validation
-                .iter()
-                .zip(&predictions)
-                .filter(|(e, _)| e.marked == marked)
-                .map(|(e, p)| (*p, e.label))
-                .unzip();
-            accuracy(&p, &l)
-        };
-        Evaluation {
-            accuracy: accuracy(&predictions, &labels),
-            groups: has_both.then(|| (group(true), group(false))),
-            selection: selection_rates(m, &ids, 256, setup.pad_id, device),
-        }
+        Evaluation::of(&predictions, &examples, selection_rates(m, &ids, 256, setup.pad_id, device))
     }
 }

@@ -8,10 +8,10 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::legend_width;
 use super::{
     Drawn, FAILED_NOTE, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, TITLE_PT, draw_legend, label_style,
 };
+use super::{legend_width, marker};
 use crate::images::{ImageAttrRow, ImageClass};
 use crate::tables::first_appearance;
 
@@ -115,11 +115,8 @@ impl ImageChart {
             RED.stroke_width(2),
         )))?;
         for row in self.rows.iter().filter(|r| r.method == method && r.manipulation == manipulation) {
-            let color = Self::color(row.class);
             let xy = (row.region_share.clamp(0.0, 1.0), row.attr.clamp(0.0, 1.0));
-            let fill = if row.verified { color.filled() } else { WHITE.filled() };
-            ctx.draw_series(std::iter::once(Circle::new(xy, 4, fill)))?;
-            ctx.draw_series(std::iter::once(Circle::new(xy, 4, color.stroke_width(2))))?;
+            ctx.draw_series(marker(xy, Self::color(row.class), row.verified, 4))?;
         }
         Ok(())
     }

@@ -9,8 +9,8 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::legend_width;
 use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, TITLE_PT, X_AXIS_PX, draw_legend, label_style};
+use super::{legend_width, marker};
 use crate::metrics::rationale::Optimal;
 use crate::rationale::{RationaleRow, rows};
 use crate::shortcut::Regime;
@@ -170,10 +170,7 @@ impl RationaleChart {
         for point in &self.points {
             let (Some(rate), Some(value)) = (point.rate, quantity.of(point)) else { continue };
             let color = Self::color(point.selector);
-            let xy = (rate, value.clamp(0.0, 1.0));
-            let fill = if point.verified { color.filled() } else { WHITE.filled() };
-            ctx.draw_series(std::iter::once(Circle::new(xy, 5, fill)))?;
-            ctx.draw_series(std::iter::once(Circle::new(xy, 5, color.stroke_width(2))))?;
+            ctx.draw_series(marker((rate, value.clamp(0.0, 1.0)), color, point.verified, 5))?;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ mod tests {
     use crate::salience::image::gradient_shap::{GradientShapOptions, attributions};
     use crate::salience::image::kernel_shap::{KernelShapOptions, kernel_shap};
     use crate::salience::image::lime::coefficients;
-    use crate::salience::image::perturb::{Evaluated, Hiding, Probabilities, hide};
+    use crate::salience::image::perturb::{Evaluated, Hiding, target_probabilities};
     use crate::salience::image::smoothgrad::{SmoothGradOptions, smoothgrad};
     use crate::salience::image::{PixelMap, batch};
 
@@ -187,9 +187,7 @@ mod tests {
                 .into_iter()
                 .map(|row| row.iter().map(|&v| v == 1.0).collect())
                 .collect();
-            let colours = Hiding::SegmentMean.colours(image, segments);
-            let perturbed: Vec<Image> = keeps.iter().map(|k| hide(image, segments, k, &colours)).collect();
-            let targets: Vec<f64> = model.probabilities(&perturbed).iter().map(|p| p[f.targets[i]]).collect();
+            let targets = target_probabilities(&model, image, segments, &keeps, Hiding::SegmentMean, f.targets[i]);
             let (_, want) = f.reference.get(&format!("lime_targets_{i}"));
             let worst = targets.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
             assert!(worst < 1e-5, "image {i}: the perturbed images' probabilities differ by {worst:e}");

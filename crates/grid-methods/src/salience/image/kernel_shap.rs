@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::PixelMap;
-use super::perturb::{Hiding, Probabilities, hide, segment_map};
+use super::perturb::{Hiding, Probabilities, segment_map, target_probabilities};
 use crate::salience::kernel_shap::{coalitions, shapley_values};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,11 +49,10 @@ pub fn kernel_shap(
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         rng.set_stream(stream);
         let plan = coalitions(&mut rng, d, options.samples);
-        let colours = options.hiding.colours(image, segments);
         // The full coalition, the empty one, then the plan's.
-        let mut perturbed = vec![(*image).clone(), hide(image, segments, &vec![false; d], &colours)];
-        perturbed.extend(plan.keeps.iter().map(|k| hide(image, segments, k, &colours)));
-        let values: Vec<f64> = model.probabilities(&perturbed).iter().map(|p| p[target]).collect();
+        let keeps: Vec<Vec<bool>> =
+            [vec![true; d], vec![false; d]].into_iter().chain(plan.keeps.iter().cloned()).collect();
+        let values = target_probabilities(model, image, segments, &keeps, options.hiding, target);
         let phi = shapley_values(d, &plan.keeps, &values[2..], &plan.weights, values[0], values[1]);
         maps.push(segment_map(segments, &phi));
     }

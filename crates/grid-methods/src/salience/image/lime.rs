@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::PixelMap;
-use super::perturb::{Hiding, Probabilities, hide, segment_map};
+use super::perturb::{Hiding, Probabilities, segment_map, target_probabilities};
 use crate::salience::regression::weighted_least_squares;
 
 /// `LimeImageExplainer`'s defaults.
@@ -52,9 +52,7 @@ pub fn lime(
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         rng.set_stream(stream);
         let keeps = keep_vectors(&mut rng, segments.count(), options.samples.max(1));
-        let colours = options.hiding.colours(image, segments);
-        let perturbed: Vec<Image> = keeps.iter().map(|k| hide(image, segments, k, &colours)).collect();
-        let targets: Vec<f64> = model.probabilities(&perturbed).iter().map(|p| p[target]).collect();
+        let targets = target_probabilities(model, image, segments, &keeps, options.hiding, target);
         maps.push(segment_map(segments, &coefficients(&keeps, &targets, options.kernel_width)));
     }
     maps

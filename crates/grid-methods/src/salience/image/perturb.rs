@@ -79,6 +79,21 @@ pub fn hide(image: &Image, segments: &Segments, keep: &[bool], colours: &[[f32; 
     out
 }
 
+/// The probability of class `target` for `image` with each of `keeps`'
+/// hidden segments painted as `hiding` says: what the surrogate fits read.
+pub fn target_probabilities(
+    model: &impl Probabilities,
+    image: &Image,
+    segments: &Segments,
+    keeps: &[Vec<bool>],
+    hiding: Hiding,
+    target: usize,
+) -> Vec<f64> {
+    let colours = hiding.colours(image, segments);
+    let perturbed: Vec<Image> = keeps.iter().map(|k| hide(image, segments, k, &colours)).collect();
+    model.probabilities(&perturbed).iter().map(|p| p[target]).collect()
+}
+
 /// A map that gives every pixel its segment's `|value|`.
 pub fn segment_map(segments: &Segments, values: &[f64]) -> PixelMap {
     let values = segments.labels().iter().map(|&s| values[s as usize].abs() as f32).collect();

@@ -78,25 +78,15 @@ pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
         .map(|method| {
             let mut line = vec![Some(method.clone())];
             for manipulation in &manipulations {
-                let of = |class: ImageClass| -> Vec<&ImageAttrRow> {
-                    rows.iter()
-                        .filter(|r| &r.method == method && &r.manipulation == manipulation && r.class == class)
-                        .collect()
-                };
-                unverified |= of(ImageClass::Manipulated).iter().any(|r| !r.verified);
-                let mean = |rows: &[&ImageAttrRow], pick: fn(&ImageAttrRow) -> f64| -> Option<f64> {
-                    let kept: Vec<f64> = rows.iter().filter(|r| r.verified).map(|r| pick(r)).collect();
-                    (!kept.is_empty()).then(|| kept.iter().sum::<f64>() / kept.len() as f64)
-                };
+                let cell_of = |r: &ImageAttrRow| &r.method == method && &r.manipulation == manipulation;
+                let on = |r: &ImageAttrRow| cell_of(r) && r.class == ImageClass::Manipulated;
+                unverified |= rows.iter().any(|r| on(r) && !r.verified);
                 let percent = |v: f64| format!("{}%", format_fixed(100.0 * v, 1));
-                let manipulated = of(ImageClass::Manipulated);
-                let cell = match (mean(&manipulated, |r| r.attr), mean(&of(ImageClass::Untouched), |r| r.attr)) {
-                    (Some(on), Some(off)) => {
-                        let er = mean(&manipulated, |r| r.region_share).unwrap_or(0.0);
-                        Some(format!("{} / {} ({})", percent(on), percent(off), percent(er)))
-                    }
-                    _ => None,
-                };
+                let absent = mean_attr(rows, |r| cell_of(r) && r.class == ImageClass::Untouched);
+                let cell = mean_attr(rows, on).zip(absent).map(|(present, absent)| {
+                    let er = verified_mean(rows, on, |r| r.region_share).unwrap_or(0.0);
+                    format!("{} / {} ({})", percent(present), percent(absent), percent(er))
+                });
                 line.push(cell);
             }
             line
@@ -119,10 +109,19 @@ pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
     }))
 }
 
+/// The mean of `pick` over the verified rows that `keep` selects.
+fn verified_mean(
+    rows: &[ImageAttrRow],
+    keep: impl Fn(&ImageAttrRow) -> bool,
+    pick: fn(&ImageAttrRow) -> f64,
+) -> Option<f64> {
+    let values: Vec<f64> = rows.iter().filter(|r| r.verified && keep(r)).map(pick).collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
 /// Mean `Attr%` of the verified rows that `keep` selects.
 fn mean_attr(rows: &[ImageAttrRow], keep: impl Fn(&ImageAttrRow) -> bool) -> Option<f64> {
-    let values: Vec<f64> = rows.iter().filter(|r| r.verified && keep(r)).map(|r| r.attr).collect();
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    verified_mean(rows, keep, |r| r.attr)
 }
 
 fn pct(v: f64) -> String {

@@ -129,7 +129,8 @@ pub fn slic(image: &Image, options: SlicOptions) -> Segments {
             }
         }
         // Every pixel is within some centre's window (the windows cover the grid).
-        let mut sums = vec![[0.0f64; 5]; centres.len()];
+        // Per centre: Σ L, a, b, y, x of its pixels, and their count.
+        let mut sums = vec![[0.0f64; 6]; centres.len()];
         for (p, &k) in labels.iter().enumerate() {
             let s = &mut sums[k as usize];
             for c in 0..3 {
@@ -137,14 +138,11 @@ pub fn slic(image: &Image, options: SlicOptions) -> Segments {
             }
             s[3] += (p / w) as f64;
             s[4] += (p % w) as f64;
+            s[5] += 1.0;
         }
-        let mut counts = vec![0usize; centres.len()];
-        for &k in &labels {
-            counts[k as usize] += 1;
-        }
-        for ((centre, s), &n) in centres.iter_mut().zip(&sums).zip(&counts) {
-            if n > 0 {
-                let n = n as f64;
+        for (centre, s) in centres.iter_mut().zip(&sums) {
+            let n = s[5];
+            if n > 0.0 {
                 *centre = Centre { lab: [s[0] / n, s[1] / n, s[2] / n], y: s[3] / n, x: s[4] / n };
             }
         }

@@ -14,7 +14,7 @@ use super::fit::{Batches, Control, Objective, fit_with_spec};
 use super::recipe::TrainingSpec;
 use super::{Evaluation, Stopped, TrainSummary, loss};
 use crate::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
-use crate::model::resnet::ResNet;
+use crate::model::resnet::{ResNet, batch};
 use crate::model::shapes::ShapeLog;
 
 /// An image, its label, and whether it carries the planted artifact (what
@@ -67,14 +67,16 @@ impl<B: AutodiffBackend> Batches<B, ResNet<B>> for ImageBatches {
     }
 }
 
-/// The evaluated model's predicted class for each image, in batches of 64.
+/// Images per validation pass.
+const EVALUATION_ROWS: usize = 64;
+
+/// The evaluated model's predicted class for each image, in batches of
+/// [`EVALUATION_ROWS`].
 pub fn predict_images<B: Backend>(model: &ResNet<B>, images: &[&Image], device: &B::Device) -> Vec<u32> {
     let mut predictions = Vec::with_capacity(images.len());
-    for chunk in images.chunks(64) {
-        let data: Vec<f32> = chunk.iter().flat_map(|i| i.normalised(IMAGENET_MEAN, IMAGENET_STD)).collect();
-        let (h, w) = (chunk[0].height(), chunk[0].width());
-        let input = Tensor::<B, 4>::from_data(TensorData::new(data, [chunk.len(), 3, h, w]), device);
-        let classes: Vec<i64> = model.evaluate(input).argmax(1).into_data().convert::<i64>().to_vec().expect("int");
+    for chunk in images.chunks(EVALUATION_ROWS) {
+        let classes: Vec<i64> =
+            model.evaluate(batch::<B>(chunk, device)).argmax(1).into_data().convert::<i64>().to_vec().expect("int");
         predictions.extend(classes.into_iter().map(|c| c as u32));
     }
     predictions
@@ -96,7 +98,7 @@ pub fn train_resnet<B: AutodiffBackend>(
     let examples: Vec<(u32, bool)> = validation.iter().map(|e| (e.label, e.marked)).collect();
     let evaluate = |m: &ResNet<B::InnerBackend>| {
         if let Some(first) = images.first() {
-            shapes.record(images.len().min(64), first.height());
+            shapes.record(images.len().min(EVALUATION_ROWS), first.height());
         }
         Evaluation::of(&predict_images(m, &images, device), &examples, None)
     };

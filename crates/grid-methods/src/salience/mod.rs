@@ -131,10 +131,16 @@ impl Settings {
 
     /// The random stream of one example.
     pub fn rng(&self, stream: u64) -> ChaCha8Rng {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        rng.set_stream(stream);
-        rng
+        stream_rng(self.seed, stream)
     }
+}
+
+/// Stream `stream` of seed `seed`: one per example, so an example's draws do
+/// not depend on the batch it is explained in.
+pub fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
 }
 
 /// Salience for a batch of examples.

@@ -14,13 +14,14 @@ use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, PaddingConfig2d};
-use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
 use crate::model::init;
 
 /// How deep: the number of basic blocks in each of the four stages.
@@ -211,6 +212,14 @@ fn norm<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, statistics: Statistics) 
             (x - mean) * scale + shape(bn.beta.val())
         }
     }
+}
+
+/// `images` (one size), ImageNet-normalised, as the `[n, 3, h, w]` batch a
+/// ResNet reads.
+pub fn batch<B: Backend>(images: &[&Image], device: &B::Device) -> Tensor<B, 4> {
+    let (h, w) = (images[0].height(), images[0].width());
+    let data: Vec<f32> = images.iter().flat_map(|i| i.normalised(IMAGENET_MEAN, IMAGENET_STD)).collect();
+    Tensor::from_data(TensorData::new(data, [images.len(), 3, h, w]), device)
 }
 
 /// A ResNet classifier over `[batch, 3, height, width]` normalised images.

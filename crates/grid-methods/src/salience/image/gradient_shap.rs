@@ -12,12 +12,12 @@
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
-use grid_core::image::Image;
+use grid_core::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
 use grid_core::model::resnet::ResNet;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 
-use super::{PixelMap, batch, input_gradient};
+use super::{PixelMap, input_gradient};
+use crate::salience::stream_rng;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GradientShapOptions {
@@ -69,14 +69,13 @@ pub fn attributions<B: AutodiffBackend>(
     device: &B::Device,
 ) -> Vec<Vec<f64>> {
     assert!(!background.is_empty(), "GradientSHAP needs background images");
-    let normalised = |i: &Image| -> Vec<f32> { batch::<B>(&[i], device).into_data().to_vec().expect("f32 input") };
+    let normalised = |i: &Image| i.normalised(IMAGENET_MEAN, IMAGENET_STD);
     let background: Vec<Vec<f32>> = background.iter().map(|b| normalised(b)).collect();
     let mut out = Vec::with_capacity(images.len());
     for ((image, &target), &stream) in images.iter().zip(targets).zip(streams) {
         let (h, w) = (image.height(), image.width());
         let x = normalised(image);
-        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        rng.set_stream(stream);
+        let mut rng = stream_rng(options.seed, stream);
         let draws: Vec<(usize, f32)> =
             (0..options.samples.max(1)).map(|_| (rng.random_range(0..background.len()), rng.random::<f32>())).collect();
         let mut phi = vec![0.0f64; x.len()];
@@ -107,6 +106,7 @@ mod tests {
     use grid_core::model::resnet::{Depth, ResNetConfig, Stem};
 
     use super::*;
+    use crate::salience::image::batch;
     use crate::shortcut::image::tests::textured;
 
     type A = Autodiff<Flex>;

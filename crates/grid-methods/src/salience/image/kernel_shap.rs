@@ -12,12 +12,11 @@
 
 use grid_core::image::Image;
 use grid_core::image::slic::Segments;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::PixelMap;
 use super::perturb::{Hiding, Probabilities, segment_map, target_probabilities};
 use crate::salience::kernel_shap::{coalitions, shapley_values};
+use crate::salience::stream_rng;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KernelShapOptions {
@@ -46,8 +45,7 @@ pub fn kernel_shap(
     let mut maps = Vec::with_capacity(images.len());
     for (((image, segments), &target), &stream) in images.iter().zip(segments).zip(targets).zip(streams) {
         let d = segments.count();
-        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        rng.set_stream(stream);
+        let mut rng = stream_rng(options.seed, stream);
         let plan = coalitions(&mut rng, d, options.samples);
         // The full coalition, the empty one, then the plan's.
         let keeps: Vec<Vec<bool>> =

@@ -15,12 +15,12 @@
 use grid_core::image::Image;
 use grid_core::image::slic::Segments;
 use nalgebra::DMatrix;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 
 use super::PixelMap;
 use super::perturb::{Hiding, Probabilities, segment_map, target_probabilities};
 use crate::salience::regression::weighted_least_squares;
+use crate::salience::stream_rng;
 
 /// `LimeImageExplainer`'s defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,8 +49,7 @@ pub fn lime(
 ) -> Vec<PixelMap> {
     let mut maps = Vec::with_capacity(images.len());
     for (((image, segments), &target), &stream) in images.iter().zip(segments).zip(targets).zip(streams) {
-        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        rng.set_stream(stream);
+        let mut rng = stream_rng(options.seed, stream);
         let keeps = keep_vectors(&mut rng, segments.count(), options.samples.max(1));
         let targets = target_probabilities(model, image, segments, &keeps, options.hiding, target);
         maps.push(segment_map(segments, &coefficients(&keeps, &targets, options.kernel_width)));

@@ -27,8 +27,8 @@ mod equivalence;
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
-use grid_core::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
 use grid_core::model::resnet::ResNet;
+pub use grid_core::model::resnet::batch;
 
 /// A saliency map: `height × width` values, row by row.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,13 +36,6 @@ pub struct PixelMap {
     pub height: usize,
     pub width: usize,
     pub values: Vec<f32>,
-}
-
-/// `images` (one size), ImageNet-normalised, as a `[n, 3, h, w]` batch.
-pub fn batch<B: burn::tensor::backend::Backend>(images: &[&Image], device: &B::Device) -> Tensor<B, 4> {
-    let (h, w) = (images[0].height(), images[0].width());
-    let data: Vec<f32> = images.iter().flat_map(|i| i.normalised(IMAGENET_MEAN, IMAGENET_STD)).collect();
-    Tensor::from_data(TensorData::new(data, [images.len(), 3, h, w]), device)
 }
 
 /// The gradient of each example's `targets[i]` logit with respect to its

@@ -5,13 +5,12 @@
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
-use grid_core::image::Image;
+use grid_core::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
 use grid_core::model::resnet::ResNet;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::{PixelMap, batch, channel_abs_sum, input_gradient};
+use super::{PixelMap, channel_abs_sum, input_gradient};
+use crate::salience::stream_rng;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmoothGradOptions {
@@ -40,11 +39,10 @@ pub fn smoothgrad<B: AutodiffBackend>(
     let samples = options.samples.max(1);
     let mut maps: Vec<PixelMap> = Vec::new();
     for ((image, &target), &stream) in images.iter().zip(targets).zip(streams) {
-        let clean: Vec<f32> = batch::<B>(&[image], device).into_data().to_vec().expect("f32 input");
+        let clean = image.normalised(IMAGENET_MEAN, IMAGENET_STD);
         let (min, max) = clean.iter().fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         let sigma = options.spread * (max - min);
-        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        rng.set_stream(stream);
+        let mut rng = stream_rng(options.seed, stream);
         let noise = Normal::new(0.0f32, sigma.max(0.0)).expect("a finite σ");
         let noisy: Vec<f32> =
             (0..samples).flat_map(|_| clean.iter().map(|v| v + noise.sample(&mut rng)).collect::<Vec<_>>()).collect();

@@ -17,6 +17,7 @@ mod crash;
 mod crowd;
 mod glove;
 mod hub_data;
+mod images;
 mod methods;
 mod metrics_reports;
 mod multiclass;

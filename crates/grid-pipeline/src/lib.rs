@@ -16,6 +16,6 @@ pub mod steps;
 pub(crate) use grid_cache as cache;
 pub(crate) use grid_cache::clock;
 pub(crate) use grid_core::with_autodiff_backend;
-pub(crate) use grid_core::{backend, data, errors, interrupt, model, text, train, values};
+pub(crate) use grid_core::{backend, data, errors, image, interrupt, model, text, train, values};
 pub(crate) use grid_methods::{metrics, salience, shortcut};
 pub(crate) use grid_report as report;

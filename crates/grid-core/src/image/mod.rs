@@ -8,6 +8,7 @@
 //! - [`color`]: RGB ↔ HSB, where brightness and hue are shifted; RGB → CIELAB.
 //! - [`slic`]: SLIC superpixels, the features LIME and KernelSHAP hide.
 //! - [`samples`]: the embedded photographs and datasets of their crops.
+//! - [`store`]: sets of images in one file, the image steps' payloads.
 //!
 //! The five manipulations that plant image shortcuts are in
 //! `grid-methods` (`shortcut::image`), beside the text ones.
@@ -17,6 +18,7 @@ pub mod decode;
 pub mod folder;
 pub mod samples;
 pub mod slic;
+pub mod store;
 
 /// ImageNet's per-channel mean and standard deviation (RGB, on `[0, 1]`),
 /// which the paper and torchvision's ResNets normalise with.

@@ -34,6 +34,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+mod images;
+
 use super::Plan;
 use crate::backend::placement::Measurements;
 use crate::cache::{Cache, StepKind};
@@ -243,6 +245,10 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
     if plan.steps[index].kind == StepKind::Corpus {
         return None;
     }
+    if let Work::Image(work) = &plan.steps[index].work {
+        let record = WorkRecord { group: group(plan, index), work: images::step_work(plan, index, work) };
+        return serde_json::to_value(record).ok();
+    }
     let mut notes = Vec::new();
     // Scores, agreements and reports cost the same whatever their data: no
     // need to read it after each of them (a grid has a thousand scores).
@@ -450,6 +456,9 @@ fn critical_path(plan: &Plan, priced: &[Priced], target: Target) -> f64 {
 /// `placement` records rates by), and its method.
 fn group(plan: &Plan, index: usize) -> String {
     let step = &plan.steps[index];
+    if let Work::Image(_) = &step.work {
+        return images::group(plan, index);
+    }
     let model = ancestor(plan, index, StepKind::Train).and_then(|t| {
         let train = &plan.steps[t];
         let Work::Train { model, max_length, .. } = &train.work else { return None };
@@ -666,6 +675,7 @@ fn step_work(plan: &Plan, index: usize, inputs: &Inputs) -> StepWork {
         }
         Work::Agreement(_) => StepWork { fixed_seconds: 0.15, bytes: 14.0e3, ..StepWork::default() },
         Work::Score { .. } => StepWork { fixed_seconds: 0.01, bytes: 3.0e3, ..StepWork::default() },
+        Work::Image(work) => images::step_work(plan, index, work),
         Work::Report(report) => StepWork {
             fixed_seconds: 0.5 + 0.002 * report.cells.len() as f64,
             bytes: 50.0e3 + 2.0e3 * report.cells.len() as f64,

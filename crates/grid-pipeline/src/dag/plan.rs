@@ -1,5 +1,7 @@
 //! Expanding a grid into steps and computing their keys.
 
+mod images;
+
 use std::path::{Path, PathBuf};
 
 use crate::backend::Precision;
@@ -17,7 +19,8 @@ use crate::model::hub::HubFile;
 use crate::salience::Method;
 use crate::steps::corpus::ResolvedFiles;
 use crate::steps::work::{
-    AgreementCoordinates, CellCoordinates, EvaluateCoordinates, ExampleSource, ReportWork, VerifyCoordinates, Work,
+    AgreementCoordinates, CellCoordinates, EvaluateCoordinates, ExampleSource, ImageCellCoordinates, ReportWork,
+    VerifyCoordinates, Work,
 };
 
 /// Where relative data paths point.
@@ -38,6 +41,8 @@ pub enum PlanError {
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
     #[error("dataset `{dataset}`: {source}")]
     HubData { dataset: String, source: crate::model::hub::HubError },
+    #[error("image dataset `{dataset}`: {message}")]
+    ImageData { dataset: String, message: String },
     #[error("model `{model}`: GloVe file {path} not found")]
     MissingGlove { model: String, path: PathBuf },
     #[error(
@@ -103,6 +108,9 @@ pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, P
             planner.explain(&data, cell);
         }
     }
+    if let Some(images) = &grid.images {
+        planner.images(images, &base)?;
+    }
     Ok(planner.report())
 }
 
@@ -121,6 +129,7 @@ struct Planner<'g> {
     evaluations: Vec<EvaluateCoordinates>,
     agreements: Vec<AgreementCoordinates>,
     examples: Vec<ExampleSource>,
+    image_cells: Vec<ImageCellCoordinates>,
 }
 
 /// One dataset's part of the plan: its corpus step, its shortcut tokens and
@@ -199,6 +208,7 @@ impl<'g> Planner<'g> {
             evaluations: Vec::new(),
             agreements: Vec::new(),
             examples: Vec::new(),
+            image_cells: Vec::new(),
         }
     }
 
@@ -546,6 +556,7 @@ impl<'g> Planner<'g> {
             mut evaluations,
             mut agreements,
             mut examples,
+            mut image_cells,
             ..
         } = self;
         // The report's parameters are its layout: which input is which cell. Step
@@ -570,6 +581,9 @@ impl<'g> Planner<'g> {
             for (_, step) in &mut e.attributions {
                 *step = position(*step);
             }
+        }
+        for c in &mut image_cells {
+            (c.score, c.verify) = (position(c.score), position(c.verify));
         }
         let mut layout = serde_json::json!({
             "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
@@ -604,6 +618,10 @@ impl<'g> Planner<'g> {
                 })
                 .collect();
         }
+        // Only image grids have image cells: a text grid's report key stays.
+        if !image_cells.is_empty() {
+            layout["images"] = serde_json::to_value(&image_cells).expect("plain data");
+        }
         b.add(
             StepKind::Report,
             format!("report/{}", grid.name),
@@ -617,6 +635,7 @@ impl<'g> Planner<'g> {
                 evaluations,
                 agreements,
                 examples,
+                images: image_cells,
             }),
         );
         Plan { grid_name: grid.name.clone(), steps: b.steps, skipped }

@@ -9,6 +9,7 @@
 
 pub mod extends;
 mod finite;
+pub mod images;
 pub(crate) mod model;
 pub mod overrides;
 pub mod slurm;
@@ -87,6 +88,9 @@ pub struct Grid {
     pub report: ReportSpec,
     /// What `--executor slurm` asks of the cluster; in no key.
     pub slurm: slurm::SlurmSpec,
+    /// Zhou et al.'s image protocol (`[images]`), planned beside the text
+    /// grid; an image-only grid has no text `datasets` or `models`.
+    pub images: Option<images::ImageGrid>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -98,7 +102,7 @@ struct RawGrid {
     shortcuts: Option<ShortcutSpec>,
     #[serde(default)]
     models: Vec<model::RawModel>,
-    attribution: RawAttribution,
+    attribution: Option<Spanned<RawAttribution>>,
     #[serde(default)]
     verification: VerificationSpec,
     metrics: Option<Spanned<Vec<Spanned<String>>>>,
@@ -110,6 +114,7 @@ struct RawGrid {
     report: ReportSpec,
     #[serde(default)]
     slurm: slurm::SlurmSpec,
+    images: Option<images::RawImages>,
 }
 
 /// Without `metrics`: Bastings et al.'s two on a shortcut grid; on a natural
@@ -581,12 +586,45 @@ impl Grid {
         }
         let raw: RawGrid = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim_end().to_string()))?;
 
+        let images = raw.images.map(images::images).transpose().map_err(|(span, m)| at(span, m))?;
+        if images.is_some() && raw.datasets.is_empty() {
+            // An image-only grid: no text part may be half there.
+            if let Some(model) = raw.models.first() {
+                return Err(at(
+                    Some(model.name.span()),
+                    "`[[models]]` trains on text `[[datasets]]`, and this grid has none; image models are \
+                     `[[images.models]]`"
+                        .into(),
+                ));
+            }
+            if let Some(attribution) = &raw.attribution {
+                return Err(at(
+                    Some(attribution.span()),
+                    "`[attribution]` explains text models, and this grid has none; image methods are \
+                     `[images.attribution]`"
+                        .into(),
+                ));
+            }
+            if raw.shortcuts.is_some() {
+                return Err(at(
+                    None,
+                    "`[shortcuts]` plants text shortcuts, and this grid has no text `[[datasets]]`; image \
+                     manipulations are `images.manipulations`"
+                        .into(),
+                ));
+            }
+            let name = raw.name.unwrap_or_else(|| default_name(path));
+            return Ok(Grid::of_images(name, path, text, images, raw.report, raw.slurm));
+        }
         if raw.datasets.is_empty() {
             return Err(at(None, "the grid declares no `[[datasets]]`".into()));
         }
         if raw.models.is_empty() {
             return Err(at(None, "the grid declares no `[[models]]`".into()));
         }
+        let Some(attribution) = raw.attribution.map(Spanned::into_inner) else {
+            return Err(at(None, "the grid declares no `[attribution]` (its `methods` are what it explains)".into()));
+        };
         check_names(raw.datasets.iter().map(|d| &d.name), "dataset").map_err(|(s, m)| at(Some(s), m))?;
         check_names(raw.models.iter().map(|m| &m.name), "model").map_err(|(s, m)| at(Some(s), m))?;
 
@@ -643,7 +681,7 @@ impl Grid {
                     ),
                 ));
             }
-            if let Some(set) = &raw.attribution.test_set {
+            if let Some(set) = &attribution.test_set {
                 return Err(at(
                     Some(set.span()),
                     "`attribution.test_set` picks a synthetic test set; a grid without `[shortcuts]` explains the \
@@ -651,7 +689,7 @@ impl Grid {
                         .into(),
                 ));
             }
-        } else if let Some(set) = raw.attribution.test_set.as_ref().filter(|s| *s.get_ref() == TestSet::Original) {
+        } else if let Some(set) = attribution.test_set.as_ref().filter(|s| *s.get_ref() == TestSet::Original) {
             return Err(at(
                 Some(set.span()),
                 "`attribution.test_set = \"original\"` is what a grid without `[shortcuts]` explains; a shortcut \
@@ -700,7 +738,7 @@ impl Grid {
         };
 
         let mut methods: Vec<Method> = Vec::new();
-        for pattern in &raw.attribution.methods {
+        for pattern in &attribution.methods {
             let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
             for name in names {
                 let method: Method = name
@@ -730,9 +768,7 @@ impl Grid {
             }
         }
 
-        let name = raw.name.unwrap_or_else(|| {
-            path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "grid".into())
-        });
+        let name = raw.name.unwrap_or_else(|| default_name(path));
         Ok(Grid {
             name,
             path: path.into(),
@@ -742,17 +778,17 @@ impl Grid {
             models,
             attribution: AttributionSpec {
                 methods,
-                sample: raw.attribution.sample,
-                test_set: match (natural, raw.attribution.test_set) {
+                sample: attribution.sample,
+                test_set: match (natural, attribution.test_set) {
                     (true, _) => TestSet::Original,
                     (false, set) => set.map(Spanned::into_inner).unwrap_or(TestSet::Synthetic),
                 },
-                subset: raw.attribution.subset,
-                batch_size: raw.attribution.batch_size,
-                internal_batch_size: raw.attribution.internal_batch_size,
-                perturbations_per_eval: raw.attribution.perturbations_per_eval,
-                word_aggregation: raw.attribution.word_aggregation,
-                seed: raw.attribution.seed,
+                subset: attribution.subset,
+                batch_size: attribution.batch_size,
+                internal_batch_size: attribution.internal_batch_size,
+                perturbations_per_eval: attribution.perturbations_per_eval,
+                word_aggregation: attribution.word_aggregation,
+                seed: attribution.seed,
             },
             verification: raw.verification,
             metrics,
@@ -761,8 +797,52 @@ impl Grid {
             seeds,
             report: raw.report,
             slurm: raw.slurm,
+            images,
         })
     }
+
+    /// An image-only grid: the text parts empty, nothing of theirs planned.
+    fn of_images(
+        name: String,
+        path: &Path,
+        text: &str,
+        images: Option<images::ImageGrid>,
+        report: ReportSpec,
+        slurm: slurm::SlurmSpec,
+    ) -> Grid {
+        Grid {
+            name,
+            path: path.into(),
+            text: text.to_string(),
+            datasets: Vec::new(),
+            shortcuts: None,
+            models: Vec::new(),
+            attribution: AttributionSpec {
+                methods: Vec::new(),
+                sample: sample(),
+                test_set: TestSet::Original,
+                subset: Subset::default(),
+                batch_size: attr_batch(),
+                internal_batch_size: internal_batch(),
+                perturbations_per_eval: per_eval(),
+                word_aggregation: None,
+                seed: attr_seed(),
+            },
+            verification: VerificationSpec::default(),
+            metrics: Vec::new(),
+            erasure: ErasureSpec::default(),
+            agreement: None,
+            seeds: None,
+            report,
+            slurm,
+            images,
+        }
+    }
+}
+
+/// The grid file's stem: a grid's name when it gives none.
+fn default_name(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "grid".into())
 }
 
 /// The `metrics` list: metric names, `diagnosticity` (diag-* of every erasure

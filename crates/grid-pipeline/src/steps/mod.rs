@@ -8,6 +8,7 @@ pub mod attribute;
 pub mod corpus;
 pub mod erasure;
 pub mod evaluate;
+pub mod images;
 pub mod io;
 pub mod report;
 pub mod score;
@@ -75,6 +76,7 @@ pub fn execute(work: &Work, ctx: &StepContext, out: &Path) -> Result<()> {
         Work::Erasure(options) => erasure::run(options, ctx, out),
         Work::Agreement(options) => agreement::run(options, &ctx.inputs, out),
         Work::Score { metric, word_aggregation } => score::run(*metric, *word_aggregation, &ctx.inputs, out),
+        Work::Image(work) => images::execute(work, ctx, out),
         Work::Report(work) => report::run(work, ctx, out),
     }
 }

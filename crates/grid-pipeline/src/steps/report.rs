@@ -10,12 +10,16 @@ use super::StepContext;
 use super::agreement::{Agreement, FILE as AGREEMENT_FILE};
 use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
 use super::evaluate::{Evaluation, FILE as EVALUATE_FILE};
+use super::images::score::{ImageScore, SCORE as IMAGE_SCORE};
+use super::images::verify::VERIFICATION as IMAGE_VERIFICATION;
 use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::report::html::ExampleView;
+use crate::report::images::{ImageAttrRow, ImageClass};
 use crate::report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
+use crate::shortcut::image::verification::ImageVerification;
 
 pub const CONSOLE: &str = "console.md";
 /// Every cell and verification row, for `grid report --compare`.
@@ -29,6 +33,9 @@ pub struct ReportData {
     /// A natural grid's models on their test sets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evaluations: Vec<EvaluationRow>,
+    /// The image protocol's rows (Zhou et al.'s Figure 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageAttrRow>,
 }
 
 /// Examples per model cell shown highlighted by every method in the HTML report.
@@ -128,6 +135,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     for source in &work.examples {
         examples.extend(example_views(source, ctx)?);
     }
+    let images = image_rows(work, ctx)?;
     let input = ReportInput {
         title: &work.title,
         cells: &results,
@@ -135,13 +143,42 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         evaluations: &evaluations,
         agreements: &agreements,
         examples: &examples,
-        // Image grids are not planned yet (issue 47): no rows.
-        images: &[],
+        images: &images,
     };
     let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;
-    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations })?;
+    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations, images })?;
     Ok(())
+}
+
+/// Per image cell, a row per class of test image: its `Attr%`, `%ER`, and
+/// its model's accuracy and verdict.
+fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>> {
+    let mut rows = Vec::new();
+    for c in &work.images {
+        let score: ImageScore = read_json(&input_dir(ctx, c.score)?.join(IMAGE_SCORE))?;
+        let verification: ImageVerification = read_json(&input_dir(ctx, c.verify)?.join(IMAGE_VERIFICATION))?;
+        for (class, of_class) in
+            [(ImageClass::Manipulated, score.manipulated), (ImageClass::Untouched, score.untouched)]
+        {
+            // A class with no test image (or only empty maps) has no mean.
+            let Some(attr) = of_class.attr else { continue };
+            rows.push(ImageAttrRow {
+                model: c.model.clone(),
+                dataset: c.dataset.clone(),
+                manipulation: c.manipulation.clone(),
+                method: c.method.name().to_string(),
+                class,
+                seed: c.seed,
+                attr,
+                region_share: score.region_share,
+                accuracy: verification.accuracy,
+                verified: verification.passed,
+                images: of_class.images,
+            });
+        }
+    }
+    Ok(rows)
 }
 
 /// The first examples every method of a model cell explained, with each

@@ -48,6 +48,8 @@ pub enum Work {
         metric: Metric,
         word_aggregation: Option<crate::metrics::WordAggregation>,
     },
+    /// A step of the image protocol ([`super::images`]).
+    Image(super::images::ImageWork),
     Report(ReportWork),
 }
 
@@ -65,6 +67,22 @@ pub struct ReportWork {
     /// Per model cell, its attribute steps: the HTML report shows a few
     /// examples highlighted by every method.
     pub examples: Vec<ExampleSource>,
+    /// The image protocol's cells: one per (model, manipulation, method).
+    pub images: Vec<ImageCellCoordinates>,
+}
+
+/// Where an image cell's `Attr%` lands (Zhou et al.'s Figure 3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ImageCellCoordinates {
+    /// Positions of its score and its model's verify step among the
+    /// report's inputs.
+    pub score: usize,
+    pub verify: usize,
+    pub model: String,
+    pub dataset: String,
+    pub manipulation: String,
+    pub method: crate::salience::image::PixelMethod,
+    pub seed: u64,
 }
 
 /// Which model cell an agreement step compares.

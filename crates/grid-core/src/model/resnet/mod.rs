@@ -74,6 +74,63 @@ impl ResNetConfig {
     /// convolutions over their outputs, batch norms at identity, the linear
     /// layer uniform in `±1/√fan_in`), from a ChaCha stream of `seed`: one
     /// seed, one model, on every backend and beside any other training.
+    /// Multiply-adds of one forward pass of a `side × side` image: the
+    /// convolutions (with the downsampling ones) and the linear head, what
+    /// a cost estimate weighs (batch norm, ReLU and pooling are noise).
+    pub fn macs_per_image(&self, side: usize) -> f64 {
+        let w = self.width.max(1) as f64;
+        // A convolution's output side: ⌊(side + 2·padding − kernel) / stride⌋ + 1.
+        let out =
+            |side: usize, kernel: usize, stride: usize, padding: usize| (side + 2 * padding - kernel) / stride + 1;
+        let mut side = side.max(1);
+        let mut macs = 0.0;
+        match self.stem {
+            Stem::ImageNet => {
+                side = out(side.max(7), 7, 2, 3);
+                macs += (side * side) as f64 * 49.0 * 3.0 * w;
+                side = out(side.max(3), 3, 2, 1);
+            }
+            Stem::Small => macs += (side * side) as f64 * 27.0 * w,
+        }
+        let mut channels = w;
+        for (stage, blocks) in self.depth.blocks().into_iter().enumerate() {
+            let outputs = w * f64::from(1u32 << stage);
+            for block in 0..blocks {
+                let stride = if stage > 0 && block == 0 { 2 } else { 1 };
+                side = out(side, 3, stride, 1);
+                let pixels = (side * side) as f64;
+                macs += pixels * 9.0 * (channels * outputs + outputs * outputs);
+                if stride != 1 || channels != outputs {
+                    macs += pixels * channels * outputs;
+                }
+                channels = outputs;
+            }
+        }
+        macs + channels * self.classes.max(1) as f64
+    }
+
+    /// Parameters (weights, batch-norm scales and shifts, the head's bias).
+    pub fn parameters(&self) -> f64 {
+        let w = self.width.max(1) as f64;
+        let stem = match self.stem {
+            Stem::ImageNet => 49.0,
+            Stem::Small => 9.0,
+        };
+        let mut total = stem * 3.0 * w + 2.0 * w;
+        let mut channels = w;
+        for (stage, blocks) in self.depth.blocks().into_iter().enumerate() {
+            let outputs = w * f64::from(1u32 << stage);
+            for block in 0..blocks {
+                total += 9.0 * (channels * outputs + outputs * outputs) + 4.0 * outputs;
+                if stage > 0 && block == 0 {
+                    total += channels * outputs + 2.0 * outputs;
+                }
+                channels = outputs;
+            }
+        }
+        total + (channels + 1.0) * self.classes.max(1) as f64
+    }
+
     pub fn init<B: Backend>(&self, seed: u64, device: &B::Device) -> ResNet<B> {
         let rng = &mut ChaCha8Rng::seed_from_u64(seed);
         let w = self.width.max(1);
@@ -321,6 +378,21 @@ mod tests {
         assert_eq!(wide.features(images.clone()).dims(), [1, 16, 2, 2]);
         assert_eq!(wide.forward(images).dims(), [1, 3]);
         assert_eq!([wide.layer1.len(), wide.layer2.len(), wide.layer3.len(), wide.layer4.len()], [3, 4, 6, 3]);
+    }
+
+    /// The published costs of torchvision's models at 224 pixels (its model
+    /// cards: 1.81 and 3.66 GFLOPS, counted as multiply-adds).
+    #[test]
+    fn multiply_adds_match_torchvisions_published_costs() {
+        let gmacs = |depth| ResNetConfig::torchvision(depth, 1000).macs_per_image(224) / 1e9;
+        assert!((gmacs(Depth::R18) - 1.81).abs() < 0.01, "{}", gmacs(Depth::R18));
+        assert!((gmacs(Depth::R34) - 3.66).abs() < 0.01, "{}", gmacs(Depth::R34));
+        // The small stem keeps the full resolution through the first stage.
+        let small = ResNetConfig { depth: Depth::R18, width: 8, stem: Stem::Small, classes: 2 };
+        assert!(small.macs_per_image(32) > small.macs_per_image(16) * 3.9);
+        // torchvision's counts (`sum(p.numel() for p in resnet18().parameters())`).
+        assert_eq!(ResNetConfig::torchvision(Depth::R18, 1000).parameters(), 11_689_512.0);
+        assert_eq!(ResNetConfig::torchvision(Depth::R34, 1000).parameters(), 21_797_672.0);
     }
 
     /// torchvision's resnet18 has 11,689,512 parameters with 1,000 classes,

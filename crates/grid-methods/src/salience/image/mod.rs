@@ -20,6 +20,7 @@ pub mod gradient;
 pub mod gradient_shap;
 pub mod kernel_shap;
 pub mod lime;
+pub mod methods;
 pub mod perturb;
 pub mod smoothgrad;
 
@@ -29,6 +30,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 use grid_core::model::resnet::ResNet;
 pub use grid_core::model::resnet::batch;
+pub use methods::{PixelMethod, PixelSettings, explain};
 
 /// A saliency map: `height × width` values, row by row.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,33 @@
+//! Image `verify`: the trained model's accuracy on the manipulated test
+//! split, judged against what the reassigned labels allow without the
+//! manipulation (`grid_methods::shortcut::image::verification`).
+
+use std::path::Path;
+
+use anyhow::Result;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+
+use super::{SPLITS, Split};
+use crate::shortcut::image::verification::{ImageThresholds, verify};
+use crate::steps::StepContext;
+use crate::steps::io::write_json;
+use crate::train::images::predict_images;
+
+pub const VERIFICATION: &str = "verification.json";
+
+pub fn run(thresholds: ImageThresholds, keep_probability: f64, ctx: &StepContext, out: &Path) -> Result<()> {
+    let test = Split::read(&ctx.inputs[1], SPLITS[2])?;
+    let predictions = crate::with_autodiff_backend!(ctx.compute, |B, device| {
+        predict::<<B as AutodiffBackend>::InnerBackend>(&ctx.inputs[0], &test, &device)
+    })?;
+    let labels: Vec<u32> = test.labels.iter().map(|l| l.label).collect();
+    let manipulated: Vec<bool> = test.labels.iter().map(|l| l.manipulated).collect();
+    let verification = verify(&predictions, &labels, &manipulated, keep_probability, thresholds);
+    write_json(&out.join("predictions.json"), &predictions)?;
+    write_json(&out.join(VERIFICATION), &verification)
+}
+
+fn predict<B: Backend>(model: &Path, test: &Split, device: &B::Device) -> Result<Vec<u32>> {
+    let model = super::train::load::<B>(model, device)?;
+    Ok(predict_images(&model, &test.refs(), device))
+}

@@ -1,0 +1,126 @@
+//! Zhou et al.'s image protocol as a grid, end to end on the embedded
+//! photographs: `[images]` planned into corpus, synth, train, verify,
+//! attribute and score steps, run, and reported as the Figure 3 table;
+//! a second run computes nothing.
+
+use grid::cache::Cache;
+use grid::dag::{self, PlanOptions};
+use grid::spec::Grid;
+
+use crate::util::GridTest;
+
+/// Small enough for the suite: one manipulation (the watermark, which a
+/// narrow ResNet learns fastest), 32 pixels, 400 training crops.
+const GRID: &str = r#"
+name = "images"
+
+[images]
+side = 32
+manipulations = ["watermark"]
+seed = 1
+
+[[images.datasets]]
+name = "photos"
+embedded = { train = 200, validation = 20, test = 20 }
+
+[[images.models]]
+name = "r18w8"
+depth = 18
+width = 8
+training = { max_steps = 150, eval_every = 25 }
+
+[images.attribution]
+methods = ["gradient", "gradcam", "kernel-shap"]
+sample = 40
+perturbation_samples = 64
+"#;
+
+fn csv(t: &GridTest, name: &str) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    let path = t.reports().join("images").join(name);
+    CsvReadOptions::default()
+        .with_infer_schema_length(Some(0))
+        .try_into_reader_with_file_path(Some(path.clone()))
+        .and_then(|r| r.finish())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn an_image_grid_runs_to_zhous_figure_3_table() {
+    let t = GridTest::new(GRID);
+    let grid = Grid::load(&t.grid_file()).expect("valid grid");
+    let cache = Cache::open(t.cache()).expect("cache");
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
+    let labels: Vec<&str> = plan.steps.iter().map(|s| s.label.as_str()).collect();
+    for label in [
+        "corpus/images/photos",
+        "synth/images/photos/watermark",
+        "train/images/photos/watermark/r18w8",
+        "verify/images/photos/watermark/r18w8",
+        "attribute/images/photos/watermark/r18w8/kernel-shap",
+        "score/images/photos/watermark/r18w8/kernel-shap/attr",
+        "report/images",
+    ] {
+        assert!(labels.contains(&label), "{label} not in {labels:?}");
+    }
+    assert_eq!(plan.steps.len(), 1 + 1 + 2 + 3 * 2 + 1);
+
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+
+    let data: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.reports().join("images").join("report_data.json")).unwrap()).unwrap();
+    let rows = data["images"].as_array().expect("image rows");
+    // Three methods × two classes of test image.
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.iter().all(|r| r["verified"] == true), "the watermark is learned: {rows:?}");
+    let attr = |method: &str, class: &str| {
+        rows.iter()
+            .find(|r| r["method"] == method && r["class"] == class)
+            .and_then(|r| r["attr"].as_f64())
+            .unwrap_or_else(|| panic!("no {method}/{class} row"))
+    };
+    let region = rows[0]["region_share"].as_f64().unwrap();
+    // KernelSHAP finds the watermark where it is, well above an even map.
+    assert!(
+        attr("kernel-shap", "manipulated") > region + 0.2,
+        "KernelSHAP {} against %ER {region}",
+        attr("kernel-shap", "manipulated")
+    );
+
+    let table = csv(&t, "zhou_images_attr.csv");
+    let methods: Vec<String> =
+        table.column("method").unwrap().str().unwrap().iter().map(|m| m.unwrap_or_default().to_string()).collect();
+    assert_eq!(methods, ["gradient", "gradcam", "kernel-shap"]);
+    assert!(table.column("watermark").is_ok(), "{table}");
+    assert!(t.reports().join("images").join("zhou_images_attr_er.svg").is_file());
+
+    // Everything is cached: nothing runs again.
+    let again = t.run();
+    assert!(again.succeeded());
+    assert_eq!(again.executed().count(), 0);
+    assert_eq!(again.cached(), plan.steps.len());
+}
+
+#[test]
+fn a_bad_images_section_names_the_key_and_its_line() {
+    let t = GridTest::new(&GRID.replace("[\"watermark\"]", "[\"watermark\", \"glitter\"]"));
+    let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+    assert!(err.contains("grid.toml:6:") && err.contains("unknown manipulation `glitter`"), "{err}");
+
+    let t = GridTest::new(&GRID.replace("depth = 18", "depth = 50"));
+    let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+    assert!(err.contains("grid.toml:15:") && err.contains("ResNet-18 or -34"), "{err}");
+
+    let t = GridTest::new(&GRID.replace("\"kernel-shap\"]", "\"shap\"]"));
+    let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+    assert!(err.contains("unknown pixel method `shap`") && err.contains("gradient-shap"), "{err}");
+
+    let t =
+        GridTest::new(&GRID.replace("embedded = { train = 200, validation = 20, test = 20 }", "folder = \"birds\""));
+    let grid = Grid::load(&t.grid_file()).expect("a folder is checked when planned");
+    let cache = Cache::open(t.cache()).expect("cache");
+    let err = dag::plan(&grid, &cache, &PlanOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("image dataset") || err.contains("dataset `photos`"), "{err}");
+    assert!(err.contains("birds"), "{err}");
+}

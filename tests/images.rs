@@ -33,6 +33,7 @@ training = { max_steps = 150, eval_every = 25 }
 methods = ["gradient", "gradcam", "kernel-shap"]
 sample = 40
 perturbation_samples = 64
+checkpoints = 2
 "#;
 
 fn csv(t: &GridTest, name: &str) -> polars::prelude::DataFrame {
@@ -59,20 +60,28 @@ fn an_image_grid_runs_to_zhous_figure_3_table() {
         "verify/images/photos/watermark/r18w8",
         "attribute/images/photos/watermark/r18w8/kernel-shap",
         "score/images/photos/watermark/r18w8/kernel-shap/attr",
+        "verify/images/photos/watermark/r18w8/step-25",
+        "score/images/photos/watermark/r18w8/kernel-shap/step-150/attr",
         "report/images",
     ] {
         assert!(labels.contains(&label), "{label} not in {labels:?}");
     }
-    assert_eq!(plan.steps.len(), 1 + 1 + 2 + 3 * 2 + 1);
+    // corpus, synth, train; per model (the trained one and two checkpoints)
+    // a verify and each method's attribute and score; the report.
+    assert_eq!(plan.steps.len(), 3 + 3 * (1 + 3 * 2) + 1);
 
     let outcome = t.run();
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
 
     let data: serde_json::Value =
         serde_json::from_slice(&std::fs::read(t.reports().join("images").join("report_data.json")).unwrap()).unwrap();
-    let rows = data["images"].as_array().expect("image rows");
-    // Three methods × two classes of test image.
+    let all = data["images"].as_array().expect("image rows");
+    // Three methods × two classes of test image, for the trained model and
+    // the checkpoints at steps 25 and 150 (a class without images has none).
+    let rows: Vec<&serde_json::Value> = all.iter().filter(|r| r.get("checkpoint").is_none()).collect();
     assert_eq!(rows.len(), 6, "{rows:?}");
+    let steps: Vec<u64> = all.iter().filter_map(|r| r["checkpoint"].as_u64()).collect();
+    assert!(steps.contains(&25) && steps.contains(&150), "{steps:?}");
     assert!(rows.iter().all(|r| r["verified"] == true), "the watermark is learned: {rows:?}");
     let attr = |method: &str, class: &str| {
         rows.iter()
@@ -94,6 +103,22 @@ fn an_image_grid_runs_to_zhous_figure_3_table() {
     assert_eq!(methods, ["gradient", "gradcam", "kernel-shap"]);
     assert!(table.column("watermark").is_ok(), "{table}");
     assert!(t.reports().join("images").join("zhou_images_attr_er.svg").is_file());
+    assert!(t.reports().join("images").join("zhou_images_attr_accuracy.svg").is_file(), "Figure 4");
+    // A few test images with every method's map overlaid, on the page too.
+    assert!(t.reports().join("images").join("zhou_images_maps_photos_watermark_r18w8.png").is_file());
+    let html = std::fs::read_to_string(t.reports().join("images").join("report.html")).unwrap();
+    assert!(html.contains("r18w8 · photos · watermark: test images, then gradient, gradcam, kernel-shap"));
+
+    // `--compare` against the paper's findings: each held, not held or
+    // undecided, with our numbers; the checkpoints decide the fifth.
+    let reference =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference/zhou2022_image_findings.csv");
+    let mut written = Vec::new();
+    dag::compare::compare_with_published(&plan, &cache, &t.reports(), &[reference], &[], |w| written.push(w))
+        .expect("compare");
+    let markdown = &written[0].markdown;
+    assert_eq!(markdown.lines().filter(|l| l.contains("§5.")).count(), 5, "five findings: {markdown}");
+    assert!(markdown.contains("§5.2: SHAP on watermark") && markdown.contains("Spearman"), "{markdown}");
 
     // Everything is cached: nothing runs again.
     let again = t.run();

@@ -77,9 +77,16 @@ fn run_cell(name: &str, budget: &Budget) -> Cell {
     let progress = indicatif::ProgressBar::hidden();
     let control = Control { progress: &progress, log: &|l| eprintln!("{name}: {l}"), snapshots: None, stop: &|| false };
     let config = ResNetConfig { depth: Depth::R18, width: 8, stem: Stem::Small, classes: 2 };
-    let (model, _) =
-        train_resnet(config.init::<A>(1, &device), &spec, &control, &labelled(&train), &labelled(&validation), &device)
-            .unwrap();
+    let (model, _) = train_resnet(
+        config.init::<A>(1, &device),
+        &spec,
+        &control,
+        &labelled(&train),
+        &labelled(&validation),
+        &|_, _| {},
+        &device,
+    )
+    .unwrap();
     let images: Vec<&Image> = test.examples.iter().map(|e| &e.image).collect();
     let labels: Vec<u32> = test.examples.iter().map(|e| e.label as u32).collect();
     let manipulated: Vec<bool> = test.examples.iter().map(|e| e.manipulated).collect();

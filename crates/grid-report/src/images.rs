@@ -9,7 +9,7 @@
 //! | `zhou_images_attr` | Figure 3 / 13, as numbers | method × manipulation, each `Attr% manipulated / untouched (%ER)`, mean over the models that passed verification |
 //!
 //! The figure itself is [`crate::plots`]' `zhou_images_attr_er`; [`findings`]
-//! checks the paper's statements of section 5.2 on the rows.
+//! checks the paper's statements of sections 5.1 and 5.2 on the rows.
 
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -59,12 +59,23 @@ pub struct ImageAttrRow {
     pub verified: bool,
     /// Test images averaged.
     pub images: usize,
+    /// A training checkpoint's step (Figure 4), whose `accuracy` and
+    /// `verified` are its own; `None`: the trained model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<usize>,
+}
+
+/// The trained models' rows, without the checkpoints': what Figure 3 and
+/// its findings read.
+pub fn trained(rows: &[ImageAttrRow]) -> Vec<ImageAttrRow> {
+    rows.iter().filter(|r| r.checkpoint.is_none()).cloned().collect()
 }
 
 /// The Figure 3 numbers: per method and manipulation, the mean `Attr%` on
 /// manipulated and on untouched images over the verified models, and `%ER`.
 /// `None` without rows.
 pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
+    let rows = &trained(rows);
     if rows.is_empty() {
         return Ok(None);
     }
@@ -109,6 +120,28 @@ pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
     }))
 }
 
+/// The trained image models, a line each: test accuracy on the manipulated
+/// test set and the verdict.
+pub fn verification_markdown(rows: &[ImageAttrRow]) -> String {
+    let mut out = String::from("## Image models\n\n");
+    let rows = trained(rows);
+    let models = first_appearance(rows.iter().map(|r| (&r.model, &r.dataset, &r.manipulation, r.seed)));
+    for (model, dataset, manipulation, seed) in models {
+        let Some(r) = rows
+            .iter()
+            .find(|r| (&r.model, &r.dataset, &r.manipulation, r.seed) == (model, dataset, manipulation, seed))
+        else {
+            continue;
+        };
+        let verdict = if r.verified { "verified" } else { "not verified: left out of the tables" };
+        out.push_str(&format!(
+            "- {model} · {dataset} · {manipulation} (seed {seed}): test accuracy {}, {verdict}\n",
+            pct(r.accuracy)
+        ));
+    }
+    out
+}
+
 /// The mean of `pick` over the verified rows that `keep` selects.
 fn verified_mean(
     rows: &[ImageAttrRow],
@@ -134,81 +167,187 @@ fn is_shap(method: &str) -> bool {
     method.contains("shap")
 }
 
-/// Zhou et al.'s findings of section 5.2, checked on the verified models'
-/// rows (on manipulated images, as the paper's headline numbers are, except
-/// where a finding compares the classes). The paper's fifth, that Attr%
-/// rises with test accuracy only for SHAP on the watermark, needs its
-/// Figure 4 (checkpoints during training): it is reported as undecided.
-pub fn findings(rows: &[ImageAttrRow]) -> Vec<Finding> {
-    let on = |r: &ImageAttrRow| r.class == ImageClass::Manipulated;
-    let methods = first_appearance(rows.iter().map(|r| r.method.clone()));
-    let manipulations = first_appearance(rows.iter().map(|r| r.manipulation.clone()));
-    let by = |items: &[String], field: fn(&ImageAttrRow) -> &str| -> Vec<(String, f64)> {
-        items.iter().filter_map(|m| Some((m.clone(), mean_attr(rows, |r| on(r) && field(r) == m)?))).collect()
-    };
-    let method_means = by(&methods, |r| r.method.as_str());
-    let manipulation_means = by(&manipulations, |r| r.manipulation.as_str());
-    let listed = |means: &[(String, f64)]| -> String {
-        means.iter().map(|(m, v)| format!("{m} {}", pct(*v))).collect::<Vec<_>>().join(", ")
-    };
-    let extremes = |means: &[(String, f64)]| {
-        let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
-        let worst = means.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
-        best.zip(worst)
-    };
-    let mut out = Vec::new();
+/// Zhou et al.'s findings of sections 5.1 and 5.2, as `--compare` names them (the
+/// reference file `zhou2022_image_findings.csv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFinding {
+    NoMethodNearOne,
+    ShapBestLimeWorst,
+    WatermarkMostBlurLeast,
+    PresenceOverAbsence,
+    RisesWithAccuracyOnlyShapWatermark,
+}
 
-    // 1. No method reaches Attr% ≈ 1 on every manipulation.
-    let near_one = |method: &str| {
-        manipulations
-            .iter()
-            .all(|m| mean_attr(rows, |r| on(r) && r.method == method && &r.manipulation == m).is_some_and(|v| v >= 0.9))
-    };
-    let everywhere: Vec<&String> = methods.iter().filter(|m| near_one(m)).collect();
-    out.push(Finding {
-        statement: "None of the methods consistently scores %Attr ≈ 1 on all manipulations (5.2)".into(),
-        holds: (!method_means.is_empty()).then_some(everywhere.is_empty()),
-        evidence: if everywhere.is_empty() {
-            "no method at ≥ 90% on every manipulation".into()
-        } else {
-            format!(
-                "≥ 90% on every manipulation: {}",
-                everywhere.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        },
-    });
-    // 2. SHAP is best, LIME worst.
-    out.push(Finding {
-        statement: "SHAP performs the best, LIME the worst (5.2)".into(),
-        holds: extremes(&method_means)
-            .filter(|_| method_means.len() > 2)
-            .map(|(best, worst)| is_shap(&best) && worst.contains("lime")),
-        evidence: format!("mean Attr% on manipulated images: {}", listed(&method_means)),
-    });
-    // 3. Watermark most detected, blur least.
-    out.push(Finding {
-        statement: "The watermark is the most detected manipulation, blur the least (5.2)".into(),
-        holds: extremes(&manipulation_means)
-            .filter(|_| manipulation_means.len() > 2)
-            .map(|(best, worst)| best == "watermark" && worst == "blur"),
-        evidence: format!("mean Attr% over methods: {}", listed(&manipulation_means)),
-    });
-    // 4. Presence is detected more easily than absence.
-    let (present, absent) = (mean_attr(rows, on), mean_attr(rows, |r| r.class == ImageClass::Untouched));
-    out.push(Finding {
-        statement: "Presence of a manipulation is detected more easily than its absence (5.2)".into(),
-        holds: present.zip(absent).map(|(p, a)| p > a),
-        evidence: match present.zip(absent) {
-            Some((p, a)) => format!("mean Attr% {} on manipulated images, {} on untouched ones", pct(p), pct(a)),
-            None => "no verified model with both classes".into(),
-        },
-    });
-    out.push(Finding {
-        statement: "Attr% rises with test accuracy consistently only for SHAP on the watermark (5.2, Figure 4)".into(),
-        holds: None,
-        evidence: "needs Attr% at checkpoints during training, which the grid does not record yet".into(),
-    });
+/// "Rises consistently with test accuracy": a mean Spearman ρ between a
+/// model's checkpoints' accuracies and their `Attr%` of at least this.
+pub const RISES: f64 = 0.5;
+
+impl ImageFinding {
+    pub const ALL: [ImageFinding; 5] = [
+        ImageFinding::NoMethodNearOne,
+        ImageFinding::ShapBestLimeWorst,
+        ImageFinding::WatermarkMostBlurLeast,
+        ImageFinding::PresenceOverAbsence,
+        ImageFinding::RisesWithAccuracyOnlyShapWatermark,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            ImageFinding::NoMethodNearOne => "no_method_near_one",
+            ImageFinding::ShapBestLimeWorst => "shap_best_lime_worst",
+            ImageFinding::WatermarkMostBlurLeast => "watermark_most_blur_least",
+            ImageFinding::PresenceOverAbsence => "presence_over_absence",
+            ImageFinding::RisesWithAccuracyOnlyShapWatermark => "rises_with_accuracy_only_shap_watermark",
+        }
+    }
+
+    /// The paper's statement, in short.
+    pub fn statement(self) -> &'static str {
+        match self {
+            ImageFinding::NoMethodNearOne => {
+                "None of the methods consistently scores %Attr ≈ 1 on all manipulations (5.1)"
+            }
+            ImageFinding::ShapBestLimeWorst => "SHAP performs the best, LIME the worst (5.1)",
+            ImageFinding::WatermarkMostBlurLeast => {
+                "The watermark is the most detected manipulation, blur the least (5.1)"
+            }
+            ImageFinding::PresenceOverAbsence => {
+                "Presence of a manipulation is detected more easily than its absence (5.1)"
+            }
+            ImageFinding::RisesWithAccuracyOnlyShapWatermark => {
+                "Attr% rises with test accuracy consistently only for SHAP on the watermark (5.2, Figure 4)"
+            }
+        }
+    }
+
+    /// Checked on the rows: the trained models that passed verification
+    /// (on manipulated images, as the paper's headline numbers are, except
+    /// where a finding compares the classes); the fifth on the checkpoints.
+    pub fn check(self, rows: &[ImageAttrRow]) -> Finding {
+        let (holds, evidence) = match self {
+            ImageFinding::RisesWithAccuracyOnlyShapWatermark => rises_with_accuracy(rows),
+            _ => self.check_trained(&trained(rows)),
+        };
+        Finding { statement: self.statement().into(), holds, evidence }
+    }
+
+    fn check_trained(self, rows: &[ImageAttrRow]) -> (Option<bool>, String) {
+        let on = |r: &ImageAttrRow| r.class == ImageClass::Manipulated;
+        let methods = first_appearance(rows.iter().map(|r| r.method.clone()));
+        let manipulations = first_appearance(rows.iter().map(|r| r.manipulation.clone()));
+        let by = |items: &[String], field: fn(&ImageAttrRow) -> &str| -> Vec<(String, f64)> {
+            items.iter().filter_map(|m| Some((m.clone(), mean_attr(rows, |r| on(r) && field(r) == m)?))).collect()
+        };
+        let listed = |means: &[(String, f64)]| -> String {
+            means.iter().map(|(m, v)| format!("{m} {}", pct(*v))).collect::<Vec<_>>().join(", ")
+        };
+        let extremes = |means: &[(String, f64)]| {
+            let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
+            let worst = means.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
+            best.zip(worst).filter(|_| means.len() > 2)
+        };
+        match self {
+            ImageFinding::NoMethodNearOne => {
+                let near_one = |method: &str| {
+                    manipulations.iter().all(|m| {
+                        mean_attr(rows, |r| on(r) && r.method == method && &r.manipulation == m)
+                            .is_some_and(|v| v >= 0.9)
+                    })
+                };
+                let everywhere: Vec<&str> = methods.iter().filter(|m| near_one(m)).map(String::as_str).collect();
+                let any = !by(&methods, |r| r.method.as_str()).is_empty();
+                let evidence = if everywhere.is_empty() {
+                    "no method at ≥ 90% on every manipulation".into()
+                } else {
+                    format!("≥ 90% on every manipulation: {}", everywhere.join(", "))
+                };
+                (any.then_some(everywhere.is_empty()), evidence)
+            }
+            ImageFinding::ShapBestLimeWorst => {
+                let means = by(&methods, |r| r.method.as_str());
+                let both = means.iter().any(|(m, _)| is_shap(m)) && means.iter().any(|(m, _)| m.contains("lime"));
+                let holds =
+                    extremes(&means).filter(|_| both).map(|(best, worst)| is_shap(&best) && worst.contains("lime"));
+                (holds, format!("mean Attr% on manipulated images: {}", listed(&means)))
+            }
+            ImageFinding::WatermarkMostBlurLeast => {
+                let means = by(&manipulations, |r| r.manipulation.as_str());
+                // Without both, the grid cannot tell.
+                let both = ["watermark", "blur"].iter().all(|m| means.iter().any(|(n, _)| n == m));
+                let holds =
+                    extremes(&means).filter(|_| both).map(|(best, worst)| best == "watermark" && worst == "blur");
+                (holds, format!("mean Attr% over methods: {}", listed(&means)))
+            }
+            ImageFinding::PresenceOverAbsence => {
+                let (present, absent) = (mean_attr(rows, on), mean_attr(rows, |r| r.class == ImageClass::Untouched));
+                let evidence = match present.zip(absent) {
+                    Some((p, a)) => {
+                        format!("mean Attr% {} on manipulated images, {} on untouched ones", pct(p), pct(a))
+                    }
+                    None => "no verified model with both classes".into(),
+                };
+                (present.zip(absent).map(|(p, a)| p > a), evidence)
+            }
+            ImageFinding::RisesWithAccuracyOnlyShapWatermark => unreachable!("checked on the checkpoints"),
+        }
+    }
+}
+
+/// Every finding, checked on `rows`.
+pub fn findings(rows: &[ImageAttrRow]) -> Vec<Finding> {
+    ImageFinding::ALL.iter().map(|f| f.check(rows)).collect()
+}
+
+/// Per (method, manipulation), the mean over models of Spearman's ρ between
+/// their checkpoints' test accuracies and `Attr%` on manipulated images.
+pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)> {
+    let points: Vec<&ImageAttrRow> =
+        rows.iter().filter(|r| r.checkpoint.is_some() && r.class == ImageClass::Manipulated).collect();
+    let mut out = Vec::new();
+    for method in first_appearance(points.iter().map(|r| r.method.clone())) {
+        for manipulation in first_appearance(points.iter().map(|r| r.manipulation.clone())) {
+            let series = first_appearance(points.iter().map(|r| (r.model.clone(), r.dataset.clone(), r.seed)));
+            let rhos: Vec<f64> = series
+                .iter()
+                .filter_map(|(model, dataset, seed)| {
+                    let of: Vec<&&ImageAttrRow> = points
+                        .iter()
+                        .filter(|r| {
+                            r.method == method
+                                && r.manipulation == manipulation
+                                && &r.model == model
+                                && &r.dataset == dataset
+                                && r.seed == *seed
+                        })
+                        .collect();
+                    let accuracy: Vec<f32> = of.iter().map(|r| r.accuracy as f32).collect();
+                    let attr: Vec<f32> = of.iter().map(|r| r.attr as f32).collect();
+                    crate::metrics::agreement::spearman(&accuracy, &attr, |_| true)
+                })
+                .collect();
+            if !rhos.is_empty() {
+                out.push((method.clone(), manipulation, rhos.iter().sum::<f64>() / rhos.len() as f64));
+            }
+        }
+    }
     out
+}
+
+/// The fifth finding: the (method, manipulation) pairs whose `Attr%` rises
+/// with accuracy ([`RISES`]) are SHAP's on the watermark, and only those.
+fn rises_with_accuracy(rows: &[ImageAttrRow]) -> (Option<bool>, String) {
+    let rhos = accuracy_correlations(rows);
+    if rhos.is_empty() {
+        return (None, "needs Attr% at training checkpoints: `checkpoints = N` in `[images.attribution]`".into());
+    }
+    let rising: Vec<&(String, String, f64)> = rhos.iter().filter(|(.., rho)| *rho >= RISES).collect();
+    let shap_watermark = |m: &str, manipulation: &str| is_shap(m) && manipulation == "watermark";
+    let tested = rhos.iter().any(|(m, manipulation, _)| shap_watermark(m, manipulation));
+    let holds =
+        tested.then(|| !rising.is_empty() && rising.iter().all(|(m, manipulation, _)| shap_watermark(m, manipulation)));
+    let listed: Vec<String> =
+        rhos.iter().map(|(m, manipulation, rho)| format!("{m}·{manipulation} {rho:.2}")).collect();
+    (holds, format!("Spearman ρ(accuracy, Attr%) over checkpoints, rising at ≥ {RISES}: {}", listed.join(", ")))
 }
 
 #[cfg(test)]
@@ -228,6 +367,7 @@ pub(crate) mod tests {
             accuracy: if verified { 0.99 } else { 0.6 },
             verified,
             images: 20,
+            checkpoint: None,
         }
     }
 
@@ -270,6 +410,7 @@ pub(crate) mod tests {
         let found = findings(&rows);
         let holds: Vec<Option<bool>> = found.iter().map(|f| f.holds).collect();
         assert_eq!(holds, [Some(true), Some(true), Some(true), Some(true), None], "{found:?}");
+        assert!(found[4].evidence.contains("checkpoints = N"), "{}", found[4].evidence);
         assert!(found[1].evidence.contains("gradientshap 70.0%"), "{}", found[1].evidence);
         // LIME best on everything, at 95%: three findings fail.
         for r in rows.iter_mut().filter(|r| r.method == "lime") {
@@ -280,5 +421,31 @@ pub(crate) mod tests {
         // Unverified models do not count; without rows nothing is decided.
         rows.iter_mut().for_each(|r| r.verified = false);
         assert!(findings(&rows).iter().all(|f| f.holds.is_none()));
+    }
+
+    /// Figure 4's finding on checkpoints: SHAP's `Attr%` on the watermark
+    /// rises with accuracy, the others' do not, then LIME's rises too.
+    #[test]
+    fn the_checkpoint_finding_reads_the_rise_of_attr_with_accuracy() {
+        let mut rows = Vec::new();
+        for (i, accuracy) in [0.5, 0.7, 0.9, 0.99].into_iter().enumerate() {
+            for (method, attr) in [("gradient-shap", 0.3 + 0.1 * i as f64), ("lime", 0.5 - 0.05 * i as f64)] {
+                let mut r = row(method, "watermark", ImageClass::Manipulated, attr, accuracy > 0.95);
+                (r.accuracy, r.checkpoint) = (accuracy, Some(100 * (i + 1)));
+                rows.push(r);
+            }
+        }
+        let rhos = accuracy_correlations(&rows);
+        assert_eq!(rhos.len(), 2);
+        assert!((rhos[0].2 - 1.0).abs() < 1e-9 && (rhos[1].2 + 1.0).abs() < 1e-9, "{rhos:?}");
+        let finding = ImageFinding::RisesWithAccuracyOnlyShapWatermark.check(&rows);
+        assert_eq!(finding.holds, Some(true), "{finding:?}");
+        assert!(finding.evidence.contains("gradient-shap·watermark 1.00"), "{}", finding.evidence);
+        for r in rows.iter_mut().filter(|r| r.method == "lime") {
+            r.attr = r.accuracy;
+        }
+        assert_eq!(ImageFinding::RisesWithAccuracyOnlyShapWatermark.check(&rows).holds, Some(false));
+        // Checkpoint rows stay out of Figure 3's table and the other findings.
+        assert!(attr_table(&rows).unwrap().is_none());
     }
 }

@@ -30,6 +30,7 @@ pub mod compare;
 pub mod html;
 pub mod images;
 pub mod latex;
+pub mod map_sheets;
 pub mod markdown;
 pub mod paper;
 pub mod plots;
@@ -240,6 +241,8 @@ pub struct ReportInput<'a> {
     pub examples: &'a [html::ExampleView],
     /// Zhou et al.'s image protocol: Attr% per model, method and class.
     pub images: &'a [images::ImageAttrRow],
+    /// And a few test images per trained model with every method's map.
+    pub image_maps: &'a [map_sheets::MapSheet],
 }
 
 /// What [`write_reports`] did.
@@ -298,6 +301,7 @@ pub fn write_reports(
         agreements: &[],
         examples: &[],
         images: &[],
+        image_maps: &[],
     };
     write_report(dir, &input, formats)
 }
@@ -312,7 +316,10 @@ pub fn write_reports(
 /// models' accuracy and macro-F1 (Zhao & Aletras Table 1) instead.
 pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -> Result<WrittenReport, ReportError> {
     let (cells, verification) = (input.cells, input.verification);
-    let plants_shortcuts = !verification.is_empty() || input.evaluations.is_empty();
+    // An image grid alone has no text model to verify or tabulate.
+    let images_only =
+        cells.is_empty() && verification.is_empty() && input.evaluations.is_empty() && !input.images.is_empty();
+    let plants_shortcuts = !images_only && (!verification.is_empty() || input.evaluations.is_empty());
     tables::check_unique_cells(cells)?;
     tables::check_unique_verification(verification)?;
     let wants = |f: ReportFormat| formats.contains(&f);
@@ -377,7 +384,8 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         rendered_md.push(md);
     }
     let plots = if wants(ReportFormat::Plots) || wants(ReportFormat::Html) {
-        let plots = plots::write_plots(dir, cells, verification, input.images)?;
+        let mut plots = plots::write_plots(dir, cells, verification, input.images)?;
+        plots.extend(map_sheets::write_map_sheets(dir, input.image_maps)?);
         for p in &plots {
             files.push(dir.join(format!("{}.svg", p.stem)));
             files.push(dir.join(format!("{}.png", p.stem)));
@@ -430,13 +438,15 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         files.push(write_text(dir, "report.html", &page)?);
     }
 
-    let mut console = if plants_shortcuts {
+    let mut console = if images_only {
+        String::new()
+    } else if plants_shortcuts {
         ver_md
     } else {
         let evaluated = |t: &&&DisplayTable| t.stem == "zhao_table1";
         display.iter().zip(&rendered_md).find(|(t, _)| evaluated(t)).map(|(_, md)| md.clone()).unwrap_or_default()
     };
-    if layouts.is_empty() {
+    if layouts.is_empty() && !images_only {
         console.push_str("\n(no result cells)\n");
     }
     // The console shows the per-metric layouts, then the recommendation last,
@@ -446,6 +456,17 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
     let recommended = |t: &&DisplayTable| t.stem == "recommendation";
     for predicate in [&shown as &dyn Fn(&&DisplayTable) -> bool, &recommended] {
         for (_, md) in display.iter().zip(&rendered_md).filter(|(t, _)| predicate(t)) {
+            console.push('\n');
+            console.push_str(md);
+        }
+    }
+    // The image protocol's models and its Figure 3 numbers.
+    if !input.images.is_empty() {
+        if !console.is_empty() {
+            console.push('\n');
+        }
+        console.push_str(&images::verification_markdown(input.images));
+        for (_, md) in display.iter().zip(&rendered_md).filter(|(t, _)| t.stem == "zhou_images_attr") {
             console.push('\n');
             console.push_str(md);
         }

@@ -23,6 +23,7 @@
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
 
+mod image_training;
 mod images;
 mod rationale;
 
@@ -114,8 +115,11 @@ pub fn write_plots(
     for (stem, chart) in rationale::charts(cells, verification) {
         planned.push((stem, AnyChart::Rationale(chart)));
     }
-    if let Some((stem, chart)) = images::chart(images) {
+    if let Some((stem, chart)) = images::chart(&crate::images::trained(images)) {
         planned.push((stem, AnyChart::Images(chart)));
+    }
+    if let Some((stem, chart)) = image_training::chart(images) {
+        planned.push((stem, AnyChart::ImageTraining(chart)));
     }
     check_unique_stems(dir, &planned)?;
     planned.iter().map(|(stem, chart)| write_chart(dir, stem, chart)).collect()
@@ -308,6 +312,7 @@ enum AnyChart {
     Budget(BudgetChart),
     Rationale(rationale::RationaleChart),
     Images(images::ImageChart),
+    ImageTraining(image_training::TrainingChart),
 }
 
 impl AnyChart {
@@ -317,6 +322,7 @@ impl AnyChart {
             AnyChart::Budget(c) => &c.title,
             AnyChart::Rationale(c) => &c.title,
             AnyChart::Images(c) => &c.title,
+            AnyChart::ImageTraining(c) => &c.title,
         }
     }
 }
@@ -587,6 +593,7 @@ impl AnyChart {
             AnyChart::Budget(c) => c.size(),
             AnyChart::Rationale(c) => c.size(),
             AnyChart::Images(c) => c.size(),
+            AnyChart::ImageTraining(c) => c.size(),
         }
     }
 
@@ -597,6 +604,7 @@ impl AnyChart {
             AnyChart::Budget(c) => draw_budget_chart(root, c),
             AnyChart::Rationale(c) => c.draw(root),
             AnyChart::Images(c) => c.draw(root),
+            AnyChart::ImageTraining(c) => c.draw(root),
         }
     }
 }

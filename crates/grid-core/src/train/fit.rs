@@ -62,7 +62,7 @@ pub(crate) fn fit_with_spec<B, M, D>(
     spec: &TrainingSpec,
     control: &Control,
     data: &D,
-    evaluate: &dyn Fn(&M::InnerModule) -> Evaluation,
+    evaluate: &dyn Fn(usize, &M::InnerModule) -> Evaluation,
     shapes: &ShapeLog,
     device: &B::Device,
 ) -> Result<(M::InnerModule, TrainSummary), Stopped>
@@ -104,7 +104,7 @@ pub(crate) fn fit<B, M, O, D>(
     spec: &TrainingSpec,
     control: &Control,
     data: &D,
-    evaluate: &dyn Fn(&M::InnerModule) -> Evaluation,
+    evaluate: &dyn Fn(usize, &M::InnerModule) -> Evaluation,
     shapes: &ShapeLog,
     device: &B::Device,
 ) -> Result<(M::InnerModule, TrainSummary), Stopped>
@@ -213,7 +213,7 @@ where
             if step % eval_every == 0 || step == max_steps {
                 let evaluation_started = Instant::now();
                 let candidate = model.valid();
-                let evaluation = evaluate(&candidate);
+                let evaluation = evaluate(step, &candidate);
                 validation_seconds += evaluation_started.elapsed().as_secs_f64();
                 let train_loss = loss_sum / loss_count.max(1) as f64;
                 let validation_accuracy = evaluation.accuracy;

@@ -82,21 +82,28 @@ pub fn predict_images<B: Backend>(model: &ResNet<B>, images: &[&Image], device: 
     predictions
 }
 
+/// Called with the step and the evaluated model at every evaluation: where
+/// a run keeps the checkpoints Zhou et al.'s Figure 4 explains.
+pub type CheckpointHook<'a, B> = &'a dyn Fn(usize, &ResNet<B>);
+
 /// Trains `model` on `train` (images of one size) and returns the kept one
 /// (see [`super::recipe::Keep`]) with a summary, as [`super::train`] does
 /// for token models: the same recipe, snapshots, resume and stopping.
+/// `checkpoint` sees the model at every evaluation.
 pub fn train_resnet<B: AutodiffBackend>(
     model: ResNet<B>,
     spec: &TrainingSpec,
     control: &Control,
     train: &[LabelledImage],
     validation: &[LabelledImage],
+    checkpoint: CheckpointHook<B::InnerBackend>,
     device: &B::Device,
 ) -> Result<(ResNet<B::InnerBackend>, TrainSummary), Stopped> {
     let shapes = ShapeLog::default();
     let images: Vec<&Image> = validation.iter().map(|e| &e.image).collect();
     let examples: Vec<(u32, bool)> = validation.iter().map(|e| (e.label, e.marked)).collect();
-    let evaluate = |m: &ResNet<B::InnerBackend>| {
+    let evaluate = |step: usize, m: &ResNet<B::InnerBackend>| {
+        checkpoint(step, m);
         if let Some(first) = images.first() {
             shapes.record(images.len().min(EVALUATION_ROWS), first.height());
         }
@@ -168,7 +175,36 @@ mod tests {
         let taken = std::sync::atomic::AtomicUsize::new(0);
         let stop = || stop_after.is_some_and(|n| taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= n);
         let control = Control { progress: &progress, log: &|_| {}, snapshots, stop: &stop };
-        train_resnet(model, &spec(max_steps), &control, &squares(96, 1), &squares(48, 2), &device)
+        train_resnet(model, &spec(max_steps), &control, &squares(96, 1), &squares(48, 2), &|_, _| {}, &device)
+    }
+
+    #[test]
+    fn the_checkpoint_hook_sees_every_evaluation_with_its_model() {
+        let device = Default::default();
+        let config = ResNetConfig { depth: Depth::R18, width: 4, stem: Stem::Small, classes: 2 };
+        let progress = indicatif::ProgressBar::hidden();
+        let control = Control { progress: &progress, log: &|_| {}, snapshots: None, stop: &|| false };
+        let validation = squares(48, 2);
+        let images: Vec<&Image> = validation.iter().map(|e| &e.image).collect();
+        let labels: Vec<u32> = validation.iter().map(|e| e.label).collect();
+        let seen = std::sync::Mutex::new(Vec::new());
+        let hook = |step: usize, model: &ResNet<Flex>| {
+            let accuracy = accuracy(&predict_images(model, &images, &Default::default()), &labels);
+            seen.lock().unwrap().push((step, accuracy));
+        };
+        let (_, summary) = train_resnet(
+            config.init::<A>(7, &device),
+            &spec(50),
+            &control,
+            &squares(96, 1),
+            &validation,
+            &hook,
+            &device,
+        )
+        .unwrap();
+        let seen = seen.into_inner().unwrap();
+        let logged: Vec<(usize, f64)> = summary.log.iter().map(|l| (l.step, l.validation_accuracy)).collect();
+        assert_eq!(seen, logged);
     }
 
     #[test]

@@ -287,7 +287,7 @@ where
     let shapes = ShapeLog::default();
     let evaluate = tokens::validation_evaluation::<B::InnerBackend, M::InnerModule>(validation, setup, &shapes, device);
     let data = tokens::TokenBatches { examples: train_set, setup };
-    fit::fit_with_spec(model, spec, &setup.control(), &data, &evaluate, &shapes, device)
+    fit::fit_with_spec(model, spec, &setup.control(), &data, &|_, m: &M::InnerModule| evaluate(m), &shapes, device)
 }
 #[cfg(test)]
 mod tests {

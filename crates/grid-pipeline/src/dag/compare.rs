@@ -66,8 +66,8 @@ pub fn compare_with_published(
     let data: ReportData = serde_json::from_str(&text).map_err(|source| CompareError::Corrupt { path, source })?;
     std::fs::create_dir_all(reports).map_err(|source| CompareError::Folder { path: reports.to_path_buf(), source })?;
     for file in files {
-        let comparison =
-            compare::compare_file(file, &data.cells, &data.verification, aliases).map_err(CompareError::Published)?;
+        let comparison = compare::compare_file(file, &data.cells, &data.verification, &data.images, aliases)
+            .map_err(CompareError::Published)?;
         let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
         let markdown = compare::render_markdown(&comparison);
         let markdown_path = crate::report::write_text(reports, &format!("compare_{stem}.md"), &markdown)?;

@@ -584,6 +584,7 @@ impl<'g> Planner<'g> {
         }
         for c in &mut image_cells {
             (c.score, c.verify) = (position(c.score), position(c.verify));
+            c.maps = c.maps.map(|steps| steps.map(position));
         }
         let mut layout = serde_json::json!({
             "formats": grid.report.formats.iter().map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),

@@ -18,6 +18,7 @@
 //! training = { max_steps = 300 }
 //! [images.attribution]
 //! methods = ["gradient", "gradcam", "kernel-shap"]
+//! checkpoints = 4   # Figure 4: also explain four models met during training
 //! ```
 
 use std::ops::Range;
@@ -83,6 +84,32 @@ pub struct ImageAttribution {
     /// Test images explained per model (the first of its test set).
     pub sample: usize,
     pub settings: PixelSettings,
+    /// Training checkpoints explained besides the kept model, log-spaced
+    /// over the evaluations (Zhou et al.'s Figure 4); 0: none.
+    pub checkpoints: usize,
+}
+
+impl ImageModelSpec {
+    /// The evaluation steps of `checkpoints` checkpoints, spaced evenly on
+    /// a log scale from the first evaluation to the last: accuracy moves
+    /// most early in training, where Figure 4's curves need their points.
+    pub fn checkpoint_steps(&self, checkpoints: usize) -> Vec<usize> {
+        let (max_steps, every) = (self.training.max_steps.get(), self.training.eval_every.get());
+        let mut evaluations: Vec<usize> = (1..=max_steps / every).map(|j| j * every).collect();
+        if evaluations.last() != Some(&max_steps) {
+            evaluations.push(max_steps);
+        }
+        let last = evaluations.len() as f64;
+        let n = checkpoints.min(evaluations.len());
+        let mut steps: Vec<usize> = (0..n)
+            .map(|k| {
+                let at = if n == 1 { last } else { last.powf(k as f64 / (n - 1) as f64) };
+                evaluations[(at.round() as usize).clamp(1, evaluations.len()) - 1]
+            })
+            .collect();
+        steps.dedup();
+        steps
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -157,6 +184,8 @@ struct RawImageAttribution {
     background: Option<Positive>,
     per_eval: Option<Positive>,
     seed: Option<u64>,
+    #[serde(default)]
+    checkpoints: usize,
 }
 
 impl RawImageAttribution {
@@ -246,7 +275,12 @@ pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
         seed: raw.seed,
         datasets,
         models,
-        attribution: ImageAttribution { methods, sample: attribution.sample.get(), settings },
+        attribution: ImageAttribution {
+            methods,
+            sample: attribution.sample.get(),
+            settings,
+            checkpoints: attribution.checkpoints,
+        },
         verification: ImageThresholds {
             min_accuracy: raw.verification.min_accuracy.map_or(defaults.min_accuracy, Share::get),
             max_luck: raw.verification.max_luck.map_or(defaults.max_luck, Share::get),
@@ -346,6 +380,29 @@ fn model(raw: RawImageModel, side: usize) -> Result<ImageModelSpec, SpanError> {
     let config = ResNetConfig { depth, width: raw.width.map_or(64, Positive::get), stem, classes: 2 };
     let training = image_training(raw.training, &name)?;
     Ok(ImageModelSpec { name, config, training })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_are_log_spaced_evaluations_from_the_first_to_the_last() {
+        let model = |max_steps: usize, eval_every: usize| {
+            let mut training = image_training(RawTraining::default(), "m").unwrap();
+            training.max_steps = Positive::new(max_steps);
+            training.eval_every = Positive::new(eval_every);
+            let config = ResNetConfig { depth: Depth::R18, width: 8, stem: Stem::Small, classes: 2 };
+            ImageModelSpec { name: "m".into(), config, training }
+        };
+        // Twelve evaluations: 12^(k/3) = 1, 2.3, 5.2, 12.
+        assert_eq!(model(300, 25).checkpoint_steps(4), [25, 50, 125, 300]);
+        assert_eq!(model(300, 25).checkpoint_steps(1), [300]);
+        assert_eq!(model(300, 25).checkpoint_steps(0), Vec::<usize>::new());
+        // More checkpoints than evaluations: every evaluation once.
+        assert_eq!(model(100, 40).checkpoint_steps(5), [40, 80, 100]);
+        assert_eq!(model(100, 40).checkpoint_steps(2), [40, 100]);
+    }
 }
 
 /// The keys' view of an image model: its shape and recipe.

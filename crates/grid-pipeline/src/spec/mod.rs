@@ -586,6 +586,24 @@ impl Grid {
         }
         let raw: RawGrid = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim_end().to_string()))?;
 
+        let seeds = match raw.seeds {
+            None => None,
+            Some(list) => {
+                let span = list.span();
+                let list = list.into_inner();
+                if list.is_empty() {
+                    return Err(at(
+                        Some(span),
+                        "`seeds` is empty; leave it out to use each model's `training.seed`".into(),
+                    ));
+                }
+                if let Some(d) = list.iter().enumerate().find_map(|(i, s)| list[..i].contains(s).then_some(s)) {
+                    return Err(at(Some(span), format!("seed {d} is listed twice")));
+                }
+                Some(list)
+            }
+        };
+
         let images = raw.images.map(images::images).transpose().map_err(|(span, m)| at(span, m))?;
         if images.is_some() && raw.datasets.is_empty() {
             // An image-only grid: no text part may be half there.
@@ -614,7 +632,7 @@ impl Grid {
                 ));
             }
             let name = raw.name.unwrap_or_else(|| default_name(path));
-            return Ok(Grid::of_images(name, path, text, images, raw.report, raw.slurm));
+            return Ok(Grid::of_images(name, path, text, images, seeds, raw.report, raw.slurm));
         }
         if raw.datasets.is_empty() {
             return Err(at(None, "the grid declares no `[[datasets]]`".into()));
@@ -719,24 +737,6 @@ impl Grid {
                 spec
             }
         };
-        let seeds = match raw.seeds {
-            None => None,
-            Some(list) => {
-                let span = list.span();
-                let list = list.into_inner();
-                if list.is_empty() {
-                    return Err(at(
-                        Some(span),
-                        "`seeds` is empty; leave it out to use each model's `training.seed`".into(),
-                    ));
-                }
-                if let Some(d) = list.iter().enumerate().find_map(|(i, s)| list[..i].contains(s).then_some(s)) {
-                    return Err(at(Some(span), format!("seed {d} is listed twice")));
-                }
-                Some(list)
-            }
-        };
-
         let mut methods: Vec<Method> = Vec::new();
         for pattern in &attribution.methods {
             let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
@@ -807,6 +807,7 @@ impl Grid {
         path: &Path,
         text: &str,
         images: Option<images::ImageGrid>,
+        seeds: Option<Vec<u64>>,
         report: ReportSpec,
         slurm: slurm::SlurmSpec,
     ) -> Grid {
@@ -832,7 +833,7 @@ impl Grid {
             metrics: Vec::new(),
             erasure: ErasureSpec::default(),
             agreement: None,
-            seeds: None,
+            seeds,
             report,
             slurm,
             images,

@@ -10,14 +10,18 @@ use super::StepContext;
 use super::agreement::{Agreement, FILE as AGREEMENT_FILE};
 use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
 use super::evaluate::{Evaluation, FILE as EVALUATE_FILE};
+use super::images::attribute::read_maps;
 use super::images::score::{ImageScore, SCORE as IMAGE_SCORE};
+use super::images::synth::StoredRegion;
 use super::images::verify::VERIFICATION as IMAGE_VERIFICATION;
+use super::images::{SPLITS, Split};
 use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::report::html::ExampleView;
 use crate::report::images::{ImageAttrRow, ImageClass};
+use crate::report::map_sheets::{MapSheet, SheetExample};
 use crate::report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
 use crate::shortcut::image::verification::ImageVerification;
 
@@ -136,6 +140,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         examples.extend(example_views(source, ctx)?);
     }
     let images = image_rows(work, ctx)?;
+    let image_maps = map_sheets(work, ctx)?;
     let input = ReportInput {
         title: &work.title,
         cells: &results,
@@ -144,11 +149,98 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         agreements: &agreements,
         examples: &examples,
         images: &images,
+        image_maps: &image_maps,
     };
     let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;
     super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations, images })?;
     Ok(())
+}
+
+/// Test images shown per trained model, of each class (with and without
+/// the manipulation).
+const IMAGES_PER_CLASS: usize = 2;
+
+/// Per trained image model, its first explained test images of each class
+/// with every method's map.
+fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
+    let mut sheets: Vec<GatheredSheet> = Vec::new();
+    for c in &work.images {
+        let Some([attribute, synth]) = c.maps else { continue };
+        let (index, maps) = read_maps(input_dir(ctx, attribute)?)?;
+        let same = |s: &GatheredSheet| {
+            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.seed)
+                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.seed)
+        };
+        if let Some(sheet) = sheets.iter_mut().find(|s| same(s)) {
+            for example in &mut sheet.examples {
+                let at = index.examples.iter().position(|e| e.index == example.index);
+                let values = at.map(|i| maps[i].values.clone()).unwrap_or_default();
+                example.view.maps.push((c.method.name().to_string(), values));
+            }
+            continue;
+        }
+        let dir = input_dir(ctx, synth)?;
+        let test = Split::read(dir, SPLITS[2])?;
+        let mut chosen: Vec<usize> = Vec::new();
+        for manipulated in [true, false] {
+            let of_class = index.examples.iter().enumerate().filter(|(_, e)| e.label.manipulated == manipulated);
+            chosen.extend(of_class.take(IMAGES_PER_CLASS).map(|(i, _)| i));
+        }
+        let examples = chosen
+            .into_iter()
+            .map(|i| {
+                let e = &index.examples[i];
+                Indexed {
+                    index: e.index,
+                    view: SheetExample {
+                        image: test.images[e.index].clone(),
+                        manipulated: e.label.manipulated,
+                        label: e.label.label,
+                        target: e.target,
+                        maps: vec![(c.method.name().to_string(), maps[i].values.clone())],
+                    },
+                }
+            })
+            .collect();
+        sheets.push(GatheredSheet {
+            model: c.model.clone(),
+            dataset: c.dataset.clone(),
+            manipulation: c.manipulation.clone(),
+            seed: c.seed,
+            region: StoredRegion::read(dir)?,
+            examples,
+        });
+    }
+    Ok(sheets.into_iter().map(GatheredSheet::into_report).collect())
+}
+
+/// A sheet as it is gathered: each example with its place in the test split.
+struct GatheredSheet {
+    model: String,
+    dataset: String,
+    manipulation: String,
+    seed: u64,
+    region: crate::image::Mask,
+    examples: Vec<Indexed>,
+}
+
+struct Indexed {
+    index: usize,
+    view: SheetExample,
+}
+
+impl GatheredSheet {
+    fn into_report(self) -> MapSheet {
+        MapSheet {
+            model: self.model,
+            dataset: self.dataset,
+            manipulation: self.manipulation,
+            seed: self.seed,
+            region: self.region,
+            examples: self.examples.into_iter().map(|e| e.view).collect(),
+        }
+    }
 }
 
 /// Per image cell, a row per class of test image: its `Attr%`, `%ER`, and
@@ -175,6 +267,7 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
                 accuracy: verification.accuracy,
                 verified: verification.passed,
                 images: of_class.images,
+                checkpoint: c.checkpoint,
             });
         }
     }

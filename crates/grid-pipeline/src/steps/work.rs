@@ -78,11 +78,18 @@ pub struct ImageCellCoordinates {
     /// report's inputs.
     pub score: usize,
     pub verify: usize,
+    /// A trained model's attribute and synth steps (positions), whose maps
+    /// and test images the report overlays; none for a checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maps: Option<[usize; 2]>,
     pub model: String,
     pub dataset: String,
     pub manipulation: String,
     pub method: crate::salience::image::PixelMethod,
     pub seed: u64,
+    /// A training checkpoint's step (Figure 4); `None`: the trained model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<usize>,
 }
 
 /// Which model cell an agreement step compares.

@@ -10,6 +10,7 @@
 //! | `arch,dataset,original_test_accuracy_pct,mean_drop_with_shortcut_pct` | [`Published::SourceAccuracy`] | Bastings et al. 2022, Table 1 |
 //! | `arch,attribution,dataset,region,attr_pct,attr_sd_pct,frequency_pct` | [`Published::ZhouAttr`] | Zhou et al. 2022, Table 1 |
 //! | `finding,section,statement` | [`Published::ZhouRationale`] | Zhou et al. 2022, §7 (findings only: [`zhou_rationale`]) |
+//! | `image_finding,section,statement` | [`Published::ZhouImages`] | Zhou et al. 2022, §5 (findings only: [`zhou_images`]) |
 //! | `dataset,method,top5,…,score` | none: people's accuracy (Lu et al. 2024), an error | |
 //!
 //! [`compare`] matches our cells to the published numbers, cell by cell, and
@@ -83,6 +84,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use super::{CellResult, VerificationRow};
+use crate::images::ImageAttrRow;
 use crate::metrics::Metric;
 use crate::salience::Method;
 use crate::shortcut::Regime;
@@ -121,6 +123,7 @@ const SOURCE_ACCURACY_HEADER: [&str; 4] =
 const ZHOU_ATTR_HEADER: [&str; 7] =
     ["arch", "attribution", "dataset", "region", "attr_pct", "attr_sd_pct", "frequency_pct"];
 const ZHOU_RATIONALE_HEADER: [&str; 3] = ["finding", "section", "statement"];
+const ZHOU_IMAGES_HEADER: [&str; 3] = ["image_finding", "section", "statement"];
 const CROWD_ACCURACY_HEADER: [&str; 8] = ["dataset", "method", "top5", "top10", "top20", "top30", "top40", "score"];
 
 const ORIGINAL_ACCURACY_METRIC: &str = "original_test_accuracy_pct";
@@ -135,6 +138,7 @@ mod render;
 mod tests;
 mod zhao;
 mod zhou_attr;
+pub mod zhou_images;
 pub mod zhou_rationale;
 
 use self::bastings::{compare_precision_rank, compare_source_accuracy};
@@ -163,13 +167,14 @@ pub enum CompareError {
     #[error("{}: the file is empty; expected a CSV header", path.display())]
     Empty { path: PathBuf },
     #[error(
-        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`, `{}`, `{}`",
+        "{}:1: unknown header `{header}`; expected one of `{}`, `{}`, `{}`, `{}`, `{}`, `{}`",
         path.display(),
         PRECISION_RANK_HEADER.join(","),
         DIAGNOSTICITY_HEADER.join(","),
         SOURCE_ACCURACY_HEADER.join(","),
         ZHOU_ATTR_HEADER.join(","),
-        ZHOU_RATIONALE_HEADER.join(",")
+        ZHOU_RATIONALE_HEADER.join(","),
+        ZHOU_IMAGES_HEADER.join(",")
     )]
     UnknownHeader { path: PathBuf, header: String },
     #[error("{}: {what} has no counterpart in grid results; nothing to compare", path.display())]
@@ -290,10 +295,11 @@ pub fn compare_file(
     path: &Path,
     cells: &[CellResult],
     verification: &[VerificationRow],
+    images: &[ImageAttrRow],
     aliases: &[(String, String)],
 ) -> Result<Comparison, CompareError> {
     let published = load(path)?;
-    let mut comparison = compare(&published, cells, verification, aliases)?;
+    let mut comparison = compare(&published, cells, verification, images, aliases)?;
     comparison.source = path.display().to_string();
     Ok(comparison)
 }
@@ -304,6 +310,7 @@ pub fn compare(
     published: &Published,
     cells: &[CellResult],
     verification: &[VerificationRow],
+    images: &[ImageAttrRow],
     aliases: &[(String, String)],
 ) -> Result<Comparison, CompareError> {
     let aliases = Aliases(aliases);
@@ -313,6 +320,7 @@ pub fn compare(
         Published::SourceAccuracy(rows) => compare_source_accuracy(rows, verification, &aliases),
         Published::ZhouAttr(rows) => compare_zhou_attr(rows, cells, verification),
         Published::ZhouRationale(rows) => zhou_rationale::compare_zhou_rationale(rows, cells, verification),
+        Published::ZhouImages(rows) => zhou_images::compare_zhou_images(rows, images),
     };
     let table = cells_frame(published.kind(), &outcome.cells)
         .map_err(|source| CompareError::Polars { what: "the comparison table".into(), source })?;

@@ -4,7 +4,7 @@
 use super::zhao::DiagMetric;
 use super::{
     CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, OurMetric, PRECISION_RANK_HEADER,
-    SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER, ZHOU_RATIONALE_HEADER,
+    SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER, ZHOU_IMAGES_HEADER, ZHOU_RATIONALE_HEADER,
 };
 use crate::data::csv_records::{Record, read_records};
 use crate::metrics::Metric;
@@ -321,6 +321,7 @@ pub enum Published {
     SourceAccuracy(Vec<SourceAccuracyRow>),
     ZhouAttr(Vec<ZhouAttrRow>),
     ZhouRationale(Vec<super::zhou_rationale::ZhouRationaleRow>),
+    ZhouImages(Vec<super::zhou_images::ZhouImagesRow>),
 }
 
 /// What a [`Published`] holds.
@@ -331,6 +332,7 @@ pub enum PublishedKind {
     SourceAccuracy,
     ZhouAttr,
     ZhouRationale,
+    ZhouImages,
 }
 
 impl fmt::Display for PublishedKind {
@@ -341,6 +343,7 @@ impl fmt::Display for PublishedKind {
             Self::SourceAccuracy => "Bastings et al. (2022): accuracy of the source models (Table 1)",
             Self::ZhouAttr => "Zhou et al. (2022): attention Attr% on the article manipulations (Table 1)",
             Self::ZhouRationale => "Zhou et al. (2022): rationale models on the article manipulations (§7, findings)",
+            Self::ZhouImages => "Zhou et al. (2022): saliency maps on the image manipulations (§5, findings)",
         })
     }
 }
@@ -353,6 +356,7 @@ impl Published {
             Self::SourceAccuracy(_) => PublishedKind::SourceAccuracy,
             Self::ZhouAttr(_) => PublishedKind::ZhouAttr,
             Self::ZhouRationale(_) => PublishedKind::ZhouRationale,
+            Self::ZhouImages(_) => PublishedKind::ZhouImages,
         }
     }
 }
@@ -382,6 +386,8 @@ pub(super) fn parse_published(path: &Path, text: &str) -> Result<Published, Comp
         file.zhou_attr().map(Published::ZhouAttr)
     } else if names == ZHOU_RATIONALE_HEADER {
         file.zhou_rationale().map(Published::ZhouRationale)
+    } else if names == ZHOU_IMAGES_HEADER {
+        file.zhou_images().map(Published::ZhouImages)
     } else if names == CROWD_ACCURACY_HEADER {
         Err(CompareError::NoCounterpart {
             path: path.to_path_buf(),

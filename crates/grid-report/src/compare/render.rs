@@ -169,6 +169,12 @@ pub fn render_markdown(c: &Comparison) -> String {
         );
         return out;
     }
+    if c.kind == PublishedKind::ZhouImages {
+        out.push_str(
+            "(the paper plots its numbers: the findings above are the comparison; ours are in `zhou_images_attr`)\n",
+        );
+        return out;
+    }
     if c.cells.is_empty() {
         out.push_str("(no cell of ours matches a published number)\n");
         return out;

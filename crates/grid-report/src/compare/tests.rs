@@ -220,7 +220,7 @@ fn finding<'a>(c: &'a Comparison, starts: &str) -> &'a Finding {
 #[test]
 fn precision_rank_cells_and_findings() {
     let published = parse(BASTINGS_SMALL).unwrap();
-    let c = compare(&published, &lstm_cells(), &[], &aliases(&[("generated", "sst2")])).unwrap();
+    let c = compare(&published, &lstm_cells(), &[], &[], &aliases(&[("generated", "sst2")])).unwrap();
 
     // 7 precision cells + 1 rank cell matched; `attn` has no published number.
     assert_eq!(c.cells.len(), 8);
@@ -279,7 +279,7 @@ fn precision_rank_cells_and_findings() {
 #[test]
 fn without_the_alias_nothing_matches() {
     let published = parse(BASTINGS_SMALL).unwrap();
-    let c = compare(&published, &lstm_cells(), &[], &[]).unwrap();
+    let c = compare(&published, &lstm_cells(), &[], &[], &[]).unwrap();
     assert!(c.cells.is_empty() && c.findings.is_empty());
     // Every precision/rank cell (seeds merged) is unmatched: 9; every published config too: 9.
     assert_eq!((c.unmatched_ours, c.unmatched_published), (9, 9));
@@ -293,7 +293,7 @@ fn beats_random_cannot_tell_without_the_papers_random() {
         cell("bert", "sst2", "st", "gxil", "precision", 1, [0.3, 0.2, 0.4]),
         cell("bert", "sst2", "st", "random", "precision", 1, [0.1, 0.0, 0.2]),
     ];
-    let c = compare(&published, &cells, &[], &[]).unwrap();
+    let c = compare(&published, &cells, &[], &[], &[]).unwrap();
     let f = finding(&c, "bert (bert): gxi methods beat random as often as in the paper");
     assert_eq!(f.holds, None);
     assert_eq!(f.evidence, "the paper prints no `random` precision beside these 1 cell(s)");
@@ -308,7 +308,7 @@ fn a_number_the_paper_does_not_print_is_not_compared() {
         cell("lstm", "toxicity", "st", "igp-pad-100", "precision", 1, [0.9, 0.8, 1.0]),
         cell("lstm", "toxicity", "st", "igp-pad-100", "rank", 1, [1.2, 1.0, 1.5]),
     ];
-    let c = compare(&published, &cells, &[], &[]).unwrap();
+    let c = compare(&published, &cells, &[], &[], &[]).unwrap();
     assert_eq!(c.cells.len(), 1);
     assert_eq!((c.cells[0].metric.as_str(), c.cells[0].published), ("rank", 1.0));
     // Our precision has no published number; igp-pad-1000 has no cell of ours.
@@ -335,7 +335,7 @@ fn diagnosticity_picks_methods_and_checks_directions() {
             cells.push(cell("bert", "sst2", "st", method, metric.ours().name(), 1, [v, v - 0.05, v + 0.05]));
         }
     }
-    let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    let c = compare(&published, &cells, &[], &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 8);
     let methods: HashSet<String> = c.cells.iter().filter_map(|x| x.method.map(|m| m.to_string())).collect();
     assert_eq!(methods, HashSet::from(["attn-last".to_string(), "igl-zero-1000".to_string()]));
@@ -365,7 +365,7 @@ fn a_printed_tie_claims_no_direction() {
         .zip([0.3, 0.5, 0.4, 0.6])
         .map(|(metric, v)| cell("bert", "sst2", "st", "gxil", metric.ours().name(), 1, [v, v - 0.05, v + 0.05]))
         .collect();
-    let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    let c = compare(&published, &cells, &[], &[], &aliases(&[("sst2", "SST")])).unwrap();
     let tie = finding(&c, "bert on sst2 (as SST): Soft-NC and NC are equally diagnostic in the paper");
     assert_eq!(tie.holds, None, "{tie:?}");
     assert_eq!(finding(&c, "bert on sst2 (as SST): Soft-NS is more diagnostic than NS").holds, Some(true));
@@ -440,7 +440,7 @@ fn source_accuracy() {
         verification("bert", "imdb", "st", 0.80, 0.80),
         verification("bert", "yelp", "st", 0.80, 0.80),
     ];
-    let c = compare(&published, &[], &rows, &[]).unwrap();
+    let c = compare(&published, &[], &rows, &[], &[]).unwrap();
     assert_eq!((c.unmatched_ours, c.unmatched_published), (1, 1));
     assert_eq!(c.cells.len(), 4);
     // lstm sst2: 88.0% vs 87.8; drop (0.5 + 2.0 + 2.0)/3 = 1.5 ≤ 0.6 + 1.0.
@@ -458,7 +458,7 @@ fn source_accuracy() {
 #[test]
 fn markdown_section() {
     let published = parse(BASTINGS_SMALL).unwrap();
-    let c = compare(&published, &lstm_cells(), &[], &aliases(&[("generated", "sst2")])).unwrap();
+    let c = compare(&published, &lstm_cells(), &[], &[], &aliases(&[("generated", "sst2")])).unwrap();
     let md = render_markdown(&c);
     assert!(md.starts_with("## Compared with Bastings et al. (2022): precision and mean rank"), "{md}");
     assert!(md.contains("\n- ✗ lstm on generated:st (as sst2): the published best method (gxil, 1.00)"), "{md}");
@@ -487,7 +487,7 @@ fn markdown_section() {
     );
 
     let path = reference("zhao2023_diagnosticity.csv");
-    let c = compare_file(&path, &[], &[], &[]).unwrap();
+    let c = compare_file(&path, &[], &[], &[], &[]).unwrap();
     assert_eq!(c.unmatched_published, 20);
     assert!(render_markdown(&c).starts_with(&format!("## Compared with {}\n", path.display())));
 }
@@ -643,7 +643,7 @@ fn near(a: f64, b: f64) -> bool {
 #[test]
 fn zhou_matches_regions_and_other_words() {
     let published = load(&reference("zhou2022_article_attention.csv")).unwrap();
-    let c = compare(&published, &zhou_cells(), &zhou_verification(), &[]).unwrap();
+    let c = compare(&published, &zhou_cells(), &zhou_verification(), &[], &[]).unwrap();
     // sst2: Article 2 + CN 3 + NC 3; imdb: Article 2 + CN 1 (no attr-noncorr) + NC 3.
     assert_eq!(c.cells.len(), 14, "{:#?}", c.cells);
     assert_eq!((c.unmatched_published, c.unmatched_ours), (0, 1), "gradl-l2 only; st is not Zhou's");
@@ -695,7 +695,7 @@ fn zhou_matches_regions_and_other_words() {
 #[test]
 fn zhou_findings_both_ways() {
     let published = load(&reference("zhou2022_article_attention.csv")).unwrap();
-    let c = compare(&published, &zhou_cells(), &zhou_verification(), &[]).unwrap();
+    let c = compare(&published, &zhou_cells(), &zhou_verification(), &[], &[]).unwrap();
     let holds = |starts: &str| finding(&c, starts).holds;
 
     // Attention beats the word frequency: 12% on 8% ✓; imdb 5% on 8% ✗; no share ?.
@@ -757,7 +757,7 @@ fn zhou_bert_rows_take_attn_last() {
         attr("bert", "sst2", "articles", "attn-all", "attr", 1, 0.3, Some(0.07)),
         attr("bert", "sst2", "articles", "attn-last", "attr", 1, 0.1, Some(0.07)),
     ];
-    let c = compare(&published, &cells, &[], &[]).unwrap();
+    let c = compare(&published, &cells, &[], &[], &[]).unwrap();
     assert_eq!(c.cells.len(), 1);
     assert_eq!(
         (c.cells[0].method.map(|m| m.to_string()).as_deref(), c.cells[0].architecture.as_str()),
@@ -767,11 +767,11 @@ fn zhou_bert_rows_take_attn_last() {
     // The lstm row has no cell of ours; attn-all has no row.
     assert_eq!((c.unmatched_published, c.unmatched_ours), (1, 1));
     // Without attn-last, attn-all stands for attention.
-    let c = compare(&published, &cells[..1], &[], &[]).unwrap();
+    let c = compare(&published, &cells[..1], &[], &[], &[]).unwrap();
     assert_eq!(c.cells[0].method.map(|m| m.to_string()).as_deref(), Some("attn-all"));
 
     // Nothing of ours on the article manipulations: nothing matches.
-    let c = compare(&published, &lstm_cells(), &[], &[]).unwrap();
+    let c = compare(&published, &lstm_cells(), &[], &[], &[]).unwrap();
     assert!(c.cells.is_empty() && c.findings.is_empty());
     assert_eq!((c.unmatched_published, c.unmatched_ours), (2, 0));
     assert!(render_markdown(&c).contains("(no cell of ours matches a published number)"));
@@ -786,7 +786,7 @@ fn a_cell_over_seeds_has_the_tables_interval() {
     };
     let cells = vec![seed(1, vec![1.0, 0.5, 1.0, 0.0, 1.0]), seed(2, vec![0.5, 0.5, 1.0, 1.0, 0.0])];
     let published = parse(BASTINGS_SMALL).unwrap();
-    let c = compare(&published, &cells, &[], &aliases(&[("generated", "sst2")])).unwrap();
+    let c = compare(&published, &cells, &[], &[], &aliases(&[("generated", "sst2")])).unwrap();
     let tables = crate::tables::over_seeds(&cells);
     let (ours, table) = (&c.cells[0], &tables[0].cell);
     assert_eq!((ours.runs, ours.ours), (2, table.value));
@@ -817,12 +817,12 @@ fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
             ));
         }
     }
-    let c = compare(&published, &cells, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    let c = compare(&published, &cells, &[], &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 4, "one site, four metrics");
     assert!(c.cells.iter().all(|x| (x.ours - 0.4).abs() < 1e-12), "the natural cells");
     assert_eq!(c.unmatched_ours, 4, "the st cells are left out");
     // Without natural cells the shortcut cells are compared, as before.
     let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.key.shortcut.name() == "st").collect();
-    let c = compare(&published, &shortcut_only, &[], &aliases(&[("sst2", "SST")])).unwrap();
+    let c = compare(&published, &shortcut_only, &[], &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 4);
 }

@@ -33,7 +33,7 @@ pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork) -> StepWork
             bytes: counts.total() * image_bytes,
             ..StepWork::default()
         },
-        ImageWork::Train { model } => {
+        ImageWork::Train { model, .. } => {
             let t = &model.training;
             let images = t.max_steps.get() as f64 * t.batch_size.get() as f64;
             let evaluations = (t.max_steps.get() / t.eval_every.get()) as f64;
@@ -45,7 +45,7 @@ pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork) -> StepWork
             }
         }
         ImageWork::Verify { .. } => StepWork { bytes: 1.0e3 + 4.0 * counts.test, ..forward(counts.test, 1.0) },
-        ImageWork::Attribute { method, settings, sample } => {
+        ImageWork::Attribute { method, settings, sample, .. } => {
             let images = (*sample as f64).min(counts.test);
             let passes = match method {
                 PixelMethod::Gradient | PixelMethod::GradCam => 1.0 + BACKWARD,
@@ -102,7 +102,7 @@ fn side(plan: &Plan, index: usize) -> Option<usize> {
 
 fn model(plan: &Plan, index: usize) -> Option<&ResNetConfig> {
     lineage(plan, index).find_map(|w| match w {
-        Work::Image(ImageWork::Train { model }) => Some(&model.config),
+        Work::Image(ImageWork::Train { model, .. }) => Some(&model.config),
         _ => None,
     })
 }

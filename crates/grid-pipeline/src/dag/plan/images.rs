@@ -19,6 +19,19 @@ use crate::steps::Work;
 use crate::steps::images::ImageWork;
 use crate::steps::work::ImageCellCoordinates;
 
+/// A model to explain: the trained one or one of its checkpoints.
+struct ExplainedModel<'a> {
+    /// `images/dataset/manipulation/model[/seed-N]`, the tail of its labels.
+    cell: &'a str,
+    train: usize,
+    synth: usize,
+    checkpoint: Option<usize>,
+    model: &'a str,
+    dataset: &'a str,
+    manipulation: &'a str,
+    seed: u64,
+}
+
 impl Planner<'_> {
     pub(super) fn images(&mut self, images: &ImageGrid, base: &Path) -> Result<(), PlanError> {
         let seeds = |training_seed: u64| self.grid.seeds.clone().unwrap_or_else(|| vec![training_seed]);
@@ -33,67 +46,114 @@ impl Planner<'_> {
                         model.training.seed = seed;
                         let name = if many_seeds { format!("{}/seed-{seed}", model.name) } else { model.name.clone() };
                         let cell = format!("images/{}/{}/{name}", dataset.name, manipulation.name());
+                        let checkpoints = model.checkpoint_steps(images.attribution.checkpoints);
                         let key = ImageModelKey { config: &model.config, training: &model.training };
+                        let mut train_params = serde_json::json!({ "image_model": key });
+                        // Only a grid that asks for checkpoints has them in its keys.
+                        if !checkpoints.is_empty() {
+                            train_params["checkpoints"] = serde_json::json!(checkpoints);
+                        }
                         let train = self.b.add(
                             StepKind::Train,
                             format!("train/{cell}"),
                             vec![synth],
-                            params::with_precision(serde_json::json!({ "image_model": key }), self.precision),
-                            Work::Image(ImageWork::Train { model: model.clone() }),
+                            params::with_precision(train_params, self.precision),
+                            Work::Image(ImageWork::Train { model: model.clone(), checkpoints: checkpoints.clone() }),
                         );
-                        let verify = self.b.add(
-                            StepKind::Verify,
-                            format!("verify/{cell}"),
-                            vec![train, synth],
-                            serde_json::json!({
-                                "image_thresholds": images.verification,
-                                "keep_probability": images.keep_probability,
-                            }),
-                            Work::Image(ImageWork::Verify {
-                                thresholds: images.verification,
-                                keep_probability: images.keep_probability,
-                            }),
-                        );
-                        self.report_inputs.push(verify);
-                        for &method in &images.attribution.methods {
-                            let a = &images.attribution;
-                            let attribute = self.b.add(
-                                StepKind::Attribute,
-                                format!("attribute/{cell}/{method}"),
-                                vec![train, synth],
-                                params::with_precision(
-                                    serde_json::json!({
-                                        "pixel_method": method,
-                                        "settings": method.settings_json(&a.settings),
-                                        "sample": a.sample,
-                                    }),
-                                    self.precision,
-                                ),
-                                Work::Image(ImageWork::Attribute { method, settings: a.settings, sample: a.sample }),
-                            );
-                            let score = self.b.add(
-                                StepKind::Score,
-                                format!("score/{cell}/{method}/attr"),
-                                vec![attribute, synth],
-                                serde_json::json!({ "image_metric": "attr" }),
-                                Work::Image(ImageWork::Score),
-                            );
-                            self.report_inputs.push(score);
-                            self.image_cells.push(ImageCellCoordinates {
-                                score,
-                                verify,
-                                model: model.name.clone(),
-                                dataset: dataset.name.clone(),
-                                manipulation: manipulation.name().to_string(),
-                                method,
+                        let at = std::iter::once(None).chain(checkpoints.into_iter().map(Some));
+                        for checkpoint in at {
+                            let explained = ExplainedModel {
+                                cell: &cell,
+                                train,
+                                synth,
+                                checkpoint,
+                                model: &model.name,
+                                dataset: &dataset.name,
+                                manipulation: manipulation.name(),
                                 seed,
-                            });
+                            };
+                            self.explain_image_model(images, &explained);
                         }
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// A trained model's (or a checkpoint's) `verify` step, and per method
+    /// its `attribute` and `score` steps: one image cell each.
+    fn explain_image_model(&mut self, images: &ImageGrid, m: &ExplainedModel) {
+        let suffix = m.checkpoint.map(|s| format!("/step-{s}")).unwrap_or_default();
+        let with_checkpoint = |mut params: serde_json::Value| {
+            if let Some(step) = m.checkpoint {
+                params["checkpoint"] = serde_json::json!(step);
+            }
+            params
+        };
+        let verify = self.b.add(
+            StepKind::Verify,
+            format!("verify/{}{suffix}", m.cell),
+            vec![m.train, m.synth],
+            with_checkpoint(serde_json::json!({
+                "image_thresholds": images.verification,
+                "keep_probability": images.keep_probability,
+            })),
+            Work::Image(ImageWork::Verify {
+                thresholds: images.verification,
+                keep_probability: images.keep_probability,
+                checkpoint: m.checkpoint,
+            }),
+        );
+        self.report_inputs.push(verify);
+        let a = &images.attribution;
+        for &method in &a.methods {
+            let attribute = self.b.add(
+                StepKind::Attribute,
+                format!("attribute/{}/{method}{suffix}", m.cell),
+                vec![m.train, m.synth],
+                params::with_precision(
+                    with_checkpoint(serde_json::json!({
+                        "pixel_method": method,
+                        "settings": method.settings_json(&a.settings),
+                        "sample": a.sample,
+                    })),
+                    self.precision,
+                ),
+                Work::Image(ImageWork::Attribute {
+                    method,
+                    settings: a.settings,
+                    sample: a.sample,
+                    checkpoint: m.checkpoint,
+                }),
+            );
+            let score = self.b.add(
+                StepKind::Score,
+                format!("score/{}/{method}{suffix}/attr", m.cell),
+                vec![attribute, m.synth],
+                serde_json::json!({ "image_metric": "attr" }),
+                Work::Image(ImageWork::Score),
+            );
+            self.report_inputs.push(score);
+            // The trained model's maps are overlaid on its test images.
+            if m.checkpoint.is_none() {
+                self.report_inputs.push(attribute);
+                if !self.report_inputs.contains(&m.synth) {
+                    self.report_inputs.push(m.synth);
+                }
+            }
+            self.image_cells.push(ImageCellCoordinates {
+                score,
+                verify,
+                maps: m.checkpoint.is_none().then_some([attribute, m.synth]),
+                model: m.model.to_string(),
+                dataset: m.dataset.to_string(),
+                manipulation: m.manipulation.to_string(),
+                method,
+                seed: m.seed,
+                checkpoint: m.checkpoint,
+            });
+        }
     }
 
     /// The dataset's `corpus` step, keyed by what its images are.

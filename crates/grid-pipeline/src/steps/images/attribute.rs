@@ -35,7 +35,14 @@ pub struct ExplainedImage {
     pub label: ImageLabel,
 }
 
-pub fn run(method: PixelMethod, settings: &PixelSettings, sample: usize, ctx: &StepContext, out: &Path) -> Result<()> {
+pub fn run(
+    method: PixelMethod,
+    settings: &PixelSettings,
+    sample: usize,
+    checkpoint: Option<usize>,
+    ctx: &StepContext,
+    out: &Path,
+) -> Result<()> {
     let (model, data) = (&ctx.inputs[0], &ctx.inputs[1]);
     let mut test = Split::read(data, SPLITS[2])?;
     test.images.truncate(sample);
@@ -43,7 +50,7 @@ pub fn run(method: PixelMethod, settings: &PixelSettings, sample: usize, ctx: &S
     let mut background = Split::read(data, SPLITS[0])?.images;
     background.truncate(settings.background);
     let (maps, targets) = crate::with_autodiff_backend!(ctx.compute, |B, device| {
-        maps::<B>(method, settings, model, &test, &background, &device)
+        maps::<B>(method, settings, (model, checkpoint), &test, &background, &device)
     })?;
     let (height, width) = test.images.first().map_or((0, 0), |i| (i.height(), i.width()));
     let examples = targets
@@ -58,12 +65,12 @@ pub fn run(method: PixelMethod, settings: &PixelSettings, sample: usize, ctx: &S
 fn maps<B: AutodiffBackend>(
     method: PixelMethod,
     settings: &PixelSettings,
-    model: &Path,
+    (model, checkpoint): (&Path, Option<usize>),
     test: &Split,
     background: &[crate::image::Image],
     device: &B::Device,
 ) -> Result<(Vec<PixelMap>, Vec<u32>)> {
-    let model = super::train::load::<B>(model, device)?;
+    let model = super::train::load::<B>(model, checkpoint, device)?;
     let images = test.refs();
     let targets = predict_images(&model, &images, device);
     let classes: Vec<usize> = targets.iter().map(|&t| t as usize).collect();

@@ -32,12 +32,14 @@ pub enum ImageWork {
     Corpus { dataset: ImageDatasetSpec, side: usize, seed: u64, folder: Option<PathBuf> },
     /// Input: the corpus.
     Synth { manipulation: ImageShortcut, keep_probability: f64, seed: u64 },
-    /// Input: the synth step.
-    Train { model: ImageModelSpec },
+    /// Input: the synth step. `checkpoints`: the evaluation steps whose
+    /// models are kept beside the trained one (Figure 4).
+    Train { model: ImageModelSpec, checkpoints: Vec<usize> },
+    /// Inputs: the train and synth steps; of the trained model, or of its
+    /// checkpoint at a step.
+    Verify { thresholds: ImageThresholds, keep_probability: f64, checkpoint: Option<usize> },
     /// Inputs: the train and synth steps.
-    Verify { thresholds: ImageThresholds, keep_probability: f64 },
-    /// Inputs: the train and synth steps.
-    Attribute { method: PixelMethod, settings: PixelSettings, sample: usize },
+    Attribute { method: PixelMethod, settings: PixelSettings, sample: usize, checkpoint: Option<usize> },
     /// Inputs: the attribute and synth steps.
     Score,
 }
@@ -49,9 +51,13 @@ pub fn execute(work: &ImageWork, ctx: &StepContext, out: &Path) -> Result<()> {
         ImageWork::Synth { manipulation, keep_probability, seed } => {
             synth::run(manipulation, *keep_probability, *seed, &ctx.inputs[0], out)
         }
-        ImageWork::Train { model } => train::run(model, ctx, out),
-        ImageWork::Verify { thresholds, keep_probability } => verify::run(*thresholds, *keep_probability, ctx, out),
-        ImageWork::Attribute { method, settings, sample } => attribute::run(*method, settings, *sample, ctx, out),
+        ImageWork::Train { model, checkpoints } => train::run(model, checkpoints, ctx, out),
+        ImageWork::Verify { thresholds, keep_probability, checkpoint } => {
+            verify::run(*thresholds, *keep_probability, *checkpoint, ctx, out)
+        }
+        ImageWork::Attribute { method, settings, sample, checkpoint } => {
+            attribute::run(*method, settings, *sample, *checkpoint, ctx, out)
+        }
         ImageWork::Score => score::run(&ctx.inputs, out),
     }
 }

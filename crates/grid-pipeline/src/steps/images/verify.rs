@@ -15,10 +15,16 @@ use crate::train::images::predict_images;
 
 pub const VERIFICATION: &str = "verification.json";
 
-pub fn run(thresholds: ImageThresholds, keep_probability: f64, ctx: &StepContext, out: &Path) -> Result<()> {
+pub fn run(
+    thresholds: ImageThresholds,
+    keep_probability: f64,
+    checkpoint: Option<usize>,
+    ctx: &StepContext,
+    out: &Path,
+) -> Result<()> {
     let test = Split::read(&ctx.inputs[1], SPLITS[2])?;
     let predictions = crate::with_autodiff_backend!(ctx.compute, |B, device| {
-        predict::<<B as AutodiffBackend>::InnerBackend>(&ctx.inputs[0], &test, &device)
+        predict::<<B as AutodiffBackend>::InnerBackend>(&ctx.inputs[0], checkpoint, &test, &device)
     })?;
     let labels: Vec<u32> = test.labels.iter().map(|l| l.label).collect();
     let manipulated: Vec<bool> = test.labels.iter().map(|l| l.manipulated).collect();
@@ -27,7 +33,7 @@ pub fn run(thresholds: ImageThresholds, keep_probability: f64, ctx: &StepContext
     write_json(&out.join(VERIFICATION), &verification)
 }
 
-fn predict<B: Backend>(model: &Path, test: &Split, device: &B::Device) -> Result<Vec<u32>> {
-    let model = super::train::load::<B>(model, device)?;
+fn predict<B: Backend>(model: &Path, checkpoint: Option<usize>, test: &Split, device: &B::Device) -> Result<Vec<u32>> {
+    let model = super::train::load::<B>(model, checkpoint, device)?;
     Ok(predict_images(&model, &test.refs(), device))
 }

@@ -1,0 +1,70 @@
+//! Zhou et al. 2022 §5, the image protocol: the paper plots its results
+//! (Figures 3, 4 and 13) and states its findings in words, so the
+//! reference file lists findings by id, each checked on our image rows
+//! ([`crate::images::ImageFinding`]):
+//!
+//! | finding | holds when |
+//! |---|---|
+//! | `no_method_near_one` | no method's mean `Attr%` on manipulated images is ≥ 90% on every manipulation |
+//! | `shap_best_lime_worst` | of ≥ 3 methods, a SHAP has the highest mean `Attr%` and LIME the lowest |
+//! | `watermark_most_blur_least` | of ≥ 3 manipulations, the watermark has the highest mean `Attr%` and blur the lowest |
+//! | `presence_over_absence` | mean `Attr%` on manipulated images is above that on untouched ones |
+//! | `rises_with_accuracy_only_shap_watermark` | over training checkpoints, only SHAP on the watermark has `Attr%` rising with accuracy (mean Spearman ρ ≥ [`crate::images::RISES`]) |
+//!
+//! The first four read the trained models that passed verification; the
+//! fifth reads the checkpoints (`checkpoints = N` in `[images.attribution]`).
+
+use super::published::{CsvFile, Seen};
+use super::{CompareError, Finding, Outcome};
+use crate::images::{ImageAttrRow, ImageFinding, trained};
+
+/// A line of the reference file: the finding and the paper's words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZhouImagesRow {
+    pub line: usize,
+    pub finding: ImageFinding,
+    /// Where the paper states it (`5.2`, …).
+    pub section: String,
+    pub statement: String,
+}
+
+impl CsvFile<'_> {
+    pub(super) fn zhou_images(&self) -> Result<Vec<ZhouImagesRow>, CompareError> {
+        let mut out = Vec::new();
+        let mut seen = Seen::default();
+        for record in self.rows {
+            let id = self.text(record, 0, "image_finding")?;
+            let finding = ImageFinding::ALL.into_iter().find(|f| f.id() == id).ok_or_else(|| {
+                let known: Vec<&str> = ImageFinding::ALL.iter().map(|f| f.id()).collect();
+                self.field_error(record, "image_finding", format!("unknown `{id}`; known: {}", known.join(", ")))
+            })?;
+            seen.check(self.path, record.line, format!("finding `{id}`"))?;
+            out.push(ZhouImagesRow {
+                line: record.line,
+                finding,
+                section: self.text(record, 1, "section")?.to_string(),
+                statement: self.text(record, 2, "statement")?.to_string(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Every finding of the file, checked on our image rows.
+pub(super) fn compare_zhou_images(published: &[ZhouImagesRow], images: &[ImageAttrRow]) -> Outcome {
+    let findings = published
+        .iter()
+        .map(|p| {
+            let checked = p.finding.check(images);
+            Finding { statement: format!("§{}: {}", p.section, p.statement), ..checked }
+        })
+        .collect();
+    let models = trained(images).len();
+    let summary = vec![format!(
+        "{} image rows of trained models, {} of checkpoints; the paper gives figures, so its findings are checked \
+         and no number is matched",
+        models,
+        images.len() - models
+    )];
+    Outcome { cells: Vec::new(), findings, summary, unmatched_published: 0, unmatched_ours: 0 }
+}

@@ -37,13 +37,7 @@ checkpoints = 2
 "#;
 
 fn csv(t: &GridTest, name: &str) -> polars::prelude::DataFrame {
-    use polars::prelude::*;
-    let path = t.reports().join("images").join(name);
-    CsvReadOptions::default()
-        .with_infer_schema_length(Some(0))
-        .try_into_reader_with_file_path(Some(path.clone()))
-        .and_then(|r| r.finish())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    crate::util::read_csv(&t.reports().join("images").join(name))
 }
 
 #[test]

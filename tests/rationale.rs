@@ -59,13 +59,7 @@ eval_every = 50
 }
 
 fn csv(t: &GridTest, name: &str) -> polars::prelude::DataFrame {
-    use polars::prelude::*;
-    let path = t.reports().join("rationale").join(name);
-    CsvReadOptions::default()
-        .with_infer_schema_length(Some(0))
-        .try_into_reader_with_file_path(Some(path.clone()))
-        .and_then(|r| r.finish())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    crate::util::read_csv(&t.reports().join("rationale").join(name))
 }
 
 #[test]

@@ -223,3 +223,13 @@ pub fn serve_as_hub(dir: &Path, prefix: &'static str) -> String {
     });
     address
 }
+
+/// A CSV file the report wrote, every column read as text.
+pub fn read_csv(path: &Path) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    CsvReadOptions::default()
+        .with_infer_schema_length(Some(0))
+        .try_into_reader_with_file_path(Some(path.to_path_buf()))
+        .and_then(|r| r.finish())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

@@ -132,6 +132,7 @@ const DROP_METRIC: &str = "mean_drop_with_shortcut_pct";
 const OTHER_METRIC: &str = "attr-other";
 
 mod bastings;
+pub mod findings_file;
 mod published;
 mod render;
 #[cfg(test)]

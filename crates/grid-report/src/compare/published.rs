@@ -385,9 +385,9 @@ pub(super) fn parse_published(path: &Path, text: &str) -> Result<Published, Comp
     } else if names == ZHOU_ATTR_HEADER {
         file.zhou_attr().map(Published::ZhouAttr)
     } else if names == ZHOU_RATIONALE_HEADER {
-        file.zhou_rationale().map(Published::ZhouRationale)
+        file.finding_rows("finding").map(Published::ZhouRationale)
     } else if names == ZHOU_IMAGES_HEADER {
-        file.zhou_images().map(Published::ZhouImages)
+        file.finding_rows("image_finding").map(Published::ZhouImages)
     } else if names == CROWD_ACCURACY_HEADER {
         Err(CompareError::NoCounterpart {
             path: path.to_path_buf(),

@@ -14,39 +14,17 @@
 //! The first four read the trained models that passed verification; the
 //! fifth reads the checkpoints (`checkpoints = N` in `[images.attribution]`).
 
-use super::published::{CsvFile, Seen};
-use super::{CompareError, Finding, Outcome};
+use super::findings_file::{FindingRow, NamedFinding};
+use super::{Finding, Outcome};
 use crate::images::{ImageAttrRow, ImageFinding, trained};
 
-/// A line of the reference file: the finding and the paper's words.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ZhouImagesRow {
-    pub line: usize,
-    pub finding: ImageFinding,
-    /// Where the paper states it (`5.2`, …).
-    pub section: String,
-    pub statement: String,
-}
+/// A line of the reference file.
+pub type ZhouImagesRow = FindingRow<ImageFinding>;
 
-impl CsvFile<'_> {
-    pub(super) fn zhou_images(&self) -> Result<Vec<ZhouImagesRow>, CompareError> {
-        let mut out = Vec::new();
-        let mut seen = Seen::default();
-        for record in self.rows {
-            let id = self.text(record, 0, "image_finding")?;
-            let finding = ImageFinding::ALL.into_iter().find(|f| f.id() == id).ok_or_else(|| {
-                let known: Vec<&str> = ImageFinding::ALL.iter().map(|f| f.id()).collect();
-                self.field_error(record, "image_finding", format!("unknown `{id}`; known: {}", known.join(", ")))
-            })?;
-            seen.check(self.path, record.line, format!("finding `{id}`"))?;
-            out.push(ZhouImagesRow {
-                line: record.line,
-                finding,
-                section: self.text(record, 1, "section")?.to_string(),
-                statement: self.text(record, 2, "statement")?.to_string(),
-            });
-        }
-        Ok(out)
+impl NamedFinding for ImageFinding {
+    const KNOWN: &'static [Self] = &ImageFinding::ALL;
+    fn id(self) -> &'static str {
+        ImageFinding::id(self)
     }
 }
 

@@ -11,8 +11,8 @@
 //!
 //! There are no published numbers, so the comparison has findings and no cells.
 
-use super::published::{CsvFile, Seen};
-use super::{CompareError, Finding, Outcome};
+use super::findings_file::{FindingRow, NamedFinding};
+use super::{Finding, Outcome};
 use crate::rationale::{RationaleRow, rows};
 use crate::shortcut::{Regime, ShortcutKind};
 use crate::tables::format_fixed;
@@ -46,35 +46,13 @@ impl RationaleFinding {
     }
 }
 
-/// A line of the reference file: the finding and the paper's words.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ZhouRationaleRow {
-    pub line: usize,
-    pub finding: RationaleFinding,
-    /// Where the paper states it (`7.1`, …).
-    pub section: String,
-    pub statement: String,
-}
+/// A line of the reference file.
+pub type ZhouRationaleRow = FindingRow<RationaleFinding>;
 
-impl CsvFile<'_> {
-    pub(super) fn zhou_rationale(&self) -> Result<Vec<ZhouRationaleRow>, CompareError> {
-        let mut out = Vec::new();
-        let mut seen = Seen::default();
-        for record in self.rows {
-            let id = self.text(record, 0, "finding")?;
-            let finding = RationaleFinding::ALL.into_iter().find(|f| f.id() == id).ok_or_else(|| {
-                let known: Vec<&str> = RationaleFinding::ALL.iter().map(|f| f.id()).collect();
-                self.field_error(record, "finding", format!("unknown `{id}`; known: {}", known.join(", ")))
-            })?;
-            seen.check(self.path, record.line, format!("finding `{id}`"))?;
-            out.push(ZhouRationaleRow {
-                line: record.line,
-                finding,
-                section: self.text(record, 1, "section")?.to_string(),
-                statement: self.text(record, 2, "statement")?.to_string(),
-            });
-        }
-        Ok(out)
+impl NamedFinding for RationaleFinding {
+    const KNOWN: &'static [Self] = &RationaleFinding::ALL;
+    fn id(self) -> &'static str {
+        RationaleFinding::id(self)
     }
 }
 

@@ -143,3 +143,27 @@ fn a_bad_images_section_names_the_key_and_its_line() {
     assert!(err.contains("image dataset") || err.contains("dataset `photos`"), "{err}");
     assert!(err.contains("birds"), "{err}");
 }
+
+/// Zhou et al.'s §5.4: `keep_probability` as a list sweeps `r`, each value
+/// its own synth, models and cells, named in the labels.
+#[test]
+fn a_list_of_keep_probabilities_sweeps_r() {
+    let t = GridTest::new(&GRID.replace("seed = 1\n", "seed = 1\nkeep_probability = [0.5, 0.8]\n"));
+    let grid = Grid::load(&t.grid_file()).expect("valid grid");
+    assert_eq!(grid.images.as_ref().unwrap().keep_probabilities, [0.5, 0.8]);
+    let cache = Cache::open(t.cache()).expect("cache");
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
+    let synth: Vec<&dag::Step> = plan.steps.iter().filter(|s| s.label.starts_with("synth/")).collect();
+    let labels: Vec<&str> = synth.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["synth/images/photos/watermark/r-0.5", "synth/images/photos/watermark/r-0.8"]);
+    assert_eq!(synth[1].params["keep_probability"], 0.8);
+    assert_ne!(synth[0].key, synth[1].key);
+    let verify = plan.steps.iter().find(|s| s.label == "verify/images/photos/watermark/r-0.8/r18w8").expect("verify");
+    assert_eq!(verify.params["keep_probability"], 0.8);
+
+    for (bad, message) in [("[]", "is empty"), ("[0.5, 0.5]", "lists 0.5 twice"), ("1.5", "outside [0, 1]")] {
+        let t = GridTest::new(&GRID.replace("seed = 1\n", &format!("seed = 1\nkeep_probability = {bad}\n")));
+        let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+        assert!(err.contains("grid.toml:8:") && err.contains(message), "{bad}: {err}");
+    }
+}

@@ -63,12 +63,20 @@ pub struct ImageAttrRow {
     /// `verified` are its own; `None`: the trained model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<usize>,
+    /// `r` of the label reassignment (§5.4 sweeps it).
+    #[serde(default = "half")]
+    pub keep_probability: f64,
 }
 
-/// The trained models' rows, without the checkpoints': what Figure 3 and
-/// its findings read.
+fn half() -> f64 {
+    0.5
+}
+
+/// The trained models' rows at `r = 0.5`, without the checkpoints': what
+/// Figure 3 and its findings read (the paper's §5.1, where only the
+/// manipulation predicts the label).
 pub fn trained(rows: &[ImageAttrRow]) -> Vec<ImageAttrRow> {
-    rows.iter().filter(|r| r.checkpoint.is_none()).cloned().collect()
+    rows.iter().filter(|r| r.checkpoint.is_none() && r.keep_probability == 0.5).cloned().collect()
 }
 
 /// The Figure 3 numbers: per method and manipulation, the mean `Attr%` on
@@ -301,8 +309,10 @@ pub fn findings(rows: &[ImageAttrRow]) -> Vec<Finding> {
 /// Per (method, manipulation), the mean over models of Spearman's ρ between
 /// their checkpoints' test accuracies and `Attr%` on manipulated images.
 pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)> {
-    let points: Vec<&ImageAttrRow> =
-        rows.iter().filter(|r| r.checkpoint.is_some() && r.class == ImageClass::Manipulated).collect();
+    let points: Vec<&ImageAttrRow> = rows
+        .iter()
+        .filter(|r| r.checkpoint.is_some() && r.keep_probability == 0.5 && r.class == ImageClass::Manipulated)
+        .collect();
     let mut out = Vec::new();
     for method in first_appearance(points.iter().map(|r| r.method.clone())) {
         for manipulation in first_appearance(points.iter().map(|r| r.manipulation.clone())) {
@@ -368,6 +378,7 @@ pub(crate) mod tests {
             verified,
             images: 20,
             checkpoint: None,
+            keep_probability: 0.5,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct MapSheet {
     pub model: String,
     pub dataset: String,
     pub manipulation: String,
+    /// `r`: named in the file when it is not 0.5.
+    pub keep_probability: f64,
     pub seed: u64,
     pub region: Mask,
     pub examples: Vec<SheetExample>,
@@ -49,8 +51,9 @@ const OUTLINE: [f32; 3] = [1.0, 0.85, 0.0];
 
 impl MapSheet {
     pub fn stem(&self) -> String {
+        let r = if self.keep_probability == 0.5 { String::new() } else { format!("_r{}", self.keep_probability) };
         format!(
-            "zhou_images_maps_{}_{}_{}",
+            "zhou_images_maps_{}_{}{r}_{}",
             file_safe(&self.dataset),
             file_safe(&self.manipulation),
             file_safe(&self.model)
@@ -60,8 +63,9 @@ impl MapSheet {
     fn title(&self) -> String {
         let methods: Vec<&str> =
             self.examples.first().map(|e| e.maps.iter().map(|(m, _)| m.as_str()).collect()).unwrap_or_default();
+        let r = if self.keep_probability == 0.5 { String::new() } else { format!(" (r = {})", self.keep_probability) };
         format!(
-            "{} · {} · {}: test images, then {} (φ outlined)",
+            "{} · {} · {}{r}: test images, then {} (φ outlined)",
             self.model,
             self.dataset,
             self.manipulation,
@@ -180,6 +184,7 @@ mod tests {
             model: "m".into(),
             dataset: "d".into(),
             manipulation: "watermark".into(),
+            keep_probability: 0.5,
             seed: 1,
             region,
             examples: vec![example(true), example(false)],

@@ -23,6 +23,7 @@
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
 
+mod image_r;
 mod image_training;
 mod images;
 mod rationale;
@@ -120,6 +121,9 @@ pub fn write_plots(
     }
     if let Some((stem, chart)) = image_training::chart(images) {
         planned.push((stem, AnyChart::ImageTraining(chart)));
+    }
+    if let Some((stem, chart)) = image_r::chart(images) {
+        planned.push((stem, AnyChart::ImageSweep(chart)));
     }
     check_unique_stems(dir, &planned)?;
     planned.iter().map(|(stem, chart)| write_chart(dir, stem, chart)).collect()
@@ -313,6 +317,7 @@ enum AnyChart {
     Rationale(rationale::RationaleChart),
     Images(images::ImageChart),
     ImageTraining(image_training::TrainingChart),
+    ImageSweep(image_r::SweepChart),
 }
 
 impl AnyChart {
@@ -323,6 +328,7 @@ impl AnyChart {
             AnyChart::Rationale(c) => &c.title,
             AnyChart::Images(c) => &c.title,
             AnyChart::ImageTraining(c) => &c.title,
+            AnyChart::ImageSweep(c) => &c.title,
         }
     }
 }
@@ -594,6 +600,7 @@ impl AnyChart {
             AnyChart::Rationale(c) => c.size(),
             AnyChart::Images(c) => c.size(),
             AnyChart::ImageTraining(c) => c.size(),
+            AnyChart::ImageSweep(c) => c.size(),
         }
     }
 
@@ -605,6 +612,7 @@ impl AnyChart {
             AnyChart::Rationale(c) => c.draw(root),
             AnyChart::Images(c) => c.draw(root),
             AnyChart::ImageTraining(c) => c.draw(root),
+            AnyChart::ImageSweep(c) => c.draw(root),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! [images]
 //! side = 32
 //! manipulations = ["watermark", "hue", { kind = "noise", probability = 0.3 }]
-//! keep_probability = 0.5
+//! keep_probability = 0.5            # or a sweep: [0.5, 0.7, 0.9] (§5.4)
 //! [[images.datasets]]
 //! name = "photos"
 //! embedded = { train = 400, validation = 20, test = 20 }
@@ -41,8 +41,9 @@ pub struct ImageGrid {
     /// Pixels of an image's side after the centre crop and resize.
     pub side: usize,
     /// `r`: the probability that an image keeps its label before the
-    /// positive class is manipulated (0.5: the labels say nothing).
-    pub keep_probability: f64,
+    /// positive class is manipulated (0.5: the labels say nothing). Several
+    /// values sweep it (Zhou et al. §5.4, Figure 6), each its own models.
+    pub keep_probabilities: Vec<f64>,
     pub manipulations: Vec<ImageShortcut>,
     /// Seeds the splits, the crops and the manipulations' draws.
     pub seed: u64,
@@ -117,8 +118,8 @@ impl ImageModelSpec {
 pub(super) struct RawImages {
     #[serde(default = "side")]
     side: Spanned<Positive>,
-    #[serde(default = "keep")]
-    keep_probability: Share,
+    /// One share, or a list of them.
+    keep_probability: Option<Spanned<toml::Value>>,
     manipulations: Spanned<Vec<Spanned<toml::Value>>>,
     #[serde(default)]
     seed: u64,
@@ -133,9 +134,6 @@ pub(super) struct RawImages {
 
 fn side() -> Spanned<Positive> {
     Spanned::new(0..0, Positive::new(224))
-}
-fn keep() -> Share {
-    Share::new(0.5)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -270,7 +268,7 @@ pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
     let defaults = ImageThresholds::default();
     Ok(ImageGrid {
         side,
-        keep_probability: raw.keep_probability.get(),
+        keep_probabilities: keep_probabilities(raw.keep_probability)?,
         manipulations,
         seed: raw.seed,
         datasets,
@@ -286,6 +284,35 @@ pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
             max_luck: raw.verification.max_luck.map_or(defaults.max_luck, Share::get),
         },
     })
+}
+
+/// `keep_probability = 0.5` or `= [0.5, 0.7, 0.9]`: shares, each once.
+fn keep_probabilities(raw: Option<Spanned<toml::Value>>) -> Result<Vec<f64>, SpanError> {
+    let Some(raw) = raw else { return Ok(vec![0.5]) };
+    let at = |message: String| (Some(raw.span()), message);
+    let values: Vec<&toml::Value> = match raw.get_ref() {
+        toml::Value::Array(list) => list.iter().collect(),
+        one => vec![one],
+    };
+    let mut out: Vec<f64> = Vec::new();
+    for value in values {
+        let r = match value {
+            toml::Value::Float(f) => *f,
+            toml::Value::Integer(i) => *i as f64,
+            other => return Err(at(format!("`images.keep_probability` takes shares in [0, 1], not {other}"))),
+        };
+        if !(0.0..=1.0).contains(&r) {
+            return Err(at(format!("`images.keep_probability` = {r} is outside [0, 1]")));
+        }
+        if out.contains(&r) {
+            return Err(at(format!("`images.keep_probability` lists {r} twice")));
+        }
+        out.push(r);
+    }
+    if out.is_empty() {
+        return Err(at("`images.keep_probability` is empty".into()));
+    }
+    Ok(out)
 }
 
 fn names<'a>(names: impl Iterator<Item = &'a Spanned<String>>, what: &str) -> Result<(), SpanError> {

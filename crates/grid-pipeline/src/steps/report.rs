@@ -169,9 +169,18 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
         let Some([attribute, synth]) = c.maps else { continue };
         let (index, maps) = read_maps(input_dir(ctx, attribute)?)?;
         let same = |s: &GatheredSheet| {
-            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.seed)
-                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.seed)
+            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.seed, s.keep_probability)
+                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.seed, c.keep_probability)
         };
+        // One sheet per model and manipulation: the first seed's.
+        let other_seed = |s: &GatheredSheet| {
+            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.keep_probability)
+                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.keep_probability)
+                && s.seed != c.seed
+        };
+        if sheets.iter().any(other_seed) {
+            continue;
+        }
         if let Some(sheet) = sheets.iter_mut().find(|s| same(s)) {
             for example in &mut sheet.examples {
                 let at = index.examples.iter().position(|e| e.index == example.index);
@@ -207,6 +216,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
             model: c.model.clone(),
             dataset: c.dataset.clone(),
             manipulation: c.manipulation.clone(),
+            keep_probability: c.keep_probability,
             seed: c.seed,
             region: StoredRegion::read(dir)?,
             examples,
@@ -220,6 +230,7 @@ struct GatheredSheet {
     model: String,
     dataset: String,
     manipulation: String,
+    keep_probability: f64,
     seed: u64,
     region: crate::image::Mask,
     examples: Vec<Indexed>,
@@ -236,6 +247,7 @@ impl GatheredSheet {
             model: self.model,
             dataset: self.dataset,
             manipulation: self.manipulation,
+            keep_probability: self.keep_probability,
             seed: self.seed,
             region: self.region,
             examples: self.examples.into_iter().map(|e| e.view).collect(),
@@ -268,6 +280,7 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
                 verified: verification.passed,
                 images: of_class.images,
                 checkpoint: c.checkpoint,
+                keep_probability: c.keep_probability,
             });
         }
     }

@@ -85,6 +85,8 @@ pub struct ImageCellCoordinates {
     pub model: String,
     pub dataset: String,
     pub manipulation: String,
+    /// `r` of the label reassignment.
+    pub keep_probability: f64,
     pub method: crate::salience::image::PixelMethod,
     pub seed: u64,
     /// A training checkpoint's step (Figure 4); `None`: the trained model.

@@ -29,6 +29,7 @@ struct ExplainedModel<'a> {
     model: &'a str,
     dataset: &'a str,
     manipulation: &'a str,
+    keep_probability: f64,
     seed: u64,
 }
 
@@ -38,14 +39,19 @@ impl Planner<'_> {
         let many_seeds = self.grid.seeds.as_ref().is_some_and(|s| s.len() > 1);
         for dataset in &images.datasets {
             let corpus = self.image_corpus(images, dataset, base)?;
-            for manipulation in &images.manipulations {
-                let synth = self.image_synth(images, dataset, manipulation, corpus);
+            let sweep = images.keep_probabilities.len() > 1;
+            for (manipulation, &r) in
+                images.manipulations.iter().flat_map(|m| images.keep_probabilities.iter().map(move |r| (m, r)))
+            {
+                // The manipulation as labels name it: with `r` when the grid sweeps it.
+                let planted = if sweep { format!("{}/r-{r}", manipulation.name()) } else { manipulation.name().into() };
+                let synth = self.image_synth(images, dataset, manipulation, r, &planted, corpus);
                 for model in &images.models {
                     for seed in seeds(model.training.seed) {
                         let mut model = model.clone();
                         model.training.seed = seed;
                         let name = if many_seeds { format!("{}/seed-{seed}", model.name) } else { model.name.clone() };
-                        let cell = format!("images/{}/{}/{name}", dataset.name, manipulation.name());
+                        let cell = format!("images/{}/{planted}/{name}", dataset.name);
                         let checkpoints = model.checkpoint_steps(images.attribution.checkpoints);
                         let key = ImageModelKey { config: &model.config, training: &model.training };
                         let mut train_params = serde_json::json!({ "image_model": key });
@@ -70,6 +76,7 @@ impl Planner<'_> {
                                 model: &model.name,
                                 dataset: &dataset.name,
                                 manipulation: manipulation.name(),
+                                keep_probability: r,
                                 seed,
                             };
                             self.explain_image_model(images, &explained);
@@ -97,11 +104,11 @@ impl Planner<'_> {
             vec![m.train, m.synth],
             with_checkpoint(serde_json::json!({
                 "image_thresholds": images.verification,
-                "keep_probability": images.keep_probability,
+                "keep_probability": m.keep_probability,
             })),
             Work::Image(ImageWork::Verify {
                 thresholds: images.verification,
-                keep_probability: images.keep_probability,
+                keep_probability: m.keep_probability,
                 checkpoint: m.checkpoint,
             }),
         );
@@ -149,6 +156,7 @@ impl Planner<'_> {
                 model: m.model.to_string(),
                 dataset: m.dataset.to_string(),
                 manipulation: m.manipulation.to_string(),
+                keep_probability: m.keep_probability,
                 method,
                 seed: m.seed,
                 checkpoint: m.checkpoint,
@@ -210,22 +218,20 @@ impl Planner<'_> {
         images: &ImageGrid,
         dataset: &ImageDatasetSpec,
         manipulation: &ImageShortcut,
+        keep_probability: f64,
+        planted: &str,
         corpus: usize,
     ) -> usize {
         self.b.add(
             StepKind::Synth,
-            format!("synth/images/{}/{}", dataset.name, manipulation.name()),
+            format!("synth/images/{}/{planted}", dataset.name),
             vec![corpus],
             serde_json::json!({
                 "manipulation": manipulation,
-                "keep_probability": images.keep_probability,
+                "keep_probability": keep_probability,
                 "seed": images.seed,
             }),
-            Work::Image(ImageWork::Synth {
-                manipulation: manipulation.clone(),
-                keep_probability: images.keep_probability,
-                seed: images.seed,
-            }),
+            Work::Image(ImageWork::Synth { manipulation: manipulation.clone(), keep_probability, seed: images.seed }),
         )
     }
 }

@@ -10,17 +10,14 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, TITLE_PT, draw_legend, label_style};
-use super::{legend_width, marker};
+use super::images::{Panels, grid_size};
+use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, label_style, marker};
 use crate::images::{ImageAttrRow, ImageClass};
 use crate::tables::first_appearance;
 
 const GREEN: RGBColor = RGBColor(44, 160, 44);
 /// GREEN at 20% over white, as the band is drawn.
 const PALE_GREEN: RGBColor = RGBColor(213, 236, 213);
-const PANEL_W: u32 = 220;
-const PANEL_H: u32 = 200;
-const CAPTION_PX: u32 = 44;
 
 pub(super) struct SweepChart {
     pub(super) title: String,
@@ -69,22 +66,12 @@ impl SweepChart {
     }
 
     pub(super) fn size(&self) -> (u32, u32) {
-        let width = PANEL_W * self.manipulations.len() as u32 + legend_width(&self.legend());
-        (width, CAPTION_PX + PANEL_H * self.methods.len() as u32)
+        grid_size(&self.methods, &self.manipulations, &self.legend())
     }
 
     pub(super) fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
-        let legend = self.legend();
-        let (width, _) = root.dim_in_pixel();
-        let (plot_area, legend_area) = root.split_horizontally(width.saturating_sub(legend_width(&legend)));
-        let plot_area = plot_area.titled(&self.title, (FONT, TITLE_PT))?;
-        let panels = plot_area.split_evenly((self.methods.len(), self.manipulations.len()));
-        for (i, area) in panels.iter().enumerate() {
-            let (method, manipulation) =
-                (&self.methods[i / self.manipulations.len()], &self.manipulations[i % self.manipulations.len()]);
-            self.draw_panel(area, method, manipulation)?;
-        }
-        draw_legend(&legend_area, &legend)
+        let panels = Panels { title: &self.title, methods: &self.methods, manipulations: &self.manipulations };
+        panels.draw(root, &self.legend(), |area, method, manipulation| self.draw_panel(area, method, manipulation))
     }
 
     fn draw_panel<DB: DrawingBackend>(

@@ -43,6 +43,38 @@ pub(super) fn chart(rows: &[ImageAttrRow]) -> Option<(String, ImageChart)> {
     Some(("zhou_images_attr_er".into(), chart))
 }
 
+/// A chart of a panel per method (rows) and manipulation (columns), with a
+/// legend on the right: Figures 3 and 6.
+pub(super) struct Panels<'a> {
+    pub(super) title: &'a str,
+    pub(super) methods: &'a [String],
+    pub(super) manipulations: &'a [String],
+}
+
+/// The size of [`Panels`] of `methods` × `manipulations` beside `legend`.
+pub(super) fn grid_size(methods: &[String], manipulations: &[String], legend: &[LegendEntry]) -> (u32, u32) {
+    let width = PANEL_W * manipulations.len() as u32 + legend_width(legend);
+    (width, CAPTION_PX + PANEL_H * methods.len() as u32)
+}
+
+impl Panels<'_> {
+    pub(super) fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        legend: &[LegendEntry],
+        panel: impl Fn(&DrawingArea<DB, Shift>, &str, &str) -> Drawn<DB>,
+    ) -> Drawn<DB> {
+        let (width, _) = root.dim_in_pixel();
+        let (plot_area, legend_area) = root.split_horizontally(width.saturating_sub(legend_width(legend)));
+        let plot_area = plot_area.titled(self.title, (FONT, TITLE_PT))?;
+        let columns = self.manipulations.len();
+        for (i, area) in plot_area.split_evenly((self.methods.len(), columns)).iter().enumerate() {
+            panel(area, &self.methods[i / columns], &self.manipulations[i % columns])?;
+        }
+        draw_legend(&legend_area, legend)
+    }
+}
+
 impl ImageChart {
     fn color(class: ImageClass) -> RGBColor {
         match class {
@@ -66,22 +98,12 @@ impl ImageChart {
     }
 
     pub(super) fn size(&self) -> (u32, u32) {
-        let width = PANEL_W * self.manipulations.len() as u32 + legend_width(&self.legend());
-        (width, CAPTION_PX + PANEL_H * self.methods.len() as u32)
+        grid_size(&self.methods, &self.manipulations, &self.legend())
     }
 
     pub(super) fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn<DB> {
-        let legend = self.legend();
-        let (width, _) = root.dim_in_pixel();
-        let (plot_area, legend_area) = root.split_horizontally(width.saturating_sub(legend_width(&legend)));
-        let plot_area = plot_area.titled(&self.title, (FONT, TITLE_PT))?;
-        let panels = plot_area.split_evenly((self.methods.len(), self.manipulations.len()));
-        for (i, area) in panels.iter().enumerate() {
-            let (method, manipulation) =
-                (&self.methods[i / self.manipulations.len()], &self.manipulations[i % self.manipulations.len()]);
-            self.draw_panel(area, method, manipulation)?;
-        }
-        draw_legend(&legend_area, &legend)
+        let panels = Panels { title: &self.title, methods: &self.methods, manipulations: &self.manipulations };
+        panels.draw(root, &self.legend(), |area, method, manipulation| self.draw_panel(area, method, manipulation))
     }
 
     fn draw_panel<DB: DrawingBackend>(

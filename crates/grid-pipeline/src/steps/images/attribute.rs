@@ -47,8 +47,15 @@ pub fn run(
     let mut test = Split::read(data, SPLITS[2])?;
     test.images.truncate(sample);
     test.labels.truncate(sample);
-    let mut background = Split::read(data, SPLITS[0])?.images;
-    background.truncate(settings.background);
+    // Only GradientSHAP draws baselines: the others need not read the
+    // training split (hundreds of MB at 224 pixels).
+    let background = if method == PixelMethod::GradientShap {
+        let mut images = Split::read(data, SPLITS[0])?.images;
+        images.truncate(settings.background);
+        images
+    } else {
+        Vec::new()
+    };
     let (maps, targets) = crate::with_autodiff_backend!(ctx.compute, |B, device| {
         maps::<B>(method, settings, (model, checkpoint), &test, &background, &device)
     })?;

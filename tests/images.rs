@@ -111,7 +111,7 @@ fn an_image_grid_runs_to_zhous_figure_3_table() {
     dag::compare::compare_with_published(&plan, &cache, &t.reports(), &[reference], &[], |w| written.push(w))
         .expect("compare");
     let markdown = &written[0].markdown;
-    assert_eq!(markdown.lines().filter(|l| l.contains("§5.")).count(), 5, "five findings: {markdown}");
+    assert_eq!(markdown.lines().filter(|l| l.contains("§5.")).count(), 6, "six findings: {markdown}");
     assert!(markdown.contains("§5.2: SHAP on watermark") && markdown.contains("Spearman"), "{markdown}");
 
     // Everything is cached: nothing runs again.
@@ -166,4 +166,67 @@ fn a_list_of_keep_probabilities_sweeps_r() {
         let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
         assert!(err.contains("grid.toml:8:") && err.contains(message), "{bad}: {err}");
     }
+}
+
+/// Zhou et al.'s §5.3: `visibility` sweeps each manipulation's strength
+/// over the paper's levels, each its own synth (keyed by the strength it
+/// sets), models and cells; with an `r` sweep, both in the labels.
+#[test]
+fn a_list_of_visibility_levels_sweeps_the_strength() {
+    let t = GridTest::new(&GRID.replace("seed = 1\n", "seed = 1\nvisibility = [5, 1, 3]\n"));
+    let grid = Grid::load(&t.grid_file()).expect("valid grid");
+    let levels: Vec<u8> = grid.images.as_ref().unwrap().visibilities.iter().map(|v| v.get()).collect();
+    assert_eq!(levels, [1, 3, 5], "levels in rising order");
+    let cache = Cache::open(t.cache()).expect("cache");
+    let plan = dag::plan(&grid, &cache, &PlanOptions::default()).expect("plan");
+    let synth: Vec<&dag::Step> = plan.steps.iter().filter(|s| s.label.starts_with("synth/")).collect();
+    let labels: Vec<&str> = synth.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["synth/images/photos/watermark/v-1", "synth/images/photos/watermark/v-3", "synth/images/photos/watermark/v-5"]
+    );
+    // The font the level sets, as a fraction of 224 pixels.
+    let font = |s: &dag::Step| s.params["manipulation"]["font"].as_f64().unwrap() * 224.0;
+    assert_eq!(synth.iter().map(|s| font(s).round() as u32).collect::<Vec<_>>(), [7, 11, 15]);
+    // Level 3 is the default watermark: the same data as a grid without the sweep.
+    let plain = GridTest::new(GRID);
+    let plain_plan = dag::plan(
+        &Grid::load(&plain.grid_file()).unwrap(),
+        &Cache::open(plain.cache()).unwrap(),
+        &PlanOptions::default(),
+    )
+    .unwrap();
+    let plain_synth = plain_plan.steps.iter().find(|s| s.label.starts_with("synth/")).unwrap();
+    assert_eq!(synth[1].key, plain_synth.key);
+    assert_ne!(synth[0].key, synth[1].key);
+    assert!(plan.steps.iter().any(|s| s.label == "verify/images/photos/watermark/v-5/r18w8"));
+
+    // Both sweeps: the level, then r.
+    let both =
+        GridTest::new(&GRID.replace("seed = 1\n", "seed = 1\nvisibility = [2]\nkeep_probability = [0.5, 0.9]\n"));
+    let plan = dag::plan(
+        &Grid::load(&both.grid_file()).unwrap(),
+        &Cache::open(both.cache()).unwrap(),
+        &PlanOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        plan.steps.iter().any(|s| s.label == "synth/images/photos/watermark/v-2/r-0.9"),
+        "{:?}",
+        plan.steps[1].label
+    );
+
+    for (bad, message) in [("[]", "is empty"), ("[2, 2]", "lists level 2 twice"), ("[0, 1]", "not one of 1 to 5")] {
+        let t = GridTest::new(&GRID.replace("seed = 1\n", &format!("seed = 1\nvisibility = {bad}\n")));
+        let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+        assert!(err.contains("grid.toml:8:") && err.contains(message), "{bad}: {err}");
+    }
+    // A manipulation that sets the strength the sweep sets.
+    let t = GridTest::new(
+        &GRID
+            .replace("[\"watermark\"]", "[{ kind = \"watermark\", font = 0.05 }]")
+            .replace("seed = 1\n", "seed = 1\nvisibility = [1, 5]\n"),
+    );
+    let err = Grid::load(&t.grid_file()).unwrap_err().to_string();
+    assert!(err.contains("grid.toml:6:") && err.contains("sets `font`, which `images.visibility` sweeps"), "{err}");
 }

@@ -18,6 +18,7 @@ use super::DisplayTable;
 use super::compare::Finding;
 use super::paper::{align, string_frame};
 use super::tables::{first_appearance, format_fixed};
+use grid_methods::shortcut::image::Visibility;
 
 /// Which test images a row averages: those the manipulation was applied to
 /// (the positive class after reassignment: the artifact is present) or the
@@ -66,6 +67,10 @@ pub struct ImageAttrRow {
     /// `r` of the label reassignment (§5.4 sweeps it).
     #[serde(default = "half")]
     pub keep_probability: f64,
+    /// The manipulation's visibility level, when the grid sweeps them
+    /// (§5.3); `None`: planted as the grid lists it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<Visibility>,
 }
 
 fn half() -> f64 {
@@ -74,7 +79,8 @@ fn half() -> f64 {
 
 /// The trained models' rows at `r = 0.5`, without the checkpoints': what
 /// Figure 3 and its findings read (the paper's §5.1, where only the
-/// manipulation predicts the label).
+/// manipulation predicts the label). Every visibility level counts, as the
+/// paper's 100 runs span its five.
 pub fn trained(rows: &[ImageAttrRow]) -> Vec<ImageAttrRow> {
     rows.iter().filter(|r| r.checkpoint.is_none() && r.keep_probability == 0.5).cloned().collect()
 }
@@ -175,7 +181,7 @@ fn is_shap(method: &str) -> bool {
     method.contains("shap")
 }
 
-/// Zhou et al.'s findings of sections 5.1 and 5.2, as `--compare` names them (the
+/// Zhou et al.'s findings of sections 5.1 to 5.3, as `--compare` names them (the
 /// reference file `zhou2022_image_findings.csv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFinding {
@@ -184,19 +190,25 @@ pub enum ImageFinding {
     WatermarkMostBlurLeast,
     PresenceOverAbsence,
     RisesWithAccuracyOnlyShapWatermark,
+    ShapRisesWithVisibility,
 }
+
+/// "Roughly constant" over visibility levels: the level means of `Attr%`
+/// span at most this much (fractions), on average over manipulations.
+pub const FLAT: f64 = 0.10;
 
 /// "Rises consistently with test accuracy": a mean Spearman ρ between a
 /// model's checkpoints' accuracies and their `Attr%` of at least this.
 pub const RISES: f64 = 0.5;
 
 impl ImageFinding {
-    pub const ALL: [ImageFinding; 5] = [
+    pub const ALL: [ImageFinding; 6] = [
         ImageFinding::NoMethodNearOne,
         ImageFinding::ShapBestLimeWorst,
         ImageFinding::WatermarkMostBlurLeast,
         ImageFinding::PresenceOverAbsence,
         ImageFinding::RisesWithAccuracyOnlyShapWatermark,
+        ImageFinding::ShapRisesWithVisibility,
     ];
 
     pub fn id(self) -> &'static str {
@@ -206,6 +218,7 @@ impl ImageFinding {
             ImageFinding::WatermarkMostBlurLeast => "watermark_most_blur_least",
             ImageFinding::PresenceOverAbsence => "presence_over_absence",
             ImageFinding::RisesWithAccuracyOnlyShapWatermark => "rises_with_accuracy_only_shap_watermark",
+            ImageFinding::ShapRisesWithVisibility => "shap_rises_with_visibility",
         }
     }
 
@@ -225,15 +238,21 @@ impl ImageFinding {
             ImageFinding::RisesWithAccuracyOnlyShapWatermark => {
                 "Attr% rises with test accuracy consistently only for SHAP on the watermark (5.2, Figure 4)"
             }
+            ImageFinding::ShapRisesWithVisibility => {
+                "As a manipulation becomes more visible, SHAP's Attr% rises while LIME's and GradCAM's stay roughly \
+                 constant (5.3, Figure 5)"
+            }
         }
     }
 
     /// Checked on the rows: the trained models that passed verification
     /// (on manipulated images, as the paper's headline numbers are, except
-    /// where a finding compares the classes); the fifth on the checkpoints.
+    /// where a finding compares the classes); the fifth on the checkpoints,
+    /// the sixth on a visibility sweep.
     pub fn check(self, rows: &[ImageAttrRow]) -> Finding {
         let (holds, evidence) = match self {
             ImageFinding::RisesWithAccuracyOnlyShapWatermark => rises_with_accuracy(rows),
+            ImageFinding::ShapRisesWithVisibility => with_visibility(&trained(rows)),
             _ => self.check_trained(&trained(rows)),
         };
         Finding { statement: self.statement().into(), holds, evidence }
@@ -296,7 +315,9 @@ impl ImageFinding {
                 };
                 (present.zip(absent).map(|(p, a)| p > a), evidence)
             }
-            ImageFinding::RisesWithAccuracyOnlyShapWatermark => unreachable!("checked on the checkpoints"),
+            ImageFinding::RisesWithAccuracyOnlyShapWatermark | ImageFinding::ShapRisesWithVisibility => {
+                unreachable!("checked on the checkpoints or the visibility sweep")
+            }
         }
     }
 }
@@ -343,6 +364,74 @@ pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)
     out
 }
 
+/// Per (method, manipulation) of a visibility sweep: Spearman ρ between the
+/// level and the mean `Attr%` on manipulated images of its verified models
+/// (0 where the means do not move), and the span of those means (max −
+/// min). Pairs with fewer than three levels are left out: two points make
+/// no trend.
+pub fn visibility_trends(rows: &[ImageAttrRow]) -> Vec<(String, String, f64, f64)> {
+    let swept: Vec<&ImageAttrRow> =
+        rows.iter().filter(|r| r.visibility.is_some() && r.class == ImageClass::Manipulated).collect();
+    let mut out = Vec::new();
+    for method in first_appearance(swept.iter().map(|r| r.method.clone())) {
+        for manipulation in first_appearance(swept.iter().map(|r| r.manipulation.clone())) {
+            let of = |r: &ImageAttrRow| r.method == method && r.manipulation == manipulation;
+            let mut levels: Vec<Visibility> = swept.iter().filter(|r| of(r)).filter_map(|r| r.visibility).collect();
+            levels.sort();
+            levels.dedup();
+            let means: Vec<(f32, f32)> = levels
+                .iter()
+                .filter_map(|&v| {
+                    mean_attr(rows, |r| of(r) && r.class == ImageClass::Manipulated && r.visibility == Some(v))
+                        .map(|m| (f32::from(v.get()), m as f32))
+                })
+                .collect();
+            if means.len() < 3 {
+                continue;
+            }
+            let (x, y): (Vec<f32>, Vec<f32>) = means.iter().copied().unzip();
+            // A method whose means do not move has no rank correlation: 0.
+            let rho = crate::metrics::agreement::spearman(&x, &y, |_| true).unwrap_or(0.0);
+            let span = y.iter().copied().fold(f32::MIN, f32::max) - y.iter().copied().fold(f32::MAX, f32::min);
+            out.push((method.clone(), manipulation, rho, f64::from(span)));
+        }
+    }
+    out
+}
+
+/// The sixth finding: SHAP's `Attr%` rises with the level (mean ρ ≥
+/// [`RISES`]) and LIME's and GradCAM's spans stay within [`FLAT`] on
+/// average. Gradient's divergence between the classes is not checked.
+fn with_visibility(rows: &[ImageAttrRow]) -> (Option<bool>, String) {
+    let trends = visibility_trends(rows);
+    if trends.is_empty() {
+        return (
+            None,
+            "needs a visibility sweep of three levels or more: `visibility = [1, 2, 3, 4, 5]` in `[images]`".into(),
+        );
+    }
+    let mean = |keep: &dyn Fn(&str) -> bool, pick: fn(&(String, String, f64, f64)) -> f64| {
+        let values: Vec<f64> = trends.iter().filter(|t| keep(&t.0)).map(pick).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let flat_method = |m: &str| m.contains("lime") || m.contains("gradcam");
+    let shap_rho = mean(&|m| is_shap(m), |t| t.2);
+    let flat_span = mean(&flat_method, |t| t.3);
+    let holds = shap_rho.zip(flat_span).map(|(rho, span)| rho >= RISES && span <= FLAT);
+    let listed: Vec<String> = trends
+        .iter()
+        .map(|(m, manipulation, rho, span)| format!("{m}·{manipulation} ρ {rho:.2}, span {}", pct(*span)))
+        .collect();
+    (
+        holds,
+        format!(
+            "Spearman ρ(level, Attr%) on manipulated images, rising at ≥ {RISES}, flat within {}: {}",
+            pct(FLAT),
+            listed.join("; ")
+        ),
+    )
+}
+
 /// The fifth finding: the (method, manipulation) pairs whose `Attr%` rises
 /// with accuracy ([`RISES`]) are SHAP's on the watermark, and only those.
 fn rises_with_accuracy(rows: &[ImageAttrRow]) -> (Option<bool>, String) {
@@ -379,6 +468,7 @@ pub(crate) mod tests {
             images: 20,
             checkpoint: None,
             keep_probability: 0.5,
+            visibility: None,
         }
     }
 
@@ -420,7 +510,7 @@ pub(crate) mod tests {
         }
         let found = findings(&rows);
         let holds: Vec<Option<bool>> = found.iter().map(|f| f.holds).collect();
-        assert_eq!(holds, [Some(true), Some(true), Some(true), Some(true), None], "{found:?}");
+        assert_eq!(holds, [Some(true), Some(true), Some(true), Some(true), None, None], "{found:?}");
         assert!(found[4].evidence.contains("checkpoints = N"), "{}", found[4].evidence);
         assert!(found[1].evidence.contains("gradientshap 70.0%"), "{}", found[1].evidence);
         // LIME best on everything, at 95%: three findings fail.
@@ -458,5 +548,38 @@ pub(crate) mod tests {
         assert_eq!(ImageFinding::RisesWithAccuracyOnlyShapWatermark.check(&rows).holds, Some(false));
         // Checkpoint rows stay out of Figure 3's table and the other findings.
         assert!(attr_table(&rows).unwrap().is_none());
+    }
+
+    /// Figure 5's finding on a visibility sweep: SHAP rises with the level,
+    /// LIME and GradCAM stay flat; then LIME climbs too.
+    #[test]
+    fn the_visibility_finding_reads_the_trend_over_levels() {
+        let mut rows = Vec::new();
+        for level in [1u8, 3, 5] {
+            for (method, attr) in [
+                ("kernel-shap", 0.4 + 0.1 * f64::from(level)),
+                ("lime", 0.5 + 0.01 * f64::from(level)),
+                ("gradcam", 0.3),
+            ] {
+                let mut r = row(method, "noise", ImageClass::Manipulated, attr, true);
+                r.visibility = Some(Visibility::try_from(level).unwrap());
+                rows.push(r);
+            }
+        }
+        let trends = visibility_trends(&rows);
+        assert_eq!(trends.len(), 3, "{trends:?}");
+        assert!((trends[0].2 - 1.0).abs() < 1e-9 && (trends[0].3 - 0.4).abs() < 1e-6, "{trends:?}");
+        let finding = ImageFinding::ShapRisesWithVisibility.check(&rows);
+        assert_eq!(finding.holds, Some(true), "{finding:?}");
+        assert!(finding.evidence.contains("kernel-shap·noise ρ 1.00, span 40.0%"), "{}", finding.evidence);
+        for r in rows.iter_mut().filter(|r| r.method == "lime") {
+            r.attr = 0.2 * f64::from(r.visibility.unwrap().get());
+        }
+        assert_eq!(ImageFinding::ShapRisesWithVisibility.check(&rows).holds, Some(false), "LIME spans 80%");
+        // Two levels make no trend; without a sweep the finding is undecided.
+        rows.retain(|r| r.visibility != Some(Visibility::MIDDLE));
+        assert_eq!(ImageFinding::ShapRisesWithVisibility.check(&rows).holds, None);
+        // The sweep's models all count in Figure 3's table.
+        assert!(attr_table(&rows).unwrap().is_some());
     }
 }

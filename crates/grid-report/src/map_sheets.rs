@@ -10,6 +10,7 @@ use std::path::Path;
 use base64::Engine;
 use grid_core::image::decode::encode_png;
 use grid_core::image::{Image, Mask};
+use grid_methods::shortcut::image::Visibility;
 
 use super::{Plot, ReportError, file_safe, write_text};
 
@@ -34,6 +35,8 @@ pub struct MapSheet {
     pub manipulation: String,
     /// `r`: named in the file when it is not 0.5.
     pub keep_probability: f64,
+    /// The visibility level, named in the file when the grid sweeps them.
+    pub visibility: Option<Visibility>,
     pub seed: u64,
     pub region: Mask,
     pub examples: Vec<SheetExample>,
@@ -52,8 +55,9 @@ const OUTLINE: [f32; 3] = [1.0, 0.85, 0.0];
 impl MapSheet {
     pub fn stem(&self) -> String {
         let r = if self.keep_probability == 0.5 { String::new() } else { format!("_r{}", self.keep_probability) };
+        let v = self.visibility.map(|v| format!("_v{v}")).unwrap_or_default();
         format!(
-            "zhou_images_maps_{}_{}{r}_{}",
+            "zhou_images_maps_{}_{}{v}{r}_{}",
             file_safe(&self.dataset),
             file_safe(&self.manipulation),
             file_safe(&self.model)
@@ -63,7 +67,11 @@ impl MapSheet {
     fn title(&self) -> String {
         let methods: Vec<&str> =
             self.examples.first().map(|e| e.maps.iter().map(|(m, _)| m.as_str()).collect()).unwrap_or_default();
-        let r = if self.keep_probability == 0.5 { String::new() } else { format!(" (r = {})", self.keep_probability) };
+        let mut r =
+            if self.keep_probability == 0.5 { String::new() } else { format!(" (r = {})", self.keep_probability) };
+        if let Some(v) = self.visibility {
+            r = format!(" (visibility {v}){r}");
+        }
         format!(
             "{} · {} · {}{r}: test images, then {} (φ outlined)",
             self.model,
@@ -185,6 +193,7 @@ mod tests {
             dataset: "d".into(),
             manipulation: "watermark".into(),
             keep_probability: 0.5,
+            visibility: None,
             seed: 1,
             region,
             examples: vec![example(true), example(false)],

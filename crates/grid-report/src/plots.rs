@@ -23,7 +23,7 @@
 //! nothing depends on hash order: the same input gives the same bytes. Each file
 //! is written beside its target and renamed into place.
 
-mod image_r;
+mod image_sweep;
 mod image_training;
 mod images;
 mod rationale;
@@ -122,7 +122,7 @@ pub fn write_plots(
     if let Some((stem, chart)) = image_training::chart(images) {
         planned.push((stem, AnyChart::ImageTraining(chart)));
     }
-    if let Some((stem, chart)) = image_r::chart(images) {
+    for (stem, chart) in image_sweep::charts(images) {
         planned.push((stem, AnyChart::ImageSweep(chart)));
     }
     check_unique_stems(dir, &planned)?;
@@ -317,7 +317,7 @@ enum AnyChart {
     Rationale(rationale::RationaleChart),
     Images(images::ImageChart),
     ImageTraining(image_training::TrainingChart),
-    ImageSweep(image_r::SweepChart),
+    ImageSweep(image_sweep::SweepChart),
 }
 
 impl AnyChart {

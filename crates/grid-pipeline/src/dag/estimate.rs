@@ -78,6 +78,50 @@ pub struct Prior {
     pub seconds_per_optimizer_step: f64,
     /// Fixed seconds per example and forward pass.
     pub seconds_per_example_pass: f64,
+    /// How fast a convolutional network's multiply-adds go.
+    pub convolutions: ConvolutionRate,
+    /// The threads the rates above were scaled to.
+    pub threads: usize,
+}
+
+/// Burn Flex's convolutions on a 2-core AMD EPYC (AVX2), per thread: a
+/// ResNet-18's training and maps (Gradient, KernelSHAP) through `grid run
+/// -j 1` at widths 8 to 64 on 32-pixel images, and at 64 with the ImageNet
+/// stem on 112-pixel ones (the paper's layout, 20% slower than the small
+/// stem's: the point at 64 lies between), the steps' multiply-adds over
+/// their seconds (BENCHMARKS, "The image protocol's cost on a CPU").
+const CPU_CONVOLUTIONS: &[(f64, f64)] = &[(8.0, 0.78e9), (16.0, 1.6e9), (32.0, 2.8e9), (64.0, 4.5e9)];
+
+/// A convolution's multiply-adds do not run at a GEMM's rate on a CPU: a
+/// narrow layer (8 to 64 channels) gives im2col and the GEMM behind it
+/// small operands, and the rate climbs with the channels. So the rate of a
+/// ResNet is looked up by the channels of its first stage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ConvolutionRate {
+    /// At the GEMM rates above (a GPU's: unchecked, no ResNet has run on one).
+    AsGemm,
+    /// Multiply-adds per second and thread, (first-stage channels, rate)
+    /// in rising channels: interpolated on a log scale of the channels,
+    /// and the nearest point's rate outside the measured ones.
+    ByWidth(&'static [(f64, f64)]),
+}
+
+impl ConvolutionRate {
+    /// Multiply-adds per second for a ResNet whose first stage has `width`
+    /// channels, with `threads` threads; `gemm` the rate of the phase.
+    fn macs_per_second(&self, width: f64, threads: usize, gemm: f64) -> f64 {
+        let ConvolutionRate::ByWidth(points) = self else { return gemm };
+        let per_thread = match points.iter().position(|&(w, _)| w >= width) {
+            None => points.last().map_or(gemm, |&(_, rate)| rate),
+            Some(0) => points[0].1,
+            Some(i) => {
+                let ((w0, r0), (w1, r1)) = (points[i - 1], points[i]);
+                let t = (width.ln() - w0.ln()) / (w1.ln() - w0.ln());
+                (r0.ln() + t * (r1.ln() - r0.ln())).exp()
+            }
+        };
+        per_thread * threads.max(1) as f64
+    }
 }
 
 impl Prior {
@@ -85,6 +129,8 @@ impl Prior {
     /// ms per optimiser step, 2 µs per example pass. Fitted to the wall-time
     /// shares of a release quickstart (tiny BERT, BiLSTM) and a MiniLM grid
     /// on a 2-core AMD EPYC (BENCHMARKS, "Estimates before the run").
+    ///
+    /// A ResNet's convolutions run at [`CPU_CONVOLUTIONS`].
     pub fn cpu(threads: usize) -> Prior {
         let rate = 2.2e10 * threads.max(1) as f64;
         Prior {
@@ -92,6 +138,8 @@ impl Prior {
             infer_macs_per_second: rate,
             seconds_per_optimizer_step: 1.5e-3,
             seconds_per_example_pass: 2.0e-6,
+            convolutions: ConvolutionRate::ByWidth(CPU_CONVOLUTIONS),
+            threads,
         }
     }
 
@@ -104,6 +152,8 @@ impl Prior {
             infer_macs_per_second: 1.0e13,
             seconds_per_optimizer_step: 20.0e-3,
             seconds_per_example_pass: 20.0e-6,
+            convolutions: ConvolutionRate::AsGemm,
+            threads: 1,
         }
     }
 
@@ -125,15 +175,33 @@ struct StepWork {
     /// Seconds that do not depend on the device (reading, writing, sampling).
     fixed_seconds: f64,
     bytes: f64,
+    /// A convolutional network's multiply-adds, priced at the prior's
+    /// [`ConvolutionRate`] for `conv_width` (absent from manifests written
+    /// before ResNets were priced apart: zero).
+    #[serde(default)]
+    conv_train_macs: f64,
+    #[serde(default)]
+    conv_infer_macs: f64,
+    /// The network's first-stage channels.
+    #[serde(default)]
+    conv_width: f64,
 }
 
 impl StepWork {
     fn seconds(&self, prior: &Prior) -> f64 {
+        let conv = |macs: f64, gemm: f64| {
+            if macs == 0.0 {
+                return 0.0;
+            }
+            macs / prior.convolutions.macs_per_second(self.conv_width, prior.threads, gemm)
+        };
         self.train_macs / prior.train_macs_per_second
             + self.optimizer_steps * prior.seconds_per_optimizer_step
             + self.infer_macs / prior.infer_macs_per_second
             + self.example_passes * prior.seconds_per_example_pass
             + self.fixed_seconds
+            + conv(self.conv_train_macs, prior.train_macs_per_second)
+            + conv(self.conv_infer_macs, prior.infer_macs_per_second)
     }
 }
 
@@ -246,7 +314,8 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
         return None;
     }
     if let Work::Image(work) = &plan.steps[index].work {
-        let record = WorkRecord { group: group(plan, index), work: images::step_work(plan, index, work) };
+        let work = images::step_work(plan, index, work, images::counts(plan, index));
+        let record = WorkRecord { group: group(plan, index), work };
         return serde_json::to_value(record).ok();
     }
     let mut notes = Vec::new();
@@ -260,9 +329,10 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
                 .map(|train| (train, macs_per_token(plan, train, &mut notes)))
                 .into_iter()
                 .collect(),
+            images: HashMap::new(),
         }
     } else {
-        Inputs { data: HashMap::new(), macs: HashMap::new() }
+        Inputs { data: HashMap::new(), macs: HashMap::new(), images: HashMap::new() }
     };
     let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &inputs) };
     serde_json::to_value(record).ok()
@@ -479,6 +549,8 @@ struct Inputs {
     data: HashMap<usize, DataStats>,
     /// Multiply-adds per token, by train step.
     macs: HashMap<usize, f64>,
+    /// Images per split, by image corpus step (a folder listed once).
+    images: HashMap<usize, images::Counts>,
 }
 
 impl Inputs {
@@ -486,9 +558,12 @@ impl Inputs {
     /// step, else built from the data as the step would) and every train
     /// step's size; what had to be assumed goes to `notes`.
     fn of(plan: &Plan, cache: &Cache, notes: &mut Vec<String>) -> Inputs {
-        let mut inputs = Inputs { data: HashMap::new(), macs: HashMap::new() };
+        let mut inputs = Inputs { data: HashMap::new(), macs: HashMap::new(), images: HashMap::new() };
         for (i, step) in plan.steps.iter().enumerate() {
             match &step.work {
+                Work::Image(crate::steps::images::ImageWork::Corpus { .. }) => {
+                    inputs.images.insert(i, images::counts(plan, i));
+                }
                 Work::Corpus { dataset, .. } => {
                     let value = corpus_stats(plan, i, cache).unwrap_or_else(|e| {
                         notes.push(format!(
@@ -507,6 +582,13 @@ impl Inputs {
             }
         }
         inputs
+    }
+
+    /// The images per split of the image dataset step `index` reads.
+    fn images_for(&self, plan: &Plan, index: usize) -> images::Counts {
+        images::corpus(plan, index)
+            .and_then(|c| self.images.get(&c).copied())
+            .unwrap_or_else(|| images::counts(plan, index))
     }
 
     /// The statistics of the dataset step `index` reads.
@@ -675,7 +757,7 @@ fn step_work(plan: &Plan, index: usize, inputs: &Inputs) -> StepWork {
         }
         Work::Agreement(_) => StepWork { fixed_seconds: 0.15, bytes: 14.0e3, ..StepWork::default() },
         Work::Score { .. } => StepWork { fixed_seconds: 0.01, bytes: 3.0e3, ..StepWork::default() },
-        Work::Image(work) => images::step_work(plan, index, work),
+        Work::Image(work) => images::step_work(plan, index, work, inputs.images_for(plan, index)),
         Work::Report(report) => StepWork {
             fixed_seconds: 0.5 + 0.002 * report.cells.len() as f64,
             bytes: 50.0e3 + 2.0e3 * report.cells.len() as f64,
@@ -830,6 +912,40 @@ mod tests {
         assert!(small.seconds(&gpu) > small.seconds(&cpu), "a tiny model's steps are launch-bound on a GPU");
         // Threads scale the CPU's arithmetic.
         assert!((big.seconds(&Prior::cpu(4)) * 2.0 - big.seconds(&cpu)).abs() / big.seconds(&cpu) < 0.01);
+    }
+
+    #[test]
+    fn convolutions_are_priced_by_the_width_of_the_network() {
+        let rates = ConvolutionRate::ByWidth(&[(8.0, 1.0e9), (32.0, 4.0e9)]);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b;
+        assert!(close(rates.macs_per_second(8.0, 1, 9.9e10), 1.0e9));
+        // Halfway between 8 and 32 on a log scale: the rates' geometric mean.
+        assert!(close(rates.macs_per_second(16.0, 1, 9.9e10), 2.0e9));
+        // Outside the measured widths, the nearest measured rate; threads scale it.
+        assert!(close(rates.macs_per_second(4.0, 2, 9.9e10), 2.0e9));
+        assert!(close(rates.macs_per_second(512.0, 1, 9.9e10), 4.0e9));
+        assert_eq!(ConvolutionRate::AsGemm.macs_per_second(8.0, 4, 3.0e12), 3.0e12);
+
+        // On this CPU a narrow ResNet's multiply-adds cost more than a
+        // transformer's; on the GPU the same.
+        let conv = StepWork { conv_train_macs: 1.0e12, conv_width: 8.0, ..StepWork::default() };
+        let gemm = StepWork { train_macs: 1.0e12, ..StepWork::default() };
+        let (cpu, gpu) = (Prior::cpu(2), Prior::gpu());
+        assert!(conv.seconds(&cpu) > 5.0 * gemm.seconds(&cpu));
+        assert_eq!(conv.seconds(&gpu), gemm.seconds(&gpu));
+        // A wider network goes faster per multiply-add.
+        let wide = StepWork { conv_width: 64.0, ..conv };
+        assert!(wide.seconds(&cpu) < conv.seconds(&cpu));
+    }
+
+    #[test]
+    fn work_recorded_before_convolutions_were_priced_apart_still_reads() {
+        let old = serde_json::json!({
+            "train_macs": 1.0, "optimizer_steps": 2.0, "infer_macs": 3.0,
+            "example_passes": 4.0, "fixed_seconds": 5.0, "bytes": 6.0,
+        });
+        let work: StepWork = serde_json::from_value(old).unwrap();
+        assert_eq!((work.train_macs, work.bytes, work.conv_train_macs, work.conv_width), (1.0, 6.0, 0.0, 0.0));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! side = 32
 //! manipulations = ["watermark", "hue", { kind = "noise", probability = 0.3 }]
 //! keep_probability = 0.5            # or a sweep: [0.5, 0.7, 0.9] (§5.4)
+//! visibility = [1, 3, 5]            # optional: a sweep of levels (§5.3)
 //! [[images.datasets]]
 //! name = "photos"
 //! embedded = { train = 400, validation = 20, test = 20 }
@@ -32,7 +33,7 @@ use super::values::{Positive, Share};
 use crate::model::resnet::{Depth, ResNetConfig, Stem};
 use crate::salience::image::{PixelMethod, PixelSettings};
 use crate::shortcut::image::verification::ImageThresholds;
-use crate::shortcut::image::{ImageShortcut, Manipulation};
+use crate::shortcut::image::{ImageShortcut, Manipulation, Visibility};
 use crate::train::recipe::TrainingSpec;
 
 /// A validated `[images]` section.
@@ -44,6 +45,10 @@ pub struct ImageGrid {
     /// positive class is manipulated (0.5: the labels say nothing). Several
     /// values sweep it (Zhou et al. §5.4, Figure 6), each its own models.
     pub keep_probabilities: Vec<f64>,
+    /// Visibility levels each manipulation is planted at (Zhou et al.
+    /// §5.3, Figure 5), each its own models; empty: the manipulations as
+    /// listed, not swept.
+    pub visibilities: Vec<Visibility>,
     pub manipulations: Vec<ImageShortcut>,
     /// Seeds the splits, the crops and the manipulations' draws.
     pub seed: u64,
@@ -120,6 +125,8 @@ pub(super) struct RawImages {
     side: Spanned<Positive>,
     /// One share, or a list of them.
     keep_probability: Option<Spanned<toml::Value>>,
+    /// Levels 1–5, a sweep.
+    visibility: Option<Spanned<Vec<u8>>>,
     manipulations: Spanned<Vec<Spanned<toml::Value>>>,
     #[serde(default)]
     seed: u64,
@@ -217,6 +224,7 @@ struct RawImageVerification {
 /// Validates `[images]`; errors carry the span of the key at fault.
 pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
     let side = raw.side.get_ref().get();
+    let visibilities = visibilities(raw.visibility)?;
     let mut manipulations: Vec<ImageShortcut> = Vec::new();
     if raw.manipulations.get_ref().is_empty() {
         return Err((Some(raw.manipulations.span()), "`images.manipulations` is empty".into()));
@@ -232,6 +240,23 @@ pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
             other => return Err(at(format!("a manipulation is a name or a table with `kind`, not {other}"))),
         };
         manipulation.check(side, side).map_err(|e| at(format!("on {side}×{side} images: {e}")))?;
+        for &level in &visibilities {
+            manipulation
+                .at_visibility(level)
+                .check(side, side)
+                .map_err(|e| at(format!("at visibility {level} on {side}×{side} images: {e}")))?;
+        }
+        // A sweep sets the strength: a table that sets it too contradicts it.
+        if let toml::Value::Table(table) = entry.get_ref()
+            && !visibilities.is_empty()
+            && table.contains_key(manipulation.visibility_setting())
+        {
+            return Err(at(format!(
+                "manipulation `{}` sets `{}`, which `images.visibility` sweeps: leave one of them out",
+                manipulation.name(),
+                manipulation.visibility_setting()
+            )));
+        }
         if manipulations.iter().any(|m| m.name() == manipulation.name()) {
             return Err(at(format!("manipulation `{}` is listed twice", manipulation.name())));
         }
@@ -269,6 +294,7 @@ pub(super) fn images(raw: RawImages) -> Result<ImageGrid, SpanError> {
     Ok(ImageGrid {
         side,
         keep_probabilities: keep_probabilities(raw.keep_probability)?,
+        visibilities,
         manipulations,
         seed: raw.seed,
         datasets,
@@ -312,6 +338,26 @@ fn keep_probabilities(raw: Option<Spanned<toml::Value>>) -> Result<Vec<f64>, Spa
     if out.is_empty() {
         return Err(at("`images.keep_probability` is empty".into()));
     }
+    Ok(out)
+}
+
+/// `visibility = [1, 3, 5]`: levels, each once; every level is checked
+/// against every manipulation on the grid's images.
+fn visibilities(raw: Option<Spanned<Vec<u8>>>) -> Result<Vec<Visibility>, SpanError> {
+    let Some(raw) = raw else { return Ok(Vec::new()) };
+    let at = |message: String| (Some(raw.span()), message);
+    let mut out: Vec<Visibility> = Vec::new();
+    for &level in raw.get_ref() {
+        let level = Visibility::try_from(level).map_err(|e| at(format!("`images.visibility`: {e}")))?;
+        if out.contains(&level) {
+            return Err(at(format!("`images.visibility` lists level {level} twice")));
+        }
+        out.push(level);
+    }
+    if out.is_empty() {
+        return Err(at("`images.visibility` is empty (leave it out to plant each manipulation as listed)".into()));
+    }
+    out.sort();
     Ok(out)
 }
 

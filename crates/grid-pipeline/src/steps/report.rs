@@ -23,6 +23,7 @@ use crate::report::html::ExampleView;
 use crate::report::images::{ImageAttrRow, ImageClass};
 use crate::report::map_sheets::{MapSheet, SheetExample};
 use crate::report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
+use crate::shortcut::image::Visibility;
 use crate::shortcut::image::verification::ImageVerification;
 
 pub const CONSOLE: &str = "console.md";
@@ -168,16 +169,10 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
     for c in &work.images {
         let Some([attribute, synth]) = c.maps else { continue };
         let (index, maps) = read_maps(input_dir(ctx, attribute)?)?;
-        let same = |s: &GatheredSheet| {
-            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.seed, s.keep_probability)
-                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.seed, c.keep_probability)
-        };
-        // One sheet per model and manipulation: the first seed's.
-        let other_seed = |s: &GatheredSheet| {
-            (s.model.as_str(), s.dataset.as_str(), s.manipulation.as_str(), s.keep_probability)
-                == (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.keep_probability)
-                && s.seed != c.seed
-        };
+        let planted = (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.keep_probability, c.visibility);
+        let same = |s: &GatheredSheet| s.planted() == planted && s.seed == c.seed;
+        // One sheet per model and planted manipulation: the first seed's.
+        let other_seed = |s: &GatheredSheet| s.planted() == planted && s.seed != c.seed;
         if sheets.iter().any(other_seed) {
             continue;
         }
@@ -217,6 +212,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
             dataset: c.dataset.clone(),
             manipulation: c.manipulation.clone(),
             keep_probability: c.keep_probability,
+            visibility: c.visibility,
             seed: c.seed,
             region: StoredRegion::read(dir)?,
             examples,
@@ -231,6 +227,7 @@ struct GatheredSheet {
     dataset: String,
     manipulation: String,
     keep_probability: f64,
+    visibility: Option<Visibility>,
     seed: u64,
     region: crate::image::Mask,
     examples: Vec<Indexed>,
@@ -242,12 +239,18 @@ struct Indexed {
 }
 
 impl GatheredSheet {
+    /// The model and the manipulation as planted, all but the seed.
+    fn planted(&self) -> (&str, &str, &str, f64, Option<Visibility>) {
+        (&self.model, &self.dataset, &self.manipulation, self.keep_probability, self.visibility)
+    }
+
     fn into_report(self) -> MapSheet {
         MapSheet {
             model: self.model,
             dataset: self.dataset,
             manipulation: self.manipulation,
             keep_probability: self.keep_probability,
+            visibility: self.visibility,
             seed: self.seed,
             region: self.region,
             examples: self.examples.into_iter().map(|e| e.view).collect(),
@@ -281,6 +284,7 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
                 images: of_class.images,
                 checkpoint: c.checkpoint,
                 keep_probability: c.keep_probability,
+                visibility: c.visibility,
             });
         }
     }

@@ -87,6 +87,11 @@ pub struct ImageCellCoordinates {
     pub manipulation: String,
     /// `r` of the label reassignment.
     pub keep_probability: f64,
+    /// The manipulation's visibility level when the grid sweeps them (left
+    /// out of the report's key otherwise, so that grids without a sweep
+    /// keep theirs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<crate::shortcut::image::Visibility>,
     pub method: crate::salience::image::PixelMethod,
     pub seed: u64,
     /// A training checkpoint's step (Figure 4); `None`: the trained model.

@@ -10,9 +10,11 @@
 //! | `watermark_most_blur_least` | of ≥ 3 manipulations, the watermark has the highest mean `Attr%` and blur the lowest |
 //! | `presence_over_absence` | mean `Attr%` on manipulated images is above that on untouched ones |
 //! | `rises_with_accuracy_only_shap_watermark` | over training checkpoints, only SHAP on the watermark has `Attr%` rising with accuracy (mean Spearman ρ ≥ [`crate::images::RISES`]) |
+//! | `shap_rises_with_visibility` | over ≥ 3 visibility levels, SHAP's `Attr%` on manipulated images rises with the level (mean Spearman ρ ≥ [`crate::images::RISES`]) and LIME's and GradCAM's level means span ≤ [`crate::images::FLAT`] on average |
 //!
 //! The first four read the trained models that passed verification; the
-//! fifth reads the checkpoints (`checkpoints = N` in `[images.attribution]`).
+//! fifth reads the checkpoints (`checkpoints = N` in `[images.attribution]`),
+//! the sixth a visibility sweep (`visibility = [1, 2, 3, 4, 5]` in `[images]`).
 
 use super::findings_file::{FindingRow, NamedFinding};
 use super::{Finding, Outcome};

@@ -16,6 +16,11 @@ pub struct Blur {
     pub sigma: f64,
 }
 
+impl Blur {
+    /// The five visibility levels (App. A.4), least visible first: σ: 2 to 10 pixels of 224.
+    pub const VISIBILITY: [f64; 5] = [2.0 / 224.0, 4.0 / 224.0, 6.0 / 224.0, 8.0 / 224.0, 10.0 / 224.0];
+}
+
 impl Default for Blur {
     /// φ = 36% of a square image, the paper's mean `%ER` for blurring; σ the
     /// middle level, 6 pixels of 224.

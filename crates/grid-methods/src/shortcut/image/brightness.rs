@@ -17,6 +17,11 @@ pub struct Brightness {
     pub shift: f64,
 }
 
+impl Brightness {
+    /// The five visibility levels (App. A.4), least visible first: the shift of the brightness component.
+    pub const VISIBILITY: [f64; 5] = [0.1, 0.15, 0.2, 0.25, 0.3];
+}
+
 impl Default for Brightness {
     /// φ ≈ 38% of a square image; the middle visibility level, 0.2.
     fn default() -> Brightness {

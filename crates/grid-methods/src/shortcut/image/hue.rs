@@ -18,6 +18,11 @@ pub struct Hue {
     pub shift: f64,
 }
 
+impl Hue {
+    /// The five visibility levels (App. A.4), least visible first: the shift of the hue component.
+    pub const VISIBILITY: [f64; 5] = [0.05, 0.1, 0.15, 0.2, 0.25];
+}
+
 impl Default for Hue {
     /// φ = 30% of the image; the middle visibility level, 0.15.
     fn default() -> Hue {

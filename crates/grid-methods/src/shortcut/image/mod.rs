@@ -43,6 +43,52 @@ pub trait Manipulation {
     fn check(&self, height: usize, width: usize) -> Result<(), String>;
 }
 
+/// One of the five visibility levels of a manipulation (App. A.4), from 1,
+/// the least visible, to 5; 3 is each manipulation's default. The level sets
+/// the manipulation's strength (blur σ, brightness or hue shift, noise
+/// probability, font size) and nothing else: φ stays the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub struct Visibility(u8);
+
+impl Visibility {
+    pub const LEVELS: std::ops::RangeInclusive<u8> = 1..=5;
+    /// The level of every default manipulation.
+    pub const MIDDLE: Visibility = Visibility(3);
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// The level's value among a manipulation's five, least visible first.
+    fn pick(self, values: [f64; 5]) -> f64 {
+        values[usize::from(self.0 - 1)]
+    }
+}
+
+impl TryFrom<u8> for Visibility {
+    type Error = String;
+    fn try_from(level: u8) -> Result<Visibility, String> {
+        if Visibility::LEVELS.contains(&level) {
+            Ok(Visibility(level))
+        } else {
+            Err(format!("visibility level {level} is not one of 1 to 5 (Zhou et al., App. A.4)"))
+        }
+    }
+}
+
+impl From<Visibility> for u8 {
+    fn from(v: Visibility) -> u8 {
+        v.0
+    }
+}
+
+impl std::fmt::Display for Visibility {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// One of the five, with its settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -79,6 +125,31 @@ impl ImageShortcut {
             ImageShortcut::Noise(_) => "noise",
             ImageShortcut::Watermark(_) => "watermark",
         }
+    }
+
+    /// The setting a visibility level sets, as grid files name it.
+    pub fn visibility_setting(&self) -> &'static str {
+        match self {
+            ImageShortcut::Blur(_) => "sigma",
+            ImageShortcut::Brightness(_) | ImageShortcut::Hue(_) => "shift",
+            ImageShortcut::Noise(_) => "probability",
+            ImageShortcut::Watermark(_) => "font",
+        }
+    }
+
+    /// This manipulation at visibility `level`: the paper's value for it
+    /// (App. A.4; lengths as fractions of 224 pixels), every other setting
+    /// as it was.
+    pub fn at_visibility(&self, level: Visibility) -> ImageShortcut {
+        let mut out = self.clone();
+        match &mut out {
+            ImageShortcut::Blur(m) => m.sigma = level.pick(Blur::VISIBILITY),
+            ImageShortcut::Brightness(m) => m.shift = level.pick(Brightness::VISIBILITY),
+            ImageShortcut::Hue(m) => m.shift = level.pick(Hue::VISIBILITY),
+            ImageShortcut::Noise(m) => m.probability = level.pick(Noise::VISIBILITY),
+            ImageShortcut::Watermark(m) => m.font = level.pick(Watermark::VISIBILITY),
+        }
+        out
     }
 
     fn manipulation(&self) -> &dyn Manipulation {
@@ -217,6 +288,51 @@ pub(crate) mod tests {
         for (low, high) in pairs {
             assert_eq!(low.region(h, w), high.region(h, w), "{}", low.name());
         }
+    }
+
+    /// Level 3 is every default; the levels rise in strength and keep φ.
+    #[test]
+    fn visibility_levels_are_the_papers_and_keep_the_region() {
+        // The paper's size, where the watermark's five fonts differ by pixels.
+        let (h, w) = (224, 224);
+        let image = textured(h, w, 3);
+        for name in ImageShortcut::NAMES {
+            let default = ImageShortcut::default_of(name).unwrap();
+            assert_eq!(default.at_visibility(Visibility::MIDDLE), default, "{name}");
+            let json = |m: &ImageShortcut| serde_json::to_value(m).unwrap()[default.visibility_setting()].clone();
+            let mut previous: Option<(f64, f64)> = None;
+            for level in Visibility::LEVELS {
+                let at = default.at_visibility(Visibility::try_from(level).unwrap());
+                at.check(h, w).unwrap();
+                assert_eq!(at.region(h, w), default.region(h, w), "{name} at {level}");
+                let value = json(&at).as_f64().unwrap();
+                // How far the manipulated image moves from the original.
+                let moved = {
+                    let out = at.apply(&image, &mut ChaCha8Rng::seed_from_u64(5));
+                    let mut sum = 0.0;
+                    for y in 0..h {
+                        for x in 0..w {
+                            let (a, b) = (image.rgb(y, x), out.rgb(y, x));
+                            sum += (0..3).map(|c| f64::from((a[c] - b[c]).abs())).sum::<f64>();
+                        }
+                    }
+                    sum
+                };
+                if let Some((v, m)) = previous {
+                    assert!(value > v, "{name}: level {level} sets {value}, not above {v}");
+                    // The watermark's glyphs grow with the font; the others' strength.
+                    assert!(moved > m, "{name}: level {level} changes the image less ({moved} vs {m})");
+                }
+                previous = Some((value, moved));
+            }
+        }
+        assert_eq!(Watermark::VISIBILITY[0] * 224.0, 7.0);
+        assert_eq!(
+            Visibility::try_from(0).unwrap_err(),
+            "visibility level 0 is not one of 1 to 5 (Zhou et al., App. A.4)"
+        );
+        assert!(Visibility::try_from(6).is_err());
+        assert_eq!(serde_json::to_value(Visibility::MIDDLE).unwrap(), 3);
     }
 
     #[test]

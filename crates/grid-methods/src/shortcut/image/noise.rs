@@ -16,6 +16,11 @@ pub struct Noise {
     pub probability: f64,
 }
 
+impl Noise {
+    /// The five visibility levels (App. A.4), least visible first: the probability that a pixel is replaced.
+    pub const VISIBILITY: [f64; 5] = [0.02, 0.04, 0.06, 0.08, 0.1];
+}
+
 impl Default for Noise {
     /// φ = 30% of the image; the middle visibility level, 0.06.
     fn default() -> Noise {

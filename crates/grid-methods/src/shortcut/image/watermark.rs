@@ -22,6 +22,11 @@ pub struct Watermark {
     pub font: f64,
 }
 
+impl Watermark {
+    /// The five visibility levels (App. A.4), least visible first: the font size: 7 to 15 pixels of 224.
+    pub const VISIBILITY: [f64; 5] = [7.0 / 224.0, 9.0 / 224.0, 11.0 / 224.0, 13.0 / 224.0, 15.0 / 224.0];
+}
+
 impl Default for Watermark {
     /// φ ≈ 31% of the image, the paper's mean `%ER` for the watermark; the
     /// middle visibility level, 11 pixels of 224.

@@ -1,7 +1,8 @@
 //! The image protocol's steps in the cost model: a ResNet's multiply-adds
 //! per image at the grid's side ([`ResNetConfig::macs_per_image`]) stand
 //! where a text model's per token stand, and each pixel method's passes
-//! per explained image where a text method's do.
+//! per explained image where a text method's do. They are convolutions,
+//! priced at the prior's convolution rate for the model's width.
 
 use super::StepWork;
 use crate::dag::Plan;
@@ -14,15 +15,16 @@ use crate::steps::images::ImageWork;
 /// A backward pass costs about two forward ones.
 const BACKWARD: f64 = 2.0;
 
-/// The work of image step `index`.
-pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork) -> StepWork {
+/// The work of image step `index`, whose dataset has `counts` images.
+pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork, counts: Counts) -> StepWork {
     let side = side(plan, index).unwrap_or(224) as f64;
-    let counts = counts(plan, index);
     let image_bytes = 3.0 * side * side;
     let model = model(plan, index);
     let macs = model.map_or(0.0, |m| m.macs_per_image(side as usize));
+    let conv_width = model.map_or(0.0, |m| m.width as f64);
     let forward = |images: f64, passes: f64| StepWork {
-        infer_macs: images * passes * macs,
+        conv_infer_macs: images * passes * macs,
+        conv_width,
         example_passes: images * passes,
         ..StepWork::default()
     };
@@ -38,7 +40,7 @@ pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork) -> StepWork
             let images = t.max_steps.get() as f64 * t.batch_size.get() as f64;
             let evaluations = (t.max_steps.get() / t.eval_every.get()) as f64;
             StepWork {
-                train_macs: (1.0 + BACKWARD) * images * macs,
+                conv_train_macs: (1.0 + BACKWARD) * images * macs,
                 optimizer_steps: t.max_steps.get() as f64,
                 bytes: 4.0 * model.config.parameters(),
                 ..forward(evaluations * counts.validation, 1.0)
@@ -76,7 +78,7 @@ pub(super) fn group(plan: &Plan, index: usize) -> String {
 
 /// Images per split of the dataset an image step reads.
 #[derive(Debug, Clone, Copy)]
-struct Counts {
+pub(super) struct Counts {
     train: f64,
     validation: f64,
     test: f64,
@@ -107,9 +109,16 @@ fn model(plan: &Plan, index: usize) -> Option<&ResNetConfig> {
     })
 }
 
+/// The image corpus step that step `index` reads (itself for a corpus).
+pub(super) fn corpus(plan: &Plan, index: usize) -> Option<usize> {
+    std::iter::successors(Some(index), |&i| plan.steps[i].inputs.first().copied())
+        .find(|&i| matches!(plan.steps[i].work, Work::Image(ImageWork::Corpus { .. })))
+}
+
 /// From the grid file for embedded crops; for a folder, its listing (an
-/// assumed 1,000 images when it cannot be read yet).
-fn counts(plan: &Plan, index: usize) -> Counts {
+/// assumed 1,000 images when it cannot be read yet). A folder is listed
+/// each call: an estimate gathers them once per corpus (`Inputs`).
+pub(super) fn counts(plan: &Plan, index: usize) -> Counts {
     let corpus = lineage(plan, index).find_map(|w| match w {
         Work::Image(ImageWork::Corpus { dataset, folder, .. }) => Some((dataset, folder)),
         _ => None,

@@ -1,5 +1,6 @@
 //! Planning `[images]`: per image dataset one `corpus`; per manipulation
-//! one `synth`; per (manipulation, model, seed) a `train` and a `verify`;
+//! (at each visibility level and `r` the grid sweeps) one `synth`; per
+//! (manipulation, model, seed) a `train` and a `verify`;
 //! per pixel method an `attribute` and a `score`. The report reads every
 //! verify and score step. Keys name content: the photographs' bytes or the
 //! folder's fingerprint, never a path.
@@ -13,7 +14,7 @@ use crate::cache::StepKind;
 use crate::dag::params;
 use crate::image::folder::ImageFolder;
 use crate::image::samples;
-use crate::shortcut::image::ImageShortcut;
+use crate::shortcut::image::{ImageShortcut, Visibility};
 use crate::spec::images::{ImageDatasetSpec, ImageGrid, ImageModelKey, ImageSource};
 use crate::steps::Work;
 use crate::steps::images::ImageWork;
@@ -30,7 +31,52 @@ struct ExplainedModel<'a> {
     dataset: &'a str,
     manipulation: &'a str,
     keep_probability: f64,
+    visibility: Option<Visibility>,
     seed: u64,
+}
+
+/// One planted manipulation: at a visibility level when the grid sweeps
+/// them, and with its `r`.
+struct Planted {
+    manipulation: ImageShortcut,
+    visibility: Option<Visibility>,
+    keep_probability: f64,
+    /// The manipulation as labels name it: with the level and `r` when the
+    /// grid sweeps them (`noise/v-2/r-0.7`).
+    label: String,
+}
+
+impl Planted {
+    fn all(images: &ImageGrid) -> Vec<Planted> {
+        let levels: Vec<Option<Visibility>> = if images.visibilities.is_empty() {
+            vec![None]
+        } else {
+            images.visibilities.iter().copied().map(Some).collect()
+        };
+        let sweep_r = images.keep_probabilities.len() > 1;
+        let mut out = Vec::new();
+        for manipulation in &images.manipulations {
+            for &visibility in &levels {
+                for &r in &images.keep_probabilities {
+                    let mut label = manipulation.name().to_string();
+                    if let Some(level) = visibility {
+                        label.push_str(&format!("/v-{level}"));
+                    }
+                    if sweep_r {
+                        label.push_str(&format!("/r-{r}"));
+                    }
+                    out.push(Planted {
+                        manipulation: visibility
+                            .map_or_else(|| manipulation.clone(), |v| manipulation.at_visibility(v)),
+                        visibility,
+                        keep_probability: r,
+                        label,
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Planner<'_> {
@@ -39,19 +85,15 @@ impl Planner<'_> {
         let many_seeds = self.grid.seeds.as_ref().is_some_and(|s| s.len() > 1);
         for dataset in &images.datasets {
             let corpus = self.image_corpus(images, dataset, base)?;
-            let sweep = images.keep_probabilities.len() > 1;
-            for (manipulation, &r) in
-                images.manipulations.iter().flat_map(|m| images.keep_probabilities.iter().map(move |r| (m, r)))
-            {
-                // The manipulation as labels name it: with `r` when the grid sweeps it.
-                let planted = if sweep { format!("{}/r-{r}", manipulation.name()) } else { manipulation.name().into() };
-                let synth = self.image_synth(images, dataset, manipulation, r, &planted, corpus);
+            for planted in Planted::all(images) {
+                let synth = self.image_synth(images, dataset, &planted, corpus);
+                let (manipulation, r) = (&planted.manipulation, planted.keep_probability);
                 for model in &images.models {
                     for seed in seeds(model.training.seed) {
                         let mut model = model.clone();
                         model.training.seed = seed;
                         let name = if many_seeds { format!("{}/seed-{seed}", model.name) } else { model.name.clone() };
-                        let cell = format!("images/{}/{planted}/{name}", dataset.name);
+                        let cell = format!("images/{}/{}/{name}", dataset.name, planted.label);
                         let checkpoints = model.checkpoint_steps(images.attribution.checkpoints);
                         let key = ImageModelKey { config: &model.config, training: &model.training };
                         let mut train_params = serde_json::json!({ "image_model": key });
@@ -77,6 +119,7 @@ impl Planner<'_> {
                                 dataset: &dataset.name,
                                 manipulation: manipulation.name(),
                                 keep_probability: r,
+                                visibility: planted.visibility,
                                 seed,
                             };
                             self.explain_image_model(images, &explained);
@@ -157,6 +200,7 @@ impl Planner<'_> {
                 dataset: m.dataset.to_string(),
                 manipulation: m.manipulation.to_string(),
                 keep_probability: m.keep_probability,
+                visibility: m.visibility,
                 method,
                 seed: m.seed,
                 checkpoint: m.checkpoint,
@@ -213,25 +257,29 @@ impl Planner<'_> {
         ))
     }
 
+    /// The manipulated set: its key holds the manipulation's settings (a
+    /// visibility level is the strength it sets), `r` and the seed.
     fn image_synth(
         &mut self,
         images: &ImageGrid,
         dataset: &ImageDatasetSpec,
-        manipulation: &ImageShortcut,
-        keep_probability: f64,
-        planted: &str,
+        planted: &Planted,
         corpus: usize,
     ) -> usize {
         self.b.add(
             StepKind::Synth,
-            format!("synth/images/{}/{planted}", dataset.name),
+            format!("synth/images/{}/{}", dataset.name, planted.label),
             vec![corpus],
             serde_json::json!({
-                "manipulation": manipulation,
-                "keep_probability": keep_probability,
+                "manipulation": planted.manipulation,
+                "keep_probability": planted.keep_probability,
                 "seed": images.seed,
             }),
-            Work::Image(ImageWork::Synth { manipulation: manipulation.clone(), keep_probability, seed: images.seed }),
+            Work::Image(ImageWork::Synth {
+                manipulation: planted.manipulation.clone(),
+                keep_probability: planted.keep_probability,
+                seed: images.seed,
+            }),
         )
     }
 }

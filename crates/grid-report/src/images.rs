@@ -139,17 +139,15 @@ pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
 pub fn verification_markdown(rows: &[ImageAttrRow]) -> String {
     let mut out = String::from("## Image models\n\n");
     let rows = trained(rows);
-    let models = first_appearance(rows.iter().map(|r| (&r.model, &r.dataset, &r.manipulation, r.seed)));
-    for (model, dataset, manipulation, seed) in models {
-        let Some(r) = rows
-            .iter()
-            .find(|r| (&r.model, &r.dataset, &r.manipulation, r.seed) == (model, dataset, manipulation, seed))
-        else {
-            continue;
-        };
+    // A model per planted manipulation: each visibility level of a sweep its own.
+    let key = |r: &ImageAttrRow| (r.model.clone(), r.dataset.clone(), r.manipulation.clone(), r.visibility, r.seed);
+    for model in first_appearance(rows.iter().map(key)) {
+        let Some(r) = rows.iter().find(|r| key(r) == model) else { continue };
+        let (name, dataset, manipulation, visibility, seed) = model;
+        let level = visibility.map(|v| format!(" at visibility {v}")).unwrap_or_default();
         let verdict = if r.verified { "verified" } else { "not verified: left out of the tables" };
         out.push_str(&format!(
-            "- {model} · {dataset} · {manipulation} (seed {seed}): test accuracy {}, {verdict}\n",
+            "- {name} · {dataset} · {manipulation}{level} (seed {seed}): test accuracy {}, {verdict}\n",
             pct(r.accuracy)
         ));
     }
@@ -579,7 +577,10 @@ pub(crate) mod tests {
         // Two levels make no trend; without a sweep the finding is undecided.
         rows.retain(|r| r.visibility != Some(Visibility::MIDDLE));
         assert_eq!(ImageFinding::ShapRisesWithVisibility.check(&rows).holds, None);
-        // The sweep's models all count in Figure 3's table.
+        // The sweep's models all count in Figure 3's table, and each is listed.
         assert!(attr_table(&rows).unwrap().is_some());
+        let listed = verification_markdown(&rows);
+        assert!(listed.contains("· noise at visibility 1 (seed 1)") && listed.contains("at visibility 5"), "{listed}");
+        assert_eq!(listed.lines().filter(|l| l.starts_with("- ")).count(), 2, "{listed}");
     }
 }

@@ -64,9 +64,11 @@ impl Panels<'_> {
         legend: &[LegendEntry],
         panel: impl Fn(&DrawingArea<DB, Shift>, &str, &str) -> Drawn<DB>,
     ) -> Drawn<DB> {
-        let (width, _) = root.dim_in_pixel();
-        let (plot_area, legend_area) = root.split_horizontally(width.saturating_sub(legend_width(legend)));
-        let plot_area = plot_area.titled(self.title, (FONT, TITLE_PT))?;
+        // The title spans the legend too: over one column of panels alone it
+        // would not fit.
+        let body = root.titled(self.title, (FONT, TITLE_PT))?;
+        let (width, _) = body.dim_in_pixel();
+        let (plot_area, legend_area) = body.split_horizontally(width.saturating_sub(legend_width(legend)));
         let columns = self.manipulations.len();
         for (i, area) in plot_area.split_evenly((self.methods.len(), columns)).iter().enumerate() {
             panel(area, &self.methods[i / columns], &self.manipulations[i % columns])?;

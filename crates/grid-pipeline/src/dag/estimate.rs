@@ -84,7 +84,7 @@ pub struct Prior {
     pub threads: usize,
 }
 
-/// Burn Flex's convolutions on a 2-core AMD EPYC (AVX2), per thread: a
+/// Burn Flex's convolutions on 2 cores of an Intel Xeon (AVX-512), per thread: a
 /// ResNet-18's training and maps (Gradient, KernelSHAP) through `grid run
 /// -j 1` at widths 8 to 64 on 32-pixel images, and at 64 with the ImageNet
 /// stem on 112-pixel ones (the paper's layout, 20% slower than the small

@@ -14,8 +14,8 @@ use grid_methods::shortcut::image::Visibility;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::images::{Panels, grid_size};
-use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, label_style, marker};
+use super::images::{Panels, XAxis, attr_axes, grid_size};
+use super::{Drawn, LegendEntry, Mark, PALETTE, marker};
 use crate::images::{ImageAttrRow, ImageClass};
 use crate::tables::first_appearance;
 
@@ -143,24 +143,14 @@ impl SweepChart {
         method: &str,
         manipulation: &str,
     ) -> Drawn<DB> {
-        let mut ctx = ChartBuilder::on(area)
-            .caption(format!("{method} · {manipulation}"), (FONT, LABEL_PT))
-            .margin(MARGIN / 2)
-            .x_label_area_size(32)
-            .y_label_area_size(36)
-            .build_cartesian_2d(self.axis.range(), 0f64..1.02f64)?;
         let levels = self.axis == Axis::Visibility;
-        ctx.configure_mesh()
-            .x_labels(if levels { 5 } else { 3 })
-            .y_labels(3)
-            .max_light_lines(1)
-            .x_label_formatter(&|x| if levels { format!("{x:.0}") } else { format!("{x:.1}") })
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .x_desc(self.axis.describe())
-            .y_desc("Attr%")
-            .label_style(label_style(LABEL_PT - 3))
-            .axis_desc_style(label_style(LABEL_PT - 3))
-            .draw()?;
+        let x = XAxis {
+            range: self.axis.range(),
+            labels: if levels { 5 } else { 3 },
+            decimals: if levels { 0 } else { 1 },
+            name: self.axis.describe(),
+        };
+        let mut ctx = attr_axes(area, &format!("{method} · {manipulation}"), x, "Attr%")?;
         if self.axis == Axis::KeepProbability {
             ctx.draw_series(std::iter::once(Polygon::new(
                 vec![(0.5, 1.0), (1.0, 0.5), (1.0, 1.0)],

@@ -8,7 +8,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, TITLE_PT, draw_legend, label_style};
+use super::images::{XAxis, attr_axes};
+use super::{Drawn, FONT, LegendEntry, Mark, PALETTE, TITLE_PT, draw_legend};
 use super::{legend_width, marker};
 use crate::images::{ImageAttrRow, ImageClass};
 use crate::tables::first_appearance;
@@ -71,23 +72,8 @@ impl TrainingChart {
         let of_method: Vec<&ImageAttrRow> = self.rows.iter().filter(|r| r.method == method).collect();
         // Accuracy starts near chance: the axis from the lowest one seen.
         let low = of_method.iter().map(|r| r.accuracy).fold(1.0, f64::min).min(0.5);
-        let mut ctx = ChartBuilder::on(area)
-            .caption(method, (FONT, LABEL_PT))
-            .margin(MARGIN / 2)
-            .x_label_area_size(32)
-            .y_label_area_size(36)
-            .build_cartesian_2d((low - 0.02)..1.02f64, 0f64..1.02f64)?;
-        ctx.configure_mesh()
-            .x_labels(4)
-            .y_labels(3)
-            .max_light_lines(1)
-            .x_label_formatter(&|x| format!("{x:.1}"))
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .x_desc("test accuracy")
-            .y_desc("Attr% (manipulated)")
-            .label_style(label_style(LABEL_PT - 3))
-            .axis_desc_style(label_style(LABEL_PT - 3))
-            .draw()?;
+        let x = XAxis { range: (low - 0.02)..1.02f64, labels: 4, decimals: 1, name: "test accuracy" };
+        let mut ctx = attr_axes(area, method, x, "Attr% (manipulated)")?;
         let series = first_appearance(of_method.iter().map(|r| (r.manipulation.clone(), r.model.clone(), r.seed)));
         for (manipulation, model, seed) in series {
             let mut points: Vec<&&ImageAttrRow> = of_method

@@ -4,7 +4,10 @@
 //! untouched ones (hollow where the model failed verification), with the
 //! ideal `Attr% = 1` (green) and a map spread evenly, `Attr% = %ER` (red).
 
+use std::ops::Range;
+
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
@@ -77,6 +80,48 @@ impl Panels<'_> {
     }
 }
 
+/// The x axis of an image figure's panel.
+pub(super) struct XAxis<'a> {
+    pub(super) range: Range<f64>,
+    /// Tick labels along it, and their decimals.
+    pub(super) labels: usize,
+    pub(super) decimals: usize,
+    pub(super) name: &'a str,
+}
+
+/// A panel of an image figure, Attr% against a quantity on the x axis.
+pub(super) type AttrPanel<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A panel's axes as every image figure draws them (Figures 3 to 6):
+/// `caption` above, `x` along the bottom, Attr% from 0 to 1 up the side,
+/// named `y_name`.
+pub(super) fn attr_axes<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    x: XAxis,
+    y_name: &str,
+) -> Result<AttrPanel<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut ctx = ChartBuilder::on(area)
+        .caption(caption, (FONT, LABEL_PT))
+        .margin(MARGIN / 2)
+        .x_label_area_size(32)
+        .y_label_area_size(36)
+        .build_cartesian_2d(x.range, 0f64..1.02f64)?;
+    let decimals = x.decimals;
+    ctx.configure_mesh()
+        .x_labels(x.labels)
+        .y_labels(3)
+        .max_light_lines(1)
+        .x_label_formatter(&|v| format!("{v:.decimals$}"))
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .x_desc(x.name)
+        .y_desc(y_name)
+        .label_style(label_style(LABEL_PT - 3))
+        .axis_desc_style(label_style(LABEL_PT - 3))
+        .draw()?;
+    Ok(ctx)
+}
+
 impl ImageChart {
     fn color(class: ImageClass) -> RGBColor {
         match class {
@@ -114,23 +159,8 @@ impl ImageChart {
         method: &str,
         manipulation: &str,
     ) -> Drawn<DB> {
-        let mut ctx = ChartBuilder::on(area)
-            .caption(format!("{method} · {manipulation}"), (FONT, LABEL_PT))
-            .margin(MARGIN / 2)
-            .x_label_area_size(32)
-            .y_label_area_size(36)
-            .build_cartesian_2d(0f64..1f64, 0f64..1.02f64)?;
-        ctx.configure_mesh()
-            .x_labels(3)
-            .y_labels(3)
-            .max_light_lines(1)
-            .x_label_formatter(&|x| format!("{x:.1}"))
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .x_desc("%ER")
-            .y_desc("Attr%")
-            .label_style(label_style(LABEL_PT - 3))
-            .axis_desc_style(label_style(LABEL_PT - 3))
-            .draw()?;
+        let x = XAxis { range: 0f64..1f64, labels: 3, decimals: 1, name: "%ER" };
+        let mut ctx = attr_axes(area, &format!("{method} · {manipulation}"), x, "Attr%")?;
         ctx.draw_series(std::iter::once(PathElement::new(vec![(0.0, 1.0), (1.0, 1.0)], GREEN.stroke_width(2))))?;
         ctx.draw_series(std::iter::once(DashedPathElement::new(
             vec![(0.0, 0.0), (1.0, 1.0)],

@@ -105,3 +105,341 @@ fn a_missing_hub_dataset_file_is_a_usage_error_naming_the_dataset_and_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a file path in the repository"));
 }
+
+/// Where the mock Hub serves SST-2's files: the repository and commit that
+/// `experiments/bert_sweep.toml` pins.
+const SST2: &str = "/datasets/stanfordnlp/sst2/resolve/8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb/";
+
+/// SST-2's columns as the Hub has them (`idx`, `sentence`, `label`), in
+/// parquet, with the test split's labels hidden as -1 as GLUE hides them.
+fn write_sst2_like(dir: &Path) {
+    use polars::prelude::*;
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let words = [("an awful , boring plot", 0i64), ("i loved it , a great film", 1)];
+    for (split, rows, hidden) in [("train", 160, false), ("validation", 40, false), ("test", 40, true)] {
+        let idx: Vec<i32> = (0..rows).collect();
+        let sentence: Vec<String> = (0..rows).map(|i| format!("{} {i}", words[i as usize % 2].0)).collect();
+        let label: Vec<i64> = (0..rows).map(|i| if hidden { -1 } else { words[i as usize % 2].1 }).collect();
+        let mut df = df!("idx" => idx, "sentence" => sentence, "label" => label).unwrap();
+        let file = std::fs::File::create(data.join(format!("{split}-00000-of-00001.parquet"))).unwrap();
+        ParquetWriter::new(file).finish(&mut df).unwrap();
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// bert_sweep's SST-2 dataset as written, its pins swapped for the served
+/// fixture's (the real files are not reachable here), on a tiny BiLSTM.
+fn pinned_grid(served: &Path, pins_of: impl Fn(&Path) -> (u64, String)) -> String {
+    let sweep = grid::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
+        .expect("bert_sweep.toml loads");
+    let sst2 = sweep.datasets.iter().find(|d| d.name == "sst2").expect("bert_sweep has sst2");
+    let grid::spec::DatasetSource::Files { train, validation, test, text_column, .. } = &sst2.source else {
+        panic!("sst2 is read from files");
+    };
+    assert!(validation.is_none(), "GLUE hides SST-2's test labels: validation is held out of train");
+    let entry = |file: &grid::spec::SplitFile| {
+        let address = file.hub_address().expect("pinned to the Hub");
+        // `hf://datasets/org/name@revision/path`
+        let path = address.split_once('@').and_then(|(_, r)| r.split_once('/')).unwrap().1;
+        let (bytes, sha256) = pins_of(&served.join(path));
+        format!(r#"{{ file = "{address}", bytes = {bytes}, sha256 = "{sha256}" }}"#)
+    };
+    format!(
+        r#"
+name = "pinned"
+metrics = ["ns", "diagnosticity"]
+
+[[datasets]]
+name = "sst2"
+train = {train}
+test = {test}
+text_column = "{text_column}"
+validation_share = 0.2
+max_length = 16
+
+[[models]]
+name = "lstm"
+architecture = "bilstm"
+embedding_dim = 8
+hidden_size = 8
+attention_size = 8
+mlp_size = 8
+
+[models.training]
+max_steps = 20
+eval_every = 20
+
+[attribution]
+methods = ["gxil", "random"]
+sample = 10
+"#,
+        train = entry(train),
+        test = entry(test),
+    )
+}
+
+fn pins_of(path: &Path) -> (u64, String) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (bytes.len() as u64, sha256_hex(&bytes))
+}
+
+#[test]
+fn bert_sweep_pins_the_published_sst2_and_imdb_files() {
+    let sweep = grid::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
+        .expect("bert_sweep.toml loads");
+    let mut pinned = Vec::new();
+    for dataset in &sweep.datasets {
+        let grid::spec::DatasetSource::Files { train, validation, test, .. } = &dataset.source else { panic!() };
+        for file in [Some(train), validation.as_ref(), Some(test)].into_iter().flatten() {
+            let pin = file.pin.as_ref().expect("every file pinned");
+            pinned.push((file.hub_address().unwrap().to_string(), pin.bytes.unwrap(), pin.sha256.clone()));
+        }
+    }
+    let sst2 = "hf://datasets/stanfordnlp/sst2@8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb/data/";
+    let imdb = "hf://datasets/stanfordnlp/imdb@e6281661ce1c48d982bc483cf8a173c1bbeb5d31/plain_text/";
+    let expected = [
+        (
+            format!("{sst2}train-00000-of-00001.parquet"),
+            3_110_458,
+            "c7921283b75a42e685f50edecb96798607ea0fcbfd0739ee8975f22c12d55f09",
+        ),
+        (
+            format!("{sst2}validation-00000-of-00001.parquet"),
+            72_813,
+            "fb00fe008f6828f86ba2beda8415a4cf5da0c884f21c5f238c87131b5aa19529",
+        ),
+        (
+            format!("{imdb}train-00000-of-00001.parquet"),
+            20_979_968,
+            "db47d16b5c297cc0dd625e519c81319c24c9149e70e8496de5475f6fa928342c",
+        ),
+        (
+            format!("{imdb}test-00000-of-00001.parquet"),
+            20_470_363,
+            "b52e26e2f872d282ffac460bf9770b25ac6f102cda0e6ca7158df98c94e8b3da",
+        ),
+    ];
+    let expected: Vec<_> = expected.into_iter().map(|(a, b, s)| (a, b, s.to_string())).collect();
+    assert_eq!(pinned, expected);
+}
+
+#[test]
+fn a_grid_pinned_to_sst2_on_the_hub_runs_from_one_checked_download_with_the_same_keys_on_a_second_machine() {
+    let served = tempfile::tempdir().unwrap();
+    write_sst2_like(served.path());
+    let endpoint = serve_as_hub(served.path(), SST2);
+    let text = pinned_grid(served.path(), pins_of);
+
+    let first = GridTest::new(&text);
+    let out = first.grid_on_hub(&endpoint, &["run", "grid.toml", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan_keys = |t: &GridTest, endpoint: &str| -> Vec<String> {
+        let out = t.grid_on_hub(endpoint, &["plan", "grid.toml", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
+    };
+    // A second machine: its own cache, its own download, the same keys.
+    let second = GridTest::new(&text);
+    let keys = plan_keys(&second, &endpoint);
+    assert_eq!(keys, plan_keys(&first, "http://127.0.0.1:9"));
+    // Downloaded once: with the Hub gone, the cached, checked copies serve.
+    let again = first.grid_on_hub("http://127.0.0.1:9", &["run", "grid.toml", "-q"]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+
+    // A pin the served bytes do not meet: refused naming the grid, the file
+    // and both hashes, and nothing is published into the cache.
+    let wrong = GridTest::new(&pinned_grid(served.path(), |p| (pins_of(p).0, "ab".repeat(32))));
+    let out = wrong.grid_on_hub(&endpoint, &["plan", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let served_sha = pins_of(&served.path().join("data/train-00000-of-00001.parquet")).1;
+    assert!(
+        err.contains("grid.toml")
+            && err.contains("data/train-00000-of-00001.parquet")
+            && err.contains(&format!("pinned sha256 {}", "ab".repeat(32)))
+            && err.contains(&format!("found sha256 {served_sha}")),
+        "{err}"
+    );
+    let published = "hub/datasets--stanfordnlp--sst2/8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb/\
+                     data%2Ftrain-00000-of-00001.parquet~file";
+    assert!(first.cache().join(published).is_dir());
+    assert!(!wrong.cache().join(published).exists());
+}
+
+/// Issue 59, item 3: without the Hub (`HF_HUB_OFFLINE=1`, or no network) a
+/// run stops before any step with one error listing every file the cache
+/// lacks and the local alternative; once cached, the files serve offline.
+#[test]
+fn without_the_hub_a_run_stops_at_once_listing_every_missing_file_and_the_local_alternative() {
+    let served = tempfile::tempdir().unwrap();
+    write_sst2_like(served.path());
+    let t = GridTest::new(&pinned_grid(served.path(), pins_of));
+    for (endpoint, env, why) in [
+        ("http://127.0.0.1:9", None, "127.0.0.1:9"),
+        ("http://127.0.0.1:9", Some(("HF_HUB_OFFLINE", "1")), "HF_HUB_OFFLINE is set"),
+    ] {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_grid"));
+        command.args(["run", "grid.toml"]).current_dir(t.path()).env("HF_ENDPOINT", endpoint).env_remove("HF_TOKEN");
+        command.env_remove("HF_HUB_OFFLINE").env_remove("GRID_DATA_ROOT").env_remove("GRID_CACHE");
+        if let Some((key, value)) = env {
+            command.env(key, value);
+        }
+        let out = command.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("the Hugging Face Hub cannot be reached") && err.contains(why), "{err}");
+        assert!(err.contains("the cache lacks 2 of the grid's files"), "{err}");
+        for listed in [
+            "datasets.sst2.train",
+            "data/train-00000-of-00001.parquet",
+            "datasets.sst2.test",
+            "data/validation-00000-of-00001.parquet",
+            "--with experiments/data/local.toml --data-root DIR",
+        ] {
+            assert!(err.contains(listed), "{listed}: {err}");
+        }
+        assert_eq!(err.matches("cannot be reached").count(), 1, "said once: {err}");
+        assert!(!err.contains("steps:"), "no step ran: {err}");
+    }
+    // Fetched once with the Hub, then planned offline from the cache.
+    let endpoint = serve_as_hub(served.path(), SST2);
+    let out = t.grid_on_hub(&endpoint, &["plan", "grid.toml", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = t.grid_with(&["plan", "grid.toml", "-q"], &[("HF_HUB_OFFLINE", "1")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A mock Hub with branches: `main` points at a commit, each commit at a
+/// folder of files; answers HEAD with `X-Repo-Commit` as the Hub does.
+struct BranchingHub {
+    endpoint: String,
+    state: std::sync::Arc<std::sync::Mutex<(String, std::collections::BTreeMap<String, std::path::PathBuf>)>>,
+}
+
+impl BranchingHub {
+    fn start(repo: &'static str) -> BranchingHub {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let state = std::sync::Arc::new(std::sync::Mutex::new((
+            String::new(),
+            std::collections::BTreeMap::<String, std::path::PathBuf>::new(),
+        )));
+        let served = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                reader.read_line(&mut request).unwrap();
+                let mut line = String::new();
+                while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                    line.clear();
+                }
+                let mut words = request.split_whitespace();
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let (main, commits) = served.lock().unwrap().clone();
+                let found = path.strip_prefix(&format!("/{repo}/resolve/")).and_then(|rest| {
+                    let (revision, file) = rest.split_once('/')?;
+                    let commit = if revision == "main" { main.clone() } else { revision.to_string() };
+                    Some((commit.clone(), std::fs::read(commits.get(&commit)?.join(file)).ok()?))
+                });
+                let reply = match found {
+                    Some((commit, body)) => {
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Repo-Commit: {commit}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        );
+                        if method == "HEAD" { head.into_bytes() } else { [head.into_bytes(), body].concat() }
+                    }
+                    None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+                };
+                let _ = stream.write_all(&reply);
+            }
+        });
+        BranchingHub { endpoint, state }
+    }
+
+    /// `main` now points at `commit`, whose files are in `dir`.
+    fn push(&self, commit: &str, dir: &Path) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = commit.to_string();
+        state.1.insert(commit.to_string(), dir.to_path_buf());
+    }
+}
+
+/// Issue 59, item 2: a Hub reference without a commit is resolved once and
+/// written to `grid.lock` beside the grid; another machine given the lock reads
+/// the locked bytes after `main` moved on; `grid lock` moves it on purpose; a
+/// lock that disagrees with the cache names the grid, the reference and both
+/// hashes.
+#[test]
+fn unpinned_hub_files_are_locked_beside_the_grid_and_read_as_locked_on_another_machine() {
+    let (c1, c2) = ("1".repeat(40), "2".repeat(40));
+    let hub = BranchingHub::start("datasets/org/reviews");
+    let first_files = tempfile::tempdir().unwrap();
+    write_splits(first_files.path());
+    hub.push(&c1, first_files.path());
+
+    let t = GridTest::new(&grid("hf://datasets/org/reviews/"));
+    let keys = |t: &GridTest| -> Vec<String> {
+        let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
+    };
+    let locked_keys = keys(&t);
+    let lock = std::fs::read_to_string(t.path().join("grid.lock")).expect("grid.lock written beside the grid");
+    let train_sha = sha256_hex(&std::fs::read(first_files.path().join("train.csv")).unwrap());
+    assert!(
+        lock.contains(r#"reference = "hf://datasets/org/reviews/train.csv""#)
+            && lock.contains(&format!(r#"commit = "{c1}""#))
+            && lock.contains(&format!(r#"sha256 = "{train_sha}""#)),
+        "{lock}"
+    );
+    assert_eq!(lock.matches("[[file]]").count(), 3, "{lock}");
+
+    // Upstream moves on: other bytes on main.
+    let moved = tempfile::tempdir().unwrap();
+    write_splits(moved.path());
+    std::fs::write(moved.path().join("train.csv"), "text,label\n\"a new row\",1\n\"another\",0\n").unwrap();
+    hub.push(&c2, moved.path());
+
+    // Another machine with the grid and its lock: the locked bytes, the same keys.
+    let other = GridTest::new(&grid("hf://datasets/org/reviews/"));
+    std::fs::copy(t.path().join("grid.lock"), other.path().join("grid.lock")).unwrap();
+    assert_eq!(keys(&other), locked_keys);
+    assert_eq!(
+        std::fs::read_to_string(other.path().join("grid.lock")).unwrap(),
+        lock,
+        "a lock in use is not rewritten"
+    );
+
+    // `grid lock` moves it on purpose: main's new commit, new bytes, new keys.
+    let out = other.grid_on_hub(&hub.endpoint, &["lock", "grid.toml"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let moved_lock = std::fs::read_to_string(other.path().join("grid.lock")).unwrap();
+    assert!(moved_lock.contains(&format!(r#"commit = "{c2}""#)) && !moved_lock.contains(&c1), "{moved_lock}");
+    assert_ne!(keys(&other), locked_keys);
+
+    // A lock that disagrees with the cached copy: the grid, the reference, both hashes.
+    let wrong = "ab".repeat(32);
+    std::fs::write(t.path().join("grid.lock"), lock.replace(&train_sha, &wrong)).unwrap();
+    let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("grid.toml")
+            && err.contains("hf://datasets/org/reviews/train.csv")
+            && err.contains(&wrong)
+            && err.contains(&train_sha)
+            && err.contains("grid lock"),
+        "{err}"
+    );
+}

@@ -30,6 +30,18 @@ pub(super) enum Command {
         /// the reports (without it, `grid run` returns after submitting).
         #[arg(long)]
         wait: bool,
+        /// Start without asking, however long the estimate. On a terminal, a
+        /// run predicted to take over a day on its device asks first; scripts
+        /// (no terminal) and Slurm jobs are never asked.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Resolve the grid's Hub references that name no commit (a branch, a
+    /// tag, `main`) to their commit and each file's size and sha256, and write
+    /// them to the lock file beside the grid (`bert_sweep.lock`), anew.
+    Lock {
+        #[command(flatten)]
+        common: Common,
     },
     /// Show every step: cached, or why it will run.
     Plan {
@@ -40,7 +52,7 @@ pub(super) enum Command {
         json: bool,
         /// Predict the time the missing steps take on this CPU and on a GPU,
         /// and the disk they add, from what this cache has measured and the
-        /// cost model (README, "Before a long run"). With `--json`, as one object.
+        /// cost model (docs/commands.md, "Before a long run"). With `--json`, as one object.
         #[arg(long)]
         estimate: bool,
     },
@@ -325,6 +337,16 @@ pub(super) struct Common {
     /// `~KEY` deletes a key or an entry: `~datasets.imdb`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(super) set: Vec<String>,
+    /// A grid fragment written over the grid before any `--set`, one key at a
+    /// time (repeatable): `[[datasets]]` entries by `name`, left out where the
+    /// grid has no such entry. `experiments/data/local.toml` reads SST-2 and
+    /// IMDB from local copies under `--data-root` instead of the Hub.
+    #[arg(long = "with", value_name = "FILE")]
+    pub(super) with: Vec<PathBuf>,
+    /// Resolve the grid's Hub references that name no commit anew and
+    /// rewrite its lock file (`grid lock`); without it, the lock is read.
+    #[arg(long)]
+    pub(super) update_lock: bool,
     /// Workers only: plan from this frozen grid text (the run's, in
     /// `<cache>/grids/`), read as if it were GRID, instead of the file.
     #[arg(long, hide = true, value_name = "FILE")]

@@ -26,6 +26,7 @@ pub(super) fn step_settings(
         data_root: common.data_root.clone(),
         device: compute.device.to_string(),
         backend: common.backend.clone(),
+        fragments: common.with.clone(),
         overrides: common.set.clone(),
         precision: common.precision.clone(),
         shape_buckets: common.shape_buckets.clone(),

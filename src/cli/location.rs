@@ -53,7 +53,8 @@ fn cache_options(command: &mut Command) -> (&mut PathBuf, &mut Option<String>) {
         | Command::Pull { common, .. }
         | Command::Report { common, .. }
         | Command::Bench { common, .. }
-        | Command::Step { common, .. } => common,
+        | Command::Step { common, .. }
+        | Command::Lock { common } => common,
         Command::Crowd { command } => match command {
             CrowdCommand::Export { common, .. }
             | CrowdCommand::Simulate { common, .. }

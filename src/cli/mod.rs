@@ -96,10 +96,10 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             let cache = open_cache(&cache, remote.as_deref())?;
             gc::gc(&grids, &cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
         }
-        Command::Run { common: _, executor: ExecutorChoice::Local, wait: true } => {
+        Command::Run { executor: ExecutorChoice::Local, wait: true, .. } => {
             Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))
         }
-        Command::Run { common, executor, wait } => run::run(Action::Run { executor, wait }, common),
+        Command::Run { common, executor, wait, yes } => run::run(Action::Run { executor, wait, yes }, common),
         Command::Plan { common, estimate: true, json } => {
             let (cache, plan) = plan_of(&common, compute_of(&common)?)?;
             let estimate = dag::estimate::estimate(&plan, &cache, cpu_threads());
@@ -164,6 +164,18 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             run::run(Action::Report { compare, aliases }, common)
         }
         Command::Step { common, key } => run::run(Action::Step { keys: key }, common),
+        Command::Lock { mut common } => {
+            common.update_lock = true;
+            let grid = load_grid(&common)?;
+            let path = dag::lock::lock_path(&grid.path);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => print!("{text}"),
+                Err(_) => {
+                    eprintln!("{}: every Hub reference is pinned to a commit; no lock needed", grid.path.display())
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Crowd { command } => crowd::crowd(command),
     }
 }
@@ -193,11 +205,31 @@ fn verbosity_of(common: &Common) -> Verbosity {
 
 fn load_grid(common: &Common) -> Result<Grid, Failure> {
     match &common.frozen {
-        Some(_) if !common.set.is_empty() => {
-            Err(usage(anyhow::anyhow!("--frozen takes no --set: the frozen text holds the run's overrides")))
+        Some(_) if !common.set.is_empty() || !common.with.is_empty() => {
+            Err(usage(anyhow::anyhow!("--frozen takes no --set or --with: the frozen text holds the run's overrides")))
         }
         Some(frozen) => Grid::load_frozen(frozen, &common.grid).map_err(usage),
-        None => Grid::load_with(&common.grid, &overrides(&common.set)?).map_err(usage),
+        None => {
+            let mut settings = Vec::new();
+            for fragment in &common.with {
+                settings
+                    .extend(crate::spec::overrides::from_fragment(fragment).map_err(|e| usage(anyhow::anyhow!(e)))?);
+            }
+            settings.extend(overrides(&common.set)?);
+            let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;
+            // Hub references without a commit read what the lock file beside the grid says.
+            let mode = if common.update_lock { dag::lock::LockMode::Update } else { dag::lock::LockMode::Read };
+            let client = crate::model::hub::HubClient::from_env();
+            let locked = dag::lock::apply(&grid, &common.cache, &client, mode).map_err(usage)?;
+            if !locked.resolved.is_empty() && !common.quiet {
+                eprintln!("locked in {}: {}", locked.path.display(), locked.resolved.join(", "));
+            }
+            if locked.overrides.is_empty() {
+                return Ok(grid);
+            }
+            settings.extend(locked.overrides);
+            Grid::load_with(&common.grid, &settings).map_err(usage)
+        }
     }
 }
 

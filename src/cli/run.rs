@@ -17,8 +17,9 @@ use crate::dag::{self, Plan, RunOptions, StepStatus, Verbosity};
 
 /// What the command does once the grid is planned.
 pub(super) enum Action {
-    /// Compute every missing step, where `executor` says, and report.
-    Run { executor: ExecutorChoice, wait: bool },
+    /// Compute every missing step, where `executor` says, and report;
+    /// `yes`: start however long the estimate.
+    Run { executor: ExecutorChoice, wait: bool, yes: bool },
     /// Print the plan.
     Plan,
     /// Write the reports from the cache, beside published numbers if asked.
@@ -49,8 +50,16 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             eprintln!("note: {}", choice.describe());
         }
     }
-    if announce && let Action::Run { executor, .. } = &action {
-        announce_estimate(&plan, &cache, compute, *executor == ExecutorChoice::Slurm);
+    if let Action::Run { executor, yes, .. } = &action {
+        let on_slurm = *executor == ExecutorChoice::Slurm;
+        let estimate = dag::estimate::estimate(&plan, &cache, rayon::current_num_threads());
+        if announce {
+            announce_estimate(&estimate, compute, on_slurm);
+        }
+        if !*yes && !confirm_long_run(&estimate, compute, on_slurm) {
+            eprintln!("not started (run again with --yes to start without asking)");
+            return Ok(ExitCode::from(1));
+        }
     }
     if action.computes() {
         prepare_kernel_cache(&common, compute, announce)?;
@@ -74,7 +83,9 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             };
         }
         // Compute nodes often cannot reach the Hub: checkpoints come first, here.
-        Action::Run { .. } => dag::checkpoints::download(&plan, &cache, verbosity),
+        Action::Run { .. } => {
+            dag::checkpoints::download(&grid, &plan, &cache, verbosity).map_err(|e| usage(anyhow::anyhow!(e)))?
+        }
         Action::Report { .. } => {}
     }
     // Workers plan from the text planned here, whatever happens to the file
@@ -82,7 +93,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
     let frozen = cache.freeze_grid(&grid.text).map_err(runtime)?;
     let settings = step_settings(&common, compute, verbosity, Some(frozen));
     let runner: Box<dyn Runner + '_> = match &action {
-        Action::Run { executor: ExecutorChoice::Slurm, wait } => Box::new(Slurm {
+        Action::Run { executor: ExecutorChoice::Slurm, wait, .. } => Box::new(Slurm {
             settings,
             resources: &grid.slurm,
             gpu: matches!(compute.device, crate::backend::DeviceChoice::Cuda(_)),
@@ -112,21 +123,56 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
 
 /// `grid run`'s preamble: what the missing steps will take, and what would
 /// be faster when that is over an hour on the chosen device.
-fn announce_estimate(plan: &Plan, cache: &Cache, compute: crate::backend::Compute, on_slurm: bool) {
-    use dag::estimate::{self, Target};
-    let estimate = estimate::estimate(plan, cache, rayon::current_num_threads());
+fn announce_estimate(estimate: &dag::estimate::Estimate, compute: crate::backend::Compute, on_slurm: bool) {
+    use dag::estimate::{self, GpuHere};
     if estimate.missing == 0 {
         return;
     }
-    eprintln!("{}", estimate::summary_line(&estimate));
-    let target = match compute.device {
-        crate::backend::DeviceChoice::Cpu => Target::Cpu,
-        crate::backend::DeviceChoice::Cuda(_) => Target::Gpu,
+    eprintln!("{}", estimate::summary_line(estimate));
+    let gpu = if crate::backend::placement::gpu_available().is_ok() {
+        GpuHere::Usable
+    } else {
+        match crate::backend::placement::visible_gpus().into_iter().next() {
+            Some(name) => GpuHere::NeedsGpuBuild(name),
+            None => GpuHere::None,
+        }
     };
-    let gpu_here = crate::backend::placement::gpu_available().is_ok();
-    if let Some(advice) = estimate::long_run_advice(&estimate, target, gpu_here, on_slurm) {
+    if let Some(advice) = estimate::long_run_advice(estimate, target_of(compute), &gpu, on_slurm) {
         eprintln!("note: {advice}");
     }
+}
+
+fn target_of(compute: crate::backend::Compute) -> dag::estimate::Target {
+    match compute.device {
+        crate::backend::DeviceChoice::Cpu => dag::estimate::Target::Cpu,
+        crate::backend::DeviceChoice::Cuda(_) => dag::estimate::Target::Gpu,
+    }
+}
+
+/// Whether to start a run: yes unless it is predicted to take over a day
+/// and a person at a terminal answers no. Scripts (stdin or stderr not a
+/// terminal) and Slurm jobs are not asked.
+fn confirm_long_run(estimate: &dag::estimate::Estimate, compute: crate::backend::Compute, on_slurm: bool) -> bool {
+    use std::io::{BufRead, IsTerminal, Write};
+    let target = target_of(compute);
+    let in_slurm_job = std::env::var_os("SLURM_JOB_ID").is_some();
+    if in_slurm_job || !dag::estimate::needs_confirmation(estimate, target, on_slurm) {
+        return true;
+    }
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return true;
+    }
+    let seconds = dag::estimate::predicted_seconds(estimate, target, on_slurm);
+    eprint!(
+        "This run is predicted to take {} here (the faster options are above). Start it? [y/N] ",
+        dag::estimate::human_seconds(seconds)
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 /// Prints the tables and the run's summary, checks verification, sets our

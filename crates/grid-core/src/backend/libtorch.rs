@@ -4,7 +4,7 @@
 //! on an H100, where burn-cuda had not finished a step in 110 s).
 //!
 //! Built with `--features libtorch` against the libtorch of an installed
-//! PyTorch (`LIBTORCH`, see the README); the binary links it dynamically, so
+//! PyTorch (`LIBTORCH`, see docs/backends.md); the binary links it dynamically, so
 //! PyTorch's `torch/lib` must be on `LD_LIBRARY_PATH` at run time.
 
 use super::DeviceChoice;

@@ -193,9 +193,41 @@ pub fn gpu_available() -> Result<(), String> {
     }
 }
 
+/// The NVIDIA GPUs this machine shows, by model name, whatever this build
+/// can use: the driver lists each under `/proc/driver/nvidia/gpus/*/information`
+/// (`Model: NVIDIA H200`). Empty without the driver.
+pub fn visible_gpus() -> Vec<String> {
+    visible_gpus_in(std::path::Path::new("/proc/driver/nvidia/gpus"))
+}
+
+fn visible_gpus_in(root: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
+    let mut gpus: Vec<(std::ffi::OsString, String)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let info = std::fs::read_to_string(entry.path().join("information")).ok()?;
+            let model = info.lines().find_map(|l| l.strip_prefix("Model:"))?.trim().to_string();
+            Some((entry.file_name(), model))
+        })
+        .collect();
+    gpus.sort();
+    gpus.into_iter().map(|(_, model)| model).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn visible_gpus_are_read_from_the_drivers_listing() {
+        let root = tempfile::tempdir().unwrap();
+        assert!(visible_gpus_in(&root.path().join("none")).is_empty());
+        for (bus, model) in [("0000:1b:00.0", "NVIDIA H200"), ("0000:0a:00.0", "NVIDIA A100-SXM4-80GB")] {
+            std::fs::create_dir_all(root.path().join(bus)).unwrap();
+            std::fs::write(root.path().join(bus).join("information"), format!("Model: \t {model}\nIRQ: 12\n")).unwrap();
+        }
+        assert_eq!(visible_gpus_in(root.path()), ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"]);
+    }
 
     fn named(work: &[(&str, ModelWork)]) -> Vec<Model> {
         work.iter().map(|(n, w)| Model { name: n.to_string(), work: *w, measured: Rates::default() }).collect()

@@ -126,7 +126,12 @@ pub enum TableError {
     NullLabel { path: PathBuf, row: usize },
     /// An integer label outside `0..C` (or outside `0..=u32::MAX` when no label
     /// names bound `C`).
-    #[error("{}: row {row}: label {label} is not a class index{}", path.display(), classes_hint(*.num_classes))]
+    #[error(
+        "{}: row {row}: label {label} is not a class index{}{}",
+        path.display(),
+        classes_hint(*.num_classes),
+        hidden_hint(*.label)
+    )]
     BadIndex { path: PathBuf, row: usize, label: i128, num_classes: Option<usize> },
     /// A string label that is not one of `label_names`.
     #[error("{}: row {row}: unknown label {label:?} (label names: {})", path.display(), names.join(", "))]
@@ -143,6 +148,16 @@ fn classes_hint(num_classes: Option<usize>) -> String {
     match num_classes {
         Some(c) => format!(" ({c} classes)"),
         None => String::new(),
+    }
+}
+
+/// GLUE (SST-2 on the Hub among them) writes -1 for the test labels it hides.
+fn hidden_hint(label: i128) -> &'static str {
+    if label == -1 {
+        "; -1 is how GLUE marks a hidden test label: use the labelled validation file as `test` and let \
+         `validation_share` hold out validation from train"
+    } else {
+        ""
     }
 }
 
@@ -590,7 +605,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "t.csv", "text,label\na,0\nb,-1\n");
         let err = read_split(&p, TableFormat::Csv, &COLS, None, None).unwrap_err();
-        assert_eq!(err.to_string(), format!("{}: row 2: label -1 is not a class index", p.display()));
+        let err = err.to_string();
+        assert!(
+            err.starts_with(&format!("{}: row 2: label -1 is not a class index; -1 is how GLUE", p.display())),
+            "{err}"
+        );
     }
 
     #[test]

@@ -121,6 +121,59 @@ impl fmt::Display for HubFile {
     }
 }
 
+/// The bytes a file must have: its sha256 and, when known, its size. A grid
+/// that pins a file reads those bytes or stops: a download that differs is
+/// never published, and a cached or local copy that differs is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pin {
+    /// Lower-case hex, 64 digits.
+    pub sha256: String,
+    pub bytes: Option<u64>,
+}
+
+impl Pin {
+    /// A pin from a grid file's `sha256` (any case) and `bytes`.
+    pub fn new(sha256: &str, bytes: Option<u64>) -> Result<Pin, String> {
+        let sha256 = sha256.trim();
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("`sha256 = \"{sha256}\"` is not a sha256 (64 hexadecimal digits)"));
+        }
+        Ok(Pin { sha256: sha256.to_ascii_lowercase(), bytes })
+    }
+
+    /// Whether content with this hash and size is the pinned content; the
+    /// error says what differs, the pinned value first.
+    pub fn check(&self, sha256: &str, bytes: u64) -> Result<(), PinMismatch> {
+        let size_differs = self.bytes.is_some_and(|b| b != bytes);
+        if size_differs || !self.sha256.eq_ignore_ascii_case(sha256) {
+            return Err(PinMismatch {
+                pinned: self.clone(),
+                found_sha256: sha256.to_ascii_lowercase(),
+                found_bytes: bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Content that is not the pinned content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinMismatch {
+    pub pinned: Pin,
+    pub found_sha256: String,
+    pub found_bytes: u64,
+}
+
+impl fmt::Display for PinMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pinned sha256 {}", self.pinned.sha256)?;
+        if let Some(bytes) = self.pinned.bytes {
+            write!(f, " ({bytes} bytes)")?;
+        }
+        write!(f, ", found sha256 {} ({} bytes)", self.found_sha256, self.found_bytes)
+    }
+}
+
 /// Where a model's pretrained checkpoint comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CheckpointSource {
@@ -202,6 +255,12 @@ fn validate_repo(repo: &str) -> Result<(), String> {
 
 /// Branch, tag or commit. `~` cannot occur (git forbids it in ref names), which
 /// keeps the temporary folder names apart from every revision's.
+/// Whether a revision is a full commit hash (40 hex digits): the one kind
+/// that always names the same files.
+pub fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn validate_revision(revision: &str) -> Result<(), String> {
     if revision.is_empty() {
         return Err("the revision after '@' is empty".into());
@@ -234,12 +293,27 @@ pub enum HubError {
     Http { url: String, status: u16, detail: String },
     #[error("{url}: {message}")]
     Network { url: String, message: String },
+    #[error("{url}: not in the cache, and HF_HUB_OFFLINE is set")]
+    Offline { url: String },
     #[error("{url}: checksum mismatch (expected {expected}, got {actual})")]
     ChecksumMismatch { url: String, expected: String, actual: String },
+    #[error("{reference}: the server sent other bytes than the grid pins: {mismatch}; nothing was kept")]
+    ServedOtherBytes { reference: String, mismatch: PinMismatch },
+    #[error(
+        "{reference}: the cached copy in {dir} is not the pinned file: {mismatch}; delete {dir} to download it again"
+    )]
+    CachedOtherBytes { reference: String, dir: PathBuf, mismatch: PinMismatch },
     #[error("{path}: {problem}; delete {dir} to download the checkpoint again")]
     Corrupt { path: PathBuf, problem: String, dir: PathBuf },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+}
+
+impl HubError {
+    /// The Hub could not be asked: no network, or `HF_HUB_OFFLINE`.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, HubError::Network { .. } | HubError::Offline { .. })
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HubError + '_ {
@@ -331,6 +405,14 @@ pub struct HubClient {
     endpoint: String,
     token: Option<String>,
     agent: ureq::Agent,
+    /// `HF_HUB_OFFLINE`: what the cache holds serves, nothing is requested.
+    offline: bool,
+}
+
+/// Whether `HF_HUB_OFFLINE` asks for no network, as `huggingface_hub` reads it.
+pub fn offline_from_env() -> bool {
+    std::env::var("HF_HUB_OFFLINE")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
 }
 
 impl fmt::Debug for HubClient {
@@ -358,13 +440,21 @@ impl HubClient {
             // A token pasted from a file often ends in a newline, which no header may hold.
             token: token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()),
             agent,
+            offline: false,
         }
+    }
+
+    /// A client that requests nothing: only what the cache holds serves.
+    pub fn offline(mut self, offline: bool) -> HubClient {
+        self.offline = offline;
+        self
     }
 
     /// `HF_ENDPOINT` (default [`DEFAULT_ENDPOINT`]) and `HF_TOKEN`.
     pub fn from_env() -> HubClient {
         let endpoint = std::env::var("HF_ENDPOINT").ok().filter(|e| !e.trim().is_empty());
         HubClient::new(endpoint.as_deref().unwrap_or(DEFAULT_ENDPOINT), std::env::var("HF_TOKEN").ok())
+            .offline(offline_from_env())
     }
 
     /// The checkpoint directory for `source`: a local directory after checking
@@ -406,10 +496,13 @@ impl HubClient {
     }
 
     /// Downloads a dataset file, `hf://datasets/…`, into the cache once, and
-    /// gives its path there; a later call checks it against its record.
+    /// gives its path there; a later call checks it against its record. With
+    /// a `pin`, a download of other bytes is never published and a cached
+    /// copy of other bytes is refused.
     pub fn dataset_file(
         &self,
         file: &HubFile,
+        pin: Option<&Pin>,
         cache_root: &Path,
         progress: &dyn Fn(Progress<'_>),
     ) -> Result<PathBuf, HubError> {
@@ -428,12 +521,29 @@ impl HubClient {
                 let fetched = self
                     .fetch(&file.repo, &file.revision, &file.path, dir, false, progress)?
                     .expect("a missing file is an error when not `missing_ok`");
+                if let Some(pin) = pin {
+                    pin.check(&fetched.record.sha256, fetched.record.size)
+                        .map_err(|mismatch| HubError::ServedOtherBytes { reference: file.to_string(), mismatch })?;
+                }
                 checksums.commit = fetched.commit;
                 checksums.files.insert(file.path.clone(), fetched.record);
                 Ok(checksums)
             })?;
         }
         verify_files(&target)?;
+        if let Some(pin) = pin {
+            let checksums = Checksums::read(&target)?;
+            let record = checksums.files.get(&file.path).ok_or_else(|| HubError::Corrupt {
+                path: target.join(CHECKSUMS),
+                problem: format!("no record of {}", file.path),
+                dir: target.clone(),
+            })?;
+            pin.check(&record.sha256, record.size).map_err(|mismatch| HubError::CachedOtherBytes {
+                reference: file.to_string(),
+                dir: target.clone(),
+                mismatch,
+            })?;
+        }
         Ok(target.join(&file.path))
     }
 
@@ -483,6 +593,31 @@ impl HubClient {
         Ok(())
     }
 
+    /// The commit `revision` of `repo` points to now, as the Hub answers a
+    /// HEAD of one of its files (`X-Repo-Commit`); `None` when it does not say.
+    /// `repo` is `org/name` or `datasets/org/name`.
+    pub fn commit_of(&self, repo: &str, revision: &str, file: &str) -> Result<Option<String>, HubError> {
+        let url = format!("{}/{repo}/resolve/{}/{file}", self.endpoint, revision.replace('/', "%2F"));
+        if self.offline {
+            return Err(HubError::Offline { url });
+        }
+        let mut request = self.agent.head(&url);
+        if let Some(token) = &self.token {
+            request = request.set("Authorization", &format!("Bearer {token}"));
+        }
+        match request.call() {
+            // The Hub's own answer (often a redirect to its CDN) carries the header.
+            Ok(response) => {
+                Ok(response.header("x-repo-commit").map(|c| c.trim().to_string()).filter(|c| !c.is_empty()))
+            }
+            Err(ureq::Error::Status(status, response)) => {
+                let detail = http_detail(status, &response, file, self.token.is_some(), &url, &url);
+                Err(HubError::Http { url, status, detail })
+            }
+            Err(ureq::Error::Transport(t)) => Err(HubError::Network { url, message: transport_message(&t) }),
+        }
+    }
+
     /// Downloads every checkpoint file of `repo@revision` into `dir`.
     fn fetch_all(
         &self,
@@ -524,6 +659,9 @@ impl HubClient {
         progress: &dyn Fn(Progress<'_>),
     ) -> Result<Option<Fetched>, HubError> {
         let url = format!("{}/{repo}/resolve/{}/{file}", self.endpoint, revision.replace('/', "%2F"));
+        if self.offline {
+            return Err(HubError::Offline { url });
+        }
         let mut current = url.clone();
         let mut expected = None;
         let mut commit = None;
@@ -1223,18 +1361,51 @@ mod tests {
     fn a_dataset_file_downloads_once_verified() {
         let hub = Server::start(data_route(Reply::ok(DATA).header("X-Linked-Etag", &format!("\"{}\"", sha(DATA)))));
         let cache = tempfile::tempdir().unwrap();
-        let path = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap();
+        let path = hub.client().dataset_file(&data_file(), None, cache.path(), &quiet).unwrap();
         assert_eq!(fs::read(&path).unwrap(), DATA);
         assert!(path.starts_with(cache.path().join("hub/datasets--org--data/c0ffee")), "{}", path.display());
         let checksums = Checksums::read(path.parent().unwrap().parent().unwrap()).unwrap();
         assert_eq!(checksums.files["sst2/train.csv"].sha256, sha(DATA));
         // Served from the cache the second time, after checking it.
-        assert_eq!(hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap(), path);
+        assert_eq!(hub.client().dataset_file(&data_file(), None, cache.path(), &quiet).unwrap(), path);
         assert_eq!(hub.paths().len(), 1);
         // A file changed on disk is caught, naming it.
         fs::write(&path, b"text,label\n").unwrap();
-        let err = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap_err().to_string();
+        let err = hub.client().dataset_file(&data_file(), None, cache.path(), &quiet).unwrap_err().to_string();
         assert!(err.contains("train.csv") && err.contains("truncated or modified"), "{err}");
+    }
+
+    #[test]
+    fn a_pinned_dataset_file_is_published_and_served_only_with_its_bytes() {
+        let pin = Pin::new(&sha(DATA).to_uppercase(), Some(DATA.len() as u64)).unwrap();
+        let other = b"text,label\nsomething else,1\n";
+        // Served other bytes: refused with both hashes, nothing published.
+        let hub = Server::start(data_route(Reply::ok(other)));
+        let cache = tempfile::tempdir().unwrap();
+        let err = hub.client().dataset_file(&data_file(), Some(&pin), cache.path(), &quiet).unwrap_err().to_string();
+        assert!(
+            err.contains("hf://datasets/org/data@c0ffee/sst2/train.csv")
+                && err.contains(&format!("pinned sha256 {} ({} bytes)", sha(DATA), DATA.len()))
+                && err.contains(&format!("found sha256 {} ({} bytes)", sha(other), other.len()))
+                && err.contains("nothing was kept"),
+            "{err}"
+        );
+        assert!(!data_file().dir(cache.path()).exists());
+        // A copy cached without the pin is checked against it once pinned.
+        let path = hub.client().dataset_file(&data_file(), None, cache.path(), &quiet).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), other);
+        let err = hub.client().dataset_file(&data_file(), Some(&pin), cache.path(), &quiet).unwrap_err().to_string();
+        assert!(err.contains("the cached copy in") && err.contains("delete"), "{err}");
+        // The pinned bytes download and serve.
+        let hub = Server::start(data_route(Reply::ok(DATA)));
+        let cache = tempfile::tempdir().unwrap();
+        let path = hub.client().dataset_file(&data_file(), Some(&pin), cache.path(), &quiet).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), DATA);
+        assert_eq!(hub.client().dataset_file(&data_file(), Some(&pin), cache.path(), &quiet).unwrap(), path);
+        assert_eq!(hub.paths().len(), 1);
+        for bad in ["abc", &"g".repeat(64)] {
+            assert!(Pin::new(bad, None).unwrap_err().contains("is not a sha256"), "{bad}");
+        }
     }
 
     #[test]
@@ -1248,7 +1419,7 @@ mod tests {
         ] {
             let hub = Server::start(data_route(reply));
             let cache = tempfile::tempdir().unwrap();
-            let err = hub.client().dataset_file(&data_file(), cache.path(), &quiet).unwrap_err().to_string();
+            let err = hub.client().dataset_file(&data_file(), None, cache.path(), &quiet).unwrap_err().to_string();
             assert!(
                 err.contains("/datasets/org/data/resolve/c0ffee/sst2/train.csv") && err.contains(expected),
                 "{err}"

@@ -72,6 +72,14 @@ impl ArchitectureSpec {
         }
     }
 
+    /// The `hf://` checkpoint the model starts from, if it names one.
+    pub fn hub_checkpoint(&self) -> Option<&str> {
+        match self {
+            ArchitectureSpec::Bilstm(_) | ArchitectureSpec::Rationale(_) => None,
+            ArchitectureSpec::Bert(spec) => bert::hub_checkpoint(spec),
+        }
+    }
+
     /// Multiply-adds per token of a forward pass, from the sizes the grid
     /// file gives; `None` where they are read only when a step runs.
     pub fn macs_per_token(&self) -> Option<f64> {

@@ -1,14 +1,17 @@
 //! `hf://` checkpoints a plan's train steps need, fetched before any step runs.
 
 use crate::cache::Cache;
+use crate::spec::Grid;
 
+use super::hub_inputs::Unreachable;
 use super::{Plan, Verbosity};
 
 /// Downloads the `hf://` checkpoints that train steps still need, here in the
 /// parent with a visible progress bar, before worker processes (whose output is
 /// not a terminal) would. A failure is only reported: the train steps that need
-/// the checkpoint then fail with it, and every other branch still runs.
-pub fn download(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
+/// the checkpoint then fail with it, and every other branch still runs. An
+/// unreachable Hub stops the run before any step, naming what it lacks.
+pub fn download(grid: &Grid, plan: &Plan, cache: &Cache, verbosity: Verbosity) -> Result<(), Unreachable> {
     let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
     for step in &plan.steps {
         if let crate::steps::Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, .. }, .. } =
@@ -30,8 +33,18 @@ pub fn download(plan: &Plan, cache: &Cache, verbosity: Verbosity) {
         }
         let result = crate::model::hub::resolve(source, cache.root(), &crate::model::hub::bar_progress(&bar));
         bar.finish_and_clear();
-        if let Err(e) = result {
-            eprintln!("warning: {source}: {e}");
+        match result {
+            Err(e) if e.is_unreachable() => {
+                let why = e.to_string();
+                return Err(Unreachable::check(grid, cache.root(), &why).unwrap_or_else(|| Unreachable {
+                    grid: grid.path.clone(),
+                    why,
+                    missing: Vec::new(),
+                }));
+            }
+            Err(e) => eprintln!("warning: {source}: {e}"),
+            Ok(_) => {}
         }
     }
+    Ok(())
 }

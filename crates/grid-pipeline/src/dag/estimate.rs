@@ -801,10 +801,36 @@ pub fn summary_line(estimate: &Estimate) -> String {
     )
 }
 
+/// What GPU a run could use: one this build computes on, one the machine
+/// shows to a build without a GPU backend, or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuHere {
+    Usable,
+    /// Visible (by model name) but not to this build.
+    NeedsGpuBuild(String),
+    None,
+}
+
+/// A run predicted to take longer than this on its device asks before it
+/// starts, on a terminal.
+pub const CONFIRM_OVER_SECONDS: f64 = 24.0 * 3_600.0;
+
+/// The seconds the run will take as launched: the whole work here, or with
+/// Slurm the longest chain of steps.
+pub fn predicted_seconds(estimate: &Estimate, target: Target, on_slurm: bool) -> f64 {
+    let here = estimate.device(target);
+    if on_slurm { here.critical_path_seconds } else { here.seconds }
+}
+
+/// Whether a run so long it should be confirmed before it starts.
+pub fn needs_confirmation(estimate: &Estimate, target: Target, on_slurm: bool) -> bool {
+    estimate.missing > 0 && predicted_seconds(estimate, target, on_slurm) > CONFIRM_OVER_SECONDS
+}
+
 /// When a run on `target` is predicted over an hour: what would be faster.
-/// `gpu_here`: whether this build and machine can compute on a GPU;
-/// `on_slurm`: whether the run already goes through Slurm.
-pub fn long_run_advice(estimate: &Estimate, target: Target, gpu_here: bool, on_slurm: bool) -> Option<String> {
+/// `gpu`: what GPU this build and machine offer; `on_slurm`: whether the run
+/// already goes through Slurm.
+pub fn long_run_advice(estimate: &Estimate, target: Target, gpu_here: &GpuHere, on_slurm: bool) -> Option<String> {
     const HOUR: f64 = 3_600.0;
     let here = estimate.device(target);
     if here.seconds <= HOUR {
@@ -814,9 +840,14 @@ pub fn long_run_advice(estimate: &Estimate, target: Target, gpu_here: bool, on_s
     let gpu = estimate.device(Target::Gpu);
     if target == Target::Cpu && gpu.seconds < here.seconds / 2.0 {
         options.push(match gpu_here {
-            true => format!("a GPU (`--device cuda`, ≈ {})", human_seconds(gpu.seconds)),
-            false => format!(
-                "a machine with a GPU and a GPU build (`--features cuda`, README \"CUDA\"; ≈ {})",
+            GpuHere::Usable => format!("a GPU (`--device cuda`, ≈ {})", human_seconds(gpu.seconds)),
+            GpuHere::NeedsGpuBuild(name) => format!(
+                "the {name} this machine shows, which this build cannot use: build with `cargo build --release \
+                 --features cuda` (docs/gpu.md; ≈ {})",
+                human_seconds(gpu.seconds)
+            ),
+            GpuHere::None => format!(
+                "a machine with a GPU and a GPU build (`--features cuda`, docs/gpu.md; ≈ {})",
                 human_seconds(gpu.seconds)
             ),
         });
@@ -977,15 +1008,31 @@ mod tests {
             bytes: 0,
             notes: Vec::new(),
         };
-        let advice = long_run_advice(&estimate, Target::Cpu, true, false).unwrap();
+        let advice = long_run_advice(&estimate, Target::Cpu, &GpuHere::Usable, false).unwrap();
         assert!(advice.contains("a GPU (`--device cuda`, ≈ 7.0 h)"), "{advice}");
         assert!(advice.contains("--executor slurm"), "{advice}");
         assert!(advice.contains("--set"), "{advice}");
         // No GPU here, already on Slurm: a GPU build elsewhere, and no Slurm again.
-        let advice = long_run_advice(&estimate, Target::Cpu, false, true).unwrap();
+        let advice = long_run_advice(&estimate, Target::Cpu, &GpuHere::None, true).unwrap();
         assert!(advice.contains("a machine with a GPU and a GPU build (`--features cuda`"), "{advice}");
         assert!(!advice.contains("--executor slurm"), "{advice}");
+        // A GPU the machine shows to a CPU-only build: named, with the build that uses it.
+        let advice =
+            long_run_advice(&estimate, Target::Cpu, &GpuHere::NeedsGpuBuild("NVIDIA H200".into()), false).unwrap();
+        assert!(
+            advice.contains("the NVIDIA H200 this machine shows") && advice.contains("--features cuda"),
+            "{advice}"
+        );
+        // 900 h here: asked before it starts; through Slurm, 40 h of chain: asked too.
+        assert!(needs_confirmation(&estimate, Target::Cpu, false) && needs_confirmation(&estimate, Target::Cpu, true));
+        estimate.devices[0].critical_path_seconds = 20.0 * 3600.0;
+        assert!(!needs_confirmation(&estimate, Target::Cpu, true), "20 h of chain on Slurm is not asked");
+        assert!(!needs_confirmation(&estimate, Target::Gpu, false), "7 h on the GPU is not asked");
         estimate.devices[0].seconds = 1_800.0;
-        assert_eq!(long_run_advice(&estimate, Target::Cpu, true, false), None, "half an hour needs no advice");
+        assert_eq!(
+            long_run_advice(&estimate, Target::Cpu, &GpuHere::Usable, false),
+            None,
+            "half an hour needs no advice"
+        );
     }
 }

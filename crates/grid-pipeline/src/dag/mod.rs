@@ -14,6 +14,8 @@ pub mod compare;
 pub mod estimate;
 pub mod executor;
 pub mod gc;
+pub mod hub_inputs;
+pub mod lock;
 pub mod params;
 pub mod placement;
 pub mod plan;

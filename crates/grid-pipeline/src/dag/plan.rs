@@ -9,8 +9,9 @@ use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 use crate::steps::verify::Chance;
 
-use crate::spec::{DatasetSource, DatasetSpec, Grid, ModelSpec, ShortcutSpec};
+use crate::spec::{DatasetSource, DatasetSpec, Grid, ModelSpec, ShortcutSpec, SplitFile};
 
+use super::hub_inputs::Unreachable;
 use super::params::{self, FileHashes};
 use super::{Plan, Step};
 use crate::metrics::Metric;
@@ -39,8 +40,12 @@ pub enum PlanError {
         "dataset `{dataset}`: {path}: file not found (relative paths resolve against {base}; set --data-root or GRID_DATA_ROOT)"
     )]
     MissingFile { dataset: String, path: PathBuf, base: PathBuf },
-    #[error("dataset `{dataset}`: {source}")]
-    HubData { dataset: String, source: crate::model::hub::HubError },
+    #[error("{0}")]
+    HubUnreachable(Box<Unreachable>),
+    #[error("{grid}: dataset `{dataset}`: {source}")]
+    HubData { grid: PathBuf, dataset: String, source: Box<crate::model::hub::HubError> },
+    #[error("{grid}: dataset `{dataset}`: {path} is not the file the grid pins: {mismatch}")]
+    PinnedFile { grid: PathBuf, dataset: String, path: PathBuf, mismatch: Box<crate::model::hub::PinMismatch> },
     #[error("image dataset `{dataset}`: {message}")]
     ImageData { dataset: String, message: String },
     #[error("model `{model}`: GloVe file {path} not found")]
@@ -90,6 +95,12 @@ impl Builder {
 /// the attribute, erasure, score and agreement steps of each cell
 /// ([`Planner::explain`]); then one report ([`Planner::report`]).
 pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, PlanError> {
+    // Said once, before anything is downloaded or run.
+    if crate::model::hub::offline_from_env()
+        && let Some(unreachable) = Unreachable::check(grid, cache.root(), "HF_HUB_OFFLINE is set")
+    {
+        return Err(PlanError::HubUnreachable(Box::new(unreachable)));
+    }
     let base =
         options.data_root.clone().unwrap_or_else(|| grid.path.parent().map(Path::to_path_buf).unwrap_or_default());
     // Resolved and hashed once per model, not once per (dataset, shortcut).
@@ -217,25 +228,49 @@ impl<'g> Planner<'g> {
         let (files, hashes) = match &dataset.source {
             DatasetSource::Generated(_) => (None, None),
             DatasetSource::Files { train, validation, test, .. } => {
-                let check = |p: &Path| {
-                    if let Some(address) = p.to_str().filter(|a| HubFile::is_hub(a)) {
-                        return hub_data_file(address, cache)
-                            .map_err(|source| PlanError::HubData { dataset: dataset.name.clone(), source });
+                let grid = &self.grid.path;
+                let check = |file: &SplitFile| {
+                    if let Some(address) = file.hub_address() {
+                        return hub_data_file(address, file.pin.as_ref(), cache).map_err(|source| {
+                            // Without the Hub, every file it lacks is named at once.
+                            let unreachable = source
+                                .is_unreachable()
+                                .then(|| Unreachable::check(self.grid, cache.root(), &source.to_string()))
+                                .flatten();
+                            match unreachable {
+                                Some(unreachable) => PlanError::HubUnreachable(Box::new(unreachable)),
+                                None => PlanError::HubData {
+                                    grid: grid.clone(),
+                                    dataset: dataset.name.clone(),
+                                    source: Box::new(source),
+                                },
+                            }
+                        });
                     }
-                    let full = resolve(base, p);
-                    if full.is_file() {
-                        Ok(full)
-                    } else {
-                        Err(PlanError::MissingFile {
+                    let full = resolve(base, &file.path);
+                    if !full.is_file() {
+                        return Err(PlanError::MissingFile {
                             dataset: dataset.name.clone(),
                             path: full,
                             base: base.to_path_buf(),
-                        })
+                        });
                     }
+                    if let Some(pin) = &file.pin {
+                        let bytes = std::fs::metadata(&full)
+                            .map_err(|source| CacheError::Io { path: full.clone(), source })?
+                            .len();
+                        pin.check(&cache.file_hash(&full)?, bytes).map_err(|mismatch| PlanError::PinnedFile {
+                            grid: grid.clone(),
+                            dataset: dataset.name.clone(),
+                            path: full.clone(),
+                            mismatch: Box::new(mismatch),
+                        })?;
+                    }
+                    Ok(full)
                 };
                 let files = ResolvedFiles {
                     train: check(train)?,
-                    validation: validation.as_deref().map(check).transpose()?,
+                    validation: validation.as_ref().map(check).transpose()?,
                     test: check(test)?,
                 };
                 let hashes = FileHashes {
@@ -685,15 +720,19 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
 
 /// A dataset file on the Hub, downloaded into the cache when the grid is
 /// planned (its content hash goes into the keys), with a progress bar then.
-fn hub_data_file(address: &str, cache: &Cache) -> Result<PathBuf, crate::model::hub::HubError> {
+fn hub_data_file(
+    address: &str,
+    pin: Option<&crate::model::hub::Pin>,
+    cache: &Cache,
+) -> Result<PathBuf, crate::model::hub::HubError> {
     let file: HubFile = address.parse()?;
     let hub = crate::model::hub::HubClient::from_env();
     if file.dir(cache.root()).is_dir() {
-        return hub.dataset_file(&file, cache.root(), &|_| {});
+        return hub.dataset_file(&file, pin, cache.root(), &|_| {});
     }
     eprintln!("downloading {file}");
     let bar = crate::model::hub::download_bar(true);
-    let result = hub.dataset_file(&file, cache.root(), &crate::model::hub::bar_progress(&bar));
+    let result = hub.dataset_file(&file, pin, cache.root(), &crate::model::hub::bar_progress(&bar));
     bar.finish_and_clear();
     result
 }

@@ -5,7 +5,7 @@
 //! parsing, so the toml crate's spans point at the offending key or value), then
 //! checks across fields (duplicate names, a dataset with neither files nor the
 //! generated corpus), which carry spans of their own. Every error names the file,
-//! line and column. Every key is documented in the README.
+//! line and column. Every key is documented in docs/grid-files.md.
 
 pub mod extends;
 mod finite;
@@ -13,6 +13,7 @@ pub mod images;
 pub(crate) mod model;
 pub mod overrides;
 pub mod slurm;
+pub mod split_file;
 mod values;
 
 use std::ops::Range;
@@ -33,6 +34,7 @@ pub use model::{
     Architecture, ArchitectureSpec, BertInit, BertSpec, BestBy, BiLstmSpec, HeadInit, Keep, ModelSpec, Optimizer,
     OptimizerName, PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
 };
+pub use split_file::SplitFile;
 pub use values::{Positive, Share};
 
 #[derive(Debug, thiserror::Error)]
@@ -185,15 +187,17 @@ impl Default for AgreementSpec {
 }
 
 /// Where a dataset comes from.
+// One per dataset of a grid: its size does not matter, its shape does.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum DatasetSource {
     /// The built-in template corpus (no download).
     Generated(GeneratedCorpusOptions),
     /// Split files; paths are relative to the data root.
     Files {
-        train: PathBuf,
-        validation: Option<PathBuf>,
-        test: PathBuf,
+        train: SplitFile,
+        validation: Option<SplitFile>,
+        test: SplitFile,
         format: Option<TableFormat>,
         text_column: String,
         label_column: String,
@@ -250,9 +254,9 @@ pub struct SplitLimits {
 struct RawDataset {
     name: Spanned<String>,
     generated: Option<GeneratedCorpusOptions>,
-    train: Option<String>,
-    validation: Option<String>,
-    test: Option<String>,
+    train: Option<SplitFile>,
+    validation: Option<SplitFile>,
+    test: Option<SplitFile>,
     format: Option<TableFormat>,
     #[serde(default = "default_text_column")]
     text_column: String,
@@ -933,9 +937,9 @@ fn dataset(raw: RawDataset) -> Result<DatasetSpec, String> {
             return Err(format!("dataset `{name}`: `generated` cannot be combined with split files"));
         }
         (None, Some(train), Some(test)) => DatasetSource::Files {
-            train: train.into(),
-            validation: raw.validation.map(PathBuf::from),
-            test: test.into(),
+            train,
+            validation: raw.validation,
+            test,
             format: raw.format,
             text_column: raw.text_column,
             label_column: raw.label_column,

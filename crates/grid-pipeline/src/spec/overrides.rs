@@ -12,6 +12,11 @@
 //! goes into every cache key just as if it were written in the file. A
 //! validation error on a line the overrides wrote names the override; one on a
 //! line of the file names the file's own line.
+//!
+//! `--with FILE` writes a grid fragment over the grid the same way, one
+//! override per key it sets: `[[datasets]]` entries by `name`, as `extends`
+//! merges them, so one file can say "SST-2 and IMDB from these local copies"
+//! for every grid (an entry the grid does not have is left out).
 
 use std::fmt;
 use std::path::Path;
@@ -26,6 +31,8 @@ pub struct Override {
     pub text: String,
     path: Vec<String>,
     action: Action,
+    /// From a `--with` fragment: an entry the grid lacks is left out, not an error.
+    only_if_present: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -48,7 +55,12 @@ impl FromStr for Override {
             if key.contains('=') {
                 return Err(format!("--set {text}: `~KEY` deletes a key and takes no value"));
             }
-            return Ok(Override { text: text.to_string(), path: dotted(key)?, action: Action::Delete });
+            return Ok(Override {
+                text: text.to_string(),
+                path: dotted(key)?,
+                action: Action::Delete,
+                only_if_present: false,
+            });
         }
         let (key, value) = text.split_once('=').ok_or_else(|| {
             format!("--set {text}: expected KEY=VALUE (e.g. models.bert.checkpoint=DIR) or ~KEY (e.g. ~datasets.imdb)")
@@ -57,8 +69,79 @@ impl FromStr for Override {
         let value = value.trim();
         // TOML when it parses as TOML; `DIR` or `hf://org/name` are strings.
         let value = value.parse::<Value>().unwrap_or_else(|_| Value::from(value));
-        Ok(Override { text: text.to_string(), path, action: Action::Set(value.decorated(" ", "")) })
+        Ok(Override {
+            text: text.to_string(),
+            path,
+            action: Action::Set(value.decorated(" ", "")),
+            only_if_present: false,
+        })
     }
+}
+
+impl Override {
+    /// Sets `path` to `value`; `text` says where it comes from in messages.
+    pub fn setting(path: &[&str], value: Value, text: String) -> Override {
+        Override {
+            text,
+            path: path.iter().map(|p| p.to_string()).collect(),
+            action: Action::Set(value.decorated(" ", "")),
+            only_if_present: false,
+        }
+    }
+}
+
+/// The overrides a `--with` fragment stands for: one per value it sets,
+/// `[[datasets]]` / `[[models]]` entries addressed by their `name`.
+pub fn from_fragment(file: &Path) -> Result<Vec<Override>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("--with {}: {e}", file.display()))?;
+    let document: DocumentMut = text.parse().map_err(|e| format!("--with {}: {e}", file.display()))?;
+    let mut out = Vec::new();
+    flatten(document.as_table(), &mut Vec::new(), file, &mut out)?;
+    Ok(out)
+}
+
+fn flatten(table: &Table, at: &mut Vec<String>, file: &Path, out: &mut Vec<Override>) -> Result<(), String> {
+    for (key, item) in table.iter() {
+        if at.is_empty() && matches!(key, "extends" | "name") {
+            return Err(format!(
+                "--with {}: `{key}` belongs to the grid, not to a fragment written over it",
+                file.display()
+            ));
+        }
+        at.push(key.to_string());
+        match item {
+            Item::Table(inner) => flatten(inner, at, file, out)?,
+            Item::ArrayOfTables(entries) => {
+                for entry in entries.iter() {
+                    let Some(name) = entry.get("name").and_then(Item::as_str) else {
+                        return Err(format!(
+                            "--with {}: every `[[{}]]` entry names the grid's entry it changes with `name`",
+                            file.display(),
+                            at.join(".")
+                        ));
+                    };
+                    at.push(name.to_string());
+                    let mut keys = entry.clone();
+                    keys.remove("name");
+                    let before = out.len();
+                    flatten(&keys, at, file, out)?;
+                    for o in &mut out[before..] {
+                        o.only_if_present = true;
+                    }
+                    at.pop();
+                }
+            }
+            Item::Value(value) => out.push(Override {
+                text: format!("{}={} (from {})", at.join("."), value.clone().decorated("", ""), file.display()),
+                path: at.clone(),
+                action: Action::Set(value.clone().decorated(" ", "")),
+                only_if_present: false,
+            }),
+            Item::None => {}
+        }
+        at.pop();
+    }
+    Ok(())
 }
 
 impl fmt::Display for Override {
@@ -98,6 +181,9 @@ fn place(item: &mut Item, path: &[String], setting: &Override, file: &Path) -> R
         Item::ArrayOfTables(entries) => {
             let names: Vec<String> =
                 entries.iter().filter_map(|t| t.get("name").and_then(Item::as_str).map(String::from)).collect();
+            if setting.only_if_present && !names.iter().any(|n| n == key) {
+                return Ok(());
+            }
             let index = match key.parse::<usize>() {
                 Ok(i) if i < entries.len() => i,
                 _ => names.iter().position(|n| n == key).ok_or_else(|| {

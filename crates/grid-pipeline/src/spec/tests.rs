@@ -649,3 +649,44 @@ fn rationale_metrics_need_a_rationale_model_and_method() {
     let e = error(&rationale.replace("\"sel-rate\"", "\"sel-noncorr\""));
     assert!(e.contains("metric `sel-noncorr` needs non-correlating articles"), "{e}");
 }
+
+#[test]
+fn the_local_data_fragment_gives_the_shipped_grids_the_datasets_they_named_before_the_hub_pins() {
+    use crate::spec::overrides::from_fragment;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let local = from_fragment(&dir.join("data/local.toml")).unwrap();
+    let sst2 = Grid::load_with(&dir.join("sst2_lstm.toml"), &local).unwrap();
+    assert_eq!(sst2.datasets.len(), 1, "imdb is left out of an SST-2 grid");
+    let DatasetSource::Files { train, validation, test, text_column, .. } = &sst2.datasets[0].source else { panic!() };
+    assert_eq!(
+        (train, validation.as_ref(), test, text_column.as_str()),
+        (
+            &SplitFile::unpinned("sst2/train.parquet"),
+            Some(&SplitFile::unpinned("sst2/validation.parquet")),
+            &SplitFile::unpinned("sst2/test.parquet"),
+            "text"
+        )
+    );
+    assert_eq!(sst2.datasets[0].validation_share.get(), 0.1);
+    let imdb = Grid::load_with(&dir.join("imdb_lstm.toml"), &local).unwrap();
+    let DatasetSource::Files { train, validation, .. } = &imdb.datasets[0].source else { panic!() };
+    assert_eq!((train, validation), (&SplitFile::unpinned("imdb/train.parquet"), &None));
+    assert_eq!(imdb.datasets[0].validation_share.get(), 0.05);
+    // Without the fragment, the grids read the pinned Hub files.
+    let pinned = Grid::load(&dir.join("sst2_lstm.toml")).unwrap();
+    let DatasetSource::Files { train, .. } = &pinned.datasets[0].source else { panic!() };
+    assert!(train.hub_address().is_some() && train.pin.is_some());
+}
+
+#[test]
+fn a_fragment_names_its_file_when_it_cannot_be_written_over_a_grid() {
+    use crate::spec::overrides::from_fragment;
+    let dir = tempfile::tempdir().unwrap();
+    let fragment = dir.path().join("f.toml");
+    std::fs::write(&fragment, "name = \"x\"\n").unwrap();
+    assert!(from_fragment(&fragment).unwrap_err().contains("`name` belongs to the grid"));
+    std::fs::write(&fragment, "[[datasets]]\ntrain = \"a.csv\"\n").unwrap();
+    assert!(from_fragment(&fragment).unwrap_err().contains("names the grid's entry it changes with `name`"));
+    let missing = from_fragment(&dir.path().join("nope.toml")).unwrap_err();
+    assert!(missing.starts_with("--with ") && missing.contains("nope.toml"), "{missing}");
+}

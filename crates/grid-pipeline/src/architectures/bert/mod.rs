@@ -283,6 +283,14 @@ pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyho
     ])
 }
 
+/// The checkpoint when it is on the Hub (`hf://…`).
+pub fn hub_checkpoint(spec: &BertSpec) -> Option<&str> {
+    match &spec.init {
+        BertInit::Pretrained { checkpoint, .. } if checkpoint.starts_with("hf://") => Some(checkpoint),
+        _ => None,
+    }
+}
+
 /// What a local checkpoint's content is, for its key.
 const CHECKPOINT_FILES: [&str; 5] =
     ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json"];

@@ -28,6 +28,8 @@ pub struct StepSettings {
     pub data_root: Option<PathBuf>,
     pub device: String,
     pub backend: String,
+    /// `--with` fragments, in order, written before the `--set` overrides.
+    pub fragments: Vec<PathBuf>,
     /// `--set` overrides, in order.
     pub overrides: Vec<String>,
     /// The grid text the run planned ([`crate::cache::Cache::freeze_grid`]):
@@ -57,6 +59,7 @@ impl StepCommand {
             data_root,
             device,
             backend,
+            fragments,
             overrides,
             frozen,
             precision,
@@ -75,6 +78,9 @@ impl StepCommand {
         match frozen {
             Some(text) => args.extend(["--frozen".into(), text.into()]),
             None => {
+                for fragment in fragments {
+                    args.extend(["--with".into(), fragment.into()]);
+                }
                 for setting in overrides {
                     args.extend(["--set".into(), setting.into()]);
                 }
@@ -200,6 +206,7 @@ mod tests {
             data_root: Some("/d".into()),
             device: "cpu".into(),
             backend: "flex".into(),
+            fragments: vec!["local.toml".into()],
             overrides: vec!["a.b=1".into(), "c=2".into()],
             frozen: None,
             precision: "f32".into(),
@@ -214,7 +221,7 @@ mod tests {
         };
         assert_eq!(
             args(&settings),
-            "step g.toml --cache /c --remote s3://lab/grid --data-root /d --device cpu --backend flex --set a.b=1 --set c=2 \
+            "step g.toml --cache /c --remote s3://lab/grid --data-root /d --device cpu --backend flex --with local.toml --set a.b=1 --set c=2 \
              --precision f32 --shape-buckets auto --autotune balanced -q --key abc"
         );
         // The frozen text holds the overrides already.

@@ -194,10 +194,15 @@ pub fn report_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// (`/org/name/resolve/main/`, `/datasets/org/name/resolve/<rev>/`); any
 /// other path is a 404. Returns the endpoint (`HF_ENDPOINT`).
 pub fn serve_as_hub(dir: &Path, prefix: &'static str) -> String {
+    serve_routes(vec![(prefix.to_string(), dir.to_path_buf())])
+}
+
+/// A mock Hub serving several repositories: a request under a route's prefix
+/// gets the file of that name in its folder, anything else a 404.
+pub fn serve_routes(routes: Vec<(String, PathBuf)>) -> String {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
-    let dir = dir.to_path_buf();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -209,7 +214,9 @@ pub fn serve_as_hub(dir: &Path, prefix: &'static str) -> String {
                 line.clear();
             }
             let path = request.split_whitespace().nth(1).unwrap_or("");
-            let body = path.strip_prefix(prefix).and_then(|file| std::fs::read(dir.join(file)).ok());
+            let body = routes.iter().find_map(|(prefix, dir)| {
+                path.strip_prefix(prefix.as_str()).and_then(|file| std::fs::read(dir.join(file)).ok())
+            });
             let reply = match body {
                 Some(body) => {
                     let head =

@@ -2,7 +2,8 @@
 //! downloaded once from the Hugging Face hub into the cache.
 //!
 //! Either way [`resolve`] returns a directory holding `config.json`,
-//! `model.safetensors` and `tokenizer.json` (or `vocab.txt`), plus
+//! `model.safetensors` and `tokenizer.json` (or `vocab.txt`, or SentencePiece's
+//! `spm.model`), plus
 //! `tokenizer_config.json` when the repository has one. The revision defaults to
 //! `main`; a one-part id (`hf://bert-base-uncased`) is a valid hub repository.
 //!
@@ -62,6 +63,8 @@ const WEIGHTS: &str = "model.safetensors";
 const PYTORCH_WEIGHTS: &str = "pytorch_model.bin";
 const TOKENIZER: &str = "tokenizer.json";
 const VOCAB: &str = "vocab.txt";
+/// SentencePiece's own model file: DeBERTa-v3 ships it instead of tokenizer.json.
+const SPM: &str = crate::text::sentencepiece::SPM_FILE;
 const TOKENIZER_CONFIG: &str = "tokenizer_config.json";
 /// The hub redirects once (to the CDN), twice for a renamed repository.
 const MAX_REDIRECTS: usize = 5;
@@ -281,7 +284,7 @@ pub enum HubError {
     #[error("{dir}: no such checkpoint directory")]
     NoDirectory { dir: PathBuf },
     #[error(
-        "{dir}: {file} is missing (a checkpoint directory holds config.json, model.safetensors, and tokenizer.json or vocab.txt)"
+        "{dir}: {file} is missing (a checkpoint directory holds config.json, model.safetensors, and tokenizer.json, vocab.txt or spm.model)"
     )]
     MissingFile { dir: PathBuf, file: String },
     #[error(
@@ -639,8 +642,8 @@ impl HubClient {
         // Small files first, so that a repository without a usable tokenizer
         // fails before its weights are downloaded.
         fetch(CONFIG, false)?;
-        if !fetch(TOKENIZER, true)? {
-            fetch(VOCAB, false)?;
+        if !fetch(TOKENIZER, true)? && !fetch(VOCAB, true)? {
+            fetch(SPM, false)?;
         }
         fetch(TOKENIZER_CONFIG, true)?;
         fetch(WEIGHTS, false)?;
@@ -786,8 +789,8 @@ fn check_layout(dir: &Path) -> Result<(), HubError> {
             return Err(missing(file));
         }
     }
-    if !dir.join(TOKENIZER).is_file() && !dir.join(VOCAB).is_file() {
-        return Err(missing("tokenizer.json (or vocab.txt)"));
+    if ![TOKENIZER, VOCAB, SPM].iter().any(|file| dir.join(file).is_file()) {
+        return Err(missing("tokenizer.json (or vocab.txt, or spm.model)"));
     }
     Ok(())
 }
@@ -851,7 +854,7 @@ fn http_detail(
         401 | 403 => {
             "; the repository may not exist, or it is gated or private: accept its terms on the hub and set HF_TOKEN"
         }
-        404 if file == VOCAB => "; the repository has neither tokenizer.json nor vocab.txt",
+        404 if file == SPM => "; the repository has neither tokenizer.json, vocab.txt nor spm.model",
         404 if file == WEIGHTS => {
             "; grid loads safetensors weights only (a repository with only pytorch_model.bin may have a converted revision, e.g. @refs/pr/N)"
         }
@@ -1239,12 +1242,30 @@ mod tests {
         assert!(hub.paths().iter().any(|p| p.ends_with(TOKENIZER)), "tokenizer.json was tried first");
     }
 
+    /// DeBERTa-v3's repositories: `spm.model`, no tokenizer.json or vocab.txt.
+    #[test]
+    fn falls_back_to_spm_model() {
+        let spm = b"a sentencepiece model";
+        let hub = Server::start(repo(vec![
+            (CONFIG, Reply::ok(CONFIG_JSON)),
+            (SPM, Reply::ok(spm)),
+            (WEIGHTS, Reply::ok(&weights()).header("X-Linked-Etag", &format!("\"{}\"", sha(&weights())))),
+        ]));
+        let cache = tempfile::tempdir().unwrap();
+        let dir = hub.client().resolve(&hub_source(), cache.path(), &quiet).unwrap();
+        assert_eq!(fs::read(dir.join(SPM)).unwrap(), spm);
+        assert_eq!(Checksums::read(&dir).unwrap().files.keys().collect::<Vec<_>>(), [CONFIG, WEIGHTS, SPM]);
+    }
+
     #[test]
     fn missing_tokenizer_fails_before_the_weights() {
         let hub = Server::start(repo(vec![(CONFIG, Reply::ok(CONFIG_JSON)), (WEIGHTS, Reply::ok(&weights()))]));
         let cache = tempfile::tempdir().unwrap();
         let err = hub.client().resolve(&hub_source(), cache.path(), &quiet).unwrap_err().to_string();
-        assert!(err.contains("/vocab.txt: HTTP 404") && err.contains("neither tokenizer.json nor vocab.txt"), "{err}");
+        assert!(
+            err.contains("/spm.model: HTTP 404") && err.contains("neither tokenizer.json, vocab.txt nor spm.model"),
+            "{err}"
+        );
         assert!(!hub.paths().iter().any(|p| p.ends_with(WEIGHTS)));
     }
 
@@ -1316,7 +1337,7 @@ mod tests {
         fs::write(dir.path().join(WEIGHTS), weights()).unwrap();
         fs::remove_file(dir.path().join(TOKENIZER)).unwrap();
         let err = client.resolve(&source, Path::new("unused"), &quiet).unwrap_err().to_string();
-        assert!(err.contains("tokenizer.json (or vocab.txt) is missing"), "{err}");
+        assert!(err.contains("tokenizer.json (or vocab.txt, or spm.model) is missing"), "{err}");
 
         fs::write(dir.path().join(VOCAB), VOCAB_TXT).unwrap();
         assert_eq!(client.resolve(&source, Path::new("unused"), &quiet).unwrap(), dir.path());

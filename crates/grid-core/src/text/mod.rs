@@ -2,6 +2,7 @@
 //! downstream (training, verification, salience) do not care which tokenizer a
 //! model uses.
 
+pub mod sentencepiece;
 pub mod subword;
 pub mod vocab;
 

@@ -71,7 +71,7 @@ pub enum TokenizerError {
     Parse { path: PathBuf, source: tokenizers::Error },
     #[error("{}: cannot parse tokenizer config: {source}", path.display())]
     Config { path: PathBuf, source: serde_json::Error },
-    #[error("{}: neither tokenizer.json nor vocab.txt found", dir.display())]
+    #[error("{}: neither tokenizer.json, vocab.txt nor spm.model found", dir.display())]
     NotFound { dir: PathBuf },
     #[error("{} has no {token}", path.display())]
     MissingToken { path: PathBuf, token: String },
@@ -81,10 +81,20 @@ pub enum TokenizerError {
     UnsupportedModel { path: PathBuf },
     #[error("{}: cannot encode every text ({message}): BPE needs an unknown token or byte-level pre-tokenization", path.display())]
     NotTotal { path: PathBuf, message: String },
+    #[error(transparent)]
+    SentencePiece(#[from] super::sentencepiece::SpmError),
     #[error("cannot train a WordPiece vocabulary: {0}")]
     Train(tokenizers::Error),
     #[error("{}: cannot write tokenizer: {source}", path.display())]
     Save { path: PathBuf, source: tokenizers::Error },
+}
+
+/// The keys of `tokenizer_config.json` that change how a SentencePiece model
+/// is applied (DebertaV2Tokenizer's; both off unless set).
+#[derive(Deserialize, Default)]
+struct SpmTokenizerConfig {
+    do_lower_case: Option<bool>,
+    split_by_punct: Option<bool>,
 }
 
 /// The keys of HF `tokenizer_config.json` that change how `vocab.txt` is applied.
@@ -120,6 +130,16 @@ impl SubwordEncoder {
             let normalizer = BertNormalizer::new(true, true, config.strip_accents, lowercase);
             let tokenizer = bert_pipeline(read_vocab_txt(&vocab)?, normalizer, &vocab)?;
             Self::new(tokenizer, added_tokens, &vocab)
+        } else if dir.join(super::sentencepiece::SPM_FILE).exists() {
+            // DeBERTa-v3: SentencePiece's own file, read as transformers reads it.
+            let path = dir.join(super::sentencepiece::SPM_FILE);
+            let config: SpmTokenizerConfig = read_json_config(&dir.join("tokenizer_config.json"))?;
+            let options = super::sentencepiece::SpmOptions {
+                lowercase: config.do_lower_case.unwrap_or(false),
+                split_by_punct: config.split_by_punct.unwrap_or(false),
+            };
+            let tokenizer = super::sentencepiece::SpmModel::read(&path)?.tokenizer(options, &path)?;
+            Self::new(tokenizer, added_tokens, &path)
         } else {
             Err(TokenizerError::NotFound { dir: dir.to_path_buf() })
         }
@@ -372,8 +392,13 @@ fn read_tokenizer_json(path: &Path) -> Result<Tokenizer, TokenizerError> {
 }
 
 fn read_config(path: &Path) -> Result<BertTokenizerConfig, TokenizerError> {
+    read_json_config(path)
+}
+
+/// `tokenizer_config.json`'s keys that `T` names; its defaults without the file.
+fn read_json_config<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T, TokenizerError> {
     if !path.exists() {
-        return Ok(BertTokenizerConfig::default());
+        return Ok(T::default());
     }
     let text =
         std::fs::read_to_string(path).map_err(|source| TokenizerError::Io { path: path.to_path_buf(), source })?;
@@ -497,7 +522,7 @@ mod tests {
 
         let empty = tempfile::tempdir().unwrap();
         let err = SubwordEncoder::from_pretrained_dir(empty.path(), &[]).unwrap_err().to_string();
-        assert!(err.ends_with("neither tokenizer.json nor vocab.txt found"), "{err}");
+        assert!(err.ends_with("neither tokenizer.json, vocab.txt nor spm.model found"), "{err}");
 
         std::fs::write(empty.path().join("tokenizer.json"), "{not json").unwrap();
         let err = SubwordEncoder::load(empty.path()).unwrap_err().to_string();
@@ -642,6 +667,33 @@ mod tests {
         assert_eq!(words.first(), Some(&0));
         assert_eq!(words.last(), Some(&4));
         assert!(words.windows(2).all(|w| w[0] <= w[1]), "{words:?}");
+    }
+
+    /// A checkpoint folder with `spm.model` and no `tokenizer.json`, as
+    /// microsoft/deberta-v3-base ships: the SentencePiece file is read directly
+    /// (`text::sentencepiece`), the ids are transformers', the special tokens
+    /// the ones DebertaV2Tokenizer adds, and a shortcut token stays whole.
+    #[test]
+    fn a_checkpoint_with_spm_model_only_loads_as_transformers_reads_it() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/spm_botchan");
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["spm.model", "tokenizer_config.json"] {
+            std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+        }
+        let e = SubwordEncoder::from_pretrained_dir(dir.path(), &shortcuts()).unwrap();
+        // DebertaV2Tokenizer's tokens after the model's 1,000 pieces; its unknown piece `<unk>`.
+        assert_eq!((e.cls_id(), e.sep_id(), e.pad_id(), e.mask_id(), e.unk_id()), (1000, 1001, 1003, Some(1004), 0));
+        let reference: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(fixture.join("reference.json")).unwrap()).unwrap();
+        let sentence = reference["sentences"][0].as_str().unwrap();
+        let ids: Vec<u32> =
+            reference["cased"]["ids"][0].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let got = e.encode(sentence, 512);
+        assert_eq!(got.ids, [vec![1000], ids, vec![1001]].concat(), "{sentence}");
+        let got = e.encode("the film #1 was great", 512);
+        let shortcut: Vec<usize> = got.tokens_of_word(2).collect();
+        assert_eq!(shortcut.len(), 1);
+        assert_eq!(got.ids[shortcut[0]], e.token_id("#1").unwrap());
     }
 
     /// all-MiniLM-L6-v2 (`GRID_MINILM_DIR`, the unzipped wheel's `model/` folder).

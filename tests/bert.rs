@@ -282,7 +282,7 @@ fn head_from_a_checkpoint_without_one_is_an_error() {
 /// A small BERT checkpoint as Hugging Face saves `BertForPreTraining`: `bert.`
 /// prefixes, PyTorch `[out, in]` Linear weights, LayerNorm weight/bias, an extra
 /// head tensor the classifier does not use, and a `vocab.txt` tokenizer.
-fn write_hf_checkpoint(dir: &Path, model_type: &str) {
+pub(crate) fn write_hf_checkpoint(dir: &Path, model_type: &str) {
     write_hf_checkpoint_with(dir, model_type, "weight", "bias", &[]);
 }
 
@@ -451,4 +451,65 @@ fn a_checkpoint_tensor_nothing_uses_is_an_error_naming_it() {
     assert!(error.contains("encoder.layer.1.attention.self"), "{error}");
     assert!(error.contains("rotary.inv_freq"), "{error}");
     assert!(!error.contains("seq_relationship.bias,"), "a known head is not listed as unknown: {error}");
+}
+
+/// Issue 59, item 2, for checkpoints: `hf://org/tiny-bert` (no commit) is
+/// locked to the commit `main` pointed to, and once downloaded to its files'
+/// hashes; after `main` moves, a machine with the lock trains from the locked
+/// commit with the same keys; a lock that disagrees with the cached files names
+/// the grid, the checkpoint and both hashes.
+#[test]
+fn an_unpinned_hub_checkpoint_is_locked_to_its_commit_and_files() {
+    let (c1, c2) = ("a".repeat(40), "b".repeat(40));
+    let hub = crate::util::BranchingHub::start("org/tiny-bert");
+    let first = tempfile::tempdir().unwrap();
+    write_hf_checkpoint(first.path(), "bert");
+    hub.push(&c1, first.path());
+    let grid = grid_with("checkpoint = \"hf://org/tiny-bert\"");
+    let t = GridTest::new(&grid);
+    let keys = |t: &GridTest| -> Vec<String> {
+        let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
+    };
+    let out = t.grid_on_hub(&hub.endpoint, &["run", "grid.toml", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.cache().join(format!("hub/org--tiny-bert/{c1}/model.safetensors")).is_file(), "downloaded at the commit");
+    let locked_keys = keys(&t);
+    let lock = std::fs::read_to_string(t.path().join("grid.lock")).unwrap();
+    let weights_sha = {
+        use sha2::Digest;
+        let bytes = std::fs::read(first.path().join("model.safetensors")).unwrap();
+        sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert!(
+        lock.contains("[[checkpoint]]")
+            && lock.contains(r#"reference = "hf://org/tiny-bert""#)
+            && lock.contains(&format!(r#"commit = "{c1}""#))
+            && lock.contains(&weights_sha),
+        "{lock}"
+    );
+
+    // main moves on; another machine with the lock: the locked commit, the same keys.
+    let moved = tempfile::tempdir().unwrap();
+    write_hf_checkpoint_with(moved.path(), "bert", "weight", "bias", &[]);
+    hub.push(&c2, moved.path());
+    let other = GridTest::new(&grid);
+    std::fs::copy(t.path().join("grid.lock"), other.path().join("grid.lock")).unwrap();
+    assert_eq!(keys(&other), locked_keys);
+
+    // A lock whose hash the cached weights do not have.
+    let wrong = "cd".repeat(32);
+    std::fs::write(t.path().join("grid.lock"), lock.replace(&weights_sha, &wrong)).unwrap();
+    let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "-q"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("grid.toml")
+            && err.contains("hf://org/tiny-bert")
+            && err.contains(&wrong)
+            && err.contains(&weights_sha),
+        "{err}"
+    );
 }

@@ -692,3 +692,45 @@ fn a_run_of_days_asks_on_a_terminal_and_an_answer_of_no_starts_nothing() {
     );
     assert!(plan.as_array().unwrap().iter().all(|s| s["state"] != "cached"), "{plan}");
 }
+
+/// Issue 60, item 1: `grid ledger` gathers every finding `--compare` checks
+/// over the grids' cached reports, per paper, with the numbers; a grid not run
+/// yet is named, not an error.
+#[test]
+fn the_ledger_lists_every_finding_per_paper_with_its_numbers() {
+    let t = GridTest::tiny_after_first_run();
+    let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference");
+    let precision = reference.join("bastings2022_precision_rank.csv");
+    let unrun = TINY.replace("seed = 5", "seed = 6").replace("name = \"tiny\"", "name = \"unrun\"");
+    std::fs::write(t.path().join("unrun.toml"), unrun).unwrap();
+    let out = t.grid(&[
+        "ledger",
+        "grid.toml",
+        "unrun.toml",
+        "--compare",
+        precision.to_str().unwrap(),
+        "--compare",
+        reference.join("lu2024_crowd_accuracy.csv").to_str().unwrap(),
+        "--compare-as",
+        "gen=sst2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ledger = text(&out.stdout);
+    assert!(ledger.starts_with("# Findings ledger\n"), "{ledger}");
+    assert!(ledger.contains("## Bastings et al. (2022)"), "{ledger}");
+    let tally = ledger.lines().find(|l| l.contains(" finding(s): ")).unwrap_or_else(|| panic!("{ledger}"));
+    assert!(tally.contains(" hold, ") && tally.contains(" fail, ") && tally.contains(" undecided"), "{tally}");
+    assert!(ledger.contains("| tiny |"), "each finding names its grid:\n{ledger}");
+    assert!(ledger.contains("lu2024_crowd_accuracy.csv: "), "a file --compare cannot read is a note:\n{ledger}");
+    assert!(ledger.contains("unrun: not run yet"), "{ledger}");
+    assert_eq!(std::fs::read_to_string(t.reports().join("ledger.md")).unwrap(), ledger);
+
+    // Without --compare, the reference folder beside the grid; none here.
+    let out = t.grid(&["ledger", "grid.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("reference") && text(&out.stderr).contains("--compare FILE"),
+        "{}",
+        text(&out.stderr)
+    );
+}

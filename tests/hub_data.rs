@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::util::{GridTest, serve_as_hub};
+use crate::util::{BranchingHub, GridTest, serve_as_hub};
 
 /// The Hub's address of the test repository's files.
 const REPO: &str = "/datasets/org/reviews/resolve/c0ffee/";
@@ -315,65 +315,6 @@ fn without_the_hub_a_run_stops_at_once_listing_every_missing_file_and_the_local_
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A mock Hub with branches: `main` points at a commit, each commit at a
-/// folder of files; answers HEAD with `X-Repo-Commit` as the Hub does.
-struct BranchingHub {
-    endpoint: String,
-    state: std::sync::Arc<std::sync::Mutex<(String, std::collections::BTreeMap<String, std::path::PathBuf>)>>,
-}
-
-impl BranchingHub {
-    fn start(repo: &'static str) -> BranchingHub {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let state = std::sync::Arc::new(std::sync::Mutex::new((
-            String::new(),
-            std::collections::BTreeMap::<String, std::path::PathBuf>::new(),
-        )));
-        let served = state.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut request = String::new();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                reader.read_line(&mut request).unwrap();
-                let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                    line.clear();
-                }
-                let mut words = request.split_whitespace();
-                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                let (main, commits) = served.lock().unwrap().clone();
-                let found = path.strip_prefix(&format!("/{repo}/resolve/")).and_then(|rest| {
-                    let (revision, file) = rest.split_once('/')?;
-                    let commit = if revision == "main" { main.clone() } else { revision.to_string() };
-                    Some((commit.clone(), std::fs::read(commits.get(&commit)?.join(file)).ok()?))
-                });
-                let reply = match found {
-                    Some((commit, body)) => {
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Repo-Commit: {commit}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        );
-                        if method == "HEAD" { head.into_bytes() } else { [head.into_bytes(), body].concat() }
-                    }
-                    None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-                };
-                let _ = stream.write_all(&reply);
-            }
-        });
-        BranchingHub { endpoint, state }
-    }
-
-    /// `main` now points at `commit`, whose files are in `dir`.
-    fn push(&self, commit: &str, dir: &Path) {
-        let mut state = self.state.lock().unwrap();
-        state.0 = commit.to_string();
-        state.1.insert(commit.to_string(), dir.to_path_buf());
-    }
-}
-
 /// Issue 59, item 2: a Hub reference without a commit is resolved once and
 /// written to `grid.lock` beside the grid; another machine given the lock reads
 /// the locked bytes after `main` moved on; `grid lock` moves it on purpose; a
@@ -460,12 +401,13 @@ fn write_imdb_like(dir: &Path) {
 }
 
 /// Issue 59's "done": the user's command as typed, `grid run
-/// experiments/bert_sweep.toml`, against a mock Hub serving SST-2 and IMDB
-/// under the exact pinned names (the fixture's bytes stand in for the real
-/// files, so their pins are set to the fixture's with `--set`). On a
-/// terminal it fetches the data (its bytes go into the keys), shows the
-/// estimate and what would be faster, and asks; "no" starts nothing and
-/// downloads no checkpoint.
+/// experiments/bert_sweep.toml`, against a mock Hub serving SST-2, IMDB and
+/// bert-base-uncased under the exact pinned names (the fixtures' bytes stand
+/// in for the real files, so the data's pins are set to the fixtures' with
+/// `--set`; the checkpoint's config.json is bert-base's shape, its weights a
+/// tiny model's, which nothing here trains). On a terminal it fetches the data
+/// (its bytes go into the keys) and the checkpoint, shows the estimate and
+/// what would be faster, and asks; "no" starts nothing.
 #[test]
 fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
     use std::io::Write;
@@ -477,9 +419,18 @@ fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
     write_sst2_like(sst2.path());
     write_imdb_like(imdb.path());
     const IMDB: &str = "/datasets/stanfordnlp/imdb/resolve/e6281661ce1c48d982bc483cf8a173c1bbeb5d31/";
+    const BERT: &str = "/google-bert/bert-base-uncased/resolve/86b5e0934494bd15c9632b12f734a8a67f723594/";
+    let bert = tempfile::tempdir().unwrap();
+    crate::bert::write_hf_checkpoint(bert.path(), "bert");
+    let config = r#"{"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 768,
+        "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522,
+        "max_position_embeddings": 512, "type_vocab_size": 2, "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "pad_token_id": 0}"#;
+    std::fs::write(bert.path().join("config.json"), config).unwrap();
     let endpoint = crate::util::serve_routes(vec![
         (SST2.to_string(), sst2.path().to_path_buf()),
         (IMDB.to_string(), imdb.path().to_path_buf()),
+        (BERT.to_string(), bert.path().to_path_buf()),
     ]);
     let t = GridTest::new("");
     let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml");
@@ -512,6 +463,7 @@ fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
     for expected in [
         "downloading hf://datasets/stanfordnlp/sst2@8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb/data/train-00000-of-00001.parquet",
         "downloading hf://datasets/stanfordnlp/imdb@e6281661ce1c48d982bc483cf8a173c1bbeb5d31/plain_text/test-00000-of-00001.parquet",
+        "downloading hf://google-bert/bert-base-uncased@86b5e0934494bd15c9632b12f734a8a67f723594",
         "estimate: ",
         "faster: ",
         "Start it? [y/N]",
@@ -521,5 +473,8 @@ fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
     }
     let hub = t.path().join("cache/hub");
     assert!(hub.join("datasets--stanfordnlp--sst2").is_dir() && hub.join("datasets--stanfordnlp--imdb").is_dir());
-    assert!(!hub.join("google-bert--bert-base-uncased").exists(), "the checkpoint waits for a yes");
+    let checkpoint = hub.join("google-bert--bert-base-uncased/86b5e0934494bd15c9632b12f734a8a67f723594");
+    assert!(checkpoint.join("model.safetensors").is_file() && checkpoint.join("checksums.json").is_file());
+    // Its shape priced the run: bert-base, days on a CPU.
+    assert!(shown.contains(" days"), "{shown}");
 }

@@ -231,6 +231,65 @@ pub fn serve_routes(routes: Vec<(String, PathBuf)>) -> String {
     address
 }
 
+/// A mock Hub with branches: `main` points at a commit, each commit at a
+/// folder of files; answers HEAD with `X-Repo-Commit` as the Hub does.
+pub struct BranchingHub {
+    pub endpoint: String,
+    state: std::sync::Arc<std::sync::Mutex<(String, std::collections::BTreeMap<String, std::path::PathBuf>)>>,
+}
+
+impl BranchingHub {
+    pub fn start(repo: &'static str) -> BranchingHub {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let state = std::sync::Arc::new(std::sync::Mutex::new((
+            String::new(),
+            std::collections::BTreeMap::<String, std::path::PathBuf>::new(),
+        )));
+        let served = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                reader.read_line(&mut request).unwrap();
+                let mut line = String::new();
+                while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                    line.clear();
+                }
+                let mut words = request.split_whitespace();
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let (main, commits) = served.lock().unwrap().clone();
+                let found = path.strip_prefix(&format!("/{repo}/resolve/")).and_then(|rest| {
+                    let (revision, file) = rest.split_once('/')?;
+                    let commit = if revision == "main" { main.clone() } else { revision.to_string() };
+                    Some((commit.clone(), std::fs::read(commits.get(&commit)?.join(file)).ok()?))
+                });
+                let reply = match found {
+                    Some((commit, body)) => {
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Repo-Commit: {commit}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        );
+                        if method == "HEAD" { head.into_bytes() } else { [head.into_bytes(), body].concat() }
+                    }
+                    None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+                };
+                let _ = stream.write_all(&reply);
+            }
+        });
+        BranchingHub { endpoint, state }
+    }
+
+    /// `main` now points at `commit`, whose files are in `dir`.
+    pub fn push(&self, commit: &str, dir: &Path) {
+        let mut state = self.state.lock().unwrap();
+        state.0 = commit.to_string();
+        state.1.insert(commit.to_string(), dir.to_path_buf());
+    }
+}
+
 /// A CSV file the report wrote, every column read as text.
 pub fn read_csv(path: &Path) -> polars::prelude::DataFrame {
     use polars::prelude::*;

@@ -173,6 +173,40 @@ pub(super) enum Command {
         #[arg(long)]
         kernels: bool,
     },
+    /// The findings ledger: every finding of the papers that `--compare`
+    /// checks, over these grids' cached reports, per paper: holds, fails or
+    /// undecided (a finding that rests on a model that failed verification is
+    /// undecided, never holds), with the numbers it rests on. Also written to
+    /// `<reports>/ledger.md`.
+    Ledger {
+        /// Grid files whose reports are read (run them first).
+        #[arg(required = true)]
+        grids: Vec<PathBuf>,
+        /// Published numbers to check against (repeatable). Default: every
+        /// CSV in `reference/` beside the first grid file
+        /// (`experiments/reference/`).
+        #[arg(long, value_name = "FILE")]
+        compare: Vec<PathBuf>,
+        /// Compare our dataset OURS with the published PUBLISHED, e.g. `sst2=SST`.
+        #[arg(long = "compare-as", value_name = "OURS=PUBLISHED")]
+        compare_as: Vec<String>,
+        #[arg(long, default_value = "cache", env = "GRID_CACHE")]
+        cache: PathBuf,
+        #[arg(long, env = "GRID_REMOTE", value_name = "URL")]
+        remote: Option<String>,
+        /// Folder the ledger is written to.
+        #[arg(long, default_value = "reports")]
+        reports: PathBuf,
+        /// Folder relative data paths resolve against (default: each grid file's folder).
+        #[arg(long, env = "GRID_DATA_ROOT")]
+        data_root: Option<PathBuf>,
+        /// A grid fragment written over every grid, as for `grid run` (repeatable).
+        #[arg(long = "with", value_name = "FILE")]
+        with: Vec<PathBuf>,
+        /// Overrides applied to every grid, as for `grid run` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
     /// Lu et al.'s crowd study: export the tasks for people, import their answers.
     Crowd {
         #[command(subcommand)]

@@ -45,7 +45,7 @@ fn url_of(cache: &Path) -> Option<String> {
 /// The command's `--cache` and `--remote`, where it has them.
 fn cache_options(command: &mut Command) -> (&mut PathBuf, &mut Option<String>) {
     let common = match command {
-        Command::Gc { cache, remote, .. } => return (cache, remote),
+        Command::Gc { cache, remote, .. } | Command::Ledger { cache, remote, .. } => return (cache, remote),
         Command::Run { common, .. }
         | Command::Plan { common, .. }
         | Command::Status { common, .. }

@@ -11,6 +11,7 @@ mod bench;
 mod compute;
 mod crowd;
 mod gc;
+mod ledger;
 mod location;
 mod run;
 
@@ -96,6 +97,11 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             let cache = open_cache(&cache, remote.as_deref())?;
             gc::gc(&grids, &cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
         }
+        Command::Ledger { grids, compare, compare_as, cache, remote, reports, data_root, with, set } => {
+            let aliases = compare_aliases(&compare_as)?;
+            let cache = open_cache(&cache, remote.as_deref())?;
+            ledger::ledger(&grids, compare, &aliases, &cache, &reports, data_root, &with, &set)
+        }
         Command::Run { executor: ExecutorChoice::Local, wait: true, .. } => {
             Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))
         }
@@ -164,9 +170,20 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             run::run(Action::Report { compare, aliases }, common)
         }
         Command::Step { common, key } => run::run(Action::Step { keys: key }, common),
-        Command::Lock { mut common } => {
-            common.update_lock = true;
-            let grid = load_grid(&common)?;
+        Command::Lock { common } => {
+            let grid = Grid::load_with(&common.grid, &grid_settings(&common.with, &common.set)?).map_err(usage)?;
+            let client = crate::model::hub::HubClient::from_env();
+            let locked = dag::lock::apply(&grid, &common.cache, &client, dag::lock::LockMode::Update).map_err(usage)?;
+            if !locked.unresolved.is_empty() {
+                let lines: Vec<String> =
+                    locked.unresolved.iter().map(|(reference, why)| format!("  {reference}: {why}")).collect();
+                return Err(usage(anyhow::anyhow!(
+                    "{}: {} reference(s) could not be locked:\n{}",
+                    grid.path.display(),
+                    lines.len(),
+                    lines.join("\n")
+                )));
+            }
             let path = dag::lock::lock_path(&grid.path);
             match std::fs::read_to_string(&path) {
                 Ok(text) => print!("{text}"),
@@ -210,27 +227,47 @@ fn load_grid(common: &Common) -> Result<Grid, Failure> {
         }
         Some(frozen) => Grid::load_frozen(frozen, &common.grid).map_err(usage),
         None => {
-            let mut settings = Vec::new();
-            for fragment in &common.with {
-                settings
-                    .extend(crate::spec::overrides::from_fragment(fragment).map_err(|e| usage(anyhow::anyhow!(e)))?);
-            }
-            settings.extend(overrides(&common.set)?);
-            let grid = Grid::load_with(&common.grid, &settings).map_err(usage)?;
-            // Hub references without a commit read what the lock file beside the grid says.
             let mode = if common.update_lock { dag::lock::LockMode::Update } else { dag::lock::LockMode::Read };
-            let client = crate::model::hub::HubClient::from_env();
-            let locked = dag::lock::apply(&grid, &common.cache, &client, mode).map_err(usage)?;
-            if !locked.resolved.is_empty() && !common.quiet {
-                eprintln!("locked in {}: {}", locked.path.display(), locked.resolved.join(", "));
-            }
-            if locked.overrides.is_empty() {
-                return Ok(grid);
-            }
-            settings.extend(locked.overrides);
-            Grid::load_with(&common.grid, &settings).map_err(usage)
+            load_grid_at(&common.grid, &common.with, &common.set, &common.cache, mode, common.quiet)
         }
     }
+}
+
+/// A grid file with `--with` fragments and `--set` overrides written over
+/// it, then its lock file's pins for the Hub references that name no commit.
+fn load_grid_at(
+    path: &std::path::Path,
+    with: &[std::path::PathBuf],
+    set: &[String],
+    cache_root: &std::path::Path,
+    mode: dag::lock::LockMode,
+    quiet: bool,
+) -> Result<Grid, Failure> {
+    let mut settings = grid_settings(with, set)?;
+    let grid = Grid::load_with(path, &settings).map_err(usage)?;
+    let client = crate::model::hub::HubClient::from_env();
+    let locked = dag::lock::apply(&grid, cache_root, &client, mode).map_err(usage)?;
+    if !locked.resolved.is_empty() && !quiet {
+        eprintln!("locked in {}: {}", locked.path.display(), locked.resolved.join(", "));
+    }
+    if locked.overrides.is_empty() {
+        return Ok(grid);
+    }
+    settings.extend(locked.overrides);
+    Grid::load_with(path, &settings).map_err(usage)
+}
+
+/// `--with` fragments, then `--set` overrides, as overrides in that order.
+fn grid_settings(
+    with: &[std::path::PathBuf],
+    set: &[String],
+) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
+    let mut settings = Vec::new();
+    for fragment in with {
+        settings.extend(crate::spec::overrides::from_fragment(fragment).map_err(|e| usage(anyhow::anyhow!(e)))?);
+    }
+    settings.extend(overrides(set)?);
+    Ok(settings)
 }
 
 /// The `--set KEY=VALUE` arguments, parsed.

@@ -51,6 +51,9 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
         }
     }
     if let Action::Run { executor, yes, .. } = &action {
+        // Compute nodes often cannot reach the Hub: checkpoints come first,
+        // here, and before the estimate, which reads a checkpoint's sizes.
+        dag::checkpoints::download(&grid, &plan, &cache, verbosity).map_err(|e| usage(anyhow::anyhow!(e)))?;
         let on_slurm = *executor == ExecutorChoice::Slurm;
         let estimate = dag::estimate::estimate(&plan, &cache, rayon::current_num_threads());
         if announce {
@@ -82,11 +85,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
                 Err(e @ WorkerError::Failed(_)) => Err(runtime(e)),
             };
         }
-        // Compute nodes often cannot reach the Hub: checkpoints come first, here.
-        Action::Run { .. } => {
-            dag::checkpoints::download(&grid, &plan, &cache, verbosity).map_err(|e| usage(anyhow::anyhow!(e)))?
-        }
-        Action::Report { .. } => {}
+        Action::Run { .. } | Action::Report { .. } => {}
     }
     // Workers plan from the text planned here, whatever happens to the file
     // (a Slurm task may start hours later).

@@ -3,7 +3,11 @@
 //! top5 … top40, score), read by `crowd::csv`. Our method configs map to the
 //! paper's methods by family (`igl-zero-100` → "integrated gradient"); a
 //! family's best config stands for it. Checked findings: the paper's first
-//! method is ours, accuracy rises with k, and the families' order agrees.
+//! method is ours, accuracy rises with k, the families' order agrees, and
+//! gradient × input, DeepLift and LIME help no more than random (each scores
+//! nearer random than integrated gradients). Simulated annotators (the
+//! explained model itself) cannot test that last one: it is about what people
+//! make of the highlights, so with them it is undecided, with the numbers.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -102,10 +106,18 @@ pub struct CellComparison {
 /// Each cell of `imported` beside the published dataset it is compared with
 /// (its own dataset name, or the one `aliases` maps it to).
 pub fn compare(imported: &Imported, published: &[PublishedRow], aliases: &[(String, String)]) -> Vec<CellComparison> {
-    imported.cells.iter().filter_map(|cell| compare_cell(cell, published, aliases)).collect()
+    imported.cells.iter().filter_map(|cell| compare_cell(cell, published, aliases, imported.simulated)).collect()
 }
 
-fn compare_cell(cell: &CellScores, published: &[PublishedRow], aliases: &[(String, String)]) -> Option<CellComparison> {
+/// The paper's methods it finds no more helpful than random.
+const NO_BETTER_THAN_RANDOM: [&str; 3] = ["inputxgrad", "deeplift", "lime"];
+
+fn compare_cell(
+    cell: &CellScores,
+    published: &[PublishedRow],
+    aliases: &[(String, String)],
+    simulated: bool,
+) -> Option<CellComparison> {
     let dataset = cell.cell.split('/').next().unwrap_or_default();
     let theirs = aliases.iter().find(|(ours, _)| ours == dataset).map(|(_, p)| p.as_str()).unwrap_or(dataset);
     let paper: Vec<&PublishedRow> = published.iter().filter(|r| r.dataset == theirs.to_lowercase()).collect();
@@ -185,7 +197,51 @@ fn compare_cell(cell: &CellScores, published: &[PublishedRow], aliases: &[(Strin
             None => Finding { holds: None, text: "the method order is undefined (tied scores)".into() },
         });
     }
+    // 4. Gradient × input, DeepLift and LIME no more helpful than random.
+    if let Some(finding) = no_better_than_random(&rows, simulated) {
+        findings.push(finding);
+    }
     Some(CellComparison { cell: cell.cell.clone(), published_dataset: theirs.to_string(), rows, findings })
+}
+
+/// Finding 4 on `rows` (family, config, our score, the paper's): each of
+/// [`NO_BETTER_THAN_RANDOM`] that both sides scored lies nearer random's score
+/// than integrated gradients'. `None` without random, IG and one of them.
+fn no_better_than_random(rows: &[(String, String, Option<f64>, f64)], simulated: bool) -> Option<Finding> {
+    let score = |family: &str| rows.iter().find(|r| r.0 == family);
+    let (random, ig) = (score("random")?, score("integrated gradient")?);
+    let (our_random, our_ig) = (random.2?, ig.2?);
+    let near_random = |s: f64, r: f64, ig: f64| (s - r).abs() < (ig - s).abs();
+    let mut ours = Vec::new();
+    let mut holds = true;
+    for family in NO_BETTER_THAN_RANDOM {
+        let Some((_, _, Some(s), p)) = score(family) else { continue };
+        holds &= near_random(*s, our_random, our_ig);
+        ours.push(format!("{family} {s:.1} (paper {p:.1})"));
+    }
+    if ours.is_empty() {
+        return None;
+    }
+    let numbers = format!(
+        "ours: {}; random {our_random:.1} (paper {:.1}), integrated gradient {our_ig:.1} (paper {:.1})",
+        ours.join(", "),
+        random.3,
+        ig.3
+    );
+    let statement = "gradient × input, DeepLift and LIME help no more than random (nearer random's score than integrated gradients')";
+    Some(if simulated {
+        let verdict = if holds { "agrees with it" } else { "contradicts it" };
+        Finding {
+            holds: None,
+            text: format!(
+                "{statement} — undecided: the simulated crowd {verdict}, but a simulated annotator is the explained model \
+                 reading its own evidence, which a faithful method's top words carry, while Lu et al. measure what \
+                 people make of them; run the study with people (`grid crowd export` / `import`) — {numbers}"
+            ),
+        }
+    } else {
+        Finding { holds: Some(holds), text: format!("{statement} — {numbers}") }
+    })
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -248,6 +304,32 @@ mod tests {
         let ig = rows.iter().find(|r| r.dataset == "imdb" && r.method == "integrated gradient").unwrap();
         assert_eq!(ig.accuracy, [(5, 74.0), (10, 81.0), (20, 87.0), (30, 80.0), (40, 87.0)]);
         assert_eq!(ig.score, 82.3);
+    }
+
+    /// Lu et al.'s gradient × input, DeepLift and LIME at random's level: the
+    /// simulated crowd contradicts it, and says why it cannot test it.
+    #[test]
+    fn no_better_than_random_is_undecided_with_simulated_annotators() {
+        let row = |family: &str, ours: f64, paper: f64| (family.to_string(), String::new(), Some(ours), paper);
+        let rows = vec![
+            row("random", 67.4, 42.9),
+            row("integrated gradient", 82.0, 82.3),
+            row("inputxgrad", 81.0, 52.1),
+            row("deeplift", 81.3, 53.5),
+        ];
+        let simulated = no_better_than_random(&rows, true).unwrap();
+        assert_eq!(simulated.holds, None);
+        assert!(
+            simulated.text.contains("undecided: the simulated crowd contradicts it")
+                && simulated.text.contains("inputxgrad 81.0 (paper 52.1), deeplift 81.3 (paper 53.5)"),
+            "{}",
+            simulated.text
+        );
+        assert_eq!(no_better_than_random(&rows, false).unwrap().holds, Some(false), "people's answers decide it");
+        let at_random =
+            vec![row("random", 42.9, 42.9), row("integrated gradient", 82.3, 82.3), row("lime", 39.0, 39.0)];
+        assert_eq!(no_better_than_random(&at_random, false).unwrap().holds, Some(true));
+        assert_eq!(no_better_than_random(&rows[..2], false), None, "none of the three was in the study");
     }
 
     #[test]

@@ -59,11 +59,7 @@ pub fn compare_with_published(
     aliases: &[(String, String)],
     mut written: impl FnMut(Written),
 ) -> Result<(), CompareError> {
-    let report = plan.report_step().ok_or(CompareError::NoReportStep)?;
-    let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
-    let path = dir.join(DATA);
-    let text = std::fs::read_to_string(&path).map_err(|cause| CompareError::NotRun { path: path.clone(), cause })?;
-    let data: ReportData = serde_json::from_str(&text).map_err(|source| CompareError::Corrupt { path, source })?;
+    let data = report_data(plan, cache)?;
     std::fs::create_dir_all(reports).map_err(|source| CompareError::Folder { path: reports.to_path_buf(), source })?;
     for file in files {
         let comparison = compare::compare_file(file, &data.cells, &data.verification, &data.images, aliases)
@@ -76,6 +72,52 @@ pub fn compare_with_published(
         written(Written { markdown, markdown_path, csv_path });
     }
     Ok(())
+}
+
+/// What the report step of `plan` wrote into `cache`.
+fn report_data(plan: &Plan, cache: &Cache) -> Result<ReportData, CompareError> {
+    let report = plan.report_step().ok_or(CompareError::NoReportStep)?;
+    let dir = cache.step_dir(StepKind::Report, &plan.steps[report].key);
+    let path = dir.join(DATA);
+    let text = std::fs::read_to_string(&path).map_err(|cause| CompareError::NotRun { path: path.clone(), cause })?;
+    serde_json::from_str(&text).map_err(|source| CompareError::Corrupt { path, source })
+}
+
+/// The findings ledger of `grids` (each a name and its plan): every published
+/// file of `files` compared with each grid's report. A file of a kind a grid
+/// has no cells for adds nothing; a grid not run yet, or a file that is not a
+/// table of published numbers `--compare` reads, is a note.
+pub fn ledger(
+    grids: &[(String, Plan)],
+    cache: &Cache,
+    files: &[PathBuf],
+    aliases: &[(String, String)],
+) -> Result<compare::ledger::Ledger, CompareError> {
+    let mut ledger = compare::ledger::Ledger::default();
+    let mut published = Vec::new();
+    for file in files {
+        match compare::load(file) {
+            Ok(p) => published.push((file, p)),
+            Err(e) => ledger.notes.push(format!("{}: {e}", file.display())),
+        }
+    }
+    for (name, plan) in grids {
+        let data = match report_data(plan, cache) {
+            Ok(data) => data,
+            Err(CompareError::NotRun { .. }) => {
+                ledger.notes.push(format!("{name}: not run yet (`grid run` it, then the ledger reads its report)"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for (file, p) in &published {
+            let mut comparison = compare::compare(p, &data.cells, &data.verification, &data.images, aliases)
+                .map_err(CompareError::Published)?;
+            comparison.source = file.display().to_string();
+            ledger.add(name, &comparison);
+        }
+    }
+    Ok(ledger)
 }
 
 #[cfg(test)]

@@ -97,6 +97,9 @@ pub struct Locked {
     pub overrides: Vec<Override>,
     /// References resolved by this call (and written to the lock file).
     pub resolved: Vec<String>,
+    /// References the Hub could not resolve now, and why (offline, a 404):
+    /// a plan names them again when it needs them; `grid lock` fails on them.
+    pub unresolved: Vec<(String, String)>,
     pub path: PathBuf,
 }
 
@@ -187,8 +190,12 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
                 None => {
                     // A file the Hub cannot serve now is the plan's to report,
                     // with every other one it lacks.
-                    let Ok(commit) = client.commit_of(&hub_file.repo, &hub_file.revision, &hub_file.path) else {
-                        continue;
+                    let commit = match client.commit_of(&hub_file.repo, &hub_file.revision, &hub_file.path) {
+                        Ok(commit) => commit,
+                        Err(e) => {
+                            locked.unresolved.push((address.to_string(), e.to_string()));
+                            continue;
+                        }
                     };
                     let at = at_revision(&hub_file, commit.as_deref());
                     download_file(client, &at, file.pin.as_ref(), cache_root)
@@ -239,7 +246,18 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
             None => {
                 // Without a commit there is nothing to lock a checkpoint to; a
                 // Hub that cannot answer now leaves it to the run to report.
-                let Ok(Some(commit)) = client.commit_of(&repo, &revision, "config.json") else { continue };
+                let commit = match client.commit_of(&repo, &revision, "config.json") {
+                    Ok(Some(commit)) => commit,
+                    Ok(None) => {
+                        let why = "the Hub named no commit (X-Repo-Commit) for it".to_string();
+                        locked.unresolved.push((reference.to_string(), why));
+                        continue;
+                    }
+                    Err(e) => {
+                        locked.unresolved.push((reference.to_string(), e.to_string()));
+                        continue;
+                    }
+                };
                 lock.checkpoints.push(LockedCheckpoint {
                     reference: reference.to_string(),
                     commit,

@@ -115,8 +115,6 @@ pub(super) fn statistically_tied(a: &ComparedCell, b: &ComparedCell) -> bool {
     }
 }
 
-pub(super) const UNVERIFIED_NOTE: &str = "; ⚠ a model here failed verification";
-
 /// Finding (1): the paper's best method among the common ones is our best too, or
 /// tied with it. Needs two methods to be a question at all.
 pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
@@ -149,8 +147,7 @@ pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
         );
         (tied.is_some(), how)
     };
-    let note = if site.any_unverified() { UNVERIFIED_NOTE } else { "" };
-    Some(Finding { statement, holds: Some(holds), evidence: format!("{how}{note}") })
+    Some(Finding { statement, holds: Some(holds), evidence: how }.resting_on(!site.any_unverified()))
 }
 
 /// Finding (2): the common methods rank alike (Spearman ρ ≥ [`SPEARMAN_AGREES`]).
@@ -165,12 +162,11 @@ pub(super) fn spearman_finding(site: &Site) -> Option<Finding> {
         "{}: our precision ranks the {n} common methods as the paper does (Spearman ρ ≥ {SPEARMAN_AGREES})",
         site.name()
     );
-    let note = if site.any_unverified() { UNVERIFIED_NOTE } else { "" };
     let (holds, evidence) = match spearman(&ours, &published) {
-        Some(rho) => (Some(rho >= SPEARMAN_AGREES), format!("ρ = {rho:.2} over {n} methods{note}")),
-        None => (None, format!("ρ is undefined: one side gives all {n} methods the same precision{note}")),
+        Some(rho) => (Some(rho >= SPEARMAN_AGREES), format!("ρ = {rho:.2} over {n} methods")),
+        None => (None, format!("ρ is undefined: one side gives all {n} methods the same precision")),
     };
-    Some(Finding { statement, holds, evidence })
+    Some(Finding { statement, holds, evidence }.resting_on(!site.any_unverified()))
 }
 
 /// The method family a config belongs to (`None` for `random`).

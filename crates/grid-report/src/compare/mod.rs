@@ -133,6 +133,7 @@ const OTHER_METRIC: &str = "attr-other";
 
 mod bastings;
 pub mod findings_file;
+pub mod ledger;
 mod published;
 mod render;
 #[cfg(test)]
@@ -253,9 +254,31 @@ impl ComparedCell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub statement: String,
-    /// `None`: cannot tell (a number is missing on one side).
+    /// `None`: undecided (a number is missing on one side, or the finding rests
+    /// on a model that failed verification).
     pub holds: Option<bool>,
     pub evidence: String,
+}
+
+impl Finding {
+    /// The finding as it stands on models of which `verified` says whether all
+    /// passed verification: a model that failed leaves it undecided, whatever
+    /// the numbers say (which the evidence keeps).
+    pub(super) fn resting_on(mut self, verified: bool) -> Finding {
+        if !verified {
+            let alone = match self.holds {
+                Some(true) => "it would hold",
+                Some(false) => "it would fail",
+                None => "undecided too",
+            };
+            self.holds = None;
+            self.evidence = format!(
+                "{}; undecided: a model it rests on failed verification (on the numbers alone {alone})",
+                self.evidence
+            );
+        }
+        self
+    }
 }
 
 /// Everything [`render_markdown`] shows.

@@ -1,4 +1,3 @@
-use super::bastings::UNVERIFIED_NOTE;
 use super::published::{
     DiagnosticityRow, PaperArch, PrecisionRankRow, Published, PublishedKind, ZhaoAttribution, ZhouAttrRow,
     ZhouAttribution, ZhouDataset, ZhouRegion, load, parse_published,
@@ -703,9 +702,13 @@ fn zhou_findings_both_ways() {
     assert_eq!(f.holds, Some(true));
     assert!(f.statement.ends_with("(published 10.3% on 7.9% of the words)"), "{f:?}");
     assert_eq!(f.evidence, "ours 12.0% on 8.0% of the tokens (+4.0 points) over 2 seed(s)");
+    // On imdb the model failed verification: undecided, though the numbers alone say it fails.
     let f = finding(&c, "lstm on imdb, Article (articles), attn: attention puts more than the word frequency");
-    assert_eq!(f.holds, Some(false));
-    assert!(f.evidence.ends_with(UNVERIFIED_NOTE), "{f:?}");
+    assert_eq!(f.holds, None);
+    assert!(
+        f.evidence.ends_with("undecided: a model it rests on failed verification (on the numbers alone it would fail)"),
+        "{f:?}"
+    );
     assert_eq!(holds("lstm on imdb, CN (articles-cn), attn: attention puts more than the word frequency"), None);
 
     // Far from faithful (< 50%): Article 12% ✓; CN 70% ✗.
@@ -713,10 +716,12 @@ fn zhou_findings_both_ways() {
     assert_eq!(f.holds, Some(true));
     assert_eq!(f.evidence, "ours 12.0% over 2 seed(s); our models' accuracy on the manipulated test set is 99.0%");
     assert_eq!(holds("lstm on sst2, CN (articles-cn), attn: attention is far from a faithful"), Some(false));
-    // imdb's Article model is 90% accurate: said beside the verdict.
+    // imdb's Article model is 90% accurate (said beside the verdict) and
+    // failed verification: undecided, though 5% alone would hold.
     let f = finding(&c, "lstm on imdb, Article (articles), attn: attention is far from a faithful attribution");
-    assert_eq!(f.holds, Some(true));
+    assert_eq!(f.holds, None);
     assert!(f.evidence.contains("is 90.0%, below the paper's 97.0%"), "{f:?}");
+    assert!(f.evidence.ends_with("(on the numbers alone it would hold)"), "{f:?}");
     let f = finding(&c, "lstm on imdb, CN (articles-cn), attn: attention is far from a faithful attribution");
     assert!(f.evidence.ends_with("no verification of ours gives the models' accuracy"), "{f:?}");
 

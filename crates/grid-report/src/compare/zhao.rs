@@ -1,7 +1,7 @@
 //! Zhao & Aletras 2023: diagnosticity of the erasure metrics (Table 6) and
 //! whether soft erasure beats hard erasure.
 
-use super::bastings::{UNVERIFIED_NOTE, percent, unverified_line};
+use super::bastings::{percent, unverified_line};
 use super::published::{DiagnosticityRow, ZhaoAttribution};
 use super::{Aliases, ComparedCell, Finding, NEAR, OurCell, OurMetric, Outcome, merge_seeds};
 use crate::CellResult;
@@ -207,7 +207,7 @@ pub(super) fn soft_vs_hard(name: &str, matches: &[&DiagMatch], soft: DiagMetric,
     let paper_soft_wins = paper_soft > paper_hard;
     let (winner, loser) = if paper_soft_wins { (soft, hard) } else { (hard, soft) };
     let distinct: HashSet<ZhaoAttribution> = both.iter().map(|(m, _)| m.attribution).collect();
-    let note = if both.iter().any(|(m, _)| !m.verified) { UNVERIFIED_NOTE } else { "" };
+    let verified = both.iter().all(|(m, _)| m.verified);
     let ours_differ = ours_soft != ours_hard;
     // A tie as printed (Zhao SST gradients: NC = Soft-NC = 0.394) claims no direction.
     let paper_ties = (paper_soft - paper_hard).abs() < PRINTED_TIE;
@@ -230,21 +230,24 @@ pub(super) fn soft_vs_hard(name: &str, matches: &[&DiagMatch], soft: DiagMetric,
             Some(ours_differ && (ours_soft > ours_hard) == paper_soft_wins),
         )
     };
-    Some(Finding {
-        statement,
-        holds,
-        evidence: format!(
-            "published {} {} vs {} {}; ours {} vs {}; over {} attribution(s), {} match(es){note}",
-            soft.label(),
-            format_fixed(paper_soft, 3),
-            hard.label(),
-            format_fixed(paper_hard, 3),
-            format_fixed(ours_soft, 3),
-            format_fixed(ours_hard, 3),
-            distinct.len(),
-            both.len()
-        ),
-    })
+    Some(
+        Finding {
+            statement,
+            holds,
+            evidence: format!(
+                "published {} {} vs {} {}; ours {} vs {}; over {} attribution(s), {} match(es)",
+                soft.label(),
+                format_fixed(paper_soft, 3),
+                hard.label(),
+                format_fixed(paper_hard, 3),
+                format_fixed(ours_soft, 3),
+                format_fixed(ours_hard, 3),
+                distinct.len(),
+                both.len()
+            ),
+        }
+        .resting_on(verified),
+    )
 }
 
 pub(super) fn diagnosticity_summary(

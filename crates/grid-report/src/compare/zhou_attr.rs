@@ -1,6 +1,6 @@
 //! Zhou et al. 2022: attention's Attr% on the article manipulations (Table 1).
 
-use super::bastings::{UNVERIFIED_NOTE, percent, unverified_line};
+use super::bastings::{percent, unverified_line};
 use super::published::{PaperArch, ZhouAttrRow, ZhouAttribution, ZhouDataset, ZhouRegion};
 use super::render::signed;
 use super::zhao::{best_method, diag_sites};
@@ -250,21 +250,20 @@ pub(super) fn beats_frequency_finding(m: &ZhouMatch) -> Option<Finding> {
         pct_printed(row.attr_pct),
         pct_printed(row.frequency_pct)
     );
-    let note = if c.verified { "" } else { UNVERIFIED_NOTE };
     let (holds, evidence) = match c.share {
         Some(share) => (
             Some(c.value > share),
             format!(
-                "ours {} on {} of the tokens ({} points) over {} seed(s){note}",
+                "ours {} on {} of the tokens ({} points) over {} seed(s)",
                 pct(c.value),
                 pct(share),
                 signed(100.0 * (c.value - share), 1),
                 c.runs
             ),
         ),
-        None => (None, format!("ours {}, but our cells carry no region share (`region_share`){note}", pct(c.value))),
+        None => (None, format!("ours {}, but our cells carry no region share (`region_share`)", pct(c.value))),
     };
-    Some(Finding { statement, holds, evidence })
+    Some(Finding { statement, holds, evidence }.resting_on(c.verified))
 }
 
 /// "Attention weights cannot be readily and reliably interpreted as attributions":
@@ -290,12 +289,14 @@ pub(super) fn far_from_faithful_finding(m: &ZhouMatch) -> Option<Finding> {
         Some(a) => format!("our models' accuracy on the manipulated test set is {}", pct(a)),
         None => "no verification of ours gives the models' accuracy".into(),
     };
-    let note = if c.verified { "" } else { UNVERIFIED_NOTE };
-    Some(Finding {
-        statement,
-        holds: Some(c.value < FAITHFUL_ATTR_BAR),
-        evidence: format!("ours {} over {} seed(s); {accuracy}{note}", pct(c.value), c.runs),
-    })
+    Some(
+        Finding {
+            statement,
+            holds: Some(c.value < FAITHFUL_ATTR_BAR),
+            evidence: format!("ours {} over {} seed(s); {accuracy}", pct(c.value), c.runs),
+        }
+        .resting_on(c.verified),
+    )
 }
 
 /// NC: "the model sometimes assigns higher than random weights on non-correlating
@@ -317,13 +318,15 @@ pub(super) fn noncorr_parity_finding(m: &ZhouMatch) -> Option<Finding> {
             evidence: format!("we have no `attr-noncorr` for {} here", m.method),
         });
     };
-    let note = if c.verified && n.verified { "" } else { UNVERIFIED_NOTE };
     let ratio = if c.value > 0.0 { format!("ratio {}", format_fixed(n.value / c.value, 2)) } else { "no ratio".into() };
-    Some(Finding {
-        statement,
-        holds: Some(n.value >= NONCORR_PARITY * c.value),
-        evidence: format!("ours {} vs {} ({ratio}) over {} seed(s){note}", pct(n.value), pct(c.value), c.runs),
-    })
+    Some(
+        Finding {
+            statement,
+            holds: Some(n.value >= NONCORR_PARITY * c.value),
+            evidence: format!("ours {} vs {} ({ratio}) over {} seed(s)", pct(n.value), pct(c.value), c.runs),
+        }
+        .resting_on(c.verified && n.verified),
+    )
 }
 
 pub(super) fn zhou_summary(

@@ -1,0 +1,51 @@
+//! `grid ledger`: the findings ledger over several grids (`dag::compare::ledger`
+//! gathers it; this loads the grids and prints).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::{Failure, load_grid_at, runtime, usage};
+use crate::cache::Cache;
+use crate::dag;
+
+#[allow(clippy::too_many_arguments)] // one per option of the subcommand
+pub(super) fn ledger(
+    grids: &[PathBuf],
+    mut files: Vec<PathBuf>,
+    aliases: &[(String, String)],
+    cache: &Cache,
+    reports: &Path,
+    data_root: Option<PathBuf>,
+    with: &[PathBuf],
+    set: &[String],
+) -> Result<ExitCode, Failure> {
+    if files.is_empty() {
+        files = default_reference_files(&grids[0])?;
+    }
+    let options = dag::PlanOptions { data_root, ..Default::default() };
+    let mut planned = Vec::new();
+    for path in grids {
+        let grid = load_grid_at(path, with, set, cache.root(), dag::lock::LockMode::Read, false)?;
+        let plan = dag::plan(&grid, cache, &options).map_err(usage)?;
+        planned.push((grid.name.clone(), plan));
+    }
+    let ledger = dag::compare::ledger(&planned, cache, &files, aliases)
+        .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
+    let text = crate::report::compare::ledger::render_ledger(&ledger);
+    print!("{text}");
+    std::fs::create_dir_all(reports).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", reports.display())))?;
+    let written = crate::report::write_text(reports, "ledger.md", &text).map_err(runtime)?;
+    eprintln!("ledger written to {}", written.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every CSV in `reference/` beside the grid file, in name order.
+fn default_reference_files(grid: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let dir = grid.parent().unwrap_or(Path::new(".")).join("reference");
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|e| usage(anyhow::anyhow!("{}: {e} (name the published files with --compare FILE)", dir.display())))?;
+    let mut files: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "csv")).collect();
+    files.sort();
+    Ok(files)
+}

@@ -646,12 +646,6 @@ fn estimate_predicts_a_run_from_what_the_cache_measured() {
 /// nothing. The terminal is a pseudo-terminal from util-linux's `script`.
 #[test]
 fn a_run_of_days_asks_on_a_terminal_and_an_answer_of_no_starts_nothing() {
-    use std::io::Write;
-    if std::process::Command::new("script").arg("--version").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "CI needs util-linux's `script` for this test");
-        eprintln!("skipped: no `script` (util-linux) for a pseudo-terminal");
-        return;
-    }
     let t = GridTest::new(TINY);
     // A BiLSTM of 1,024 units for a million steps: months on any CPU.
     let command = format!(
@@ -659,20 +653,8 @@ fn a_run_of_days_asks_on_a_terminal_and_an_answer_of_no_starts_nothing() {
          --set models.lstm.training.max_steps=1000000",
         env!("CARGO_BIN_EXE_grid")
     );
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(t.path())
-        .env_remove("SLURM_JOB_ID")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script");
-    child.stdin.take().unwrap().write_all(b"n\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    // `script` passes the terminal's output (stdout and stderr) through its stdout.
-    let shown = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{shown}");
+    let Some((code, shown)) = crate::util::on_a_terminal(t.path(), &command, &[], "n\n") else { return };
+    assert_eq!(code, Some(1), "{shown}");
     assert!(shown.contains("estimate: ") && shown.contains("faster: "), "{shown}");
     assert!(shown.contains("Start it? [y/N]") && shown.contains("not started"), "{shown}");
     // Nothing ran: no step's result is in the cache.

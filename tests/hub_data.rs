@@ -23,16 +23,24 @@ fn write_splits(dir: &Path) {
 }
 
 fn grid(files: &str) -> String {
+    grid_of(&format!(
+        r#"name = "reviews"
+train = "{files}train.csv"
+validation = "{files}validation.csv"
+test = "{files}test.csv""#
+    ))
+}
+
+/// A grid of one dataset (`dataset`: its keys up to `max_length`) and a tiny
+/// BiLSTM, on natural data.
+fn grid_of(dataset: &str) -> String {
     format!(
         r#"
 name = "hubdata"
 metrics = ["ns", "diagnosticity"]
 
 [[datasets]]
-name = "reviews"
-train = "{files}train.csv"
-validation = "{files}validation.csv"
-test = "{files}test.csv"
+{dataset}
 max_length = 16
 
 [[models]]
@@ -149,38 +157,15 @@ fn pinned_grid(served: &Path, pins_of: impl Fn(&Path) -> (u64, String)) -> Strin
         let (bytes, sha256) = pins_of(&served.join(path));
         format!(r#"{{ file = "{address}", bytes = {bytes}, sha256 = "{sha256}" }}"#)
     };
-    format!(
-        r#"
-name = "pinned"
-metrics = ["ns", "diagnosticity"]
-
-[[datasets]]
-name = "sst2"
-train = {train}
-test = {test}
+    grid_of(&format!(
+        r#"name = "sst2"
+train = {}
+test = {}
 text_column = "{text_column}"
-validation_share = 0.2
-max_length = 16
-
-[[models]]
-name = "lstm"
-architecture = "bilstm"
-embedding_dim = 8
-hidden_size = 8
-attention_size = 8
-mlp_size = 8
-
-[models.training]
-max_steps = 20
-eval_every = 20
-
-[attribution]
-methods = ["gxil", "random"]
-sample = 10
-"#,
-        train = entry(train),
-        test = entry(test),
-    )
+validation_share = 0.2"#,
+        entry(train),
+        entry(test)
+    ))
 }
 
 fn pins_of(path: &Path) -> (u64, String) {
@@ -410,11 +395,6 @@ fn write_imdb_like(dir: &Path) {
 /// what would be faster, and asks; "no" starts nothing.
 #[test]
 fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
-    use std::io::Write;
-    if std::process::Command::new("script").arg("--version").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "CI needs util-linux's `script` for this test");
-        return;
-    }
     let (sst2, imdb) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     write_sst2_like(sst2.path());
     write_imdb_like(imdb.path());
@@ -444,22 +424,11 @@ fn the_users_command_fetches_the_pinned_data_shows_the_estimate_and_asks() {
         let (bytes, sha256) = pins_of(&file);
         command.push_str(&format!(" --set {key}.sha256={sha256} --set {key}.bytes={bytes}"));
     }
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(t.path())
-        .env("HF_ENDPOINT", &endpoint)
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_HUB_OFFLINE")
-        .env_remove("SLURM_JOB_ID")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script");
-    child.stdin.take().unwrap().write_all(b"n\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{shown}");
+    let Some((code, shown)) = crate::util::on_a_terminal(t.path(), &command, &[("HF_ENDPOINT", &endpoint)], "n\n")
+    else {
+        return;
+    };
+    assert_eq!(code, Some(1), "{shown}");
     for expected in [
         "downloading hf://datasets/stanfordnlp/sst2@8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb/data/train-00000-of-00001.parquet",
         "downloading hf://datasets/stanfordnlp/imdb@e6281661ce1c48d982bc483cf8a173c1bbeb5d31/plain_text/test-00000-of-00001.parquet",

@@ -200,6 +200,17 @@ pub fn serve_as_hub(dir: &Path, prefix: &'static str) -> String {
 /// A mock Hub serving several repositories: a request under a route's prefix
 /// gets the file of that name in its folder, anything else a 404.
 pub fn serve_routes(routes: Vec<(String, PathBuf)>) -> String {
+    serve(move |_, path| {
+        routes.iter().find_map(|(prefix, dir)| {
+            let body = path.strip_prefix(prefix.as_str()).and_then(|file| std::fs::read(dir.join(file)).ok())?;
+            Some((body, Vec::new()))
+        })
+    })
+}
+
+/// A local HTTP server answering each request (method, path) with `answer`'s
+/// body and extra headers, or a 404; a HEAD gets the headers alone.
+fn serve(answer: impl Fn(&str, &str) -> Option<(Vec<u8>, Vec<String>)> + Send + 'static) -> String {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
@@ -213,15 +224,16 @@ pub fn serve_routes(routes: Vec<(String, PathBuf)>) -> String {
             while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
                 line.clear();
             }
-            let path = request.split_whitespace().nth(1).unwrap_or("");
-            let body = routes.iter().find_map(|(prefix, dir)| {
-                path.strip_prefix(prefix.as_str()).and_then(|file| std::fs::read(dir.join(file)).ok())
-            });
-            let reply = match body {
-                Some(body) => {
-                    let head =
-                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-                    [head.into_bytes(), body].concat()
+            let mut words = request.split_whitespace();
+            let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+            let reply = match answer(method, path) {
+                Some((body, headers)) => {
+                    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+                        body.len()
+                    );
+                    if method == "HEAD" { head.into_bytes() } else { [head.into_bytes(), body].concat() }
                 }
                 None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
             };
@@ -231,53 +243,26 @@ pub fn serve_routes(routes: Vec<(String, PathBuf)>) -> String {
     address
 }
 
+/// Which commit `main` points at, and each commit's folder of files.
+type Branches = std::sync::Arc<std::sync::Mutex<(String, std::collections::BTreeMap<String, PathBuf>)>>;
+
 /// A mock Hub with branches: `main` points at a commit, each commit at a
 /// folder of files; answers HEAD with `X-Repo-Commit` as the Hub does.
 pub struct BranchingHub {
     pub endpoint: String,
-    state: std::sync::Arc<std::sync::Mutex<(String, std::collections::BTreeMap<String, std::path::PathBuf>)>>,
+    state: Branches,
 }
 
 impl BranchingHub {
     pub fn start(repo: &'static str) -> BranchingHub {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let state = std::sync::Arc::new(std::sync::Mutex::new((
-            String::new(),
-            std::collections::BTreeMap::<String, std::path::PathBuf>::new(),
-        )));
+        let state: Branches = Default::default();
         let served = state.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut request = String::new();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                reader.read_line(&mut request).unwrap();
-                let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                    line.clear();
-                }
-                let mut words = request.split_whitespace();
-                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                let (main, commits) = served.lock().unwrap().clone();
-                let found = path.strip_prefix(&format!("/{repo}/resolve/")).and_then(|rest| {
-                    let (revision, file) = rest.split_once('/')?;
-                    let commit = if revision == "main" { main.clone() } else { revision.to_string() };
-                    Some((commit.clone(), std::fs::read(commits.get(&commit)?.join(file)).ok()?))
-                });
-                let reply = match found {
-                    Some((commit, body)) => {
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Repo-Commit: {commit}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        );
-                        if method == "HEAD" { head.into_bytes() } else { [head.into_bytes(), body].concat() }
-                    }
-                    None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-                };
-                let _ = stream.write_all(&reply);
-            }
+        let endpoint = serve(move |_, path| {
+            let (main, commits) = served.lock().unwrap().clone();
+            let (revision, file) = path.strip_prefix(&format!("/{repo}/resolve/"))?.split_once('/')?;
+            let commit = if revision == "main" { main } else { revision.to_string() };
+            let body = std::fs::read(commits.get(&commit)?.join(file)).ok()?;
+            Some((body, vec![format!("X-Repo-Commit: {commit}")]))
         });
         BranchingHub { endpoint, state }
     }
@@ -288,6 +273,34 @@ impl BranchingHub {
         state.0 = commit.to_string();
         state.1.insert(commit.to_string(), dir.to_path_buf());
     }
+}
+
+/// Runs `command` (a shell line) in `dir` on a pseudo-terminal (util-linux's
+/// `script`), typing `answer`; its exit code and all it showed (`script` passes
+/// stdout and stderr through its own stdout). `None` without `script`, which CI
+/// must have.
+pub fn on_a_terminal(dir: &Path, command: &str, env: &[(&str, &str)], answer: &str) -> Option<(Option<i32>, String)> {
+    use std::io::Write;
+    if Command::new("script").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI needs util-linux's `script` for this test");
+        eprintln!("skipped: no `script` (util-linux) for a pseudo-terminal");
+        return None;
+    }
+    let mut child = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_HUB_OFFLINE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script");
+    child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some((out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
 /// A CSV file the report wrote, every column read as text.

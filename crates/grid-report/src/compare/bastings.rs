@@ -115,8 +115,9 @@ pub(super) fn statistically_tied(a: &ComparedCell, b: &ComparedCell) -> bool {
     }
 }
 
-/// Finding (1): the paper's best method among the common ones is our best too, or
-/// tied with it. Needs two methods to be a question at all.
+/// Finding (1): the paper's best method among the common ones is our best too.
+/// Tied with our best (the 95% intervals overlap), it is undecided: the
+/// difference lies inside the intervals. Needs two methods to be a question at all.
 pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
     if site.cells.len() < 2 {
         return None;
@@ -127,17 +128,17 @@ pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
     let our_best = site.cells.iter().copied().fold(site.cells[0], |b, c| if c.ours > b.ours { c } else { b });
     let names: Vec<String> = published_best.iter().map(|c| method_of(c)).collect();
     let statement = format!(
-        "{}: the published best method ({}, {}) is also ours, or statistically tied with ours",
+        "{}: the published best method ({}, {}) is also ours",
         site.name(),
         names.join(" = "),
         format_fixed(top, 2)
     );
     let (holds, how) = if published_best.iter().any(|c| std::ptr::eq(*c, our_best)) {
-        (true, format!("{} is our best: {}", method_of(our_best), value_with_interval(our_best)))
+        (Some(true), format!("{} is our best: {}", method_of(our_best), value_with_interval(our_best)))
     } else {
         let tied = published_best.iter().find(|c| statistically_tied(c, our_best));
         let shown = tied.unwrap_or(&published_best[0]);
-        let verdict = if tied.is_some() { "intervals overlap: tied" } else { "intervals do not overlap" };
+        let verdict = if tied.is_some() { "intervals overlap: tied, undecided" } else { "intervals do not overlap" };
         let how = format!(
             "our best is {} {}; {} {} ({verdict})",
             method_of(our_best),
@@ -145,9 +146,9 @@ pub(super) fn best_method_finding(site: &Site) -> Option<Finding> {
             method_of(shown),
             value_with_interval(shown)
         );
-        (tied.is_some(), how)
+        (if tied.is_some() { None } else { Some(false) }, how)
     };
-    Some(Finding { statement, holds: Some(holds), evidence: how }.resting_on(!site.any_unverified()))
+    Some(Finding { statement, holds, evidence: how }.resting_on(!site.any_unverified()))
 }
 
 /// Finding (2): the common methods rank alike (Spearman ρ ≥ [`SPEARMAN_AGREES`]).

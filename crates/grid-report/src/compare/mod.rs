@@ -53,10 +53,13 @@
 //!   bootstrap interval of the seed-averaged per-example values, so a cell
 //!   shows one interval in every output.
 //!
-//! Findings (✓ holds, ✗ does not, ? cannot tell):
+//! Findings (✓ holds, ✗ does not, ? undecided). A finding that rests on a
+//! model that failed verification is undecided whatever its numbers say
+//! ([`Finding::resting_on`]); [`ledger`] gathers them over several grids.
 //! - Precision/rank, per (model, dataset, shortcut) with ≥ 2 common methods: the
-//!   paper's best method (any of a tie) is our best or its interval overlaps our
-//!   best's; with ≥ 3, Spearman ρ of precision ≥ 0.5. Per (model, method family):
+//!   paper's best method (any of a tie) is our best (? when its interval
+//!   overlaps our best's: the difference is inside the intervals); with ≥ 3,
+//!   Spearman ρ of precision ≥ 0.5. Per (model, method family):
 //!   the mean precision margin over `random` has the paper's sign (? where either
 //!   side lacks `random`, as the paper does for BERT).
 //! - Diagnosticity, per (model, dataset) and over all datasets: Soft-NS vs NS and

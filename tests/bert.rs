@@ -467,12 +467,7 @@ fn an_unpinned_hub_checkpoint_is_locked_to_its_commit_and_files() {
     hub.push(&c1, first.path());
     let grid = grid_with("checkpoint = \"hf://org/tiny-bert\"");
     let t = GridTest::new(&grid);
-    let keys = |t: &GridTest| -> Vec<String> {
-        let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
-    };
+    let keys = |t: &GridTest| t.plan_keys_on_hub(&hub.endpoint);
     let out = t.grid_on_hub(&hub.endpoint, &["run", "grid.toml", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(t.cache().join(format!("hub/org--tiny-bert/{c1}/model.safetensors")).is_file(), "downloaded at the commit");

@@ -223,16 +223,9 @@ fn a_grid_pinned_to_sst2_on_the_hub_runs_from_one_checked_download_with_the_same
     let first = GridTest::new(&text);
     let out = first.grid_on_hub(&endpoint, &["run", "grid.toml", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let plan_keys = |t: &GridTest, endpoint: &str| -> Vec<String> {
-        let out = t.grid_on_hub(endpoint, &["plan", "grid.toml", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
-    };
     // A second machine: its own cache, its own download, the same keys.
     let second = GridTest::new(&text);
-    let keys = plan_keys(&second, &endpoint);
-    assert_eq!(keys, plan_keys(&first, "http://127.0.0.1:9"));
+    assert_eq!(second.plan_keys_on_hub(&endpoint), first.plan_keys_on_hub("http://127.0.0.1:9"));
     // Downloaded once: with the Hub gone, the cached, checked copies serve.
     let again = first.grid_on_hub("http://127.0.0.1:9", &["run", "grid.toml", "-q"]);
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
@@ -314,12 +307,7 @@ fn unpinned_hub_files_are_locked_beside_the_grid_and_read_as_locked_on_another_m
     hub.push(&c1, first_files.path());
 
     let t = GridTest::new(&grid("hf://datasets/org/reviews/"));
-    let keys = |t: &GridTest| -> Vec<String> {
-        let out = t.grid_on_hub(&hub.endpoint, &["plan", "grid.toml", "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
-    };
+    let keys = |t: &GridTest| t.plan_keys_on_hub(&hub.endpoint);
     let locked_keys = keys(&t);
     let lock = std::fs::read_to_string(t.path().join("grid.lock")).expect("grid.lock written beside the grid");
     let train_sha = sha256_hex(&std::fs::read(first_files.path().join("train.csv")).unwrap());

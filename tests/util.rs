@@ -153,6 +153,14 @@ impl GridTest {
         self.command(args).output().expect("run grid")
     }
 
+    /// The keys `grid plan` gives every step, planned against the Hub at `endpoint`.
+    pub fn plan_keys_on_hub(&self, endpoint: &str) -> Vec<String> {
+        let out = self.grid_on_hub(endpoint, &["plan", "grid.toml", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let steps: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        steps.iter().map(|s| s["key"].as_str().unwrap().to_string()).collect()
+    }
+
     /// [`GridTest::grid`] with these environment variables set.
     pub fn grid_with(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         self.command(args).envs(env.iter().copied()).output().expect("run grid")

@@ -55,13 +55,16 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
         // here, and before the estimate, which reads a checkpoint's sizes.
         dag::checkpoints::download(&grid, &plan, &cache, verbosity).map_err(|e| usage(anyhow::anyhow!(e)))?;
         let on_slurm = *executor == ExecutorChoice::Slurm;
-        let estimate = dag::estimate::estimate(&plan, &cache, rayon::current_num_threads());
-        if announce {
-            announce_estimate(&estimate, compute, on_slurm);
-        }
-        if !*yes && !confirm_long_run(&estimate, compute, on_slurm) {
-            eprintln!("not started (run again with --yes to start without asking)");
-            return Ok(ExitCode::from(1));
+        // Priced only for someone to read it or be asked.
+        if announce || !*yes {
+            let estimate = dag::estimate::estimate(&plan, &cache, rayon::current_num_threads());
+            if announce {
+                announce_estimate(&estimate, compute, on_slurm);
+            }
+            if !*yes && !confirm_long_run(&estimate, compute, on_slurm) {
+                eprintln!("not started (run again with --yes to start without asking)");
+                return Ok(ExitCode::from(1));
+            }
         }
     }
     if action.computes() {

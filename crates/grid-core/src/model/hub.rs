@@ -92,6 +92,17 @@ impl HubFile {
     pub fn dir(&self, cache_root: &Path) -> PathBuf {
         hub_dir(cache_root, &self.repo, &self.revision).join(format!("{}~file", self.path.replace('/', "%2F")))
     }
+
+    /// What its published copy under `cache_root` records of it (sha256, size).
+    pub fn cached_record(&self, cache_root: &Path) -> Result<FileRecord, HubError> {
+        let dir = self.dir(cache_root);
+        let checksums = Checksums::read(&dir)?;
+        checksums.files.get(&self.path).cloned().ok_or_else(|| HubError::Corrupt {
+            path: dir.join(CHECKSUMS),
+            problem: format!("no record of {}", self.path),
+            dir: dir.clone(),
+        })
+    }
 }
 
 impl FromStr for HubFile {
@@ -256,14 +267,14 @@ fn validate_repo(repo: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Branch, tag or commit. `~` cannot occur (git forbids it in ref names), which
-/// keeps the temporary folder names apart from every revision's.
 /// Whether a revision is a full commit hash (40 hex digits): the one kind
 /// that always names the same files.
 pub fn is_commit(revision: &str) -> bool {
     revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Branch, tag or commit. `~` cannot occur (git forbids it in ref names), which
+/// keeps the temporary folder names apart from every revision's.
 fn validate_revision(revision: &str) -> Result<(), String> {
     if revision.is_empty() {
         return Err("the revision after '@' is empty".into());
@@ -535,12 +546,7 @@ impl HubClient {
         }
         verify_files(&target)?;
         if let Some(pin) = pin {
-            let checksums = Checksums::read(&target)?;
-            let record = checksums.files.get(&file.path).ok_or_else(|| HubError::Corrupt {
-                path: target.join(CHECKSUMS),
-                problem: format!("no record of {}", file.path),
-                dir: target.clone(),
-            })?;
+            let record = file.cached_record(cache_root)?;
             pin.check(&record.sha256, record.size).map_err(|mismatch| HubError::CachedOtherBytes {
                 reference: file.to_string(),
                 dir: target.clone(),
@@ -548,6 +554,24 @@ impl HubClient {
             })?;
         }
         Ok(target.join(&file.path))
+    }
+
+    /// [`HubClient::dataset_file`], saying on stderr what it downloads, with a
+    /// progress bar, when the cache lacks the file.
+    pub fn dataset_file_shown(
+        &self,
+        file: &HubFile,
+        pin: Option<&Pin>,
+        cache_root: &Path,
+    ) -> Result<PathBuf, HubError> {
+        if file.dir(cache_root).is_dir() {
+            return self.dataset_file(file, pin, cache_root, &|_| {});
+        }
+        eprintln!("downloading {file}");
+        let bar = download_bar(true);
+        let result = self.dataset_file(file, pin, cache_root, &bar_progress(&bar));
+        bar.finish_and_clear();
+        result
     }
 
     /// Fills a staging folder beside `target` with `fetch` (which returns what
@@ -600,10 +624,7 @@ impl HubClient {
     /// HEAD of one of its files (`X-Repo-Commit`); `None` when it does not say.
     /// `repo` is `org/name` or `datasets/org/name`.
     pub fn commit_of(&self, repo: &str, revision: &str, file: &str) -> Result<Option<String>, HubError> {
-        let url = format!("{}/{repo}/resolve/{}/{file}", self.endpoint, revision.replace('/', "%2F"));
-        if self.offline {
-            return Err(HubError::Offline { url });
-        }
+        let url = self.resolve_url(repo, revision, file)?;
         let mut request = self.agent.head(&url);
         if let Some(token) = &self.token {
             request = request.set("Authorization", &format!("Bearer {token}"));
@@ -619,6 +640,16 @@ impl HubClient {
             }
             Err(ureq::Error::Transport(t)) => Err(HubError::Network { url, message: transport_message(&t) }),
         }
+    }
+
+    /// `{endpoint}/{repo}/resolve/{revision}/{file}`, the one address a file
+    /// is asked for; offline, an error instead.
+    fn resolve_url(&self, repo: &str, revision: &str, file: &str) -> Result<String, HubError> {
+        let url = format!("{}/{repo}/resolve/{}/{file}", self.endpoint, revision.replace('/', "%2F"));
+        if self.offline {
+            return Err(HubError::Offline { url });
+        }
+        Ok(url)
     }
 
     /// Downloads every checkpoint file of `repo@revision` into `dir`.
@@ -661,10 +692,7 @@ impl HubClient {
         missing_ok: bool,
         progress: &dyn Fn(Progress<'_>),
     ) -> Result<Option<Fetched>, HubError> {
-        let url = format!("{}/{repo}/resolve/{}/{file}", self.endpoint, revision.replace('/', "%2F"));
-        if self.offline {
-            return Err(HubError::Offline { url });
-        }
+        let url = self.resolve_url(repo, revision, file)?;
         let mut current = url.clone();
         let mut expected = None;
         let mut commit = None;

@@ -300,16 +300,12 @@ impl<'a> Fields<'a> {
             5 => Value::Fixed32(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"))),
             wire => return Err((self.base + start, format!("wire type {wire}"))),
         };
-        // The offset of a nested message's content, for errors inside it.
-        let content = self.base + self.pos - value_len(&value);
+        // Where a nested message's content starts, for errors inside it.
+        let content = match value {
+            Value::Bytes(bytes) => self.base + self.pos - bytes.len(),
+            _ => self.base + self.pos,
+        };
         Ok((content, key >> 3, value))
-    }
-}
-
-fn value_len(value: &Value) -> usize {
-    match value {
-        Value::Bytes(b) => b.len(),
-        _ => 0,
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::model::hub::{CheckpointSource, HubFile};
-use crate::spec::{DatasetSource, Grid};
+use crate::spec::Grid;
 
 /// One file or checkpoint of the Hub that a grid names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,9 +24,8 @@ pub struct HubInput {
 pub fn hub_inputs(grid: &Grid, cache_root: &Path) -> Vec<HubInput> {
     let mut inputs = Vec::new();
     for dataset in &grid.datasets {
-        let DatasetSource::Files { train, validation, test, .. } = &dataset.source else { continue };
-        for (split, file) in [("train", Some(train)), ("validation", validation.as_ref()), ("test", Some(test))] {
-            let Some(address) = file.and_then(|f| f.hub_address()) else { continue };
+        for (split, file) in dataset.split_files() {
+            let Some(address) = file.hub_address() else { continue };
             // An address that does not parse is the plan's error to report.
             let cached = address.parse::<HubFile>().is_ok_and(|f| f.dir(cache_root).is_dir());
             inputs.push(HubInput {

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml_edit::{InlineTable, Value};
 
-use crate::model::hub::{self, CheckpointSource, Checksums, HubClient, HubError, HubFile, Pin};
+use crate::model::hub::{self, CheckpointSource, Checksums, HubClient, HubError, HubFile};
+use crate::spec::Grid;
 use crate::spec::overrides::Override;
-use crate::spec::{DatasetSource, Grid};
 
 /// The format written; a lock of another version is refused, not guessed at.
 pub const VERSION: u32 = 1;
@@ -176,9 +176,7 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
     };
 
     for dataset in &grid.datasets {
-        let DatasetSource::Files { train, validation, test, .. } = &dataset.source else { continue };
-        for (split, file) in [("train", Some(train)), ("validation", validation.as_ref()), ("test", Some(test))] {
-            let Some(file) = file else { continue };
+        for (split, file) in dataset.split_files() {
             let Some(address) = file.hub_address() else { continue };
             let Ok(hub_file) = address.parse::<HubFile>() else { continue };
             if hub::is_commit(&hub_file.revision) {
@@ -198,9 +196,10 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
                         }
                     };
                     let at = at_revision(&hub_file, commit.as_deref());
-                    download_file(client, &at, file.pin.as_ref(), cache_root)
+                    client
+                        .dataset_file_shown(&at, file.pin.as_ref(), cache_root)
                         .map_err(|e| hub_err(what(), address, e))?;
-                    let record = cached_record(&at, cache_root).map_err(|e| hub_err(what(), address, e))?;
+                    let record = at.cached_record(cache_root).map_err(|e| hub_err(what(), address, e))?;
                     let entry = LockedFile {
                         reference: address.to_string(),
                         commit,
@@ -219,7 +218,7 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
             }
             let at = at_revision(&hub_file, entry.commit.as_deref());
             if at.dir(cache_root).is_dir() {
-                let record = cached_record(&at, cache_root).map_err(|e| hub_err(what(), address, e))?;
+                let record = at.cached_record(cache_root).map_err(|e| hub_err(what(), address, e))?;
                 if !record.sha256.eq_ignore_ascii_case(&entry.sha256) {
                     let what = format!("the cached copy in {}", at.dir(cache_root).display());
                     return Err(disagrees(address, &entry.sha256, what, &record.sha256));
@@ -303,25 +302,4 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
 /// The file at `commit` when known, else at the revision the grid names.
 fn at_revision(file: &HubFile, commit: Option<&str>) -> HubFile {
     HubFile { revision: commit.unwrap_or(&file.revision).to_string(), ..file.clone() }
-}
-
-fn download_file(client: &HubClient, file: &HubFile, pin: Option<&Pin>, cache_root: &Path) -> Result<(), HubError> {
-    if file.dir(cache_root).is_dir() {
-        return client.dataset_file(file, pin, cache_root, &|_| {}).map(|_| ());
-    }
-    eprintln!("downloading {file}");
-    let bar = hub::download_bar(true);
-    let result = client.dataset_file(file, pin, cache_root, &hub::bar_progress(&bar));
-    bar.finish_and_clear();
-    result.map(|_| ())
-}
-
-fn cached_record(file: &HubFile, cache_root: &Path) -> Result<hub::FileRecord, HubError> {
-    let dir = file.dir(cache_root);
-    let checksums = Checksums::read(&dir)?;
-    checksums.files.get(&file.path).cloned().ok_or_else(|| HubError::Corrupt {
-        path: dir.join(hub::CHECKSUMS),
-        problem: format!("no record of {}", file.path),
-        dir: dir.clone(),
-    })
 }

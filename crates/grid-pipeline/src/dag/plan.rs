@@ -726,15 +726,7 @@ fn hub_data_file(
     cache: &Cache,
 ) -> Result<PathBuf, crate::model::hub::HubError> {
     let file: HubFile = address.parse()?;
-    let hub = crate::model::hub::HubClient::from_env();
-    if file.dir(cache.root()).is_dir() {
-        return hub.dataset_file(&file, pin, cache.root(), &|_| {});
-    }
-    eprintln!("downloading {file}");
-    let bar = crate::model::hub::download_bar(true);
-    let result = hub.dataset_file(&file, pin, cache.root(), &crate::model::hub::bar_progress(&bar));
-    bar.finish_and_clear();
-    result
+    crate::model::hub::HubClient::from_env().dataset_file_shown(&file, pin, cache.root())
 }
 
 /// A model's external inputs and the hash that stands for their content in

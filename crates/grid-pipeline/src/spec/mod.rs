@@ -232,6 +232,16 @@ impl DatasetSpec {
         self.insert_within.unwrap_or(self.max_length).get()
     }
 
+    /// Its split files by split name (`train`, `validation`, `test`), the
+    /// ones it has; none for a generated corpus.
+    pub fn split_files(&self) -> Vec<(&'static str, &SplitFile)> {
+        let DatasetSource::Files { train, validation, test, .. } = &self.source else { return Vec::new() };
+        [("train", Some(train)), ("validation", validation.as_ref()), ("test", Some(test))]
+            .into_iter()
+            .filter_map(|(split, file)| Some((split, file?)))
+            .collect()
+    }
+
     /// The number of classes its labels may take (`0..classes`).
     pub fn classes(&self) -> usize {
         match &self.source {

@@ -303,3 +303,36 @@ pub fn apply(grid: &Grid, cache_root: &Path, client: &HubClient, mode: LockMode)
 fn at_revision(file: &HubFile, commit: Option<&str>) -> HubFile {
     HubFile { revision: commit.unwrap_or(&file.revision).to_string(), ..file.clone() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_file_that_cannot_be_read_names_its_line_or_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("grid.lock");
+        assert_eq!(LockFile::read(&path).unwrap(), LockFile::default(), "no file: an empty lock");
+        std::fs::write(&path, "version = 1\n\n[[file]]\nreference = \"hf://datasets/o/n/x.csv\"\nbytes = \"many\"\n")
+            .unwrap();
+        let err = LockFile::read(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: line 5: ", path.display())), "{err}");
+        std::fs::write(&path, "version = 2\n").unwrap();
+        let err = LockFile::read(&path).unwrap_err().to_string();
+        assert!(err.contains("lock version 2") && err.contains("grid lock"), "{err}");
+        // What it writes, it reads back.
+        let lock = LockFile {
+            version: VERSION,
+            files: vec![LockedFile {
+                reference: "hf://datasets/o/n/x.csv".into(),
+                commit: Some("a".repeat(40)),
+                bytes: 3,
+                sha256: "ab".repeat(32),
+            }],
+            checkpoints: Vec::new(),
+        };
+        lock.write(&path, Path::new("grid.toml")).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().starts_with("# The Hub references of grid.toml"));
+        assert_eq!(LockFile::read(&path).unwrap(), lock);
+    }
+}

@@ -237,4 +237,20 @@ fn simulated_workers_answer_the_study_and_are_labelled_so() {
     assert!(stdout.contains("### gen/natural/lstm (simulated annotators) vs the paper's imdb"), "{stdout}");
     assert!(stdout.contains("| inputxgrad | gxil |") && stdout.contains("| random | random |"), "{stdout}");
     assert!(t.reports().join("tiny/crowd/compare_lu2024.md").is_file());
+
+    // The ledger lists the same findings under Lu et al., beside the others.
+    let lu_file = reference.to_str().unwrap();
+    let out = t.grid(&["ledger", "grid.toml", "--crowd", "sim1.csv", "--compare", lu_file, "--compare-as", "gen=imdb"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lu = stdout.find("## Lu et al. (2024)").unwrap_or_else(|| panic!("{stdout}"));
+    let section = &stdout[lu..];
+    assert!(section.contains("| tiny (gen/natural/lstm, simulated annotators, vs imdb) |"), "{stdout}");
+    assert!(section.contains("mean accuracy over methods"), "{stdout}");
+    assert!(!stdout.contains("lu2024_crowd_accuracy.csv: "), "no longer a file left out:\n{stdout}");
+    // Without answers it is a file left out, with the way to bring it in.
+    let out = t.grid(&["ledger", "grid.toml", "--compare", lu_file, "--compare-as", "gen=imdb"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("## Lu et al.") && stdout.contains("lu2024_crowd_accuracy.csv: "), "{stdout}");
+    assert!(stdout.contains("grid ledger … --crowd ANSWERS"), "{stdout}");
 }

@@ -190,6 +190,13 @@ pub(super) enum Command {
         /// Compare our dataset OURS with the published PUBLISHED, e.g. `sst2=SST`.
         #[arg(long = "compare-as", value_name = "OURS=PUBLISHED")]
         compare_as: Vec<String>,
+        /// Answers to the first grid's crowd study (`grid crowd export`, then
+        /// people or `grid crowd simulate`): Lu et al.'s findings join the ledger.
+        #[arg(long, value_name = "ANSWERS")]
+        crowd: Option<PathBuf>,
+        /// The study the answers are to (default: `<reports>/<first grid>/crowd/study`).
+        #[arg(long, value_name = "DIR", requires = "crowd")]
+        study: Option<PathBuf>,
         #[arg(long, default_value = "cache", env = "GRID_CACHE")]
         cache: PathBuf,
         #[arg(long, env = "GRID_REMOTE", value_name = "URL")]

@@ -8,11 +8,18 @@ use super::{Failure, load_grid_at, runtime, usage};
 use crate::cache::Cache;
 use crate::dag;
 
+/// `--crowd` and `--study`: answers to a crowd study of the first grid.
+pub(super) struct CrowdAnswers {
+    pub answers: PathBuf,
+    pub study: Option<PathBuf>,
+}
+
 #[allow(clippy::too_many_arguments)] // one per option of the subcommand
 pub(super) fn ledger(
     grids: &[PathBuf],
     mut files: Vec<PathBuf>,
     aliases: &[(String, String)],
+    crowd: Option<CrowdAnswers>,
     cache: &Cache,
     reports: &Path,
     data_root: Option<PathBuf>,
@@ -29,7 +36,19 @@ pub(super) fn ledger(
         let plan = dag::plan(&grid, cache, &options).map_err(usage)?;
         planned.push((grid.name.clone(), plan));
     }
-    let ledger = dag::compare::ledger(&planned, cache, &files, aliases)
+    // Imported as `grid crowd import` does (a cached step: the same answers
+    // are scored once), its tables written beside the grid's.
+    let imported = match crowd {
+        None => None,
+        Some(CrowdAnswers { answers, study }) => {
+            let study = study.unwrap_or_else(|| reports.join(&planned[0].0).join("crowd").join("study"));
+            let options = crate::crowd::import::ImportOptions { exclude_failed_checks: false };
+            let outcome = crate::crowd::run::import_answers(cache, &study, &answers, options, reports)
+                .map_err(|e| usage(e.context(format!("--crowd {}", answers.display()))))?;
+            Some(outcome.imported)
+        }
+    };
+    let ledger = dag::compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
         .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     let text = crate::report::compare::ledger::render_ledger(&ledger);
     print!("{text}");

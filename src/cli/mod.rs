@@ -97,10 +97,11 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             let cache = open_cache(&cache, remote.as_deref())?;
             gc::gc(&grids, &cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
         }
-        Command::Ledger { grids, compare, compare_as, cache, remote, reports, data_root, with, set } => {
+        Command::Ledger { grids, compare, compare_as, crowd, study, cache, remote, reports, data_root, with, set } => {
             let aliases = compare_aliases(&compare_as)?;
             let cache = open_cache(&cache, remote.as_deref())?;
-            ledger::ledger(&grids, compare, &aliases, &cache, &reports, data_root, &with, &set)
+            let crowd = crowd.map(|answers| ledger::CrowdAnswers { answers, study });
+            ledger::ledger(&grids, compare, &aliases, crowd, &cache, &reports, data_root, &with, &set)
         }
         Command::Run { executor: ExecutorChoice::Local, wait: true, .. } => {
             Err(usage(anyhow::anyhow!("--wait goes with --executor slurm")))

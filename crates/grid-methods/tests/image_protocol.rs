@@ -72,6 +72,7 @@ fn run_cell(name: &str, budget: &Budget) -> Cell {
         eval_every: Positive::new(25),
         keep: Keep::Best { patience: Positive::new(budget.steps), by: BestBy::Accuracy },
         max_grad_norm: None,
+        stop_at_accuracy: None,
         seed: 1,
     };
     let progress = indicatif::ProgressBar::hidden();

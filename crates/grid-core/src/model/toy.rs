@@ -71,7 +71,9 @@ pub fn steep_bilstm(seed: u64, gain: f64) -> BiLstmClassifier<Ad> {
     model.lstm_forward.weight_ih = model.lstm_forward.weight_ih.clone().map(scale);
     model.lstm_backward.weight_ih = model.lstm_backward.weight_ih.clone().map(scale);
     model.attention.projection.weight = model.attention.projection.weight.clone().map(scale);
-    model.hidden.weight = model.hidden.weight.clone().map(scale);
+    if let Some(hidden) = &mut model.hidden {
+        hidden.weight = hidden.weight.clone().map(scale);
+    }
     model.output.weight = model.output.weight.clone().map(scale);
     model
 }

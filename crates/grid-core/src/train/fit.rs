@@ -21,6 +21,7 @@ use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 use super::snapshot::LoopState;
 use super::{Diverged, Evaluation, LogEntry, Snapshots, Stopped, TrainSummary, adamw};
 use crate::model::shapes::ShapeLog;
+use crate::values::Share;
 
 /// What the loop reports to and asks: where progress and log lines go,
 /// where snapshots are kept, and whether to stop.
@@ -124,6 +125,7 @@ where
         eval_every,
         keep,
         max_grad_norm: _,
+        stop_at_accuracy,
         seed,
     } = spec.clone();
     let (batch_size, max_steps, eval_every) = (batch_size.get(), max_steps.get(), eval_every.get());
@@ -242,11 +244,20 @@ where
                 // `last` keeps every evaluation: the final one is what it returns.
                 // `best_accuracy` holds the best score by `best_by`.
                 let score = evaluation.score(best_by);
-                if score > best_accuracy || patience.is_none() {
+                let reached = stop_at_accuracy.is_some_and(|bar| validation_accuracy >= bar.get());
+                if score > best_accuracy || patience.is_none() || reached {
                     best_accuracy = score;
                     best_step = step;
                     best = candidate;
                 } else if patience.is_some_and(|p| step - best_step >= p) {
+                    stopped_early = true;
+                    break 'epochs;
+                }
+                if reached {
+                    (control.log)(format!(
+                        "validation accuracy reached {:.3}: stopped",
+                        stop_at_accuracy.map_or(0.0, Share::get)
+                    ));
                     stopped_early = true;
                     break 'epochs;
                 }

@@ -159,6 +159,7 @@ mod tests {
             eval_every: Positive::new(10),
             keep: Keep::Best { patience: Positive::new(1000), by: BestBy::Accuracy },
             max_grad_norm: None,
+            stop_at_accuracy: None,
             seed: 3,
         }
     }

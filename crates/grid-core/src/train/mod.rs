@@ -368,7 +368,17 @@ mod tests {
         keep: Keep,
         prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
     ) -> (BiLstmClassifier<Flex>, TrainSummary) {
-        let run = Run { seed, dropout, buckets, keep, eval_every: 50, snapshots: None, stop_after: None, lines: None };
+        let run = Run {
+            seed,
+            dropout,
+            buckets,
+            keep,
+            eval_every: 50,
+            snapshots: None,
+            stop_after: None,
+            lines: None,
+            stop_at: None,
+        };
         fit_run(run, prepare).unwrap()
     }
 
@@ -384,13 +394,15 @@ mod tests {
         stop_after: Option<usize>,
         /// Where the run's log lines go.
         lines: Option<&'a std::sync::Mutex<Vec<String>>>,
+        /// `stop_at_accuracy`.
+        stop_at: Option<f64>,
     }
 
     fn fit_run(
         run: Run,
         prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
     ) -> Result<(BiLstmClassifier<Flex>, TrainSummary), Stopped> {
-        let Run { seed, dropout, buckets, keep, eval_every, snapshots, stop_after, lines } = run;
+        let Run { seed, dropout, buckets, keep, eval_every, snapshots, stop_after, lines, stop_at } = run;
         let config = BiLstmConfig {
             vocab_size: 12,
             embedding_dim: 8,
@@ -418,6 +430,7 @@ mod tests {
             eval_every: Positive::new(eval_every),
             keep,
             max_grad_norm: None,
+            stop_at_accuracy: stop_at.map(Share::new),
             seed,
         };
         let progress = indicatif::ProgressBar::hidden();
@@ -466,6 +479,7 @@ mod tests {
             snapshots,
             stop_after,
             lines: Some(&lines),
+            stop_at: None,
         };
         let (unbroken, whole) = fit_run(run(None, None), |m| m).unwrap();
         let probe: Vec<Vec<u32>> = toy_data(50, 9).into_iter().map(|e| e.ids).collect();
@@ -543,6 +557,58 @@ mod tests {
         assert_eq!(Some(last.best_validation_accuracy), last.log.last().map(|e| e.validation_accuracy));
     }
 
+    /// Frozen embeddings leave training as they started (no step, no weight
+    /// decay), while every other layer moves; unfrozen ones move.
+    #[test]
+    fn frozen_embeddings_stay_as_they_start_while_the_rest_trains() {
+        type Data = burn::tensor::TensorData;
+        let started = std::cell::RefCell::new(None::<(Data, Data)>);
+        let remember = |m: BiLstmClassifier<Autodiff<Flex>>| {
+            let rows = m.embeddings.weight.val().inner().into_data();
+            *started.borrow_mut() = Some((rows, m.lstm_forward.weight_ih.val().inner().into_data()));
+            m
+        };
+        let (frozen, _) = fit_prepared(5, 0.1, Buckets::EXACT, Keep::Last, |m| remember(m).with_frozen_embeddings());
+        let (rows, lstm) = started.borrow_mut().take().unwrap();
+        assert_eq!(frozen.embeddings.weight.val().into_data(), rows);
+        assert_ne!(frozen.lstm_forward.weight_ih.val().into_data(), lstm, "the rest trains");
+        let (trained, _) = fit_prepared(5, 0.1, Buckets::EXACT, Keep::Last, remember);
+        assert_ne!(trained.embeddings.weight.val().into_data(), rows);
+    }
+
+    /// `stop_at_accuracy` (Zhou et al.'s rule) ends the run at the first
+    /// evaluation that reaches the bar and returns that evaluation's weights,
+    /// under `keep = "best"` and `"last"` alike.
+    #[test]
+    fn stop_at_accuracy_ends_at_the_first_evaluation_that_reaches_it() {
+        let run = |keep, stop_at| Run {
+            seed: 5,
+            dropout: 0.1,
+            buckets: Buckets::EXACT,
+            keep,
+            eval_every: 10,
+            snapshots: None,
+            stop_after: None,
+            lines: None,
+            stop_at,
+        };
+        let (_, unbroken) = fit_run(run(Keep::Last, None), |m| m).unwrap();
+        let accuracies: Vec<(usize, f64)> = unbroken.log.iter().map(|e| (e.step, e.validation_accuracy)).collect();
+        // A bar some evaluation reaches, but not the first one.
+        let bar = accuracies.iter().map(|e| e.1).fold(f64::NEG_INFINITY, f64::max);
+        assert!(accuracies[0].1 < bar, "{accuracies:?}");
+        let first = accuracies.iter().find(|e| e.1 >= bar).unwrap().0;
+        for keep in [Keep::Last, Keep::Best { patience: Positive::new(500), by: BestBy::Accuracy }] {
+            let (_, stopped) = fit_run(run(keep, Some(bar)), |m| m).unwrap();
+            assert!(stopped.stopped_early, "{keep:?}");
+            assert_eq!((stopped.steps, stopped.best_step), (first, first), "{keep:?}");
+            assert_eq!(stopped.best_validation_accuracy, bar);
+            // Up to the stop, the same run.
+            let logged: Vec<(usize, f64)> = stopped.log.iter().map(|e| (e.step, e.validation_accuracy)).collect();
+            assert_eq!(logged, accuracies[..logged.len()]);
+        }
+    }
+
     /// `best_by = "balanced"` keeps the evaluation with the best mean of the
     /// marked and unmarked examples' accuracies, logs both, and reports the
     /// kept step's own accuracy; plain accuracy logs no groups.
@@ -558,6 +624,7 @@ mod tests {
             snapshots: None,
             stop_after: None,
             lines: None,
+            stop_at: None,
         };
         let (_, summary) = fit_run(run, |m| m).unwrap();
         let balanced = |e: &LogEntry| (e.marked_accuracy.unwrap() + e.unmarked_accuracy.unwrap()) / 2.0;
@@ -621,6 +688,7 @@ mod tests {
             eval_every: Positive::new(25),
             keep: Keep::Last,
             max_grad_norm: None,
+            stop_at_accuracy: None,
             seed: 1,
         };
         let progress = indicatif::ProgressBar::hidden();

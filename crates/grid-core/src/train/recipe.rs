@@ -35,6 +35,9 @@ pub struct TrainingSpec {
     pub keep: Keep,
     /// Clip the global gradient norm to this value.
     pub max_grad_norm: Option<f64>,
+    /// Stop at the first evaluation whose validation accuracy reaches this,
+    /// returning its weights (Zhou et al. 2022's code stops at 0.97).
+    pub stop_at_accuracy: Option<Share>,
     pub seed: u64,
 }
 

@@ -234,11 +234,12 @@ pub struct RawModel {
     // BiLSTM.
     pub(crate) embedding_dim: Option<Spanned<Positive>>,
     pub(crate) attention_size: Option<Spanned<Positive>>,
-    pub(crate) mlp_size: Option<Spanned<Positive>>,
+    pub(crate) mlp_size: Option<Spanned<usize>>,
     pub(crate) word_dropout: Option<Spanned<Share>>,
     pub(crate) glove: Option<Spanned<String>>,
     pub(crate) vocab: Option<Spanned<VocabSpec>>,
     pub(crate) pad_embedding: Option<Spanned<PadEmbedding>>,
+    pub(crate) freeze_embeddings: Option<Spanned<bool>>,
     // BERT.
     pub(crate) checkpoint: Option<Spanned<String>>,
     pub(crate) num_hidden_layers: Option<Spanned<Positive>>,
@@ -280,6 +281,7 @@ impl RawModel {
             glove,
             vocab,
             pad_embedding,
+            freeze_embeddings,
             checkpoint,
             num_hidden_layers,
             num_attention_heads,

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cache::{Cache, StepKind};
+use crate::crowd::import::Imported;
 use crate::report::{ReportError, compare};
 use crate::steps::report::{DATA, ReportData};
 
@@ -84,22 +85,37 @@ fn report_data(plan: &Plan, cache: &Cache) -> Result<ReportData, CompareError> {
 }
 
 /// The findings ledger of `grids` (each a name and its plan): every published
-/// file of `files` compared with each grid's report. A file of a kind a grid
-/// has no cells for adds nothing; a grid not run yet, or a file that is not a
-/// table of published numbers `--compare` reads, is a note.
+/// file of `files` compared with each grid's report, and Lu et al.'s file with
+/// `crowd`, an imported crowd study, when there is one. A file of a kind a
+/// grid has no cells for adds nothing; a grid not run yet, or a file that is
+/// not a table of published numbers `--compare` reads, is a note.
 pub fn ledger(
     grids: &[(String, Plan)],
     cache: &Cache,
     files: &[PathBuf],
     aliases: &[(String, String)],
+    crowd: Option<&Imported>,
 ) -> Result<compare::ledger::Ledger, CompareError> {
     let mut ledger = compare::ledger::Ledger::default();
     let mut published = Vec::new();
+    let mut crowd_compared = false;
     for file in files {
         match compare::load(file) {
             Ok(p) => published.push((file, p)),
-            Err(e) => ledger.notes.push(format!("{}: {e}", file.display())),
+            Err(e) => match (crowd, crate::crowd::compare::read_published(file)) {
+                (Some(imported), Ok(rows)) => {
+                    add_crowd(&mut ledger, imported, &rows, file, aliases);
+                    crowd_compared = true;
+                }
+                _ => ledger.notes.push(format!("{}: {e}", file.display())),
+            },
         }
+    }
+    if let (Some(imported), false) = (crowd, crowd_compared) {
+        ledger.notes.push(format!(
+            "the crowd study of `{}`: no Lu et al. file among those compared (experiments/reference/lu2024_crowd_accuracy.csv)",
+            imported.grid
+        ));
     }
     for (name, plan) in grids {
         let data = match report_data(plan, cache) {
@@ -118,6 +134,35 @@ pub fn ledger(
         }
     }
     Ok(ledger)
+}
+
+/// Lu et al.'s findings on each cell of an imported study, as `grid crowd
+/// import --compare` checks them; a cell no published dataset matches is a note.
+fn add_crowd(
+    ledger: &mut compare::ledger::Ledger,
+    imported: &Imported,
+    rows: &[crate::crowd::compare::PublishedRow],
+    file: &Path,
+    aliases: &[(String, String)],
+) {
+    let compared = crate::crowd::compare::compare(imported, rows, aliases);
+    let who = if imported.simulated { "simulated annotators" } else { "people" };
+    for cell in &compared {
+        let findings = cell.findings.iter().map(|f| {
+            // "statement — the numbers", as the crowd comparison writes it.
+            let (statement, evidence) = f.text.split_once(" — ").unwrap_or((f.text.as_str(), ""));
+            compare::Finding { statement: statement.to_string(), holds: f.holds, evidence: evidence.to_string() }
+        });
+        let grid = format!("{} ({}, {who}, vs {})", imported.grid, cell.cell, cell.published_dataset);
+        ledger.add_findings(compare::ledger::Paper::Lu, &grid, &file.display().to_string(), findings);
+    }
+    for cell in imported.cells.iter().filter(|c| !compared.iter().any(|x| x.cell == c.cell)) {
+        ledger.notes.push(format!(
+            "crowd cell {}: no dataset of {} matches it (map it with --compare-as OURS=PUBLISHED)",
+            cell.cell,
+            file.display()
+        ));
+    }
 }
 
 #[cfg(test)]

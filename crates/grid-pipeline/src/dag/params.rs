@@ -35,7 +35,7 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
         insert_within: _, // used by synth, in its key through `ShortcutOptions`
         batch_size: _,    // used by train, through `ModelSpec::for_dataset`
     } = dataset;
-    let SplitLimits { train, validation, test } = limits;
+    let SplitLimits { train, validation, test, max_words } = limits;
     let source = match source {
         DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed, classes }) => {
             let mut generated = json!({
@@ -76,9 +76,14 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
             json!({ "files": files })
         }
     };
+    let mut limits = json!({ "train": train.map(|v| v.get()), "validation": validation.map(|v| v.get()), "test": test.map(|v| v.get()) });
+    // Only when set: the keys from before it existed stay.
+    if let (Some(words), Some(object)) = (max_words, limits.as_object_mut()) {
+        object.insert("max_words".into(), json!(words.get()));
+    }
     json!({
         "source": source,
-        "limits": { "train": train.map(|v| v.get()), "validation": validation.map(|v| v.get()), "test": test.map(|v| v.get()) },
+        "limits": limits,
         // Only used when there is no validation file; harmless otherwise.
         "validation_share": validation_share.get(),
     })
@@ -149,6 +154,7 @@ fn training_value(training: &TrainingSpec) -> Value {
         eval_every,
         keep,
         max_grad_norm,
+        stop_at_accuracy,
         seed,
     } = training;
     let mut value = json!({
@@ -172,6 +178,10 @@ fn training_value(training: &TrainingSpec) -> Value {
         // Only when it is not the accuracy that every key had before it existed.
         if let Keep::Best { by: by @ BestBy::Balanced, .. } = keep {
             object.insert("best_by".into(), json!(by.name()));
+        }
+        // Only when set: every key before it existed trained to the end.
+        if let Some(bar) = stop_at_accuracy {
+            object.insert("stop_at_accuracy".into(), json!(bar.get()));
         }
     }
     value
@@ -287,12 +297,17 @@ mod tests {
             eval_every: Positive::new(10),
             keep: Keep::Best { patience: Positive::new(50), by: BestBy::Accuracy },
             max_grad_norm: None,
+            stop_at_accuracy: None,
             seed: 1,
         };
         let best = training_value(&training);
-        // The key `best` had before `keep` and `best_by` existed.
+        // The key `best` had before `keep`, `best_by` and `stop_at_accuracy` existed.
         assert_eq!(best["patience"], json!(50));
         assert!(best.get("keep").is_none() && best.get("best_by").is_none(), "{best}");
+        assert!(best.get("stop_at_accuracy").is_none(), "{best}");
+        training.stop_at_accuracy = Some(crate::spec::Share::new(0.97));
+        assert_eq!(training_value(&training)["stop_at_accuracy"], json!(0.97));
+        training.stop_at_accuracy = None;
         training.keep = Keep::Best { patience: Positive::new(50), by: BestBy::Balanced };
         let balanced = training_value(&training);
         assert_eq!((&balanced["patience"], &balanced["best_by"]), (&json!(50), &json!("balanced")));

@@ -257,6 +257,10 @@ pub struct SplitLimits {
     pub train: Option<Positive>,
     pub validation: Option<Positive>,
     pub test: Option<Positive>,
+    /// Only the texts of at most this many (whitespace-separated) words are
+    /// read, from every split file, before the hold-out and the row limits:
+    /// reviews of a paper's length out of a corpus of longer ones.
+    pub max_words: Option<Positive>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

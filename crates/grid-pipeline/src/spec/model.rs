@@ -68,6 +68,7 @@ pub(crate) struct RawTraining {
     best_by: Option<Spanned<BestBy>>,
     /// `0` switches clipping off where the architecture's default has it.
     max_grad_norm: Option<Spanned<f64>>,
+    stop_at_accuracy: Option<Spanned<Share>>,
     seed: Option<u64>,
 }
 
@@ -175,6 +176,7 @@ fn training(raw: RawTraining, recipe: Recipe, name: &str) -> Result<TrainingSpec
         eval_every: raw.eval_every.unwrap_or(Positive::new(500)),
         keep,
         max_grad_norm,
+        stop_at_accuracy: raw.stop_at_accuracy.as_ref().map(|a| *a.get_ref()),
         seed: raw.seed.unwrap_or(1),
     })
 }

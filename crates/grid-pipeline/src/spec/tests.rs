@@ -432,6 +432,7 @@ const MODEL_KEY_VALUES: &[(&str, &str)] = &[
     ("glove", "\"glove.txt\""),
     ("vocab", "{ max_size = 10 }"),
     ("pad_embedding", "\"zero\""),
+    ("freeze_embeddings", "true"),
     ("checkpoint", "\"bert-dir\""),
     ("num_hidden_layers", "2"),
     ("num_attention_heads", "2"),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::io::{read_jsonl, write_json, write_jsonl};
 use crate::data::table::{TableColumns, TableFormat, read_split};
 use crate::data::{Corpus, Example, generated};
-use crate::spec::{DatasetSource, DatasetSpec};
+use crate::spec::{DatasetSource, DatasetSpec, Positive};
 
 /// Data files resolved against the data root.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +72,9 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
                         )
                     })?,
                 };
-                let examples = read_split(path, format, &columns, label_names.as_deref(), n)?;
+                // Rows are counted after the length filter.
+                let rows = if dataset.limits.max_words.is_some() { None } else { n };
+                let examples = read_split(path, format, &columns, label_names.as_deref(), rows)?;
                 // Caught here, before any model trains, not at the first shortcut.
                 if let Some((row, e)) = examples.iter().enumerate().find(|(_, e)| e.label as usize >= *classes) {
                     bail!(
@@ -85,7 +87,7 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
                         classes - 1
                     );
                 }
-                Ok(examples)
+                Ok(truncate(within_words(examples, dataset.limits.max_words), n))
             };
             let mut train = read(&files.train, None)?;
             let validation = match &files.validation {
@@ -104,10 +106,12 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
         (DatasetSource::Files { .. }, None) => bail!("dataset `{}`: files were not resolved", dataset.name),
     };
     // Limits apply after any hold-out, so validation is carved from the whole train split.
+    // (A split file's texts were filtered as read; a generated corpus's are here.)
+    let words = dataset.limits.max_words;
     let corpus = Corpus {
-        train: truncate(corpus.train, limit(dataset.limits.train)),
-        validation: truncate(corpus.validation, limit(dataset.limits.validation)),
-        test: truncate(corpus.test, limit(dataset.limits.test)),
+        train: truncate(within_words(corpus.train, words), limit(dataset.limits.train)),
+        validation: truncate(within_words(corpus.validation, words), limit(dataset.limits.validation)),
+        test: truncate(within_words(corpus.test, words), limit(dataset.limits.test)),
     };
     for (name, split) in [("train", &corpus.train), ("validation", &corpus.validation), ("test", &corpus.test)] {
         if split.is_empty() {
@@ -115,6 +119,14 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
         }
     }
     Ok((corpus, held_out))
+}
+
+/// The examples of at most `max_words` words, in their order.
+fn within_words(examples: Vec<Example>, max_words: Option<Positive>) -> Vec<Example> {
+    match max_words {
+        None => examples,
+        Some(max) => examples.into_iter().filter(|e| e.text.split_whitespace().count() <= max.get()).collect(),
+    }
 }
 
 fn truncate(mut v: Vec<Example>, limit: Option<usize>) -> Vec<Example> {
@@ -131,4 +143,51 @@ pub fn load(dir: &Path) -> Result<Corpus> {
         validation: read_jsonl(&dir.join("validation.jsonl"))?,
         test: read_jsonl(&dir.join("test.jsonl"))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Grid;
+
+    /// `limits.max_words` keeps the texts of at most that many words, from
+    /// every split, before the hold-out and the row limits (which count the
+    /// texts kept); the row a bad label sits on is still the file's own.
+    #[test]
+    fn max_words_keeps_the_short_texts_before_the_row_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, rows: &[(&str, u32)]| {
+            let lines: Vec<String> = rows
+                .iter()
+                .map(|(text, label)| serde_json::json!({ "text": text, "label": label }).to_string())
+                .collect();
+            std::fs::write(dir.path().join(name), lines.join("\n") + "\n").unwrap();
+            dir.path().join(name)
+        };
+        let long = "one two three four five six";
+        let train = write("train.jsonl", &[(long, 0), ("a b", 1), (long, 1), ("c d e", 0), ("f", 1), ("g h", 0)]);
+        let test = write("test.jsonl", &[(long, 0), ("x y", 1), ("z", 0)]);
+        let grid = |limits: &str| {
+            let text = format!(
+                "name = \"g\"\n[[datasets]]\nname = \"d\"\ntrain = \"train.jsonl\"\ntest = \"test.jsonl\"\n\
+                 validation_share = 0.25\nlimits = {{ {limits} }}\n[[models]]\nname = \"m\"\narchitecture = \"bilstm\"\n\
+                 [attribution]\nmethods = [\"random\"]\n"
+            );
+            Grid::parse(&text, &dir.path().join("g.toml")).unwrap().datasets.remove(0)
+        };
+        let files = ResolvedFiles { train, validation: None, test };
+        let texts = |split: &[Example]| split.iter().map(|e| e.text.clone()).collect::<Vec<_>>();
+        let (corpus, held_out) = build(&grid("max_words = 3, test = 1"), Some(&files)).unwrap();
+        assert!(held_out);
+        // Four short training texts: one held out, three kept.
+        assert_eq!(corpus.train.len() + corpus.validation.len(), 4);
+        assert_eq!(corpus.validation.len(), 1);
+        for e in corpus.train.iter().chain(&corpus.validation) {
+            assert!(e.text.split_whitespace().count() <= 3, "{}", e.text);
+        }
+        assert_eq!(texts(&corpus.test), ["x y"], "the row limit counts the texts kept");
+        // Without it, every text, as before.
+        let (all, _) = build(&grid("test = 1"), Some(&files)).unwrap();
+        assert_eq!((all.train.len() + all.validation.len(), texts(&all.test)), (6, vec![long.to_string()]));
+    }
 }

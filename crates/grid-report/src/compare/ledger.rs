@@ -6,14 +6,15 @@
 
 use super::{Comparison, Finding, PublishedKind};
 
-/// The papers whose published numbers `--compare` reads, in the order the
-/// ledger lists them (Lu et al.'s people's accuracies are compared by `grid
-/// crowd import`, not here).
+/// The papers whose findings the ledger lists, in its order. Lu et al.'s
+/// rest on a crowd study's answers (`grid ledger --crowd`), the others on a
+/// grid's report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Paper {
     Bastings,
     Zhou,
     Zhao,
+    Lu,
 }
 
 impl Paper {
@@ -32,6 +33,7 @@ impl Paper {
             Paper::Zhao => {
                 "Zhao & Aletras (2023), Incorporating attribution importance for improving faithfulness metrics"
             }
+            Paper::Lu => "Lu et al. (2024), saliency methods judged by what a crowd guesses from their top words",
         }
     }
 }
@@ -66,12 +68,22 @@ pub struct Tally {
 impl Ledger {
     /// Adds the findings of `comparison`, checked on the cells of `grid`.
     pub fn add(&mut self, grid: &str, comparison: &Comparison) {
-        let paper = Paper::of(comparison.kind);
-        self.entries.extend(comparison.findings.iter().map(|finding| Entry {
+        self.add_findings(Paper::of(comparison.kind), grid, &comparison.source, comparison.findings.iter().cloned());
+    }
+
+    /// Adds `paper`'s `findings`, checked on `grid` against `source`.
+    pub fn add_findings(
+        &mut self,
+        paper: Paper,
+        grid: &str,
+        source: &str,
+        findings: impl IntoIterator<Item = Finding>,
+    ) {
+        self.entries.extend(findings.into_iter().map(|finding| Entry {
             paper,
             grid: grid.to_string(),
-            source: comparison.source.clone(),
-            finding: finding.clone(),
+            source: source.to_string(),
+            finding,
         }));
     }
 
@@ -171,12 +183,15 @@ mod tests {
         ledger
             .add("sst2_natural", &comparison(PublishedKind::Diagnosticity, vec![finding("soft > hard", Some(false))]));
         ledger.notes.push("imdb_lstm: not run yet".into());
+        ledger.add_findings(Paper::Lu, "sst2_minilm", "lu.csv", [finding("ig is best", None)]);
         assert_eq!(ledger.tally(Paper::Bastings), Tally { holds: 1, fails: 1, undecided: 1 });
+        assert_eq!(ledger.tally(Paper::Lu), Tally { holds: 0, fails: 0, undecided: 1 });
         assert_eq!(ledger.tally(Paper::Zhao), Tally { holds: 0, fails: 1, undecided: 0 });
         let text = render_ledger(&ledger);
         let bastings = text.find("## Bastings et al.").unwrap();
         let zhao = text.find("## Zhao & Aletras").unwrap();
-        assert!(bastings < zhao, "papers in a fixed order:\n{text}");
+        let lu = text.find("## Lu et al.").unwrap();
+        assert!(bastings < zhao && zhao < lu, "papers in a fixed order:\n{text}");
         assert!(text.contains("3 finding(s): 1 hold, 1 fail, 1 undecided"), "{text}");
         assert!(text.contains("| ✓ | gxi wins on st | sst2_lstm | numbers of gxi wins on st |"), "{text}");
         assert!(text.contains("| ✗ | ρ ≥ 0.5 \\| tic | sst2_lstm |"), "a `|` is escaped:\n{text}");

@@ -391,7 +391,7 @@ pub(super) fn parse_published(path: &Path, text: &str) -> Result<Published, Comp
     } else if names == CROWD_ACCURACY_HEADER {
         Err(CompareError::NoCounterpart {
             path: path.to_path_buf(),
-            what: "people's accuracy from each method's top words (Lu et al. 2024): compare an imported crowd study with `grid crowd import … --compare`",
+            what: "people's accuracy from each method's top words (Lu et al. 2024): compare a crowd study's answers with `grid ledger … --crowd ANSWERS` or `grid crowd import … --compare`",
         })
     } else {
         Err(CompareError::UnknownHeader { path: path.to_path_buf(), header: header.fields.join(",") })

@@ -304,6 +304,7 @@ mod tests {
                 by: crate::train::recipe::BestBy::Accuracy,
             },
             max_grad_norm: Some(1.0),
+            stop_at_accuracy: None,
             seed: 4,
         };
         let progress = indicatif::ProgressBar::hidden();
@@ -345,6 +346,7 @@ mod tests {
             eval_every: Positive::new(20),
             keep: crate::train::recipe::Keep::Last,
             max_grad_norm: Some(1.0),
+            stop_at_accuracy: None,
             seed: 4,
         };
         let model = |dropout: f64| {

@@ -4,7 +4,9 @@
 //!
 //! embedding (300, GloVe-initialisable) → one BiLSTM layer (256 per direction) →
 //! additive attention `α = softmax_t(vᵀ tanh(W h_t))` over real tokens →
-//! context `Σ_t α_t h_t` → one hidden layer (256, ReLU) → logits.
+//! context `Σ_t α_t h_t` → one hidden layer (256, ReLU) → logits. With
+//! `mlp_size = 0` the context goes straight to the logits: Zhou et al. 2022's
+//! model (App. B.1, after Wiegreffe & Pinter 2019).
 //! Dropout (0.5) after the embedding, the LSTM and the hidden layer; word dropout
 //! (0.1, to `[UNK]`) is applied to ids by the trainer.
 //!
@@ -42,6 +44,7 @@ pub struct BiLstmConfig {
     /// Hidden size of each direction; the encoder output is twice this.
     pub hidden_size: usize,
     pub attention_size: usize,
+    /// Width of the hidden layer between the context and the logits; 0: none.
     pub mlp_size: usize,
     /// 1 for a binary classifier (one logit), C for C classes.
     pub num_outputs: usize,
@@ -239,7 +242,8 @@ pub struct BiLstmClassifier<B: Backend> {
     pub lstm_forward: LstmDirection<B>,
     pub lstm_backward: LstmDirection<B>,
     pub attention: AdditiveAttention<B>,
-    pub hidden: burn::nn::Linear<B>,
+    /// `None` where `mlp_size` is 0: the context goes straight to `output`.
+    pub hidden: Option<burn::nn::Linear<B>>,
     pub output: burn::nn::Linear<B>,
     /// Dropout probability (training only).
     pub dropout: f64,
@@ -293,13 +297,23 @@ impl<B: Backend> BiLstmClassifier<B> {
                 projection: init::linear(&mut next(), encoder, attention_size, true, device),
                 scorer: init::linear(&mut next(), attention_size, 1, false, device),
             },
+            // Its stream is drawn either way, so that the other layers start
+            // where they would with a hidden layer.
             hidden: {
                 let mut r = next();
-                init::linear(&mut r, encoder, mlp_size, true, device)
+                (mlp_size > 0).then(|| init::linear(&mut r, encoder, mlp_size, true, device))
             },
-            output: init::linear(rng, mlp_size, num_outputs, true, device),
+            output: init::linear(rng, if mlp_size > 0 { mlp_size } else { encoder }, num_outputs, true, device),
             dropout,
         }
+    }
+
+    /// The embedding matrix kept as it is while the rest trains (Zhou et
+    /// al.'s code trains on fixed pretrained vectors): it takes no gradient,
+    /// so no optimiser step or weight decay moves it.
+    pub fn with_frozen_embeddings(mut self) -> Self {
+        self.embeddings.weight = self.embeddings.weight.set_require_grad(false);
+        self
     }
 
     /// Logits and attention weights. With `noise`, applies dropout (training).
@@ -340,7 +354,7 @@ impl<B: Backend> BiLstmClassifier<B> {
     }
 
     /// Logits from the states and their attention weights `[batch, time]`:
-    /// context `Σ_t α_t h_t` → hidden layer (ReLU) → output.
+    /// context `Σ_t α_t h_t` → hidden layer (ReLU), if any → output.
     pub fn head(
         &self,
         states: Tensor<B, 3>,
@@ -349,8 +363,10 @@ impl<B: Backend> BiLstmClassifier<B> {
         rules: Rules,
     ) -> Tensor<B, 2> {
         let context = rules.weighted_sum(states, alpha);
-        let hidden = dropout(rules.relu(self.hidden.forward(context)), self.dropout, noise);
-        self.output.forward(hidden)
+        match &self.hidden {
+            Some(hidden) => self.output.forward(dropout(rules.relu(hidden.forward(context)), self.dropout, noise)),
+            None => self.output.forward(context),
+        }
     }
 }
 
@@ -724,7 +740,7 @@ mod tests {
                 grad(&m.lstm_forward.weight_ih),
                 grad(&m.lstm_backward.weight_hh),
                 grad(&m.attention.projection.weight),
-                grad(&m.hidden.weight),
+                grad(&m.hidden.as_ref().expect("a hidden layer").weight),
                 grad(&m.output.weight),
             ]
         };
@@ -748,5 +764,37 @@ mod tests {
         let ab = values(m.logits(&TokenBatch::<B>::from_sequences(&[&[3, 4]], 0, &device)));
         let ba = values(m.logits(&TokenBatch::<B>::from_sequences(&[&[4, 3]], 0, &device)));
         assert!((ab[0] - ba[0]).abs() > 1e-7);
+    }
+
+    /// `mlp_size = 0`: no hidden layer, the context straight to the logits
+    /// (Zhou et al.'s model); every other layer is drawn as with one, and a
+    /// saved model loads back with the same logits.
+    #[test]
+    fn a_model_without_a_hidden_layer_maps_the_context_to_the_logits() {
+        let device = Default::default();
+        let config = BiLstmConfig { mlp_size: 0, ..tiny() };
+        let linear = BiLstmClassifier::<B>::new(&config, &mut ChaCha8Rng::seed_from_u64(5), None, &device);
+        let with_mlp = BiLstmClassifier::<B>::new(&tiny(), &mut ChaCha8Rng::seed_from_u64(5), None, &device);
+        assert!(linear.hidden.is_none());
+        assert_eq!(linear.output.weight.dims(), [2 * config.hidden_size, config.num_outputs]);
+        assert_eq!(
+            values(linear.attention.projection.weight.val()),
+            values(with_mlp.attention.projection.weight.val())
+        );
+        // The logits are the output layer applied to the attention context.
+        let batch = TokenBatch::<B>::from_sequences(&[&[3, 4, 5], &[6, 7]], 0, &device);
+        let (logits, alpha) = linear.forward_with(linear.embed(batch.ids.clone()), batch.mask.clone(), None);
+        let states = linear.encode(linear.embed(batch.ids.clone()), batch.mask.clone(), None, Rules::Plain);
+        let [b, t, w] = states.dims();
+        let context = (states * alpha.reshape([b, t, 1])).sum_dim(1).reshape([b, w]);
+        let expected = linear.output.forward(context);
+        for (x, y) in values(logits.clone()).iter().zip(values(expected)) {
+            assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let vocab = crate::text::vocab::WordVocab::build(["a b c"], &[], 1, 10, true);
+        saved::save(dir.path(), &linear, &config, 16, &vocab).unwrap();
+        let (loaded, _) = saved::load::<B>(dir.path(), &config, &device).unwrap();
+        assert_eq!(values(loaded.logits(&batch)), values(logits));
     }
 }

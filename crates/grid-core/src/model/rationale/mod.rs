@@ -464,6 +464,7 @@ mod tests {
             // rate settles (both 100% at steps 100 and 400 here).
             keep: Keep::Last,
             max_grad_norm: Some(5.0),
+            stop_at_accuracy: None,
             seed,
         };
         let progress = indicatif::ProgressBar::hidden();

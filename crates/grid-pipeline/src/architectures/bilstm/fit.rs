@@ -56,7 +56,7 @@ pub(crate) fn start(
         embedding_dim: spec.embedding_dim.get(),
         hidden_size: spec.hidden_size.get(),
         attention_size: spec.attention_size.get(),
-        mlp_size: spec.mlp_size.get(),
+        mlp_size: spec.mlp_size,
         num_outputs: data.num_outputs(),
         dropout: spec.dropout.get(),
         pad_id: vocab.pad_id(),
@@ -88,6 +88,9 @@ pub fn fit<B: AutodiffBackend>(
     let mut classifier = BiLstmClassifier::<B>::new(&config, &mut rng, embeddings, device);
     if spec.pad_embedding == PadEmbedding::Zero {
         classifier = classifier.with_zero_pad_row(config.pad_id);
+    }
+    if spec.freeze_embeddings {
+        classifier = classifier.with_frozen_embeddings();
     }
     let max_length = data.max_length;
     let (train_enc, validation_enc) = data.encode(&vocab, max_length);

@@ -29,6 +29,7 @@ pub const FAMILY: Family = Family {
         "glove",
         "vocab",
         "pad_embedding",
+        "freeze_embeddings",
     ],
     hint,
     // The paper's LSTM recipe: SGD (momentum 0.9), lr 0.03, batch 64, a constant rate, no clipping.
@@ -53,7 +54,9 @@ pub struct BiLstmSpec {
     pub embedding_dim: Positive,
     pub hidden_size: Positive,
     pub attention_size: Positive,
-    pub mlp_size: Positive,
+    /// The hidden layer between the attention context and the logits; 0:
+    /// none (Zhou et al. 2022, App. B.1).
+    pub mlp_size: usize,
     pub dropout: Share,
     pub word_dropout: Share,
     /// GloVe-format text file (`word v1 … vd` per line) to initialise embeddings;
@@ -61,6 +64,9 @@ pub struct BiLstmSpec {
     pub glove: Option<String>,
     pub vocab: VocabSpec,
     pub pad_embedding: PadEmbedding,
+    /// The embedding matrix (GloVe's or drawn) stays as it starts while the
+    /// rest trains, as in Zhou et al.'s code.
+    pub freeze_embeddings: bool,
 }
 
 /// What the BiLSTM's `[PAD]` embedding row is. Padding positions never reach
@@ -113,12 +119,13 @@ pub fn parse(raw: &RawModel) -> BiLstmSpec {
         embedding_dim: value(&raw.embedding_dim, Positive::new(300)),
         hidden_size: value(&raw.hidden_size, Positive::new(256)),
         attention_size: value(&raw.attention_size, Positive::new(256)),
-        mlp_size: value(&raw.mlp_size, Positive::new(256)),
+        mlp_size: value(&raw.mlp_size, 256),
         dropout: value(&raw.dropout, Share::new(0.5)),
         word_dropout: value(&raw.word_dropout, Share::new(0.1)),
         glove: raw.glove.as_ref().map(|g| g.get_ref().clone()),
         vocab: value(&raw.vocab, VocabSpec::default()),
         pad_embedding: value(&raw.pad_embedding, PadEmbedding::Learned),
+        freeze_embeddings: value(&raw.freeze_embeddings, false),
     }
 }
 
@@ -136,13 +143,14 @@ pub fn key(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
         glove: _, // hashed by content
         vocab,
         pad_embedding,
+        freeze_embeddings,
     } = spec;
     let VocabSpec { max_size, min_count, lowercase } = vocab;
     let mut bilstm = json!({
         "embedding_dim": embedding_dim.get(),
         "hidden_size": hidden_size.get(),
         "attention_size": attention_size.get(),
-        "mlp_size": mlp_size.get(),
+        "mlp_size": mlp_size,
         "dropout": dropout.get(),
         "word_dropout": word_dropout.get(),
         "glove": glove_hash,
@@ -153,6 +161,10 @@ pub fn key(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
     // so no BiLSTM cached then may be served for one that trains them.
     if let Some(object) = bilstm.as_object_mut() {
         object.insert("pad_embedding".into(), json!(pad_embedding));
+        // Only when set: every key from before it existed trained them.
+        if *freeze_embeddings {
+            object.insert("freeze_embeddings".into(), json!(true));
+        }
     }
     json!({ "bilstm": bilstm })
 }
@@ -161,7 +173,7 @@ pub fn key(spec: &BiLstmSpec, glove_hash: Option<&str>) -> Value {
 /// over input and state, then attention and the hidden layer.
 pub fn macs_per_token(spec: &BiLstmSpec) -> f64 {
     let (e, h) = (spec.embedding_dim.get() as f64, spec.hidden_size.get() as f64);
-    let (a, m) = (spec.attention_size.get() as f64, spec.mlp_size.get() as f64);
+    let (a, m) = (spec.attention_size.get() as f64, spec.mlp_size as f64);
     2.0 * 4.0 * h * (e + h) + 2.0 * h * a + 2.0 * h * m
 }
 
@@ -215,14 +227,18 @@ mod tests {
             embedding_dim: Positive::new(8),
             hidden_size: Positive::new(8),
             attention_size: Positive::new(8),
-            mlp_size: Positive::new(8),
+            mlp_size: 8,
             dropout: Share::new(0.5),
             word_dropout: Share::new(0.1),
             glove: None,
             vocab: VocabSpec::default(),
             pad_embedding: PadEmbedding::Zero,
+            freeze_embeddings: false,
         };
         assert_eq!(key(&spec, None)["bilstm"]["pad_embedding"], json!("zero"));
+        assert!(key(&spec, None)["bilstm"].get("freeze_embeddings").is_none(), "keys from before it stay");
+        spec.freeze_embeddings = true;
+        assert_eq!(key(&spec, None)["bilstm"]["freeze_embeddings"], json!(true));
         spec.pad_embedding = PadEmbedding::Learned;
         assert_eq!(key(&spec, None)["bilstm"]["pad_embedding"], json!("learned"));
     }

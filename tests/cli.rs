@@ -685,10 +685,19 @@ fn the_ledger_lists_every_finding_per_paper_with_its_numbers() {
     let precision = reference.join("bastings2022_precision_rank.csv");
     let unrun = TINY.replace("seed = 5", "seed = 6").replace("name = \"tiny\"", "name = \"unrun\"");
     std::fs::write(t.path().join("unrun.toml"), unrun).unwrap();
+    // A grid that cannot be planned here (its data file is missing) is a note too.
+    let unplannable = TINY
+        .replace(
+            "generated = { train = 600, validation = 150, test = 120, seed = 3 }",
+            "train = \"no/train.csv\"\ntest = \"no/test.csv\"",
+        )
+        .replace("name = \"tiny\"", "name = \"elsewhere\"");
+    std::fs::write(t.path().join("elsewhere.toml"), unplannable).unwrap();
     let out = t.grid(&[
         "ledger",
         "grid.toml",
         "unrun.toml",
+        "elsewhere.toml",
         "--compare",
         precision.to_str().unwrap(),
         "--compare",
@@ -705,6 +714,7 @@ fn the_ledger_lists_every_finding_per_paper_with_its_numbers() {
     assert!(ledger.contains("| tiny |"), "each finding names its grid:\n{ledger}");
     assert!(ledger.contains("lu2024_crowd_accuracy.csv: "), "a file --compare cannot read is a note:\n{ledger}");
     assert!(ledger.contains("unrun: not run yet"), "{ledger}");
+    assert!(ledger.contains("- elsewhere.toml: not planned here: ") && ledger.contains("no/train.csv"), "{ledger}");
     assert_eq!(std::fs::read_to_string(t.reports().join("ledger.md")).unwrap(), ledger);
 
     // Without --compare, the reference folder beside the grid; none here.

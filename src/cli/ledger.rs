@@ -31,10 +31,19 @@ pub(super) fn ledger(
     }
     let options = dag::PlanOptions { data_root, ..Default::default() };
     let mut planned = Vec::new();
+    // A grid that cannot be planned here (a file it reads is missing) is left
+    // out with its reason, so one grid does not hide the others' findings.
+    let mut unplanned = Vec::new();
     for path in grids {
         let grid = load_grid_at(path, with, set, cache.root(), dag::lock::LockMode::Read, false)?;
-        let plan = dag::plan(&grid, cache, &options).map_err(usage)?;
-        planned.push((grid.name.clone(), plan));
+        match dag::plan(&grid, cache, &options) {
+            Ok(plan) => planned.push((grid.name.clone(), plan)),
+            Err(e) if grids.len() > 1 => unplanned.push(format!("{}: not planned here: {e}", path.display())),
+            Err(e) => return Err(usage(e)),
+        }
+    }
+    if planned.is_empty() {
+        return Err(usage(anyhow::anyhow!("no grid could be planned: {}", unplanned.join("; "))));
     }
     // Imported as `grid crowd import` does (a cached step: the same answers
     // are scored once), its tables written beside the grid's.
@@ -48,8 +57,9 @@ pub(super) fn ledger(
             Some(outcome.imported)
         }
     };
-    let ledger = dag::compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
+    let mut ledger = dag::compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
         .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
+    ledger.notes.extend(unplanned);
     let text = crate::report::compare::ledger::render_ledger(&ledger);
     print!("{text}");
     std::fs::create_dir_all(reports).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", reports.display())))?;

@@ -107,7 +107,8 @@ pub fn ledger(
                     add_crowd(&mut ledger, imported, &rows, file, aliases);
                     crowd_compared = true;
                 }
-                _ => ledger.notes.push(format!("{}: {e}", file.display())),
+                // Its message names the file already.
+                _ => ledger.notes.push(e.to_string()),
             },
         }
     }
@@ -126,7 +127,9 @@ pub fn ledger(
             }
             Err(e) => return Err(e),
         };
-        for (file, p) in &published {
+        for (file, p) in
+            published.iter().filter(|(_, p)| compare::concerns(p, &data.cells, &data.verification, &data.images))
+        {
             let mut comparison = compare::compare(p, &data.cells, &data.verification, &data.images, aliases)
                 .map_err(CompareError::Published)?;
             comparison.source = file.display().to_string();

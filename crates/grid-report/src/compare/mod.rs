@@ -331,6 +331,27 @@ pub fn compare_file(
     Ok(comparison)
 }
 
+/// Whether `published` speaks of anything in these results. The findings-only
+/// files (Zhou et al. §5 and §7) need image results or rationale models: on
+/// other grids every finding would be undecided for want of a counterpart,
+/// which says nothing (the ledger leaves them out). The tables are matched
+/// cell by cell, so they concern any results.
+pub fn concerns(
+    published: &Published,
+    cells: &[CellResult],
+    verification: &[VerificationRow],
+    images: &[ImageAttrRow],
+) -> bool {
+    match published {
+        Published::ZhouImages(_) => !images.is_empty(),
+        Published::ZhouRationale(_) => !crate::rationale::rows(cells, verification).is_empty(),
+        Published::PrecisionRank(_)
+        | Published::Diagnosticity(_)
+        | Published::SourceAccuracy(_)
+        | Published::ZhouAttr(_) => true,
+    }
+}
+
 /// Matches our cells (or verification rows, for source accuracy) to the published
 /// numbers and checks the paper's findings on them.
 pub fn compare(

@@ -453,6 +453,26 @@ fn source_accuracy() {
     // bert imdb: 80.0% vs 93.5.
     assert_eq!(c.findings[2].holds, Some(false));
     assert_eq!(c.findings[2].evidence, "ours 80.0% (-13.5 points)");
+
+    // Article manipulations reassign the labels: their models are none of the
+    // paper's shortcut models, and are left out of its accuracies.
+    let articles = vec![verification("lstm", "imdb", "articles", 0.85, 0.48)];
+    let c = compare(&published, &[], &articles, &[], &[]).unwrap();
+    assert!(c.findings.is_empty() && c.cells.is_empty(), "{:?}", c.findings);
+}
+
+/// The findings-only files concern a grid only with rationale models or
+/// image results; the tables, any grid.
+#[test]
+fn findings_only_files_concern_the_grids_that_have_their_models() {
+    let rationale = parse("finding,section,statement\naccuracy_over_97,7.1,\"over 97% accuracy\"\n").unwrap();
+    let images =
+        parse("image_finding,section,statement\nno_method_near_one,5.1,\"None of the methods consistently scores\"\n")
+            .unwrap();
+    let bastings = parse(BASTINGS_SMALL).unwrap();
+    assert!(!concerns(&rationale, &lstm_cells(), &[], &[]));
+    assert!(!concerns(&images, &lstm_cells(), &[], &[]));
+    assert!(concerns(&bastings, &[], &[], &[]));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `grid crowd export | simulate | import`: the crowd study (`crate::crowd`).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::args::{Common, CrowdCommand};
@@ -7,9 +8,15 @@ use super::compute::compute_of;
 use super::{Failure, compare_aliases, grid_and_plan_of, load_grid, runtime, usage};
 use crate::cache::Cache;
 
+/// Where a grid's study is written and read unless one is named:
+/// `<reports>/<grid>/crowd/study`.
+pub(super) fn default_study(reports: &Path, grid_name: &str) -> PathBuf {
+    reports.join(grid_name).join("crowd").join("study")
+}
+
 pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
     use crate::crowd::{export, import, run, tables};
-    let default_dir = |common: &Common, grid_name: &str| common.reports.join(grid_name).join("crowd").join("study");
+    let default_dir = |common: &Common, grid_name: &str| default_study(&common.reports, grid_name);
     match command {
         CrowdCommand::Export {
             common,

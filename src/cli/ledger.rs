@@ -50,7 +50,7 @@ pub(super) fn ledger(
     let imported = match crowd {
         None => None,
         Some(CrowdAnswers { answers, study }) => {
-            let study = study.unwrap_or_else(|| reports.join(&planned[0].0).join("crowd").join("study"));
+            let study = study.unwrap_or_else(|| super::crowd::default_study(reports, &planned[0].0));
             let options = crate::crowd::import::ImportOptions { exclude_failed_checks: false };
             let outcome = crate::crowd::run::import_answers(cache, &study, &answers, options, reports)
                 .map_err(|e| usage(e.context(format!("--crowd {}", answers.display()))))?;

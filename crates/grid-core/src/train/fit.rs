@@ -21,7 +21,6 @@ use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 use super::snapshot::LoopState;
 use super::{Diverged, Evaluation, LogEntry, Snapshots, Stopped, TrainSummary, adamw};
 use crate::model::shapes::ShapeLog;
-use crate::values::Share;
 
 /// What the loop reports to and asks: where progress and log lines go,
 /// where snapshots are kept, and whether to stop.
@@ -244,8 +243,9 @@ where
                 // `last` keeps every evaluation: the final one is what it returns.
                 // `best_accuracy` holds the best score by `best_by`.
                 let score = evaluation.score(best_by);
-                let reached = stop_at_accuracy.is_some_and(|bar| validation_accuracy >= bar.get());
-                if score > best_accuracy || patience.is_none() || reached {
+                // The bar this evaluation reached, if `stop_at_accuracy` set one.
+                let reached = stop_at_accuracy.filter(|bar| validation_accuracy >= bar.get());
+                if score > best_accuracy || patience.is_none() || reached.is_some() {
                     best_accuracy = score;
                     best_step = step;
                     best = candidate;
@@ -253,11 +253,8 @@ where
                     stopped_early = true;
                     break 'epochs;
                 }
-                if reached {
-                    (control.log)(format!(
-                        "validation accuracy reached {:.3}: stopped",
-                        stop_at_accuracy.map_or(0.0, Share::get)
-                    ));
+                if let Some(bar) = reached {
+                    (control.log)(format!("validation accuracy reached {:.3}: stopped", bar.get()));
                     stopped_early = true;
                     break 'epochs;
                 }

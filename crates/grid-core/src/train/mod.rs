@@ -368,18 +368,7 @@ mod tests {
         keep: Keep,
         prepare: impl FnOnce(BiLstmClassifier<Autodiff<Flex>>) -> BiLstmClassifier<Autodiff<Flex>>,
     ) -> (BiLstmClassifier<Flex>, TrainSummary) {
-        let run = Run {
-            seed,
-            dropout,
-            buckets,
-            keep,
-            eval_every: 50,
-            snapshots: None,
-            stop_after: None,
-            lines: None,
-            stop_at: None,
-        };
-        fit_run(run, prepare).unwrap()
+        fit_run(Run { seed, dropout, buckets, ..Run::toy(keep, 50) }, prepare).unwrap()
     }
 
     /// A toy training run's settings, for the tests that vary them.
@@ -396,6 +385,23 @@ mod tests {
         lines: Option<&'a std::sync::Mutex<Vec<String>>>,
         /// `stop_at_accuracy`.
         stop_at: Option<f64>,
+    }
+
+    impl Run<'_> {
+        /// Seed 5, dropout 0.1, exact buckets, nothing else set.
+        fn toy(keep: Keep, eval_every: usize) -> Self {
+            Run {
+                seed: 5,
+                dropout: 0.1,
+                buckets: Buckets::EXACT,
+                keep,
+                eval_every,
+                snapshots: None,
+                stop_after: None,
+                lines: None,
+                stop_at: None,
+            }
+        }
     }
 
     fn fit_run(
@@ -469,18 +475,8 @@ mod tests {
     fn a_stopped_run_resumes_from_its_snapshot_and_ends_as_an_unbroken_one() {
         let keep = Keep::Best { patience: Positive::new(500), by: BestBy::Accuracy };
         let lines = std::sync::Mutex::new(Vec::new());
-        let run = |snapshots, stop_after| Run {
-            seed: 5,
-            dropout: 0.1,
-            buckets: Buckets::EXACT,
-            keep,
-            // 25 batches an epoch: evaluations at 30, 60, 90 fall inside epochs.
-            eval_every: 30,
-            snapshots,
-            stop_after,
-            lines: Some(&lines),
-            stop_at: None,
-        };
+        // 25 batches an epoch: evaluations at 30, 60, 90 fall inside epochs.
+        let run = |snapshots, stop_after| Run { snapshots, stop_after, lines: Some(&lines), ..Run::toy(keep, 30) };
         let (unbroken, whole) = fit_run(run(None, None), |m| m).unwrap();
         let probe: Vec<Vec<u32>> = toy_data(50, 9).into_iter().map(|e| e.ids).collect();
         let refs: Vec<&[u32]> = probe.iter().map(Vec::as_slice).collect();
@@ -581,17 +577,7 @@ mod tests {
     /// under `keep = "best"` and `"last"` alike.
     #[test]
     fn stop_at_accuracy_ends_at_the_first_evaluation_that_reaches_it() {
-        let run = |keep, stop_at| Run {
-            seed: 5,
-            dropout: 0.1,
-            buckets: Buckets::EXACT,
-            keep,
-            eval_every: 10,
-            snapshots: None,
-            stop_after: None,
-            lines: None,
-            stop_at,
-        };
+        let run = |keep, stop_at| Run { stop_at, ..Run::toy(keep, 10) };
         let (_, unbroken) = fit_run(run(Keep::Last, None), |m| m).unwrap();
         let accuracies: Vec<(usize, f64)> = unbroken.log.iter().map(|e| (e.step, e.validation_accuracy)).collect();
         // A bar some evaluation reaches, but not the first one.
@@ -615,18 +601,7 @@ mod tests {
     #[test]
     fn best_by_balanced_weighs_marked_and_unmarked_examples_alike() {
         let keep = Keep::Best { patience: Positive::new(200), by: BestBy::Balanced };
-        let run = Run {
-            seed: 5,
-            dropout: 0.1,
-            buckets: Buckets::EXACT,
-            keep,
-            eval_every: 10,
-            snapshots: None,
-            stop_after: None,
-            lines: None,
-            stop_at: None,
-        };
-        let (_, summary) = fit_run(run, |m| m).unwrap();
+        let (_, summary) = fit_run(Run::toy(keep, 10), |m| m).unwrap();
         let balanced = |e: &LogEntry| (e.marked_accuracy.unwrap() + e.unmarked_accuracy.unwrap()) / 2.0;
         let top = summary.log.iter().map(balanced).fold(f64::NEG_INFINITY, f64::max);
         let kept = summary.log.iter().find(|e| e.step == summary.best_step).unwrap();

@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::import::{CellScores, Imported};
+use crate::report::compare::Finding;
 
 /// One published row: a method on a dataset.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,13 +89,6 @@ pub fn family(config: &str) -> Option<&'static str> {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    /// `None`: the comparison cannot tell.
-    pub holds: Option<bool>,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
 pub struct CellComparison {
     pub cell: String,
     pub published_dataset: String,
@@ -152,11 +146,16 @@ fn compare_cell(
         .map(|(f, c, s)| (f.clone(), c.clone(), s));
     findings.push(match (&paper_first, &ours_first) {
         (Some(p), Some((f, c, s))) if rows.iter().any(|(family, ..)| family == p) => Finding {
+            statement: format!("the paper's best method ({p}) is ours"),
             holds: Some(p == f),
-            text: format!("the paper's best method ({p}) is ours — ours: {f} ({c}, score {s:.1})"),
+            evidence: format!("ours: {f} ({c}, score {s:.1})"),
         },
-        (Some(p), _) => Finding { holds: None, text: format!("the paper's best method ({p}) is not in this study") },
-        _ => Finding { holds: None, text: "no scores to rank".into() },
+        (Some(p), _) => Finding {
+            statement: format!("the paper's best method ({p}) is not in this study"),
+            holds: None,
+            evidence: String::new(),
+        },
+        _ => Finding { statement: "no scores to rank".into(), holds: None, evidence: String::new() },
     });
     // 2. Accuracy rises with k (mean over methods, smallest k vs largest).
     let rises = |rows: Vec<&Vec<(usize, f64)>>| -> Option<(f64, f64)> {
@@ -174,10 +173,13 @@ fn compare_cell(
         (rises(ours_k.iter().collect()), rises(paper.iter().map(|r| &r.accuracy).collect()), ks_ours, ks_paper)
     {
         findings.push(Finding {
-            holds: Some((o2 > o1) == (p2 > p1)),
-            text: format!(
-                "mean accuracy over methods {} with more words — ours {o1:.0}% at k = {ko1}, {o2:.0}% at k = {ko2}; paper {p1:.0}% at k = {kp1}, {p2:.0}% at k = {kp2}",
+            statement: format!(
+                "mean accuracy over methods {} with more words",
                 if p2 > p1 { "rises" } else { "does not rise" }
+            ),
+            holds: Some((o2 > o1) == (p2 > p1)),
+            evidence: format!(
+                "ours {o1:.0}% at k = {ko1}, {o2:.0}% at k = {ko2}; paper {p1:.0}% at k = {kp1}, {p2:.0}% at k = {kp2}"
             ),
         });
     }
@@ -188,13 +190,18 @@ fn compare_cell(
         let rho = crate::metrics::agreement::spearman(&a, &b, |_| true);
         findings.push(match rho {
             Some(rho) => Finding {
-                holds: Some(rho >= 0.5),
-                text: format!(
-                    "our scores order the {} common methods as the paper's (Spearman ρ ≥ 0.5) — ρ = {rho:.2}",
+                statement: format!(
+                    "our scores order the {} common methods as the paper's (Spearman ρ ≥ 0.5)",
                     pairs.len()
                 ),
+                holds: Some(rho >= 0.5),
+                evidence: format!("ρ = {rho:.2}"),
             },
-            None => Finding { holds: None, text: "the method order is undefined (tied scores)".into() },
+            None => Finding {
+                statement: "the method order is undefined (tied scores)".into(),
+                holds: None,
+                evidence: String::new(),
+            },
         });
     }
     // 4. Gradient × input, DeepLift and LIME no more helpful than random.
@@ -228,19 +235,20 @@ fn no_better_than_random(rows: &[(String, String, Option<f64>, f64)], simulated:
         random.3,
         ig.3
     );
-    let statement = "gradient × input, DeepLift and LIME help no more than random (nearer random's score than integrated gradients')";
+    let statement = "gradient × input, DeepLift and LIME help no more than random (nearer random's score than integrated gradients')".to_string();
     Some(if simulated {
         let verdict = if holds { "agrees with it" } else { "contradicts it" };
         Finding {
+            statement,
             holds: None,
-            text: format!(
-                "{statement} — undecided: the simulated crowd {verdict}, but a simulated annotator is the explained model \
+            evidence: format!(
+                "undecided: the simulated crowd {verdict}, but a simulated annotator is the explained model \
                  reading its own evidence, which a faithful method's top words carry, while Lu et al. measure what \
                  people make of them; run the study with people (`grid crowd export` / `import`) — {numbers}"
             ),
         }
     } else {
-        Finding { holds: Some(holds), text: format!("{statement} — {numbers}") }
+        Finding { statement, holds: Some(holds), evidence: numbers }
     })
 }
 
@@ -264,12 +272,12 @@ pub fn render_markdown(imported: &Imported, comparisons: &[CellComparison], path
     for c in comparisons {
         let _ = writeln!(out, "### {} ({who}) vs the paper's {}\n", c.cell, c.published_dataset);
         for f in &c.findings {
-            let mark = match f.holds {
-                Some(true) => "✓",
-                Some(false) => "✗",
-                None => "?",
-            };
-            let _ = writeln!(out, "- {mark} {}", f.text);
+            let mark = crate::report::compare::mark(f.holds);
+            match f.evidence.as_str() {
+                "" => writeln!(out, "- {mark} {}", f.statement),
+                evidence => writeln!(out, "- {mark} {} — {evidence}", f.statement),
+            }
+            .ok();
         }
         out.push_str("\n| method | our config | our score | published score |\n| --- | --- | ---: | ---: |\n");
         for (family, config, ours, theirs) in &c.rows {
@@ -320,10 +328,10 @@ mod tests {
         let simulated = no_better_than_random(&rows, true).unwrap();
         assert_eq!(simulated.holds, None);
         assert!(
-            simulated.text.contains("undecided: the simulated crowd contradicts it")
-                && simulated.text.contains("inputxgrad 81.0 (paper 52.1), deeplift 81.3 (paper 53.5)"),
+            simulated.evidence.contains("undecided: the simulated crowd contradicts it")
+                && simulated.evidence.contains("inputxgrad 81.0 (paper 52.1), deeplift 81.3 (paper 53.5)"),
             "{}",
-            simulated.text
+            simulated.evidence
         );
         assert_eq!(no_better_than_random(&rows, false).unwrap().holds, Some(false), "people's answers decide it");
         let at_random =

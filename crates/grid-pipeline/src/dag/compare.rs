@@ -151,13 +151,13 @@ fn add_crowd(
     let compared = crate::crowd::compare::compare(imported, rows, aliases);
     let who = if imported.simulated { "simulated annotators" } else { "people" };
     for cell in &compared {
-        let findings = cell.findings.iter().map(|f| {
-            // "statement — the numbers", as the crowd comparison writes it.
-            let (statement, evidence) = f.text.split_once(" — ").unwrap_or((f.text.as_str(), ""));
-            compare::Finding { statement: statement.to_string(), holds: f.holds, evidence: evidence.to_string() }
-        });
         let grid = format!("{} ({}, {who}, vs {})", imported.grid, cell.cell, cell.published_dataset);
-        ledger.add_findings(compare::ledger::Paper::Lu, &grid, &file.display().to_string(), findings);
+        ledger.add_findings(
+            compare::ledger::Paper::Lu,
+            &grid,
+            &file.display().to_string(),
+            cell.findings.iter().cloned(),
+        );
     }
     for cell in imported.cells.iter().filter(|c| !compared.iter().any(|x| x.cell == c.cell)) {
         ledger.notes.push(format!(

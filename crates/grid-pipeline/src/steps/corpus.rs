@@ -58,7 +58,15 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
     let limit = |l: Option<crate::spec::Positive>| l.map(|v| v.get());
     let mut held_out = false;
     let corpus = match (&dataset.source, files) {
-        (DatasetSource::Generated(options), _) => generated::generate(options),
+        (DatasetSource::Generated(options), _) => {
+            let Corpus { train, validation, test } = generated::generate(options);
+            let words = dataset.limits.max_words;
+            Corpus {
+                train: within_words(train, words),
+                validation: within_words(validation, words),
+                test: within_words(test, words),
+            }
+        }
         (DatasetSource::Files { format, text_column, label_column, label_names, classes, .. }, Some(files)) => {
             let columns = TableColumns { text: text_column, label: label_column };
             let read = |path: &Path, n: Option<usize>| -> Result<Vec<Example>> {
@@ -106,12 +114,10 @@ pub fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> Result<(Co
         (DatasetSource::Files { .. }, None) => bail!("dataset `{}`: files were not resolved", dataset.name),
     };
     // Limits apply after any hold-out, so validation is carved from the whole train split.
-    // (A split file's texts were filtered as read; a generated corpus's are here.)
-    let words = dataset.limits.max_words;
     let corpus = Corpus {
-        train: truncate(within_words(corpus.train, words), limit(dataset.limits.train)),
-        validation: truncate(within_words(corpus.validation, words), limit(dataset.limits.validation)),
-        test: truncate(within_words(corpus.test, words), limit(dataset.limits.test)),
+        train: truncate(corpus.train, limit(dataset.limits.train)),
+        validation: truncate(corpus.validation, limit(dataset.limits.validation)),
+        test: truncate(corpus.test, limit(dataset.limits.test)),
     };
     for (name, split) in [("train", &corpus.train), ("validation", &corpus.validation), ("test", &corpus.test)] {
         if split.is_empty() {

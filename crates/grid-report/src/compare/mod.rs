@@ -152,7 +152,7 @@ pub use self::published::{
     ZhouAttrRow, ZhouAttribution, ZhouDataset, ZhouRegion, load,
 };
 use self::render::cells_frame;
-pub use self::render::render_markdown;
+pub use self::render::{mark, render_markdown};
 use self::zhao::compare_diagnosticity;
 use self::zhou_attr::compare_zhou_attr;
 

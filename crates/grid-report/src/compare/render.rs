@@ -137,7 +137,8 @@ pub(super) fn display_frame(kind: PublishedKind, cells: &[ComparedCell]) -> Pola
     DataFrame::new(cells.len(), columns)
 }
 
-pub(super) fn mark(holds: Option<bool>) -> &'static str {
+/// A finding's mark: ✓ holds, ✗ does not, ? undecided.
+pub fn mark(holds: Option<bool>) -> &'static str {
     match holds {
         Some(true) => "✓",
         Some(false) => "✗",

@@ -289,6 +289,15 @@ impl<B: Backend> Classifier<B> for AnyClassifier<B> {
             | AnyClassifier::Deberta(_) => None,
         }
     }
+    fn selection_target(&self) -> Option<f64> {
+        match self {
+            AnyClassifier::Rationale(m) => m.selection_target(),
+            AnyClassifier::Bilstm(_)
+            | AnyClassifier::Bert(_)
+            | AnyClassifier::ModernBert(_)
+            | AnyClassifier::Deberta(_) => None,
+        }
+    }
     fn deeplift_logits(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Tensor<B, 2>> {
         match self {
             AnyClassifier::Bilstm(m) => m.deeplift_logits(embeddings, mask),

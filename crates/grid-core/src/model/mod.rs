@@ -149,6 +149,12 @@ pub trait Classifier<B: Backend> {
     fn selection(&self, _embeddings: Tensor<B, 3>, _mask: Tensor<B, 2>) -> Option<rationale::Selection<B>> {
         None
     }
+
+    /// The selection rate a rationale model was trained towards (its
+    /// `%Sel`); `None` for a model that reads every word.
+    fn selection_target(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// How many float parameters of `model` got no gradient in `grads`, of how

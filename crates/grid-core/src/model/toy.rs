@@ -56,6 +56,8 @@ pub fn rationale(seed: u64, selector: SelectorKind) -> RationaleClassifier<Ad> {
         selector_hidden_size: 4,
         selection_rate: 0.5,
         lambda: 1.0,
+        rate_scope: Default::default(),
+        predictor_input: Default::default(),
     };
     let mut model = RationaleClassifier::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &Default::default());
     model.predictor = predictor;

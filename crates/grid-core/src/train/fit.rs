@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
 use super::snapshot::LoopState;
-use super::{Diverged, Evaluation, LogEntry, Snapshots, Stopped, TrainSummary, adamw};
+use super::{Diverged, Evaluation, LogEntry, RATE_TOLERANCE, Snapshots, Stopped, TrainSummary, adamw};
 use crate::model::shapes::ShapeLog;
 
 /// What the loop reports to and asks: where progress and log lines go,
@@ -244,7 +244,7 @@ where
                 // `best_accuracy` holds the best score by `best_by`.
                 let score = evaluation.score(best_by);
                 // The bar this evaluation reached, if `stop_at_accuracy` set one.
-                let reached = stop_at_accuracy.filter(|bar| validation_accuracy >= bar.get());
+                let reached = stop_at_accuracy.filter(|bar| evaluation.reaches(bar.get()));
                 if score > best_accuracy || patience.is_none() || reached.is_some() {
                     best_accuracy = score;
                     best_step = step;
@@ -254,7 +254,11 @@ where
                     break 'epochs;
                 }
                 if let Some(bar) = reached {
-                    (control.log)(format!("validation accuracy reached {:.3}: stopped", bar.get()));
+                    let on_rate = evaluation
+                        .selection_target
+                        .map(|t| format!(", selection rate within {RATE_TOLERANCE} of {t}"))
+                        .unwrap_or_default();
+                    (control.log)(format!("validation accuracy reached {:.3}{on_rate}: stopped", bar.get()));
                     stopped_early = true;
                     break 'epochs;
                 }

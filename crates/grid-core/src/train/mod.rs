@@ -124,7 +124,13 @@ pub struct Evaluation {
     /// split has both.
     pub groups: Option<(f64, f64)>,
     pub selection: Option<SelectionRates>,
+    /// A rationale model's target rate, which `stop_at_accuracy` also waits for.
+    pub selection_target: Option<f64>,
 }
+
+/// How near its target a rationale model's validation rate must be for
+/// `stop_at_accuracy` to stop it (Zhou et al.'s code: 0.01).
+pub const RATE_TOLERANCE: f64 = 0.01;
 
 impl Evaluation {
     /// The accuracy of `predictions` against `examples`' (label, marked)
@@ -141,7 +147,24 @@ impl Evaluation {
             accuracy: accuracy_where(&|_| true),
             groups: has_both.then(|| (accuracy_where(&|marked| marked), accuracy_where(&|marked| !marked))),
             selection,
+            selection_target: None,
         }
+    }
+
+    /// The evaluation of a model trained towards `target` selection rate.
+    pub(crate) fn with_selection_target(self, target: Option<f64>) -> Evaluation {
+        Evaluation { selection_target: target, ..self }
+    }
+
+    /// Whether it reaches `stop_at_accuracy`'s `bar`: the accuracy, and a
+    /// rationale model's realised rate within [`RATE_TOLERANCE`] of its
+    /// target (Zhou et al. stop a rationale model on both).
+    pub(crate) fn reaches(&self, bar: f64) -> bool {
+        let on_target = match (self.selection, self.selection_target) {
+            (Some(rates), Some(target)) => (rates.realised - target).abs() <= RATE_TOLERANCE + 1e-9,
+            _ => true,
+        };
+        self.accuracy >= bar && on_target
     }
 
     /// What `keep = "best"` compares.
@@ -593,6 +616,24 @@ mod tests {
             let logged: Vec<(usize, f64)> = stopped.log.iter().map(|e| (e.step, e.validation_accuracy)).collect();
             assert_eq!(logged, accuracies[..logged.len()]);
         }
+    }
+
+    /// A rationale model's evaluation reaches the bar only with its rate
+    /// within 0.01 of its target (Zhou et al.'s stop); a model without a
+    /// target, on accuracy alone.
+    #[test]
+    fn a_rationale_model_stops_only_near_its_rate() {
+        let rates = |realised| Some(SelectionRates { realised, expected: realised, per_review: realised });
+        let evaluation = |realised| Evaluation::of(&[1, 0], &[(1, false), (0, false)], rates(realised));
+        assert!(evaluation(0.20).reaches(0.97), "no target: accuracy alone");
+        assert!(evaluation(0.095).with_selection_target(Some(0.09)).reaches(0.97));
+        assert!(evaluation(0.10).with_selection_target(Some(0.09)).reaches(0.97), "0.01 off is within");
+        assert!(!evaluation(0.11).with_selection_target(Some(0.09)).reaches(0.97));
+        assert!(
+            !Evaluation::of(&[1, 1], &[(1, false), (0, false)], rates(0.09))
+                .with_selection_target(Some(0.09))
+                .reaches(0.97)
+        );
     }
 
     /// `best_by = "balanced"` keeps the evaluation with the best mean of the

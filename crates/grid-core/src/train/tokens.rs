@@ -75,5 +75,6 @@ pub(crate) fn validation_evaluation<'a, B: Backend, M: Classifier<B>>(
         let shaped = Shaped::new(m, setup.buckets).with_log(shapes.clone());
         let predictions = predict(&shaped, &ids, 256, setup.pad_id, device);
         Evaluation::of(&predictions, &examples, selection_rates(m, &ids, 256, setup.pad_id, device))
+            .with_selection_target(m.selection_target())
     }
 }

@@ -254,6 +254,8 @@ pub struct RawModel {
     pub(crate) selector: Option<Spanned<crate::model::rationale::SelectorKind>>,
     pub(crate) selection_rate: Option<Spanned<Share>>,
     pub(crate) lambda: Option<Spanned<f64>>,
+    pub(crate) rate_penalty: Option<Spanned<crate::model::rationale::rate::RateScope>>,
+    pub(crate) predictor_input: Option<Spanned<crate::model::rationale::PredictorInput>>,
     #[serde(default)]
     pub(crate) training: RawTraining,
 }
@@ -294,6 +296,8 @@ impl RawModel {
             selector,
             selection_rate,
             lambda,
+            rate_penalty,
+            predictor_input,
         )
     }
 }

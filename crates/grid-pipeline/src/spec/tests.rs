@@ -445,6 +445,8 @@ const MODEL_KEY_VALUES: &[(&str, &str)] = &[
     ("selector", "\"rl\""),
     ("selection_rate", "0.09"),
     ("lambda", "2.0"),
+    ("rate_penalty", "\"each-review\""),
+    ("predictor_input", "\"selected\""),
 ];
 
 #[test]
@@ -625,6 +627,15 @@ fn a_rationale_model_needs_its_selector_and_rate_and_keeps_its_last_weights() {
     assert!(e.contains("test.toml:7:") && e.contains("needs `selection_rate`"), "{e}");
     let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\nlambda = -1.0"));
     assert!(e.contains("test.toml:11:") && e.contains("`lambda` must be a finite number > 0"), "{e}");
+    let zhou = parse(&rationale(
+        "selector = \"rl\"\nselection_rate = 0.07\nrate_penalty = \"each-review\"\npredictor_input = \"selected\"",
+    ))
+    .unwrap();
+    let ArchitectureSpec::Rationale(zhou) = &zhou.models[0].architecture else { panic!("{zhou:?}") };
+    assert_eq!(zhou.rate_penalty, Some(crate::model::rationale::rate::RateScope::EachReview));
+    assert_eq!(zhou.predictor_input, Some(crate::model::rationale::PredictorInput::Selected));
+    let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\nrate_penalty = \"review\""));
+    assert!(e.contains("test.toml:11:") && e.contains("each-review"), "{e}");
     let e = error(&rationale("selector = \"gumbel\"\nselection_rate = 0.07"));
     assert!(e.contains("test.toml:9:") && e.contains("gumbel"), "{e}");
     let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\n[models.training]\npatience = 5"));

@@ -213,7 +213,7 @@ fn reversal_index<B: Backend>(mask: Tensor<B, 2>) -> Tensor<B, 2, Int> {
 }
 
 /// Applies a `[batch, time]` time permutation to `[batch, time, width]` features.
-fn permute_time<B: Backend>(x: Tensor<B, 3>, index: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+pub(crate) fn permute_time<B: Backend>(x: Tensor<B, 3>, index: Tensor<B, 2, Int>) -> Tensor<B, 3> {
     let [batch, time, width] = x.dims();
     x.gather(1, index.reshape([batch, time, 1]).expand([batch, time, width]))
 }

@@ -11,12 +11,15 @@
 //!   its most likely outcome.
 //! - The predictor: the BiLSTM classifier ([`super::bilstm`]) over the
 //!   embeddings multiplied by the gates, so an unselected word reaches it as
-//!   a zero vector (both papers' "x ⊙ z").
+//!   a zero vector (both papers' "x ⊙ z"); or over the selected words alone
+//!   ([`compact`]), as their encoders skip the unselected ones.
 //! - The objective: the predictor's cross-entropy plus Zhou et al.'s Eq. 5
-//!   penalty on the batch's selection rate ([`rate`]); the discontinuity
-//!   penalty is dropped, as in the paper. RL's penalty is on the sampled
-//!   selections (through REINFORCE), HardKuma's on `P(z ≠ 0)` (differentiable).
+//!   penalty on the selection rate ([`rate`]: the batch's, or the reviews'
+//!   own as their code has it); the discontinuity penalty is dropped, as in
+//!   the paper. RL's penalty is on the sampled selections (through
+//!   REINFORCE), HardKuma's on `P(z ≠ 0)` (differentiable).
 
+pub mod compact;
 pub mod hardkuma;
 pub mod rate;
 pub mod reinforce;
@@ -33,7 +36,9 @@ use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, AttentionView, Classifier, TokenBatch, init};
 use crate::train::{Trainable, losses};
+use compact::Compaction;
 use hardkuma::HardKuma;
+use rate::RateScope;
 
 /// How the selector selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,6 +83,27 @@ impl std::fmt::Display for SelectorKind {
     }
 }
 
+/// What the predictor reads of a review.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PredictorInput {
+    /// Every word, the unselected ones as zero vectors in their places.
+    #[default]
+    Zeroed,
+    /// The selected words alone, in their order ([`compact`]).
+    Selected,
+}
+
+impl PredictorInput {
+    /// Its `predictor_input = "…"` in the grid file.
+    pub fn name(self) -> &'static str {
+        match self {
+            PredictorInput::Zeroed => "zeroed",
+            PredictorInput::Selected => "selected",
+        }
+    }
+}
+
 /// What a rationale model was trained towards, as its results are labelled:
 /// Zhou et al. plot each selector at each target rate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -100,6 +126,13 @@ pub struct RationaleConfig {
     pub selection_rate: f64,
     /// The penalty's strength `λ` (Eq. 5).
     pub lambda: f64,
+    /// Which rate the penalty holds to the target (models saved before it
+    /// existed: the batch's).
+    #[serde(default)]
+    pub rate_scope: RateScope,
+    /// What the predictor reads (models saved before it existed: zeroed).
+    #[serde(default)]
+    pub predictor_input: PredictorInput,
 }
 
 /// The selector: a BiLSTM over the embeddings and a gate layer per token.
@@ -214,9 +247,35 @@ impl<B: Backend> RationaleClassifier<B> {
         Selection { gates: gates * mask.clone(), probability: probability * mask.clone(), scores: scores * mask }
     }
 
-    /// The predictor's input: the embeddings times their gates.
-    fn gated(embeddings: Tensor<B, 3>, gates: Tensor<B, 2>) -> Tensor<B, 3> {
-        embeddings * gates.unsqueeze_dim(2)
+    /// The predictor's input: the embeddings times their gates, and its
+    /// mask; with the reordering that puts the selected words first when
+    /// the predictor reads them alone.
+    fn predictor_input(
+        &self,
+        embeddings: Tensor<B, 3>,
+        gates: Tensor<B, 2>,
+        mask: Tensor<B, 2>,
+    ) -> (Tensor<B, 3>, Tensor<B, 2>, Option<Compaction<B>>) {
+        let gated = embeddings * gates.clone().unsqueeze_dim(2);
+        match self.config.predictor_input {
+            PredictorInput::Zeroed => (gated, mask, None),
+            PredictorInput::Selected => {
+                let compaction = Compaction::of(&gates);
+                (compaction.gather(gated), compaction.mask(), Some(compaction))
+            }
+        }
+    }
+
+    /// The predictor's logits on `gates`' rationale (dropout with `noise`).
+    fn predict(
+        &self,
+        embeddings: Tensor<B, 3>,
+        gates: Tensor<B, 2>,
+        mask: Tensor<B, 2>,
+        noise: Option<&mut Noise>,
+    ) -> Tensor<B, 2> {
+        let (input, mask, _) = self.predictor_input(embeddings, gates, mask);
+        self.predictor.forward_with(input, mask, noise).0
     }
 
     /// A training step's embeddings and sampled selections (selector
@@ -270,14 +329,16 @@ impl<B: Backend> Classifier<B> for RationaleClassifier<B> {
 
     fn logits_from_embeddings(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
         let gates = self.select(embeddings.clone(), mask.clone()).gates;
-        self.predictor.logits_from_embeddings(Self::gated(embeddings, gates), mask)
+        let (input, mask, _) = self.predictor_input(embeddings, gates, mask);
+        self.predictor.logits_from_embeddings(input, mask)
     }
 
     fn num_outputs(&self) -> usize {
         self.predictor.num_outputs()
     }
 
-    /// The predictor's additive attention over its gated input.
+    /// The predictor's additive attention over its input, at the words'
+    /// own positions.
     fn attention_scores(
         &self,
         embeddings: Tensor<B, 3>,
@@ -285,23 +346,37 @@ impl<B: Backend> Classifier<B> for RationaleClassifier<B> {
         view: AttentionView,
     ) -> Option<Tensor<B, 2>> {
         let gates = self.select(embeddings.clone(), mask.clone()).gates;
-        self.predictor.attention_scores(Self::gated(embeddings, gates), mask, view)
+        let (input, mask, compaction) = self.predictor_input(embeddings, gates, mask);
+        let scores = self.predictor.attention_scores(input, mask, view)?;
+        Some(match compaction {
+            Some(compaction) => compaction.spread(scores),
+            None => scores,
+        })
     }
 
+    /// The predictor's attention as a leaf; `None` when it reads the
+    /// selected words alone (its positions are not the input's).
     fn attention_leaf(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<AttentionLeaf<B>> {
         let gates = self.select(embeddings.clone(), mask.clone()).gates;
-        self.predictor.attention_leaf(Self::gated(embeddings, gates), mask)
+        match self.predictor_input(embeddings, gates, mask) {
+            (input, mask, None) => self.predictor.attention_leaf(input, mask),
+            (_, _, Some(_)) => None,
+        }
     }
 
     fn selection(&self, embeddings: Tensor<B, 3>, mask: Tensor<B, 2>) -> Option<Selection<B>> {
         Some(self.select(embeddings, mask))
+    }
+
+    fn selection_target(&self) -> Option<f64> {
+        Some(self.config.selection_rate)
     }
 }
 
 impl<B: Backend> Trainable<B> for RationaleClassifier<B> {
     fn logits_train(&self, batch: &TokenBatch<B>, noise: &mut Noise) -> Tensor<B, 2> {
         let (embeddings, sample) = self.sampled(batch, noise);
-        self.predictor.forward_with(Self::gated(embeddings, sample.gates()), batch.mask.clone(), Some(noise)).0
+        self.predict(embeddings, sample.gates(), batch.mask.clone(), Some(noise))
     }
 
     /// Cross-entropy + λ·|rate − %Sel|; for RL the penalty and the
@@ -310,32 +385,24 @@ impl<B: Backend> Trainable<B> for RationaleClassifier<B> {
     fn objective(&self, batch: &TokenBatch<B>, labels: &[u32], noise: &mut Noise) -> Tensor<B, 1> {
         let examples = labels.len();
         let (embeddings, sample) = self.sampled(batch, noise);
-        let logits =
-            self.predictor.forward_with(Self::gated(embeddings, sample.gates()), batch.mask.clone(), Some(noise)).0;
+        let logits = self.predict(embeddings, sample.gates(), batch.mask.clone(), Some(noise));
         let cross_entropy = losses(logits.narrow(0, 0, examples), labels);
         let mask = batch.mask.clone().narrow(0, 0, examples);
-        let RationaleConfig { selection_rate: target, lambda, .. } = self.config;
+        let RationaleConfig { selection_rate: target, lambda, rate_scope, .. } = self.config;
         match sample {
             Sample::Bernoulli { scores, probability, gates } => {
                 let gates = gates.narrow(0, 0, examples);
-                let penalty = rate::penalty(rate::selection_rate(gates.clone(), mask.clone()), target, lambda);
-                // The penalty at the expected rate: a baseline that depends on
-                // the selector's parameters only, not on this draw.
-                let expected = rate::penalty(
-                    rate::selection_rate(probability.narrow(0, 0, examples), mask.clone()),
-                    target,
-                    lambda,
-                );
+                let probability = probability.narrow(0, 0, examples);
+                let penalty = rate_scope.penalty(gates.clone(), mask.clone(), target, lambda);
                 let costs = cross_entropy.clone().detach();
                 let advantages = (costs.clone() - reinforce::leave_one_out(costs)).div_scalar(examples as f64)
-                    + (penalty.clone() - expected).expand([examples]);
+                    + rate_scope.advantages(gates.clone(), probability, mask.clone(), target, lambda);
                 let log_p = reinforce::log_likelihood(scores.narrow(0, 0, examples), gates, mask);
                 let surrogate = reinforce::surrogate(log_p, advantages);
-                cross_entropy.mean() + penalty + surrogate.clone() - surrogate.detach()
+                cross_entropy.mean() + penalty.detach() + surrogate.clone() - surrogate.detach()
             }
             Sample::HardKuma { nonzero, .. } => {
-                let expected_rate = rate::selection_rate(nonzero.narrow(0, 0, examples), mask);
-                cross_entropy.mean() + rate::penalty(expected_rate, target, lambda)
+                cross_entropy.mean() + rate_scope.penalty(nonzero.narrow(0, 0, examples), mask, target, lambda)
             }
         }
     }
@@ -433,25 +500,26 @@ mod tests {
             selector_hidden_size: 8,
             selection_rate: 0.15,
             lambda: 2.0,
+            rate_scope: RateScope::Batch,
+            predictor_input: PredictorInput::Zeroed,
         }
     }
 
     fn fit(selector: SelectorKind, seed: u64, steps: usize) -> (RationaleClassifier<Flex>, TrainSummary) {
-        fit_resumable(selector, seed, steps, None, None).expect("not stopped")
+        fit_resumable(config(selector), seed, steps, None, None).expect("not stopped")
     }
 
     /// [`fit`] with snapshots, stopped (as Ctrl-C stops it) before batch
     /// `stop_after` if given.
     fn fit_resumable(
-        selector: SelectorKind,
+        config: RationaleConfig,
         seed: u64,
         steps: usize,
         snapshots: Option<&crate::train::Snapshots>,
         stop_after: Option<usize>,
     ) -> Result<(RationaleClassifier<Flex>, TrainSummary), crate::train::Stopped> {
         let device = Default::default();
-        let model =
-            RationaleClassifier::<A>::new(&config(selector), &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
+        let model = RationaleClassifier::<A>::new(&config, &mut ChaCha8Rng::seed_from_u64(seed), None, &device);
         let spec = TrainingSpec {
             batch_size: Positive::new(32),
             optimizer: Optimizer::Adamw,
@@ -484,8 +552,8 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let snapshots =
                 crate::train::Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
-            fit_resumable(selector, 3, 120, Some(&snapshots), Some(70)).expect_err("stopped");
-            let (resumed, summary) = fit_resumable(selector, 3, 120, Some(&snapshots), None).unwrap();
+            fit_resumable(config(selector), 3, 120, Some(&snapshots), Some(70)).expect_err("stopped");
+            let (resumed, summary) = fit_resumable(config(selector), 3, 120, Some(&snapshots), None).unwrap();
             assert_eq!(summary.log, whole.log, "{selector}");
             let probe = articles(20, 9);
             let refs: Vec<&[u32]> = probe.iter().map(|e| e.ids.as_slice()).collect();
@@ -544,6 +612,29 @@ mod tests {
                     assert!((rates.expected - 0.15).abs() < 0.03, "{selector}: {rates:?}");
                     assert!(recall_3.max(recall_4) > 0.9, "{selector}: {recall_3} {recall_4}");
                 }
+            }
+        }
+    }
+
+    /// Zhou et al.'s code, on the toy task where the batch's rate lets
+    /// HardKuma drop one class's article (above; seeds 7–9 all do, whatever
+    /// the predictor reads): with each review's own rate penalised, both
+    /// selectors select both articles (seeds 7–9 all, both inputs).
+    #[test]
+    fn each_reviews_rate_makes_both_selectors_select_both_articles() {
+        let test = articles(200, 3);
+        for selector in [SelectorKind::Rl, SelectorKind::Hardkuma] {
+            for input in [PredictorInput::Zeroed, PredictorInput::Selected] {
+                let zhou =
+                    RationaleConfig { rate_scope: RateScope::EachReview, predictor_input: input, ..config(selector) };
+                let (model, summary) = fit_resumable(zhou, 7, 400, None, None).expect("not stopped");
+                assert!(summary.best_validation_accuracy > 0.9, "{selector}: {summary:?}");
+                let (precision, [recall_4, recall_3]) = precision_recall(&model, &test);
+                assert!(
+                    precision > 0.9 && recall_3.min(recall_4) > 0.9,
+                    "{selector}, {}: {precision} {recall_3} {recall_4}",
+                    input.name()
+                );
             }
         }
     }

@@ -28,6 +28,8 @@ struct Details {
     selector: &'static str,
     selection_rate: f64,
     lambda: f64,
+    rate_penalty: &'static str,
+    predictor_input: &'static str,
 }
 
 pub fn fit<B: AutodiffBackend>(
@@ -48,6 +50,8 @@ pub fn fit<B: AutodiffBackend>(
         selector_hidden_size: predictor.hidden_size.get(),
         selection_rate: spec.selection_rate.get(),
         lambda: spec.lambda,
+        rate_scope: spec.rate_penalty.unwrap_or_default(),
+        predictor_input: spec.predictor_input.unwrap_or_default(),
     };
     let mut classifier = RationaleClassifier::<B>::new(&config, &mut rng, embeddings, device);
     if predictor.pad_embedding == PadEmbedding::Zero {
@@ -64,6 +68,8 @@ pub fn fit<B: AutodiffBackend>(
         selector: spec.selector.name(),
         selection_rate: spec.selection_rate.get(),
         lambda: spec.lambda,
+        rate_penalty: config.rate_scope.name(),
+        predictor_input: config.predictor_input.name(),
     };
     data.write_record(out, model.kind().name(), vocab.vocab_size(), details, summary)
 }

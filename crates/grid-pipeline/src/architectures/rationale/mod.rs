@@ -1,6 +1,6 @@
 //! A rationale model in the grid file (Zhou et al. 2022 §7): the BiLSTM's
 //! keys for the predictor (and the selector's sizes), `selector`,
-//! `selection_rate` and `lambda`; its recipe, its train key, the GloVe file it
+//! `selection_rate`, `lambda`, `rate_penalty` and `predictor_input`; its recipe, its train key, the GloVe file it
 //! reads; and how it is fitted ([`fit`]).
 
 pub mod fit;
@@ -15,7 +15,8 @@ use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
 use crate::dag::plan::PlanError;
 use crate::model::ModelAssets;
-use crate::model::rationale::SelectorKind;
+use crate::model::rationale::rate::RateScope;
+use crate::model::rationale::{PredictorInput, SelectorKind};
 use crate::spec::Share;
 use crate::spec::model::{OptimizerName, RawModel, SpanError};
 
@@ -34,6 +35,8 @@ pub const FAMILY: Family = Family {
         "selector",
         "selection_rate",
         "lambda",
+        "rate_penalty",
+        "predictor_input",
     ],
     hint,
     // Adam as Bastings et al. train theirs, clipped at norm 5 as they clip;
@@ -76,6 +79,12 @@ pub struct RationaleSpec {
     pub selection_rate: Share,
     /// `λ` of Eq. 5, a finite number > 0.
     pub lambda: f64,
+    /// Which rate Eq. 5 holds to the target, when the file sets it (the
+    /// batch's otherwise): set, it joins the train key.
+    pub rate_penalty: Option<RateScope>,
+    /// What the predictor reads, when the file sets it (every word, the
+    /// unselected ones zeroed, otherwise): set, it joins the train key.
+    pub predictor_input: Option<PredictorInput>,
 }
 
 /// Its keys of a `[[models]]` table: `selector` and `selection_rate` have no
@@ -98,18 +107,35 @@ pub fn parse(raw: &RawModel, name: &str) -> Result<RationaleSpec, SpanError> {
             return Err((Some(span), format!("model `{name}`: `lambda` must be a finite number > 0, got {l}")));
         }
     };
-    Ok(RationaleSpec { predictor: bilstm::parse(raw), selector, selection_rate, lambda })
+    Ok(RationaleSpec {
+        predictor: bilstm::parse(raw),
+        selector,
+        selection_rate,
+        lambda,
+        rate_penalty: raw.rate_penalty.as_ref().map(|r| *r.get_ref()),
+        predictor_input: raw.predictor_input.as_ref().map(|p| *p.get_ref()),
+    })
 }
 
 /// Its part of a train step's key (every field, as the BiLSTM's).
 pub fn key(spec: &RationaleSpec, glove_hash: Option<&str>) -> Value {
-    let RationaleSpec { predictor, selector, selection_rate, lambda } = spec;
-    json!({ "rationale": {
+    let RationaleSpec { predictor, selector, selection_rate, lambda, rate_penalty, predictor_input } = spec;
+    let mut key = json!({
         "predictor": bilstm::key(predictor, glove_hash)["bilstm"],
         "selector": selector.name(),
         "selection_rate": selection_rate.get(),
         "lambda": lambda,
-    }})
+    });
+    // Each joins the key only when set, so that every model trained before
+    // they existed keeps its key.
+    let object = key.as_object_mut().expect("an object");
+    if let Some(scope) = rate_penalty {
+        object.insert("rate_penalty".into(), json!(scope.name()));
+    }
+    if let Some(input) = predictor_input {
+        object.insert("predictor_input".into(), json!(input.name()));
+    }
+    json!({ "rationale": key })
 }
 
 /// Multiply-adds per token: the predictor's, and the selector's BiLSTM and gate.
@@ -155,6 +181,8 @@ mod tests {
             selector,
             selection_rate: Share::new(rate),
             lambda: DEFAULT_LAMBDA,
+            rate_penalty: None,
+            predictor_input: None,
         }
     }
 
@@ -166,5 +194,26 @@ mod tests {
         assert_eq!(rl["rationale"]["predictor"]["pad_embedding"], json!("zero"));
         assert_ne!(rl, key(&spec(SelectorKind::Hardkuma, 0.09), None));
         assert_ne!(rl, key(&spec(SelectorKind::Rl, 0.11), None));
+    }
+
+    /// `rate_penalty` and `predictor_input` join the key only when set:
+    /// the key of a model that sets neither is the one it had before they
+    /// existed, and setting either (even to its default) is another model.
+    #[test]
+    fn the_penalty_scope_and_the_predictor_input_join_the_key_only_when_set() {
+        let before = json!({ "rationale": {
+            "predictor": key(&spec(SelectorKind::Rl, 0.09), None)["rationale"]["predictor"],
+            "selector": "rl", "selection_rate": 0.09, "lambda": DEFAULT_LAMBDA,
+        }});
+        assert_eq!(key(&spec(SelectorKind::Rl, 0.09), None), before);
+        let mut each = spec(SelectorKind::Rl, 0.09);
+        each.rate_penalty = Some(RateScope::EachReview);
+        assert_eq!(key(&each, None)["rationale"]["rate_penalty"], json!("each-review"));
+        let mut batch = spec(SelectorKind::Rl, 0.09);
+        batch.rate_penalty = Some(RateScope::Batch);
+        assert_ne!(key(&batch, None), before);
+        let mut selected = spec(SelectorKind::Rl, 0.09);
+        selected.predictor_input = Some(PredictorInput::Selected);
+        assert_eq!(key(&selected, None)["rationale"]["predictor_input"], json!("selected"));
     }
 }

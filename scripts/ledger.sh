@@ -26,6 +26,10 @@ grids=(
     experiments/zhou_attention_sst2.toml
     experiments/rationale.toml
     experiments/rationale_cn_nc.toml
+    experiments/zhou_rationale.toml
+    experiments/zhou_rationale_each.toml
+    experiments/zhou_rationale_cn_nc.toml
+    experiments/zhou_rationale_cn_nc_each.toml
 )
 if [ "${1:-}" = --grids ]; then
     read -r -a grids <<< "$2"

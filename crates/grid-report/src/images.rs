@@ -15,9 +15,9 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::DisplayTable;
-use super::compare::Finding;
 use super::paper::{align, string_frame};
 use super::tables::{first_appearance, format_fixed};
+use crate::finding::Finding;
 use grid_methods::shortcut::image::Visibility;
 
 /// Which test images a row averages: those the manipulation was applied to

@@ -27,6 +27,7 @@
 //! one file name are an error rather than a silent overwrite.
 
 pub mod compare;
+pub mod finding;
 pub mod html;
 pub mod images;
 pub mod latex;

@@ -87,6 +87,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 
 use super::{CellResult, VerificationRow};
+pub use crate::finding::Finding;
 use crate::images::ImageAttrRow;
 use crate::metrics::Metric;
 use crate::salience::Method;
@@ -250,37 +251,6 @@ impl ComparedCell {
     /// `None` without an interval.
     pub fn within_interval(&self) -> Option<bool> {
         Some((self.ci_low?..=self.ci_high?).contains(&self.published))
-    }
-}
-
-/// A claim of the paper, checked on our numbers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    pub statement: String,
-    /// `None`: undecided (a number is missing on one side, or the finding rests
-    /// on a model that failed verification).
-    pub holds: Option<bool>,
-    pub evidence: String,
-}
-
-impl Finding {
-    /// The finding as it stands on models of which `verified` says whether all
-    /// passed verification: a model that failed leaves it undecided, whatever
-    /// the numbers say (which the evidence keeps).
-    pub(super) fn resting_on(mut self, verified: bool) -> Finding {
-        if !verified {
-            let alone = match self.holds {
-                Some(true) => "it would hold",
-                Some(false) => "it would fail",
-                None => "undecided too",
-            };
-            self.holds = None;
-            self.evidence = format!(
-                "{}; undecided: a model it rests on failed verification (on the numbers alone {alone})",
-                self.evidence
-            );
-        }
-        self
     }
 }
 

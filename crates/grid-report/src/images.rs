@@ -251,7 +251,10 @@ impl ImageFinding {
         let (holds, evidence) = match self {
             ImageFinding::RisesWithAccuracyOnlyShapWatermark => rises_with_accuracy(rows),
             ImageFinding::ShapRisesWithVisibility => with_visibility(&trained(rows)),
-            _ => self.check_trained(&trained(rows)),
+            ImageFinding::NoMethodNearOne
+            | ImageFinding::ShapBestLimeWorst
+            | ImageFinding::WatermarkMostBlurLeast
+            | ImageFinding::PresenceOverAbsence => self.check_trained(&trained(rows)),
         };
         Finding { statement: self.statement().into(), holds, evidence }
     }

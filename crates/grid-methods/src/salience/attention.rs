@@ -31,9 +31,16 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
 ) -> Result<Attribution, AttributionError> {
     let batch = examples.batch::<B>(vocab.pad, device);
     let embeddings = model.embed(batch.ids.clone()).detach();
-    let weights = model
-        .attention_scores(embeddings.clone(), batch.mask.clone(), view)
-        .ok_or_else(|| unsupported(Method::Attention(view), model.family()))?;
+    let weights = model.attention_scores(embeddings.clone(), batch.mask.clone(), view).ok_or_else(|| {
+        let family = model.family();
+        let reason = match view {
+            AttentionView::Additive => format!("{family} has no additive attention over its input"),
+            AttentionView::LastLayer | AttentionView::AllLayers => {
+                format!("{family} has no transformer self-attention")
+            }
+        };
+        unsupported(Method::Attention(view), reason)
+    })?;
     let predicted = predicted_classes(model.logits_from_embeddings(embeddings, batch.mask));
     Ok(Attribution { scores: rows_of(weights, examples), predicted, completeness_gap: None })
 }
@@ -50,7 +57,11 @@ pub fn explain_scaled<B: AutodiffBackend, M: Classifier<B>>(
     let embeddings = model.embed(batch.ids).detach();
     let leaf = model
         .attention_leaf(embeddings, batch.mask)
-        .ok_or_else(|| unsupported(Method::ScaledAttention, model.family()))?;
+        // ModernBERT's mean-pooling head reads every query of the last layer.
+        .ok_or_else(|| {
+            let reason = format!("{} has no attention whose first query alone reaches the output", model.family());
+            unsupported(Method::ScaledAttention, reason)
+        })?;
     let predicted = predicted_classes(leaf.logits.clone());
     let grads = predicted_class_score(leaf.logits, &predicted, Target::Logit).sum().backward();
     let probs = leaf.probs.clone().inner();
@@ -61,13 +72,7 @@ pub fn explain_scaled<B: AutodiffBackend, M: Classifier<B>>(
     Ok(Attribution { scores: rows_of(scores, examples), predicted, completeness_gap: None })
 }
 
-fn unsupported(method: Method, family: &str) -> AttributionError {
-    let reason = match method {
-        Method::Attention(AttentionView::Additive) => format!("{family} has no additive attention over its input"),
-        Method::Attention(_) => format!("{family} has no transformer self-attention"),
-        // ModernBERT's mean-pooling head reads every query of the last layer.
-        _ => format!("{family} has no attention whose first query alone reaches the output"),
-    };
+fn unsupported(method: Method, reason: String) -> AttributionError {
     AttributionError::Unsupported { method: method.to_string(), reason }
 }
 

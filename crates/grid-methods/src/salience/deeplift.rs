@@ -221,7 +221,8 @@ mod tests {
             let a = explain(&model, baseline, &examples, &VOCAB, &settings(), &device).unwrap();
             let base = match baseline {
                 Baseline::Zero => 0.0,
-                _ => model.token_sum(VOCAB.unk),
+                Baseline::Unk => model.token_sum(VOCAB.unk),
+                Baseline::Mask | Baseline::Pad => unreachable!("only zero and [UNK] are run here"),
             };
             for (row, ids) in ids.iter().enumerate() {
                 let s: f64 = ids.iter().map(|&id| model.token_sum(id)).sum();

@@ -186,21 +186,30 @@ impl Method {
         if needs_mask && !traits.mask_token {
             return Some("the model's vocabulary has no [MASK] token");
         }
-        match self {
-            Method::Attention(AttentionView::Additive) if !traits.additive_attention => {
-                Some("`attn` reads additive attention (BiLSTM); use attn-last or attn-all for a transformer")
+        // What the method reads of the model, and whether the model has it.
+        let (has_it, reason) = match self {
+            Method::Attention(AttentionView::Additive) => (
+                traits.additive_attention,
+                "`attn` reads additive attention (BiLSTM); use attn-last or attn-all for a transformer",
+            ),
+            Method::Attention(AttentionView::LastLayer | AttentionView::AllLayers) => {
+                (traits.transformer_attention, "needs transformer self-attention; use `attn` for the BiLSTM")
             }
-            Method::Attention(AttentionView::LastLayer | AttentionView::AllLayers) if !traits.transformer_attention => {
-                Some("needs transformer self-attention; use `attn` for the BiLSTM")
+            Method::ScaledAttention => {
+                (traits.additive_attention || traits.transformer_attention, "the model has no attention")
             }
-            Method::ScaledAttention if !(traits.additive_attention || traits.transformer_attention) => {
-                Some("the model has no attention")
+            Method::Rationale => {
+                (traits.rationale, "only a rationale model (`architecture = \"rationale\"`) selects words of its own")
             }
-            Method::Rationale if !traits.rationale => {
-                Some("only a rationale model (`architecture = \"rationale\"`) selects words of its own")
-            }
-            _ => None,
-        }
+            Method::Gradient(_)
+            | Method::SmoothGrad { .. }
+            | Method::Lime { .. }
+            | Method::KernelShap { .. }
+            | Method::Occlusion { .. }
+            | Method::DeepLift { .. }
+            | Method::Random => return None,
+        };
+        (!has_it).then_some(reason)
     }
 
     /// Methods whose scores depend on a random draw (seeded per example).

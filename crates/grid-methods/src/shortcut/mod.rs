@@ -150,7 +150,7 @@ impl ShortcutKind {
         match self {
             ShortcutKind::St => Some(1),
             ShortcutKind::Tic | ShortcutKind::Op => Some(2),
-            _ => None,
+            ShortcutKind::Articles | ShortcutKind::ArticlesCn | ShortcutKind::ArticlesNc => None,
         }
     }
 
@@ -813,7 +813,11 @@ impl Planter<'_> {
         let tokens = &self.options.tokens;
         let choices = match self.options.kind {
             ShortcutKind::Tic => tokens.classes() + 1,
-            _ => tokens.classes(),
+            ShortcutKind::St
+            | ShortcutKind::Op
+            | ShortcutKind::Articles
+            | ShortcutKind::ArticlesCn
+            | ShortcutKind::ArticlesNc => tokens.classes(),
         };
         match tokens.indicators.get(rng.random_range(0..choices)) {
             Some(indicator) => indicator,
@@ -1067,7 +1071,10 @@ mod tests {
                 // the context token comes first for either label, and so does the indicator
                 ShortcutKind::Tic => &[(2, 0), (2, 1), (0, 0), (1, 1)],
                 // the first token is the label
-                _ => &[(0, 0), (1, 1)],
+                ShortcutKind::Op => &[(0, 0), (1, 1)],
+                ShortcutKind::St | ShortcutKind::Articles | ShortcutKind::ArticlesCn | ShortcutKind::ArticlesNc => {
+                    unreachable!("only tic and op are run here")
+                }
             };
             for key in expected {
                 assert!(first_roles.contains_key(key), "{kind}: {key:?} missing in {first_roles:?}");

@@ -19,7 +19,16 @@ use crate::cache::{Cache, CacheError, ContentKey, Manifest, StepKind};
 fn files_read(kind: StepKind) -> Option<&'static [&'static str]> {
     match kind {
         StepKind::Train => Some(&["train.jsonl", "validation.jsonl"]),
-        _ => None,
+        StepKind::Corpus
+        | StepKind::Synth
+        | StepKind::Verify
+        | StepKind::Evaluate
+        | StepKind::Attribute
+        | StepKind::Erasure
+        | StepKind::Agreement
+        | StepKind::Score
+        | StepKind::Report
+        | StepKind::Crowd => None,
     }
 }
 
@@ -43,7 +52,16 @@ pub fn content_key(kind: StepKind, version: u32, params: &Value, inputs: &[Manif
             // in the synth step's parameters, not in the files' names.
             let planted = match input.kind {
                 StepKind::Synth => input.params.get("kind").cloned().unwrap_or(Value::Null),
-                _ => Value::Null,
+                StepKind::Corpus
+                | StepKind::Train
+                | StepKind::Verify
+                | StepKind::Evaluate
+                | StepKind::Attribute
+                | StepKind::Erasure
+                | StepKind::Agreement
+                | StepKind::Score
+                | StepKind::Report
+                | StepKind::Crowd => Value::Null,
             };
             Some(json!({ "files": digests, "planted": planted }))
         })

@@ -142,14 +142,19 @@ pub fn state_of(
     }
     let state = match entry {
         Entry::Damaged(damage) => StepState::Damaged { problem: damage.to_string() },
-        _ => {
+        Entry::Missing | Entry::Valid(_) => {
             let inputs: Vec<_> =
                 step.inputs.iter().map(|&i| (plan.steps[i].label.clone(), plan.steps[i].key.clone())).collect();
             let reason = stale::explain(cache, step.kind, &step.key, &step.label, &step.params, &inputs);
             // A changed input may have left what the step reads as it was.
             let outlook = match reason {
                 stale::StaleReason::InputChanged { .. } => super::reuse::outlook(plan, cache, step)?,
-                _ => None,
+                stale::StaleReason::NeverRun
+                | stale::StaleReason::VersionBumped { .. }
+                | stale::StaleReason::ParamChanged { .. }
+                | stale::StaleReason::Incomplete
+                | stale::StaleReason::Resumes(_)
+                | stale::StaleReason::Removed => None,
             };
             let reason = match outlook {
                 Some(outlook) => format!("{reason}; {outlook}"),
@@ -225,7 +230,11 @@ pub fn render_plan(lines: &[StepLine]) -> String {
                 count.2 += seconds;
                 "remote"
             }
-            _ => {
+            StepState::Running { .. }
+            | StepState::Slurm { .. }
+            | StepState::Failed { .. }
+            | StepState::Damaged { .. }
+            | StepState::Missing { .. } => {
                 count.1 += 1;
                 "run"
             }

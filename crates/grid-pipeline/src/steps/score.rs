@@ -92,7 +92,12 @@ pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Opt
         .filter_map(|e| {
             let region = match metric {
                 Metric::AttrNonCorrelating => &e.distractors,
-                _ => &e.ground_truth,
+                Metric::Precision
+                | Metric::Rank
+                | Metric::AttrShare
+                | Metric::Erasure(_)
+                | Metric::Diagnosticity(_)
+                | Metric::Rationale(_) => &e.ground_truth,
             };
             // Token level: special tokens are not ranked. Word level: every word is.
             let (scores, region, ranked): (Cow<[f32]>, Cow<[usize]>, Vec<bool>) = match aggregation {
@@ -120,7 +125,11 @@ pub fn evaluate(metric: Metric, examples: &[AttributedExample], aggregation: Opt
                     shares.push(region.len() as f64 / tokens as f64);
                     Some(value)
                 }
-                _ => metric.evaluate(&ranking(&scores, rankable), &region),
+                Metric::Precision
+                | Metric::Rank
+                | Metric::Erasure(_)
+                | Metric::Diagnosticity(_)
+                | Metric::Rationale(_) => metric.evaluate(&ranking(&scores, rankable), &region),
             }
         })
         .collect();

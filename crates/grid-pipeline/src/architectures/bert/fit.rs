@@ -63,12 +63,11 @@ pub fn fit<B: AutodiffBackend>(
         _ => None,
     };
     // A checkpoint whose computation has its own room is fitted there.
-    if let (Some(dir), ModelAssets::Checkpoint { source, .. }) = (&dir, assets) {
-        let model_type = model_type(dir).with_context(context)?;
-        let checkpoint = super::own_room::Checkpoint { source, dir, model_type: &model_type };
-        if let Some(fitted) = super::own_room::fit::<B>(model, spec, &checkpoint, data, out, ctx, device) {
-            return fitted;
-        }
+    if let (Some(dir), ModelAssets::Checkpoint { source, .. }) = (&dir, assets)
+        && let Some(room) = super::own_room::Room::of(&model_type(dir).with_context(context)?)
+    {
+        let checkpoint = super::own_room::Checkpoint { source, dir, room };
+        return super::own_room::fit::<B>(model, spec, &checkpoint, data, out, ctx, device);
     }
     let (tokenizer, mut config, encoder, head, pretrained) = match (&spec.init, assets, dir) {
         (BertInit::Pretrained { head, .. }, ModelAssets::Checkpoint { source, .. }, Some(dir)) => {

@@ -266,8 +266,8 @@ pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyho
                 .with_context(|| format!("model `{model}`: checkpoint {source}"))?;
             let context = || format!("model `{model}`: {}", dir.display());
             let model_type = crate::model::bert::load::model_type(&dir).with_context(context)?;
-            if let Some(layers) = own_room::dense_layers(&dir, &model_type) {
-                return layers.with_context(context);
+            if let Some(room) = own_room::Room::of(&model_type) {
+                return own_room::dense_layers(&dir, room).with_context(context);
             }
             let config = crate::model::bert::load::read_config(&dir)
                 .with_context(|| format!("model `{model}`: {}", dir.display()))?;

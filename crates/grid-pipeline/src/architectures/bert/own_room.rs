@@ -3,7 +3,8 @@
 //! `model_type`: fitted as the BERT family's are (the shortcut tokens
 //! appended to its tokenizer with embedding rows of their own, a fresh head
 //! or the checkpoint's, the same recipe and record), on its own encoder. A
-//! new room is an arm in [`fit`] and [`dense_layers`].
+//! new room is a variant of [`Room`] and an arm in [`fit`] and
+//! [`dense_layers`] (the compiler asks for both).
 
 use std::path::Path;
 
@@ -27,16 +28,34 @@ use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
 use crate::train::{Trainable, train};
 
+/// An encoder with a room of its own, as a checkpoint's `model_type` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    ModernBert,
+    Deberta,
+}
+
+impl Room {
+    /// The room of a checkpoint's `model_type`; `None` for the BERT
+    /// family's, which has none of its own.
+    pub fn of(model_type: &str) -> Option<Room> {
+        match model_type {
+            modernbert::MODEL_TYPE => Some(Room::ModernBert),
+            deberta::MODEL_TYPE => Some(Room::Deberta),
+            _ => None,
+        }
+    }
+}
+
 /// Where a checkpoint is fitted.
 pub struct Checkpoint<'a> {
     pub source: &'a CheckpointSource,
     /// The resolved folder.
     pub dir: &'a Path,
-    pub model_type: &'a str,
+    pub room: Room,
 }
 
-/// Fits `checkpoint` on its own encoder and saves it under `out`; `None`
-/// when its `model_type` has no room of its own (the BERT family's).
+/// Fits `checkpoint` on its room's encoder and saves it under `out`.
 pub fn fit<B: AutodiffBackend>(
     model: &ModelSpec,
     spec: &BertSpec,
@@ -45,14 +64,11 @@ pub fn fit<B: AutodiffBackend>(
     out: &Path,
     ctx: &StepContext,
     device: &B::Device,
-) -> Option<Result<()>> {
-    Some(match checkpoint.model_type {
-        modernbert::MODEL_TYPE => {
-            fit_room::<B, ModernBertClassifier<B>>(model, spec, checkpoint, data, out, ctx, device)
-        }
-        deberta::MODEL_TYPE => fit_room::<B, DebertaClassifier<B>>(model, spec, checkpoint, data, out, ctx, device),
-        _ => return None,
-    })
+) -> Result<()> {
+    match checkpoint.room {
+        Room::ModernBert => fit_room::<B, ModernBertClassifier<B>>(model, spec, checkpoint, data, out, ctx, device),
+        Room::Deberta => fit_room::<B, DebertaClassifier<B>>(model, spec, checkpoint, data, out, ctx, device),
+    }
 }
 
 /// Fine-tunes (or, with `fine_tune = false`, takes) a checkpoint of encoder `M`.
@@ -112,14 +128,14 @@ where
     )
 }
 
-/// Its dense layers per forward pass; `None` when `model_type` has no room
-/// of its own.
-pub fn dense_layers(dir: &Path, model_type: &str) -> Option<Result<Vec<DenseLayer>>> {
+/// The dense layers per forward pass of the checkpoint in `dir`, whose
+/// encoder is `room`'s.
+pub fn dense_layers(dir: &Path, room: Room) -> Result<Vec<DenseLayer>> {
     let layer = |name, inputs, outputs, per_pass| DenseLayer { name, inputs, outputs, per_pass };
-    match model_type {
+    match room {
         // Per layer the fused query/key/value projection, the output
         // projection, the GeGLU's input-and-gate and its output.
-        modernbert::MODEL_TYPE => Some(modernbert::load::read_config(dir).map_err(Into::into).map(|c| {
+        Room::ModernBert => modernbert::load::read_config(dir).map_err(Into::into).map(|c| {
             let (h, i, layers) = (c.hidden_size, c.intermediate_size, c.num_hidden_layers);
             vec![
                 layer("attention q/k/v", h, 3 * h, layers),
@@ -127,18 +143,17 @@ pub fn dense_layers(dir: &Path, model_type: &str) -> Option<Result<Vec<DenseLaye
                 layer("GeGLU in and gate", h, 2 * i, layers),
                 layer("GeGLU out", i, h, layers),
             ]
-        })),
+        }),
         // BERT's per token; the relative table's projections run once per
         // batch, not per token, and are left out.
-        deberta::MODEL_TYPE => Some(deberta::load::read_config(dir).map_err(Into::into).map(|c| {
+        Room::Deberta => deberta::load::read_config(dir).map_err(Into::into).map(|c| {
             let (h, i, layers) = (c.hidden_size, c.intermediate_size, c.num_hidden_layers);
             vec![
                 layer("attention q/k/v/output", h, h, 4 * layers),
                 layer("feed-forward in", h, i, layers),
                 layer("feed-forward out", i, h, layers),
             ]
-        })),
-        _ => None,
+        }),
     }
 }
 
@@ -155,7 +170,8 @@ mod tests {
     #[test]
     fn each_room_counts_its_own_dense_layers() {
         let shapes = |name: &str, model_type: &str| -> Vec<(usize, usize, usize)> {
-            let layers = dense_layers(&fixture(name), model_type).unwrap().unwrap();
+            let room = Room::of(model_type).expect("a room of its own");
+            let layers = dense_layers(&fixture(name), room).unwrap();
             layers.iter().map(|l| (l.inputs, l.outputs, l.per_pass)).collect()
         };
         // hidden 32, intermediate 48, 3 layers.
@@ -165,8 +181,8 @@ mod tests {
         );
         // hidden 32, intermediate 48, 2 layers.
         assert_eq!(shapes("deberta_transformers", "deberta-v2"), vec![(32, 32, 8), (32, 48, 2), (48, 32, 2)]);
-        assert!(dense_layers(&fixture("bert_transformers"), "bert").is_none());
-        let wrong = dense_layers(&fixture("bert_transformers"), "deberta-v2").unwrap().unwrap_err();
+        assert_eq!(Room::of("bert"), None);
+        let wrong = dense_layers(&fixture("bert_transformers"), Room::Deberta).unwrap_err();
         assert!(format!("{wrong:#}").contains("config.json"), "{wrong:#}");
     }
 }

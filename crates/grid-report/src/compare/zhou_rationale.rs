@@ -44,6 +44,16 @@ impl RationaleFinding {
             Self::RlMoreNonCorrelating => "rl_more_non_correlating",
         }
     }
+
+    /// Whether a row is one its section's models: §7.1 trains on the
+    /// Article manipulation, §7.2 on CN and NC. A finding is judged on those
+    /// rows alone, so a grid of the other section leaves it undecided.
+    fn judges(self, row: &RationaleRow) -> bool {
+        match self {
+            Self::AccuracyOver97 | Self::NearOptimal | Self::CrLowestShort => is(row, ShortcutKind::Articles),
+            Self::RlMoreNonCorrelating => is(row, ShortcutKind::ArticlesCn) || is(row, ShortcutKind::ArticlesNc),
+        }
+    }
 }
 
 /// A line of the reference file.
@@ -86,7 +96,9 @@ fn cr_lowest(rows: &[RationaleRow]) -> Vec<&RationaleRow> {
     lowest
 }
 
-fn check(finding: RationaleFinding, all: &[RationaleRow]) -> (Option<bool>, String) {
+fn check(finding: RationaleFinding, rows: &[RationaleRow]) -> (Option<bool>, String) {
+    let section: Vec<RationaleRow> = rows.iter().filter(|r| finding.judges(r)).cloned().collect();
+    let all = section.as_slice();
     // The paper's claims are about models over 97% accurate: a model that
     // failed verification did not learn the task, and its selections say
     // nothing about what a model that did would select.
@@ -106,7 +118,7 @@ fn check_on(finding: RationaleFinding, rows: &[RationaleRow]) -> (Option<bool>, 
         RationaleFinding::AccuracyOver97 => {
             let measured: Vec<(&RationaleRow, f64)> = rows.iter().filter_map(|r| Some((r, r.accuracy?))).collect();
             let Some((worst, accuracy)) = measured.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
-                return none("verified rationale model");
+                return none("rationale model on the Article manipulation");
             };
             let below = measured.iter().filter(|(_, a)| *a <= MIN_ACCURACY).count();
             (
@@ -285,6 +297,16 @@ mod tests {
         assert!(evidence.contains("lowest 90.0% (RL-0.07 on gen:articles)"), "{evidence}");
         // Nothing on CN / NC: cannot tell.
         assert_eq!(holds(RationaleFinding::RlMoreNonCorrelating, &rows[..4]), None);
+        // Each section's findings read its own models: a CN / NC model below
+        // 97% or failing verification says nothing of §7.1.
+        rows[4].accuracy = Some(0.5);
+        rows[4].verified = false;
+        let (held, evidence) = check(RationaleFinding::NearOptimal, &rows);
+        assert_eq!(held, Some(false));
+        assert!(!evidence.contains("left out"), "{evidence}");
+        rows[0].accuracy = Some(0.99);
+        assert_eq!(holds(RationaleFinding::AccuracyOver97, &rows), Some(true));
+        rows[4].verified = true;
         // A model that failed verification is left out of the selection findings.
         rows[5].verified = false;
         let (held, evidence) = check(RationaleFinding::RlMoreNonCorrelating, &rows);

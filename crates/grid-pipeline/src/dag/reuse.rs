@@ -49,20 +49,12 @@ pub fn content_key(kind: StepKind, version: u32, params: &Value, inputs: &[Manif
                 .collect::<Option<serde_json::Map<String, Value>>>()?;
             // The rule planted in the data says which validation examples
             // count as marked (`training.best_by = "balanced"`, the log); it is
-            // in the synth step's parameters, not in the files' names.
-            let planted = match input.kind {
-                StepKind::Synth => input.params.get("kind").cloned().unwrap_or(Value::Null),
-                StepKind::Corpus
-                | StepKind::Train
-                | StepKind::Verify
-                | StepKind::Evaluate
-                | StepKind::Attribute
-                | StepKind::Erasure
-                | StepKind::Agreement
-                | StepKind::Score
-                | StepKind::Report
-                | StepKind::Crowd => Value::Null,
-            };
+            // in the synth step's parameters, not in the files' names (no
+            // other kind plants one).
+            let planted = (input.kind == StepKind::Synth)
+                .then(|| input.params.get("kind").cloned())
+                .flatten()
+                .unwrap_or(Value::Null);
             Some(json!({ "files": digests, "planted": planted }))
         })
         .collect::<Option<Vec<Value>>>()?;

@@ -50,7 +50,7 @@ impl RateScope {
         match self {
             RateScope::Batch => penalty(selection_rate(gates, mask), target, lambda),
             RateScope::ReviewMean => penalty(review_rates(gates, mask).mean(), target, lambda),
-            RateScope::EachReview => review_rates(gates, mask).sub_scalar(target).abs().mul_scalar(lambda).mean(),
+            RateScope::EachReview => review_distances(gates, mask, target).mul_scalar(lambda).mean(),
         }
     }
 
@@ -75,8 +75,8 @@ impl RateScope {
                 (sampled - self.penalty(probability, mask, target, lambda)).expand([batch]).detach()
             }
             RateScope::EachReview => {
-                let own = |gates: Tensor<B, 2>| review_rates(gates, mask.clone()).sub_scalar(target).abs();
-                (own(selections) - own(probability)).mul_scalar(lambda / batch as f64).detach()
+                let sampled = review_distances(selections, mask.clone(), target);
+                (sampled - review_distances(probability, mask, target)).mul_scalar(lambda / batch as f64).detach()
             }
         }
     }
@@ -98,6 +98,11 @@ pub fn selection_rate<B: Backend>(gates: Tensor<B, 2>, mask: Tensor<B, 2>) -> Te
 pub fn review_rates<B: Backend>(gates: Tensor<B, 2>, mask: Tensor<B, 2>) -> Tensor<B, 1> {
     let [batch, _] = gates.dims();
     ((gates * mask.clone()).sum_dim(1) / mask.sum_dim(1).clamp_min(1.0)).reshape([batch])
+}
+
+/// Each review's distance from the target, `|rᵢ − %Sel|`, `[batch]`.
+fn review_distances<B: Backend>(gates: Tensor<B, 2>, mask: Tensor<B, 2>, target: f64) -> Tensor<B, 1> {
+    review_rates(gates, mask).sub_scalar(target).abs()
 }
 
 /// Eq. 5 on a batch's rate: `λ · |rate − target|`, `[1]`.

@@ -7,6 +7,7 @@ pub mod activation;
 pub mod attention;
 pub mod blas;
 mod chunks;
+pub mod conv;
 mod dispatch;
 pub mod lanes;
 pub mod layout;

@@ -26,11 +26,11 @@ use grid_kernels::norm;
 use grid_kernels::softmax::{self, Rows};
 use grid_kernels::{activation, attention, layout, linear, pool, rescale};
 
-type Ad = Autodiff<Flex, NoCheckpointing>;
+pub(super) type Ad = Autodiff<Flex, NoCheckpointing>;
 
 /// A Flex tensor's values in row-major order: borrowed where its storage is
 /// laid out so (the usual case), else copied once.
-fn values(tensor: &FlexTensor) -> Cow<'_, [f32]> {
+pub(super) fn values(tensor: &FlexTensor) -> Cow<'_, [f32]> {
     match tensor.as_slice::<f32>() {
         Some(values) => Cow::Borrowed(values),
         None => Cow::Owned(tensor.clone().into_data().into_vec::<f32>().expect("an f32 tensor")),
@@ -38,11 +38,11 @@ fn values(tensor: &FlexTensor) -> Cow<'_, [f32]> {
 }
 
 /// A Flex tensor that takes over `values` (no copy).
-fn flex_tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTensor {
+pub(super) fn flex_tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(values, shape))
 }
 
-fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FlexTensor {
+pub(super) fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FlexTensor {
     tensor.into_primitive().tensor()
 }
 

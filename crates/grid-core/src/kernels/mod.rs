@@ -33,7 +33,9 @@
 //!   two input-dependent factors (attention's), reached through `Rules`;
 //! - [`rescaled_softmax`], [`rescaled_attention_softmax`]: DeepLift's
 //!   softmax rule (`grid_kernels::softmax`), the latter with attention's
-//!   scaling and mask, reached through `Rules`.
+//!   scaling and mask, reached through `Rules`;
+//! - [`conv2d`]: a ResNet's convolutions, the output and both gradients as
+//!   GEMMs over patch matrices (`grid_kernels::conv`, `convolution.rs`).
 //!
 //! Under DeepLift's rules (`Rules::Rescale`, the batch stacking inputs over
 //! their references) the LSTM recurrence and layer norm give the rule's
@@ -58,6 +60,7 @@
 //! `GRID_KERNELS=burn` turns the kernels off (to compare, or to rule them out).
 
 mod adamw;
+mod convolution;
 mod encoder;
 mod flex;
 #[cfg(feature = "libtorch")]
@@ -73,6 +76,7 @@ pub use flex::{
 };
 
 pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
+pub use convolution::conv2d;
 pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
 pub use recurrent::{LstmWeights, lstm_block, lstm_block_applies};
 

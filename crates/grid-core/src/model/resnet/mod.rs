@@ -22,6 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
+use crate::kernels;
 use crate::model::init;
 
 /// How deep: the number of basic blocks in each of the four stages.
@@ -196,6 +197,22 @@ fn conv<B: Backend>(
     conv
 }
 
+/// `conv` applied to `x`: through the fused kernel (`kernels::conv2d`) where
+/// one applies, else burn's convolution.
+fn convolve<B: Backend>(conv: &Conv2d<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    let plain = conv.bias.is_none() && conv.groups == 1 && conv.dilation == [1, 1];
+    if plain
+        && kernels::applies(&x)
+        && let PaddingConfig2d::Explicit(top, left, bottom, right) = conv.padding
+        && top == bottom
+        && left == right
+        && let Some(y) = kernels::conv2d(x.clone(), conv.weight.val(), conv.stride, [top, left])
+    {
+        return y;
+    }
+    conv.forward(x)
+}
+
 /// Two 3 × 3 convolutions with batch norm and a skip connection.
 #[derive(Module, Debug)]
 pub struct BasicBlock<B: Backend> {
@@ -237,11 +254,11 @@ impl<B: Backend> BasicBlock<B> {
 
     fn forward_with(&self, x: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
         let skip = match &self.downsample {
-            Some(d) => norm(&d.bn, d.conv.forward(x.clone()), statistics),
+            Some(d) => norm(&d.bn, convolve(&d.conv, x.clone()), statistics),
             None => x.clone(),
         };
-        let y = relu(norm(&self.bn1, self.conv1.forward(x), statistics));
-        let y = norm(&self.bn2, self.conv2.forward(y), statistics);
+        let y = relu(norm(&self.bn1, convolve(&self.conv1, x), statistics));
+        let y = norm(&self.bn2, convolve(&self.conv2, y), statistics);
         relu(y + skip)
     }
 }
@@ -313,7 +330,7 @@ impl<B: Backend> ResNet<B> {
     }
 
     fn features_with(&self, images: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
-        let mut x = relu(norm(&self.bn1, self.conv1.forward(images), statistics));
+        let mut x = relu(norm(&self.bn1, convolve(&self.conv1, images), statistics));
         if let Some(pool) = &self.pool {
             x = pool.forward(x);
         }

@@ -1,0 +1,444 @@
+//! A 2-D convolution over `[batch, channels, height, width]` images
+//! (row-major, NCHW as burn and torch keep them) with a
+//! `[outputs, inputs, kernel_h, kernel_w]` weight, no bias, no dilation, one
+//! group: what every convolution of a ResNet is. Its output, its input's
+//! gradient and its weight gradient, each as GEMMs of the shapes PyTorch's
+//! CPU convolution uses, on patch matrices (`im2col`):
+//!
+//! - output, per image: `Y [out, P] = W [out, K] · cols [K, P]`, with `K =
+//!   inputs · kernel_h · kernel_w` patch values and `P` output positions;
+//! - input gradient, per image: `∂cols [K, P] = Wᵀ · ∂Y`, scattered back
+//!   onto the image (`col2im`);
+//! - weight gradient: `∂W [out, K] = ∂Y · colsᵀ`, one product whose inner
+//!   dimension is the images and positions together (a chunk of images at a
+//!   time, so that the patch matrix stays a few megabytes).
+//!
+//! burn's CPU backend computes the weight gradient as a convolution of
+//! swapped tensors (the output gradient as a kernel as wide as the image)
+//! between contiguous copies of strided views; here every copy is a run of
+//! contiguous values and the arithmetic is in `gemm`.
+//!
+//! An image's output and input gradient are computed on their own, by a
+//! product of a shape fixed by the layer, so they do not depend on the
+//! other images of the batch (a saliency map does not depend on the batch
+//! it was explained in). A 1 × 1 convolution of stride 1 without padding
+//! reads the image as its own patch matrix.
+
+use rayon::prelude::*;
+
+use crate::matmul::{Threads, product};
+
+/// The shape of a convolution's batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    pub batch: usize,
+    pub inputs: usize,
+    pub outputs: usize,
+    /// The input's `[height, width]`.
+    pub size: [usize; 2],
+    /// `[kernel_h, kernel_w]`.
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    /// Zeros added on each side, `[rows, columns]`.
+    pub padding: [usize; 2],
+}
+
+impl Dims {
+    /// The output's `[height, width]`: `⌊(side + 2 · padding − kernel) / stride⌋ + 1`.
+    pub fn out_size(&self) -> [usize; 2] {
+        let side = |d: usize| {
+            let padded = self.size[d] + 2 * self.padding[d];
+            assert!(padded >= self.kernel[d] && self.stride[d] > 0, "conv: a kernel larger than its padded input");
+            (padded - self.kernel[d]) / self.stride[d] + 1
+        };
+        [side(0), side(1)]
+    }
+
+    /// Values of one patch: `inputs · kernel_h · kernel_w` (the product's depth).
+    pub fn patch(&self) -> usize {
+        self.inputs * self.kernel[0] * self.kernel[1]
+    }
+
+    /// Output positions of one image.
+    pub fn positions(&self) -> usize {
+        let [h, w] = self.out_size();
+        h * w
+    }
+
+    fn image_len(&self) -> usize {
+        self.inputs * self.size[0] * self.size[1]
+    }
+
+    fn out_len(&self) -> usize {
+        self.outputs * self.positions()
+    }
+
+    /// A 1 × 1 convolution of stride 1 without padding: the image is its own
+    /// patch matrix.
+    fn is_pointwise(&self) -> bool {
+        self.kernel == [1, 1] && self.stride == [1, 1] && self.padding == [0, 0]
+    }
+
+    fn check(&self, x: Option<&[f32]>, weight: Option<&[f32]>, grad: Option<&[f32]>) {
+        if let Some(x) = x {
+            assert_eq!(x.len(), self.batch * self.image_len(), "conv: input size");
+        }
+        if let Some(weight) = weight {
+            assert_eq!(weight.len(), self.outputs * self.patch(), "conv: weight size");
+        }
+        if let Some(grad) = grad {
+            assert_eq!(grad.len(), self.batch * self.out_len(), "conv: output gradient size");
+        }
+    }
+
+    /// Images run one per thread when there are several; a single image's
+    /// product is split over the threads instead.
+    fn threads_per_image(&self) -> Threads {
+        if self.batch > 1 { Threads::One } else { Threads::Pool }
+    }
+}
+
+/// Patch values per chunk of the weight gradient's patch matrix (16 MB).
+const CHUNK_VALUES: usize = 1 << 22;
+
+/// For output index `o` in `0..out_len`, input index `o · stride + offset`:
+/// the range of `o` whose input index lies in `0..in_len`.
+fn inside(out_len: usize, in_len: usize, stride: usize, offset: isize) -> std::ops::Range<usize> {
+    // o · stride + offset ≥ 0  ⇔  o ≥ ⌈−offset / stride⌉.
+    let below = if offset >= 0 { 0 } else { offset.unsigned_abs() };
+    let lo = below.div_ceil(stride);
+    // o · stride + offset < in_len  ⇔  o < ⌈(in_len − offset) / stride⌉.
+    let reach = in_len as isize - offset;
+    let hi = if reach <= 0 { 0 } else { (reach as usize).div_ceil(stride) };
+    lo.min(out_len)..hi.min(out_len).max(lo.min(out_len))
+}
+
+/// Row `row` of one image's patch matrix (`row = (channel, ki, kj)`), the
+/// `P` values `image[channel][oy·s + ki − p][ox·s + kj − p]` (zero outside),
+/// into `out`.
+fn patch_row(dims: &Dims, image: &[f32], row: usize, out: &mut [f32]) {
+    let [kh, kw] = dims.kernel;
+    let [h, w] = dims.size;
+    let [oh, ow] = dims.out_size();
+    let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
+    let plane = &image[channel * h * w..(channel + 1) * h * w];
+    let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
+    let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
+    out[..rows.start * ow].fill(0.0);
+    out[rows.end * ow..].fill(0.0);
+    for oy in rows {
+        let iy = oy * dims.stride[0] + ki - dims.padding[0];
+        let src = &plane[iy * w..(iy + 1) * w];
+        let dst = &mut out[oy * ow..(oy + 1) * ow];
+        dst[..cols.start].fill(0.0);
+        dst[cols.end..].fill(0.0);
+        if cols.is_empty() {
+            continue;
+        }
+        let first = cols.start * dims.stride[1] + kj - dims.padding[1];
+        if dims.stride[1] == 1 {
+            dst[cols.clone()].copy_from_slice(&src[first..first + cols.len()]);
+        } else {
+            for (value, ix) in dst[cols.clone()].iter_mut().zip((first..).step_by(dims.stride[1])) {
+                *value = src[ix];
+            }
+        }
+    }
+}
+
+/// One image's patch matrix `[K, P]` into `cols`.
+fn im2col(dims: &Dims, image: &[f32], cols: &mut [f32]) {
+    let positions = dims.positions();
+    for (row, out) in cols.chunks_exact_mut(positions).enumerate() {
+        patch_row(dims, image, row, out);
+    }
+}
+
+/// Adds one image's patch-matrix gradient `[K, P]` onto its gradient
+/// `[inputs, h, w]` (which the caller zeroed): each patch value's gradient
+/// goes to the pixel it was read from.
+fn col2im(dims: &Dims, cols: &[f32], image: &mut [f32]) {
+    let [kh, kw] = dims.kernel;
+    let [h, w] = dims.size;
+    let [oh, ow] = dims.out_size();
+    for (row, values) in cols.chunks_exact(oh * ow).enumerate() {
+        let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
+        let plane = &mut image[channel * h * w..(channel + 1) * h * w];
+        let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
+        let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
+        for oy in rows {
+            let iy = oy * dims.stride[0] + ki - dims.padding[0];
+            let dst = &mut plane[iy * w..(iy + 1) * w];
+            let src = &values[oy * ow..(oy + 1) * ow];
+            if cols.is_empty() {
+                continue;
+            }
+            let first = cols.start * dims.stride[1] + kj - dims.padding[1];
+            if dims.stride[1] == 1 {
+                for (d, s) in dst[first..first + cols.len()].iter_mut().zip(&src[cols.clone()]) {
+                    *d += s;
+                }
+            } else {
+                for (ix, s) in (first..).step_by(dims.stride[1]).zip(&src[cols.clone()]) {
+                    dst[ix] += s;
+                }
+            }
+        }
+    }
+}
+
+/// `f(image index, image's output)` for each image of a batch: on rayon's
+/// threads when there are several.
+fn per_image(out: &mut [f32], len: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
+    if out.len() > len {
+        out.par_chunks_mut(len).enumerate().for_each(|(n, out)| f(n, out));
+    } else if !out.is_empty() {
+        f(0, out);
+    }
+}
+
+/// The convolution's output `[batch, outputs, oh, ow]` from `x` `[batch,
+/// inputs, h, w]` and `weight` `[outputs, inputs, kh, kw]`.
+pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    dims.check(Some(x), Some(weight), None);
+    let (depth, positions, image_len) = (dims.patch(), dims.positions(), dims.image_len());
+    let mut y = vec![0.0f32; dims.batch * dims.out_len()];
+    if dims.out_len() == 0 {
+        return y;
+    }
+    let threads = dims.threads_per_image();
+    per_image(&mut y, dims.out_len(), |n, out| {
+        let image = &x[n * image_len..(n + 1) * image_len];
+        let owned;
+        let cols = if dims.is_pointwise() {
+            image
+        } else {
+            let mut buffer = vec![0.0f32; depth * positions];
+            im2col(&dims, image, &mut buffer);
+            owned = buffer;
+            &owned
+        };
+        let shape = (dims.outputs, positions, depth);
+        product(threads, false, shape, (out, positions), weight, (depth, 1), cols, (positions, 1));
+    });
+    y
+}
+
+/// `∂x` `[batch, inputs, h, w]` from the output's gradient `grad` `[batch,
+/// outputs, oh, ow]` and `weight`.
+pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
+    dims.check(None, Some(weight), Some(grad));
+    let (depth, positions, out_len) = (dims.patch(), dims.positions(), dims.out_len());
+    let mut dx = vec![0.0f32; dims.batch * dims.image_len()];
+    if dims.image_len() == 0 {
+        return dx;
+    }
+    let threads = dims.threads_per_image();
+    per_image(&mut dx, dims.image_len(), |n, image| {
+        let grad = &grad[n * out_len..(n + 1) * out_len];
+        // Wᵀ [K, out]: element (k, o) = weight[o · K + k].
+        let shape = (depth, positions, dims.outputs);
+        if dims.is_pointwise() {
+            product(threads, false, shape, (image, positions), weight, (1, depth), grad, (positions, 1));
+        } else {
+            let mut cols = vec![0.0f32; depth * positions];
+            product(threads, false, shape, (&mut cols, positions), weight, (1, depth), grad, (positions, 1));
+            col2im(&dims, &cols, image);
+        }
+    });
+    dx
+}
+
+/// `∂W` `[outputs, inputs, kh, kw]` from `x` and the output's gradient
+/// `grad`: `Σ` over images and positions of `∂Y · colsᵀ`, one product per
+/// chunk of images (its inner dimension the chunk's images × positions).
+pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
+    dims.check(Some(x), None, Some(grad));
+    let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
+    let mut dw = vec![0.0f32; dims.outputs * depth];
+    if dims.batch == 0 || positions == 0 || dw.is_empty() {
+        return dw;
+    }
+    let chunk = (CHUNK_VALUES / (depth * positions).max(1)).clamp(1, dims.batch);
+    let mut cols = vec![0.0f32; depth * chunk * positions];
+    let mut grads = vec![0.0f32; dims.outputs * chunk * positions];
+    for first in (0..dims.batch).step_by(chunk) {
+        let images = chunk.min(dims.batch - first);
+        let width = images * positions;
+        // Rows of `[K, images · P]` and of `∂Y` as `[out, images · P]`: each
+        // row a run of every image's values, filled on the threads.
+        cols[..depth * width].par_chunks_mut(width).enumerate().for_each(|(row, out)| {
+            for (i, out) in out.chunks_exact_mut(positions).enumerate() {
+                let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
+                if dims.is_pointwise() {
+                    out.copy_from_slice(&image[row * positions..(row + 1) * positions]);
+                } else {
+                    patch_row(&dims, image, row, out);
+                }
+            }
+        });
+        grads[..dims.outputs * width].par_chunks_mut(width).enumerate().for_each(|(o, out)| {
+            for (i, out) in out.chunks_exact_mut(positions).enumerate() {
+                let start = (first + i) * out_len + o * positions;
+                out.copy_from_slice(&grad[start..start + positions]);
+            }
+        });
+        // colsᵀ [images · P, K]: element (j, k) = cols[k · width + j].
+        let shape = (dims.outputs, depth, width);
+        product(Threads::Pool, first > 0, shape, (&mut dw, depth), &grads, (width, 1), &cols, (1, width));
+    }
+    dw
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::wave;
+
+    /// The convolution by its definition, in f64.
+    fn direct(dims: &Dims, x: &[f32], weight: &[f32]) -> Vec<f64> {
+        let [h, w] = dims.size;
+        let [oh, ow] = dims.out_size();
+        let [kh, kw] = dims.kernel;
+        let mut y = vec![0.0f64; dims.batch * dims.outputs * oh * ow];
+        for n in 0..dims.batch {
+            for o in 0..dims.outputs {
+                for oy in 0..oh {
+                    for ox in 0..ow {
+                        let mut sum = 0.0f64;
+                        for c in 0..dims.inputs {
+                            for i in 0..kh {
+                                for j in 0..kw {
+                                    let iy = (oy * dims.stride[0] + i) as isize - dims.padding[0] as isize;
+                                    let ix = (ox * dims.stride[1] + j) as isize - dims.padding[1] as isize;
+                                    if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                        continue;
+                                    }
+                                    let xv = x[((n * dims.inputs + c) * h + iy as usize) * w + ix as usize];
+                                    let wv = weight[((o * dims.inputs + c) * kh + i) * kw + j];
+                                    sum += f64::from(xv) * f64::from(wv);
+                                }
+                            }
+                        }
+                        y[((n * dims.outputs + o) * oh + oy) * ow + ox] = sum;
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    /// `Σ probe · conv(x, weight)`, whose gradients are the kernel's
+    /// gradients for an output gradient `probe`; by central differences in
+    /// f64 (the function is linear in each argument, so they are exact up
+    /// to rounding).
+    fn probed(dims: &Dims, x: &[f32], weight: &[f32], probe: &[f32]) -> f64 {
+        direct(dims, x, weight).iter().zip(probe).map(|(y, p)| y * f64::from(*p)).sum()
+    }
+
+    fn shapes() -> Vec<Dims> {
+        let d = |batch, inputs, outputs, size, kernel, stride, padding| Dims {
+            batch,
+            inputs,
+            outputs,
+            size,
+            kernel: [kernel; 2],
+            stride: [stride; 2],
+            padding: [padding; 2],
+        };
+        vec![
+            // A ResNet's 3 × 3 of stride 1, its downsampling 3 × 3 and 1 × 1
+            // of stride 2, the 1 × 1 of stride 1, the 7 × 7 stem of stride 2.
+            d(2, 3, 4, [6, 5], 3, 1, 1),
+            d(3, 4, 5, [7, 8], 3, 2, 1),
+            d(2, 4, 6, [7, 7], 1, 2, 0),
+            d(2, 5, 3, [4, 6], 1, 1, 0),
+            d(2, 3, 4, [11, 9], 7, 2, 3),
+            Dims { batch: 1, inputs: 2, outputs: 3, size: [5, 9], kernel: [2, 3], stride: [1, 2], padding: [0, 1] },
+        ]
+    }
+
+    #[test]
+    fn the_output_is_the_convolution() {
+        for dims in shapes() {
+            let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+            let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
+            let ours = forward(dims, &x, &weight);
+            let exact = direct(&dims, &x, &weight);
+            assert_eq!(ours.len(), exact.len());
+            for (a, b) in ours.iter().zip(&exact) {
+                assert!((f64::from(*a) - b).abs() < 1e-5, "{dims:?}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_gradients_are_the_convolutions() {
+        for dims in shapes() {
+            let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+            let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
+            let probe = wave(dims.batch * dims.out_len(), 0.29, 0.4);
+            let dx = input_gradient(dims, &probe, &weight);
+            let dw = weight_gradient(dims, &x, &probe);
+            // Linear in x and in the weight: a unit step's difference is the gradient.
+            for (i, got) in dx.iter().enumerate() {
+                let mut up = x.clone();
+                up[i] += 1.0;
+                let exact = probed(&dims, &up, &weight, &probe) - probed(&dims, &x, &weight, &probe);
+                assert!((f64::from(*got) - exact).abs() < 1e-4, "{dims:?} ∂x[{i}]: {got} vs {exact}");
+            }
+            for (i, got) in dw.iter().enumerate() {
+                let mut up = weight.clone();
+                up[i] += 1.0;
+                let exact = probed(&dims, &x, &up, &probe) - probed(&dims, &x, &weight, &probe);
+                assert!((f64::from(*got) - exact).abs() < 1e-4, "{dims:?} ∂w[{i}]: {got} vs {exact}");
+            }
+        }
+    }
+
+    /// An image's output and input gradient are the same bits alone as in a
+    /// batch (a map does not depend on its batch).
+    #[test]
+    fn an_images_values_do_not_depend_on_its_batch() {
+        let dims =
+            Dims { batch: 3, inputs: 32, outputs: 64, size: [24, 24], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
+        let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+        let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
+        let grad = wave(dims.batch * dims.out_len(), 0.29, 0.4);
+        let one = Dims { batch: 1, ..dims };
+        let (image, out) = (dims.image_len(), dims.out_len());
+        let y = forward(dims, &x, &weight);
+        let dx = input_gradient(dims, &grad, &weight);
+        for n in 0..dims.batch {
+            let alone = forward(one, &x[n * image..(n + 1) * image], &weight);
+            assert_eq!(&y[n * out..(n + 1) * out], alone.as_slice(), "output of image {n}");
+            let alone = input_gradient(one, &grad[n * out..(n + 1) * out], &weight);
+            assert_eq!(&dx[n * image..(n + 1) * image], alone.as_slice(), "input gradient of image {n}");
+        }
+    }
+
+    /// Chunks of the weight gradient add up to the whole: a batch larger
+    /// than one chunk gives the sum of its images' gradients.
+    #[test]
+    fn the_weight_gradient_sums_over_chunks() {
+        let dims =
+            Dims { batch: 5, inputs: 64, outputs: 4, size: [64, 64], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
+        assert!(CHUNK_VALUES / (dims.patch() * dims.positions()) < dims.batch, "more than one chunk");
+        let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+        let grad = wave(dims.batch * dims.out_len(), 0.29, 0.4);
+        let whole = weight_gradient(dims, &x, &grad);
+        let one = Dims { batch: 1, ..dims };
+        let mut sum = vec![0.0f32; whole.len()];
+        for n in 0..dims.batch {
+            let part = weight_gradient(
+                one,
+                &x[n * dims.image_len()..(n + 1) * dims.image_len()],
+                &grad[n * dims.out_len()..(n + 1) * dims.out_len()],
+            );
+            sum.iter_mut().zip(&part).for_each(|(s, p)| *s += p);
+        }
+        for (a, b) in whole.iter().zip(&sum) {
+            assert!((a - b).abs() <= 1e-3 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+}

@@ -133,9 +133,15 @@ pub(super) enum Command {
         /// With `--gemm`: tokens per example (padded) in every batch.
         #[arg(long, default_value_t = 32, requires = "gemm")]
         tokens: usize,
-        /// With `--gemm`: the Python whose torch is timed on the same shapes;
-        /// `none` skips it.
-        #[arg(long, default_value = "python3", requires = "gemm")]
+        /// Instead of methods: images per second of the grid's ResNets (its
+        /// `[images]` models at its side) training, evaluating and taking input
+        /// gradients, beside PyTorch's on the same shapes (when `--python` has
+        /// torch and torchvision).
+        #[arg(long, conflicts_with = "gemm")]
+        resnet: bool,
+        /// With `--gemm` or `--resnet`: the Python whose torch is timed on the
+        /// same shapes; `none` skips it.
+        #[arg(long, default_value = "python3")]
         python: String,
     },
     /// Remove cached steps that none of the given grids plans (as `grid run`

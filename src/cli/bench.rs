@@ -75,6 +75,32 @@ pub(super) fn bench_gemm(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `grid bench --resnet`: see [`crate::bench::resnet`].
+pub(super) fn bench_resnet(
+    common: Common,
+    only: Option<String>,
+    python: Option<String>,
+    json: Option<PathBuf>,
+) -> Result<ExitCode, Failure> {
+    use crate::bench::resnet;
+    let compute = compute_of(&common)?;
+    compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    prepare_kernel_cache(&common, compute, true)?;
+    let grid = super::load_grid(&common)?;
+    let shapes = resnet::shapes(&grid, only.as_deref()).map_err(usage)?;
+    if shapes.is_empty() {
+        return Err(usage(anyhow::anyhow!("{}: no ResNets to time", common.grid.display())));
+    }
+    let bench = crate::backend::on_worker_thread(compute.device, || resnet::run(shapes, compute, python.as_deref()))
+        .map_err(runtime)?;
+    let context = crate::bench::context(compute, &common.grid);
+    print!("{}", resnet::markdown(&context, &bench));
+    if let Some(path) = json {
+        write_json(&path, &serde_json::json!({ "context": context, "bench": bench }))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A benchmark's `--json` file.
 fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(runtime)?;

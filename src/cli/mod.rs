@@ -76,6 +76,9 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             };
             bench::bench_gemm(common, options, json)
         }
+        Command::Bench { common, resnet: true, only, json, python, .. } => {
+            bench::bench_resnet(common, only, (python != "none").then_some(python), json)
+        }
         Command::Bench {
             common,
             methods,

@@ -5,6 +5,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod batch_norm;
 pub mod blas;
 mod chunks;
 pub mod conv;

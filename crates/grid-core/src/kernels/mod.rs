@@ -35,7 +35,10 @@
 //!   softmax rule (`grid_kernels::softmax`), the latter with attention's
 //!   scaling and mask, reached through `Rules`;
 //! - [`conv2d`]: a ResNet's convolutions, the output and both gradients as
-//!   GEMMs over patch matrices (`grid_kernels::conv`, `convolution.rs`).
+//!   GEMMs over patch matrices (`grid_kernels::conv`, `convolution.rs`);
+//! - [`batch_norm`]: a ResNet's batch norms with the skip connection's sum
+//!   and the ReLU after them, one pass forward and one backward
+//!   (`grid_kernels::batch_norm`, `normalisation.rs`).
 //!
 //! Under DeepLift's rules (`Rules::Rescale`, the batch stacking inputs over
 //! their references) the LSTM recurrence and layer norm give the rule's
@@ -65,6 +68,7 @@ mod encoder;
 mod flex;
 #[cfg(feature = "libtorch")]
 mod libtorch;
+mod normalisation;
 mod recurrent;
 
 pub use grid_kernels::lstm;
@@ -78,6 +82,7 @@ pub use flex::{
 pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
 pub use convolution::conv2d;
 pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
+pub use normalisation::{BatchNormInputs, Normalised, batch_norm};
 pub use recurrent::{LstmWeights, lstm_block, lstm_block_applies};
 
 thread_local! {

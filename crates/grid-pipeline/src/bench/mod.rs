@@ -10,6 +10,7 @@
 //! a scheduler's noise.
 
 pub mod gemm;
+pub mod resnet;
 
 use std::path::Path;
 use std::time::Instant;

@@ -254,12 +254,11 @@ impl<B: Backend> BasicBlock<B> {
 
     fn forward_with(&self, x: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
         let skip = match &self.downsample {
-            Some(d) => norm(&d.bn, convolve(&d.conv, x.clone()), statistics),
+            Some(d) => norm_then(&d.bn, convolve(&d.conv, x.clone()), statistics, None, false),
             None => x.clone(),
         };
-        let y = relu(norm(&self.bn1, convolve(&self.conv1, x), statistics));
-        let y = norm(&self.bn2, convolve(&self.conv2, y), statistics);
-        relu(y + skip)
+        let y = norm_then(&self.bn1, convolve(&self.conv1, x), statistics, None, true);
+        norm_then(&self.bn2, convolve(&self.conv2, y), statistics, Some(skip), true)
     }
 }
 
@@ -272,6 +271,49 @@ enum Statistics {
     /// The running ones always: an evaluated model, differentiated (what
     /// attribution needs: each image on its own, as at test time).
     Running,
+}
+
+/// `relu?(bn(x) + skip?)`: batch norm as [`norm`] computes it with what
+/// follows it in a block, through the fused kernel (`kernels::batch_norm`)
+/// where one applies, else burn's operations. With the batch's statistics
+/// the running ones move as burn's `BatchNorm` moves them.
+fn norm_then<B: Backend>(
+    bn: &BatchNorm<B>,
+    x: Tensor<B, 4>,
+    statistics: Statistics,
+    skip: Option<Tensor<B, 4>>,
+    relu_after: bool,
+) -> Tensor<B, 4> {
+    if kernels::applies(&x) {
+        let device = x.device();
+        let running = match statistics {
+            Statistics::Running => true,
+            Statistics::Backend => !B::ad_enabled(&device),
+        };
+        let inputs = kernels::BatchNormInputs {
+            gamma: bn.gamma.val(),
+            beta: bn.beta.val(),
+            epsilon: bn.epsilon as f32,
+            running: running.then(|| (bn.running_mean.value(), bn.running_var.value())),
+        };
+        if let Some(out) = kernels::batch_norm(x.clone(), inputs, skip.clone(), relu_after) {
+            if let Some((mean, var)) = out.batch_statistics {
+                let moved = |state: Tensor<B, 1>, batch: &[f32]| {
+                    let batch = Tensor::<B, 1>::from_floats(batch, &device);
+                    state.mul_scalar(1.0 - bn.momentum).add(batch.mul_scalar(bn.momentum)).detach()
+                };
+                bn.running_mean.update(moved(bn.running_mean.value_sync().to_device(&device), &mean));
+                bn.running_var.update(moved(bn.running_var.value_sync().to_device(&device), &var));
+            }
+            return out.y;
+        }
+    }
+    let y = norm(bn, x, statistics);
+    let y = match skip {
+        Some(skip) => y + skip,
+        None => y,
+    };
+    if relu_after { relu(y) } else { y }
 }
 
 fn norm<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
@@ -330,7 +372,7 @@ impl<B: Backend> ResNet<B> {
     }
 
     fn features_with(&self, images: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
-        let mut x = relu(norm(&self.bn1, convolve(&self.conv1, images), statistics));
+        let mut x = norm_then(&self.bn1, convolve(&self.conv1, images), statistics, None, true);
         if let Some(pool) = &self.pool {
             x = pool.forward(x);
         }
@@ -450,6 +492,31 @@ mod tests {
         let one = model.evaluate(Tensor::from_inner(images.clone().narrow(0, 1, 1))).inner();
         let row = inner.forward(images).narrow(0, 1, 1);
         one.into_data().assert_approx_eq::<f32>(&row.into_data(), burn::tensor::Tolerance::absolute(1e-5));
+    }
+
+    /// A training forward through the fused batch norm moves the running
+    /// statistics as burn's `BatchNorm` does (the batch's mean and biased
+    /// variance, momentum 0.1), twice in a row.
+    #[test]
+    fn the_fused_batch_norm_moves_the_running_statistics_as_burns() {
+        let device = Default::default();
+        let ours = BatchNormConfig::new(3).init::<Autodiff<B>>(&device);
+        let burns = BatchNormConfig::new(3).init::<Autodiff<B>>(&device);
+        for seed in 0..2 {
+            let values: Vec<f32> =
+                (0..2 * 3 * 4 * 5).map(|i| ((i + 7 * seed) as f32 * 0.37).sin() * 3.0 + 1.0).collect();
+            let x = Tensor::<Autodiff<B>, 1>::from_floats(values.as_slice(), &device).reshape([2, 3, 4, 5]);
+            let a = norm_then(&ours, x.clone(), Statistics::Backend, None, false);
+            let b = burns.forward(x);
+            a.inner()
+                .into_data()
+                .assert_approx_eq::<f32>(&b.inner().into_data(), burn::tensor::Tolerance::absolute(1e-5));
+        }
+        for (a, b) in [(&ours.running_mean, &burns.running_mean), (&ours.running_var, &burns.running_var)] {
+            a.value()
+                .into_data()
+                .assert_approx_eq::<f32>(&b.value().into_data(), burn::tensor::Tolerance::absolute(1e-6));
+        }
     }
 
     /// Gradients reach the input pixels (what Gradient and SmoothGrad read).

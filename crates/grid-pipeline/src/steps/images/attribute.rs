@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +78,8 @@ fn maps<B: AutodiffBackend>(
     background: &[crate::image::Image],
     device: &B::Device,
 ) -> Result<(Vec<PixelMap>, Vec<u32>)> {
-    let model = super::train::load::<B>(model, checkpoint, device)?;
+    // No map needs the weights' gradients: untracked, a backward pass skips them.
+    let model = super::train::load::<B>(model, checkpoint, device)?.no_grad();
     let images = test.refs();
     let targets = predict_images(&model, &images, device);
     let classes: Vec<usize> = targets.iter().map(|&t| t as usize).collect();

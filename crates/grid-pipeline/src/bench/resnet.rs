@@ -1,0 +1,326 @@
+//! `grid bench --resnet`: images per second of the ResNets a grid's
+//! `[images]` section trains, at its image side, beside PyTorch on the same
+//! shapes (`scripts/torch_resnet_bench.py`, the peer a user would pick):
+//!
+//! - training: SGD steps (momentum 0.9, weight decay 1e-4) on batches of the
+//!   model's `training.batch_size`: forward with the batch's statistics,
+//!   cross-entropy, backward, update;
+//! - forward: the evaluated model over batches of [`EVAL_BATCH`] (what LIME
+//!   and KernelSHAP run);
+//! - gradient: the input gradient of one logit per image over a batch of
+//!   [`EVAL_BATCH`] (Gradient, SmoothGrad, GradientSHAP), as grid's maps
+//!   compute it: the evaluated model, its parameters not tracked.
+//!
+//! Images are a fixed wave (no RNG). Each rate is the best of passes until
+//! [`SECONDS`] went by, after one untimed pass.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use burn::module::AutodiffModule;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{GradientsParams, Optimizer, SgdConfig, decay::WeightDecayConfig};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Compute;
+use crate::model::resnet::{Depth, ResNet, ResNetConfig, Stem};
+use crate::spec::Grid;
+
+/// Images per forward and gradient pass, as the torch script times them.
+pub const EVAL_BATCH: usize = 64;
+
+/// Timed passes go on until this many seconds went by (at most [`MAX_PASSES`]).
+const SECONDS: f64 = 3.0;
+const MAX_PASSES: usize = 100;
+
+/// One model of the grid at its image side.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResNetShape {
+    pub model: String,
+    pub config: ResNetConfig,
+    pub side: usize,
+    /// Images per training step.
+    pub batch: usize,
+}
+
+impl ResNetShape {
+    fn depth(&self) -> usize {
+        match self.config.depth {
+            Depth::R18 => 18,
+            Depth::R34 => 34,
+        }
+    }
+
+    fn stem(&self) -> &'static str {
+        match self.config.stem {
+            Stem::ImageNet => "imagenet",
+            Stem::Small => "small",
+        }
+    }
+}
+
+/// Images per second of one shape, each phase.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Rates {
+    pub train: f64,
+    pub forward: f64,
+    pub gradient: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResNetRow {
+    pub shape: ResNetShape,
+    pub grid: Rates,
+    /// PyTorch's, when measured.
+    pub torch: Option<Rates>,
+}
+
+/// The whole measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResNetBench {
+    pub threads: usize,
+    pub rows: Vec<ResNetRow>,
+    /// Why torch's columns are empty, when they are.
+    pub torch_note: Option<String>,
+}
+
+/// The image models of `grid` (those whose name contains `filter`, if any)
+/// at its side.
+pub fn shapes(grid: &Grid, filter: Option<&str>) -> Result<Vec<ResNetShape>> {
+    let Some(images) = &grid.images else {
+        bail!("`grid bench --resnet` times the ResNets of an `[images]` section, and this grid has none");
+    };
+    Ok(images
+        .models
+        .iter()
+        .filter(|m| filter.is_none_or(|f| m.name.contains(f)))
+        .map(|m| ResNetShape {
+            model: m.name.clone(),
+            config: m.config.clone(),
+            side: images.side,
+            batch: m.training.batch_size.get(),
+        })
+        .collect())
+}
+
+/// Times `shapes` on `compute`, and in torch when `python` is set. Runs on
+/// the calling thread; call it where a step would run (`on_worker_thread`).
+pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> Result<ResNetBench> {
+    let threads = rayon::current_num_threads();
+    let mut grid = Vec::with_capacity(shapes.len());
+    for shape in &shapes {
+        grid.push(crate::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time::<B>(
+            shape, &device
+        )))?);
+    }
+    let (torch, torch_note) = match python {
+        None => (None, Some("--python none".to_string())),
+        Some(python) => {
+            let script = tempfile::Builder::new().suffix(".py").tempfile()?;
+            std::fs::write(script.path(), include_str!("../../../../scripts/torch_resnet_bench.py"))?;
+            match torch_rates(python, script.path(), &shapes, threads) {
+                Ok(rates) => (Some(rates), None),
+                Err(why) => (None, Some(why)),
+            }
+        }
+    };
+    let rows = shapes
+        .into_iter()
+        .zip(grid)
+        .enumerate()
+        .map(|(i, (shape, grid))| ResNetRow { shape, grid, torch: torch.as_ref().map(|t| t[i]) })
+        .collect();
+    Ok(ResNetBench { threads, rows, torch_note })
+}
+
+/// A fixed wave of `[n, 3, side, side]` values in [−2, 2], about what
+/// ImageNet-normalised pixels span.
+fn images<B: Backend>(n: usize, side: usize, device: &B::Device) -> Tensor<B, 4> {
+    let values: Vec<f32> = (0..n * 3 * side * side).map(|i| 2.0 * (i as f32 * 0.618).sin()).collect();
+    Tensor::<B, 1>::from_floats(values.as_slice(), device).reshape([n, 3, side, side])
+}
+
+/// grid's rates for one shape on backend `B`.
+pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> Rates {
+    let mut model = shape.config.init::<B>(0, device);
+    let mut optimizer = SgdConfig::new()
+        .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
+        .with_weight_decay(Some(WeightDecayConfig::new(1e-4)))
+        .init::<B, ResNet<B>>();
+    let batch = images::<B>(shape.batch, shape.side, device);
+    let labels: Vec<u32> = (0..shape.batch as u32).map(|i| i % 2).collect();
+    let train = best_rate(shape.batch, || {
+        let loss = crate::train::loss(model.forward(batch.clone()), &labels);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optimizer.step(0.05, model.clone(), grads);
+        let _ = B::sync(device);
+    });
+    let inner = model.valid();
+    let many = images::<B::InnerBackend>(EVAL_BATCH, shape.side, device);
+    let forward = best_rate(EVAL_BATCH, || {
+        std::hint::black_box(inner.forward(many.clone()).into_data());
+    });
+    let evaluated = model.no_grad();
+    let many = images::<B>(EVAL_BATCH, shape.side, device);
+    let gradient = best_rate(EVAL_BATCH, || {
+        let x = many.clone().require_grad();
+        let logit = evaluated.evaluate(x.clone()).narrow(1, 1, 1).sum();
+        let grads = logit.backward();
+        std::hint::black_box(x.grad(&grads).expect("the input is tracked").into_data());
+    });
+    Rates { train, forward, gradient }
+}
+
+/// Images per second of the fastest pass of `pass` (each `images` images),
+/// passes until [`SECONDS`] went by, after one untimed.
+fn best_rate(images: usize, mut pass: impl FnMut()) -> f64 {
+    pass();
+    let start = Instant::now();
+    let mut best = f64::INFINITY;
+    for _ in 0..MAX_PASSES {
+        let one = Instant::now();
+        pass();
+        best = best.min(one.elapsed().as_secs_f64());
+        if start.elapsed().as_secs_f64() >= SECONDS {
+            break;
+        }
+    }
+    images as f64 / best.max(f64::MIN_POSITIVE)
+}
+
+/// What the torch script prints per shape.
+#[derive(Debug, Deserialize)]
+struct TorchLine {
+    train_images_per_s: f64,
+    forward_images_per_s: f64,
+    gradient_images_per_s: f64,
+}
+
+/// torch's rates for `shapes` from `scripts/torch_resnet_bench.py` run by
+/// `python` on `threads` threads (one run per shape: the batch differs);
+/// `Err` says why there are none.
+pub fn torch_rates(python: &str, script: &Path, shapes: &[ResNetShape], threads: usize) -> Result<Vec<Rates>, String> {
+    let mut rates = Vec::with_capacity(shapes.len());
+    for shape in shapes {
+        let out = std::process::Command::new(python)
+            .arg(script)
+            .args(["--threads", &threads.to_string()])
+            .args(["--depth", &shape.depth().to_string()])
+            .args(["--batch", &shape.batch.to_string()])
+            .args(["--seconds", &SECONDS.to_string()])
+            .args(["--shape", &format!("{}:{}:{}", shape.config.width, shape.side, shape.stem())])
+            .output()
+            .map_err(|e| format!("{python}: {e}"))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("{python} {}: {}", script.display(), stderr.lines().last().unwrap_or("failed")));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().rfind(|l| l.trim_start().starts_with('{')).unwrap_or("");
+        let line: TorchLine =
+            serde_json::from_str(line).map_err(|e| format!("{}: unreadable answer: {e}", script.display()))?;
+        rates.push(Rates {
+            train: line.train_images_per_s,
+            forward: line.forward_images_per_s,
+            gradient: line.gradient_images_per_s,
+        });
+    }
+    Ok(rates)
+}
+
+/// A Markdown table: one line per model, grid's and torch's images per
+/// second and their ratio for each phase.
+pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
+    let mut out = format!(
+        "{} · commit {} · {} · device {} · grid {} · {} threads\n\n",
+        context.date, context.commit, context.machine, context.device, context.grid, bench.threads
+    );
+    if let Some(note) = &bench.torch_note {
+        out.push_str(&format!("torch not measured: {note}\n\n"));
+    }
+    out.push_str(
+        "| model | ResNet | side | batch | train: grid | torch | ratio | forward: grid | torch | ratio | gradient: grid | torch | ratio |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let cell = |rate: Option<f64>| rate.map_or("–".to_string(), |r| format!("{r:.1}"));
+    let ratio = |grid: f64, torch: Option<f64>| torch.map_or("–".to_string(), |t| format!("**{:.2}**", grid / t));
+    for row in &bench.rows {
+        let s = &row.shape;
+        let torch = |pick: fn(&Rates) -> f64| row.torch.as_ref().map(pick);
+        out.push_str(&format!(
+            "| {} | ResNet-{} width {} {} stem | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} |\n",
+            s.model,
+            s.depth(),
+            s.config.width,
+            s.stem(),
+            s.side,
+            s.batch,
+            row.grid.train,
+            cell(torch(|r| r.train)),
+            ratio(row.grid.train, torch(|r| r.train)),
+            row.grid.forward,
+            cell(torch(|r| r.forward)),
+            ratio(row.grid.forward, torch(|r| r.forward)),
+            row.grid.gradient,
+            cell(torch(|r| r.gradient)),
+            ratio(row.grid.gradient, torch(|r| r.gradient)),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> ResNetShape {
+        ResNetShape {
+            model: "r".into(),
+            config: ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 },
+            side: 8,
+            batch: 4,
+        }
+    }
+
+    /// Every phase runs and gives a positive, finite rate on the CPU
+    /// backend.
+    #[test]
+    fn every_phase_times_a_tiny_resnet() {
+        let rates = time::<crate::backend::CpuAutodiff>(&shape(), &Default::default());
+        for rate in [rates.train, rates.forward, rates.gradient] {
+            assert!(rate.is_finite() && rate > 0.0, "{rates:?}");
+        }
+    }
+
+    /// The table gives each phase's ratio to torch, and says why torch's
+    /// columns are empty when they are.
+    #[test]
+    fn the_table_gives_the_ratios() {
+        let context = super::super::BenchContext {
+            date: "d".into(),
+            commit: "c".into(),
+            machine: "m".into(),
+            device: "cpu".into(),
+            grid: "g".into(),
+        };
+        let grid = Rates { train: 10.0, forward: 30.0, gradient: 20.0 };
+        let torch = Rates { train: 20.0, forward: 30.0, gradient: 10.0 };
+        let bench = ResNetBench {
+            threads: 2,
+            rows: vec![ResNetRow { shape: shape(), grid, torch: Some(torch) }],
+            torch_note: None,
+        };
+        let table = markdown(&context, &bench);
+        assert!(table.contains("| r | ResNet-18 width 2 small stem | 8 | 4 | 10.0 | 20.0 | **0.50** | 30.0 | 30.0 | **1.00** | 20.0 | 10.0 | **2.00** |"), "{table}");
+        let bench = ResNetBench {
+            threads: 2,
+            rows: vec![ResNetRow { shape: shape(), grid, torch: None }],
+            torch_note: Some("--python none".into()),
+        };
+        let table = markdown(&context, &bench);
+        assert!(table.contains("torch not measured: --python none") && table.contains("| 10.0 | – | – |"), "{table}");
+    }
+}

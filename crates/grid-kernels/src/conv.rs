@@ -228,15 +228,28 @@ fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [f32]) -> T) -> T {
     out
 }
 
-/// An input gradient whose image has fewer output positions than this is
-/// computed transposed (see [`input_gradient`]).
+/// Images with fewer output positions than this are convolved in groups
+/// (see [`forward`]), and their input gradients computed transposed (see
+/// [`input_gradient`]).
 const FEW_POSITIONS: usize = 64;
 
 /// The convolution's output `[batch, outputs, oh, ow]` from `x` `[batch,
 /// inputs, h, w]` and `weight` `[outputs, inputs, kh, kw]`.
+///
+/// `gemm` tiles a row-major product's output by its columns, here the
+/// positions, 64 at a time (16 at the least). Where an image has fewer than
+/// [`FEW_POSITIONS`] (a ResNet's last stage: 16 at 32 pixels), images go in
+/// groups of a fixed size whose patch matrices stand side by side, one
+/// product per group, the last group padded with zero images: every image
+/// of a layer is computed by a product of the same shape, alone or in a
+/// batch.
 pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
     dims.check(Some(x), Some(weight), None);
     let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
+    let group = if positions > 0 && positions < FEW_POSITIONS { FEW_POSITIONS.div_ceil(positions) } else { 1 };
+    if group > 1 {
+        return grouped_forward(dims, x, weight, group);
+    }
     let threads = dims.threads_per_image();
     written(dims.batch * out_len, |y| {
         if out_len == 0 {
@@ -253,6 +266,42 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
                     product_into(threads, shape, out, weight, (depth, 1), cols, (positions, 1));
                 });
             }
+        });
+    })
+}
+
+/// [`forward`] for images of few positions, `group` images per product.
+fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f32> {
+    let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
+    let width = group * positions;
+    let threads = if dims.batch > group { Threads::One } else { Threads::Pool };
+    written(dims.batch * out_len, |y| {
+        per_image(y, group * out_len, |g, out| {
+            let first = g * group;
+            let images = out.len() / out_len;
+            with_scratch(depth * width + dims.outputs * width, |buffer| {
+                let (cols, products) = buffer.split_at_mut(depth * width);
+                for (row, values) in cols.chunks_exact_mut(width).enumerate() {
+                    for (i, values) in values.chunks_exact_mut(positions).enumerate() {
+                        if i < images {
+                            let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
+                            patch_row(&dims, image, row, values);
+                        } else {
+                            values.fill(0.0);
+                        }
+                    }
+                }
+                let shape = (dims.outputs, width, depth);
+                product(threads, false, shape, (products, width), weight, (depth, 1), cols, (width, 1));
+                for (i, out) in out.chunks_exact_mut(out_len).enumerate() {
+                    for (o, out) in out.chunks_exact_mut(positions).enumerate() {
+                        let start = o * width + i * positions;
+                        for (value, &v) in out.iter_mut().zip(&products[start..start + positions]) {
+                            value.write(v);
+                        }
+                    }
+                }
+            })
         });
     })
 }
@@ -466,9 +515,12 @@ mod tests {
     fn an_images_values_do_not_depend_on_its_batch() {
         let wide =
             Dims { batch: 3, inputs: 32, outputs: 64, size: [24, 24], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
-        // A ResNet's last stage at 32 pixels: the input gradient transposed.
+        // A ResNet's last stage at 32 pixels: images in groups, the input
+        // gradient transposed.
         let last = Dims { inputs: 128, outputs: 128, size: [4, 4], ..wide };
-        for dims in [wide, last] {
+        // Groups of four images: one group, and several (on the threads).
+        let more = Dims { batch: 9, ..last };
+        for dims in [wide, last, more] {
             batch_independence(dims);
         }
     }

@@ -11,6 +11,12 @@
 //!   [`EVAL_BATCH`] (Gradient, SmoothGrad, GradientSHAP), as grid's maps
 //!   compute it: the evaluated model, its parameters not tracked.
 //!
+//! - maps: each gradient method of the grid's `[images.attribution]`
+//!   (Gradient, SmoothGrad, GradCAM, GradientSHAP) with its settings, over
+//!   [`MAP_IMAGES`] images as an attribute step runs it, beside Captum's
+//!   (`Saliency`, `NoiseTunnel`, `LayerGradCam`, `GradientShap`) batching
+//!   the same images as Captum batches them.
+//!
 //! Images are a fixed wave (no RNG). Each rate is the best of passes until
 //! [`SECONDS`] went by, after one untimed pass.
 
@@ -26,11 +32,16 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Compute;
+use crate::image::Image;
 use crate::model::resnet::{Depth, ResNet, ResNetConfig, Stem};
+use crate::salience::image::{PixelMethod, PixelSettings, explain};
 use crate::spec::Grid;
 
 /// Images per forward and gradient pass, as the torch script times them.
 pub const EVAL_BATCH: usize = 64;
+
+/// Images explained per timed pass of a map method.
+pub const MAP_IMAGES: usize = 8;
 
 /// Timed passes go on until this many seconds went by (at most [`MAX_PASSES`]).
 const SECONDS: f64 = 3.0;
@@ -44,6 +55,10 @@ pub struct ResNetShape {
     pub side: usize,
     /// Images per training step.
     pub batch: usize,
+    /// The grid's gradient map methods, timed with its settings.
+    pub maps: Vec<PixelMethod>,
+    #[serde(skip)]
+    pub settings: PixelSettings,
 }
 
 impl ResNetShape {
@@ -70,12 +85,22 @@ pub struct Rates {
     pub gradient: f64,
 }
 
+/// Maps per second of one method.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MapRate {
+    pub method: String,
+    pub grid: f64,
+    /// Captum's, when measured.
+    pub captum: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ResNetRow {
     pub shape: ResNetShape,
     pub grid: Rates,
     /// PyTorch's, when measured.
     pub torch: Option<Rates>,
+    pub maps: Vec<MapRate>,
 }
 
 /// The whole measurement.
@@ -102,8 +127,19 @@ pub fn shapes(grid: &Grid, filter: Option<&str>) -> Result<Vec<ResNetShape>> {
             config: m.config.clone(),
             side: images.side,
             batch: m.training.batch_size.get(),
+            maps: images.attribution.methods.iter().copied().filter(|&m| is_gradient_map(m)).collect(),
+            settings: images.attribution.settings,
         })
         .collect())
+}
+
+/// The maps that differentiate the model (what Captum's gradient methods
+/// compute); LIME and KernelSHAP run forward passes, timed as such.
+fn is_gradient_map(method: PixelMethod) -> bool {
+    match method {
+        PixelMethod::Gradient | PixelMethod::SmoothGrad | PixelMethod::GradCam | PixelMethod::GradientShap => true,
+        PixelMethod::Lime | PixelMethod::KernelShap => false,
+    }
 }
 
 /// Times `shapes` on `compute`, and in torch when `python` is set. Runs on
@@ -116,7 +152,7 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
             shape, &device
         )))?);
     }
-    let (torch, torch_note) = match python {
+    let (torch, torch_note): (Option<Vec<TorchRates>>, _) = match python {
         None => (None, Some("--python none".to_string())),
         Some(python) => {
             let script = tempfile::Builder::new().suffix(".py").tempfile()?;
@@ -131,7 +167,20 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
         .into_iter()
         .zip(grid)
         .enumerate()
-        .map(|(i, (shape, grid))| ResNetRow { shape, grid, torch: torch.as_ref().map(|t| t[i]) })
+        .map(|(i, (shape, (grid, maps)))| {
+            let measured = torch.as_ref().map(|t| &t[i]);
+            let maps = shape
+                .maps
+                .iter()
+                .zip(maps)
+                .map(|(method, rate)| MapRate {
+                    method: method.name().to_string(),
+                    grid: rate,
+                    captum: measured.and_then(|(_, captum)| captum.get(method.name()).copied()),
+                })
+                .collect();
+            ResNetRow { shape, grid, torch: measured.map(|(rates, _)| *rates), maps }
+        })
         .collect();
     Ok(ResNetBench { threads, rows, torch_note })
 }
@@ -143,8 +192,9 @@ fn images<B: Backend>(n: usize, side: usize, device: &B::Device) -> Tensor<B, 4>
     Tensor::<B, 1>::from_floats(values.as_slice(), device).reshape([n, 3, side, side])
 }
 
-/// grid's rates for one shape on backend `B`.
-pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> Rates {
+/// grid's rates for one shape on backend `B`: the three phases, and maps
+/// per second of each of `shape.maps`.
+pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> (Rates, Vec<f64>) {
     let mut model = shape.config.init::<B>(0, device);
     let mut optimizer = SgdConfig::new()
         .with_momentum(Some(MomentumConfig { momentum: 0.9, dampening: 0.0, nesterov: false }))
@@ -171,7 +221,27 @@ pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> Rate
         let grads = logit.backward();
         std::hint::black_box(x.grad(&grads).expect("the input is tracked").into_data());
     });
-    Rates { train, forward, gradient }
+    let images: Vec<Image> = (0..MAP_IMAGES)
+        .map(|n| {
+            let len = 3 * shape.side * shape.side;
+            let pixels = (0..len).map(|i| 0.5 + 0.5 * ((n * len + i) as f32 * 0.618).sin()).collect();
+            Image::new(shape.side, shape.side, pixels).expect("3 values a pixel")
+        })
+        .collect();
+    let refs: Vec<&Image> = images.iter().collect();
+    let targets: Vec<usize> = (0..MAP_IMAGES).map(|n| n % 2).collect();
+    let streams: Vec<u64> = (0..MAP_IMAGES as u64).collect();
+    let maps = shape
+        .maps
+        .iter()
+        .map(|&method| {
+            best_rate(MAP_IMAGES, || {
+                let maps = explain(method, &shape.settings, &evaluated, &refs, &targets, &streams, &refs, device);
+                std::hint::black_box(maps);
+            })
+        })
+        .collect();
+    (Rates { train, forward, gradient }, maps)
 }
 
 /// Images per second of the fastest pass of `pass` (each `images` images),
@@ -197,12 +267,23 @@ struct TorchLine {
     train_images_per_s: f64,
     forward_images_per_s: f64,
     gradient_images_per_s: f64,
+    /// Captum's maps per second, by grid's method name.
+    #[serde(default)]
+    maps_per_s: std::collections::BTreeMap<String, f64>,
 }
+
+/// torch's rates for one shape, and Captum's maps per second by method.
+type TorchRates = (Rates, std::collections::BTreeMap<String, f64>);
 
 /// torch's rates for `shapes` from `scripts/torch_resnet_bench.py` run by
 /// `python` on `threads` threads (one run per shape: the batch differs);
 /// `Err` says why there are none.
-pub fn torch_rates(python: &str, script: &Path, shapes: &[ResNetShape], threads: usize) -> Result<Vec<Rates>, String> {
+pub fn torch_rates(
+    python: &str,
+    script: &Path,
+    shapes: &[ResNetShape],
+    threads: usize,
+) -> Result<Vec<TorchRates>, String> {
     let mut rates = Vec::with_capacity(shapes.len());
     for shape in shapes {
         let out = std::process::Command::new(python)
@@ -212,6 +293,11 @@ pub fn torch_rates(python: &str, script: &Path, shapes: &[ResNetShape], threads:
             .args(["--batch", &shape.batch.to_string()])
             .args(["--seconds", &SECONDS.to_string()])
             .args(["--shape", &format!("{}:{}:{}", shape.config.width, shape.side, shape.stem())])
+            .args(["--maps", &shape.maps.iter().map(|m| m.name()).collect::<Vec<_>>().join(",")])
+            .args(["--map-images", &MAP_IMAGES.to_string()])
+            .args(["--smoothgrad-samples", &shape.settings.smoothgrad_samples.to_string()])
+            .args(["--smoothgrad-spread", &shape.settings.smoothgrad_spread.to_string()])
+            .args(["--gradient-shap-samples", &shape.settings.gradient_shap_samples.to_string()])
             .output()
             .map_err(|e| format!("{python}: {e}"))?;
         if !out.status.success() {
@@ -222,11 +308,12 @@ pub fn torch_rates(python: &str, script: &Path, shapes: &[ResNetShape], threads:
         let line = stdout.lines().rfind(|l| l.trim_start().starts_with('{')).unwrap_or("");
         let line: TorchLine =
             serde_json::from_str(line).map_err(|e| format!("{}: unreadable answer: {e}", script.display()))?;
-        rates.push(Rates {
+        let phases = Rates {
             train: line.train_images_per_s,
             forward: line.forward_images_per_s,
             gradient: line.gradient_images_per_s,
-        });
+        };
+        rates.push((phases, line.maps_per_s));
     }
     Ok(rates)
 }
@@ -269,6 +356,25 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
             ratio(row.grid.gradient, torch(|r| r.gradient)),
         ));
     }
+    if bench.rows.iter().any(|r| !r.maps.is_empty()) {
+        out.push_str(&format!(
+            "\nMaps per second, {MAP_IMAGES} images a pass (each its own target), the grid's settings:\n\n\
+             | model | side | method | grid | Captum | grid ÷ Captum |\n|---|---:|---|---:|---:|---:|\n"
+        ));
+        for row in &bench.rows {
+            for map in &row.maps {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {:.2} | {} | {} |\n",
+                    row.shape.model,
+                    row.shape.side,
+                    map.method,
+                    map.grid,
+                    map.captum.map_or("–".to_string(), |c| format!("{c:.2}")),
+                    ratio(map.grid, map.captum),
+                ));
+            }
+        }
+    }
     out
 }
 
@@ -282,6 +388,8 @@ mod tests {
             config: ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 },
             side: 8,
             batch: 4,
+            maps: vec![PixelMethod::Gradient, PixelMethod::GradCam],
+            settings: PixelSettings { smoothgrad_samples: 2, gradient_shap_samples: 2, ..PixelSettings::default() },
         }
     }
 
@@ -289,8 +397,9 @@ mod tests {
     /// backend.
     #[test]
     fn every_phase_times_a_tiny_resnet() {
-        let rates = time::<crate::backend::CpuAutodiff>(&shape(), &Default::default());
-        for rate in [rates.train, rates.forward, rates.gradient] {
+        let (rates, maps) = time::<crate::backend::CpuAutodiff>(&shape(), &Default::default());
+        assert_eq!(maps.len(), 2, "one rate per map method");
+        for rate in [rates.train, rates.forward, rates.gradient].into_iter().chain(maps) {
             assert!(rate.is_finite() && rate > 0.0, "{rates:?}");
         }
     }
@@ -308,16 +417,15 @@ mod tests {
         };
         let grid = Rates { train: 10.0, forward: 30.0, gradient: 20.0 };
         let torch = Rates { train: 20.0, forward: 30.0, gradient: 10.0 };
-        let bench = ResNetBench {
-            threads: 2,
-            rows: vec![ResNetRow { shape: shape(), grid, torch: Some(torch) }],
-            torch_note: None,
-        };
+        let maps = vec![MapRate { method: "gradient".into(), grid: 30.0, captum: Some(10.0) }];
+        let row = ResNetRow { shape: shape(), grid, torch: Some(torch), maps };
+        let bench = ResNetBench { threads: 2, rows: vec![row], torch_note: None };
         let table = markdown(&context, &bench);
         assert!(table.contains("| r | ResNet-18 width 2 small stem | 8 | 4 | 10.0 | 20.0 | **0.50** | 30.0 | 30.0 | **1.00** | 20.0 | 10.0 | **2.00** |"), "{table}");
+        assert!(table.contains("| r | 8 | gradient | 30.00 | 10.00 | **3.00** |"), "{table}");
         let bench = ResNetBench {
             threads: 2,
-            rows: vec![ResNetRow { shape: shape(), grid, torch: None }],
+            rows: vec![ResNetRow { shape: shape(), grid, torch: None, maps: Vec::new() }],
             torch_note: Some("--python none".into()),
         };
         let table = markdown(&context, &bench);

@@ -396,83 +396,118 @@ pub fn write_report(dir: &Path, input: &ReportInput, formats: &[ReportFormat]) -
         Vec::new()
     };
     if wants(ReportFormat::Html) {
-        let (ver_frame, numeric) =
-            tables::verification_display_frame(verification).map_err(polars_err("verification"))?;
-        let verification_table = DisplayTable {
-            stem: "verification".into(),
-            title: "Verification of the shortcut models (PROTOCOL §1)".into(),
-            frame: ver_frame,
-            align: numeric.iter().map(|&n| if n { Align::Right } else { Align::Left }).collect(),
-            notes: Vec::new(),
-        };
-        let page_tables: Vec<DisplayTable> = recommendation
-            .iter()
-            .cloned()
-            .chain(plants_shortcuts.then_some(verification_table))
-            .chain(paper_tables.iter().cloned())
-            .chain(layout_tables.iter().cloned())
-            .collect();
-        let summary = summary_lines(&recommendations, verification);
-        let subtitle = if plants_shortcuts {
-            format!(
-                "{} result cells, {} shortcut models, {} example views",
-                cells.len(),
-                verification.len(),
-                input.examples.len()
-            )
-        } else {
-            format!(
-                "{} result cells, {} natural models, {} example views",
-                cells.len(),
-                input.evaluations.len(),
-                input.examples.len()
-            )
-        };
-        let page = html::render(&html::Page {
-            title: &format!("grid report: {}", input.title),
-            subtitle: &subtitle,
-            summary: &summary,
-            tables: &page_tables,
-            plots: &plots,
-            examples: input.examples,
-        });
+        let tables = ReportTables { recommendation: &recommendation, paper: &paper_tables, layouts: &layout_tables };
+        let page = html_page(input, plants_shortcuts, &recommendations, tables, &plots)?;
         files.push(write_text(dir, "report.html", &page)?);
     }
+    let console =
+        console_text(input, (plants_shortcuts, images_only), ver_md, &layout_tables, (&display, &rendered_md));
+    Ok(WrittenReport { files, console })
+}
 
+/// The report's display tables, by kind.
+#[derive(Clone, Copy)]
+struct ReportTables<'a> {
+    recommendation: &'a Option<DisplayTable>,
+    paper: &'a [DisplayTable],
+    layouts: &'a [DisplayTable],
+}
+
+/// `report.html`: the recommendation, the verification table (where the grid
+/// plants shortcuts), the papers' tables and the layouts, the plots and the
+/// example views.
+fn html_page(
+    input: &ReportInput,
+    plants_shortcuts: bool,
+    recommendations: &[paper::Recommendation],
+    tables: ReportTables,
+    plots: &[Plot],
+) -> Result<String, ReportError> {
+    let (cells, verification) = (input.cells, input.verification);
+    let (ver_frame, numeric) = tables::verification_display_frame(verification).map_err(polars_err("verification"))?;
+    let verification_table = DisplayTable {
+        stem: "verification".into(),
+        title: "Verification of the shortcut models (PROTOCOL §1)".into(),
+        frame: ver_frame,
+        align: numeric.iter().map(|&n| if n { Align::Right } else { Align::Left }).collect(),
+        notes: Vec::new(),
+    };
+    let page_tables: Vec<DisplayTable> = tables
+        .recommendation
+        .iter()
+        .cloned()
+        .chain(plants_shortcuts.then_some(verification_table))
+        .chain(tables.paper.iter().cloned())
+        .chain(tables.layouts.iter().cloned())
+        .collect();
+    let summary = summary_lines(recommendations, verification);
+    let subtitle = if plants_shortcuts {
+        format!(
+            "{} result cells, {} shortcut models, {} example views",
+            cells.len(),
+            verification.len(),
+            input.examples.len()
+        )
+    } else {
+        format!(
+            "{} result cells, {} natural models, {} example views",
+            cells.len(),
+            input.evaluations.len(),
+            input.examples.len()
+        )
+    };
+    Ok(html::render(&html::Page {
+        title: &format!("grid report: {}", input.title),
+        subtitle: &subtitle,
+        summary: &summary,
+        tables: &page_tables,
+        plots,
+        examples: input.examples,
+    }))
+}
+
+/// What the console shows: the verification (or, for a natural grid, the
+/// models' accuracy), the per-metric layouts, then the recommendation last,
+/// where a reader's eye lands (the paper tables repeat the numbers in other
+/// shapes and stay in files), and the image protocol's models and Figure 3
+/// numbers. `display` pairs every display table with its rendered Markdown.
+fn console_text(
+    input: &ReportInput,
+    (plants_shortcuts, images_only): (bool, bool),
+    verification_md: String,
+    layout_tables: &[DisplayTable],
+    (display, rendered_md): (&[&DisplayTable], &[String]),
+) -> String {
     let mut console = if images_only {
         String::new()
     } else if plants_shortcuts {
-        ver_md
+        verification_md
     } else {
         let evaluated = |t: &&&DisplayTable| t.stem == "zhao_table1";
-        display.iter().zip(&rendered_md).find(|(t, _)| evaluated(t)).map(|(_, md)| md.clone()).unwrap_or_default()
+        display.iter().zip(rendered_md).find(|(t, _)| evaluated(t)).map(|(_, md)| md.clone()).unwrap_or_default()
     };
-    if layouts.is_empty() && !images_only {
+    if layout_tables.is_empty() && !images_only {
         console.push_str("\n(no result cells)\n");
     }
-    // The console shows the per-metric layouts, then the recommendation last,
-    // where a reader's eye lands; the paper tables repeat the numbers in other
-    // shapes and stay in files.
     let shown = |t: &&DisplayTable| layout_tables.iter().any(|l| l.stem == t.stem);
     let recommended = |t: &&DisplayTable| t.stem == "recommendation";
     for predicate in [&shown as &dyn Fn(&&DisplayTable) -> bool, &recommended] {
-        for (_, md) in display.iter().zip(&rendered_md).filter(|(t, _)| predicate(t)) {
+        for (_, md) in display.iter().zip(rendered_md).filter(|(t, _)| predicate(t)) {
             console.push('\n');
             console.push_str(md);
         }
     }
-    // The image protocol's models and its Figure 3 numbers.
     if !input.images.is_empty() {
         if !console.is_empty() {
             console.push('\n');
         }
         console.push_str(&images::verification_markdown(input.images));
-        for (_, md) in display.iter().zip(&rendered_md).filter(|(t, _)| t.stem == "zhou_images_attr") {
+        for (_, md) in display.iter().zip(rendered_md).filter(|(t, _)| t.stem == "zhou_images_attr") {
             console.push('\n');
             console.push_str(md);
         }
     }
-    Ok(WrittenReport { files, console })
+    console
 }
 
 /// The papers' layouts and the agreement matrices.

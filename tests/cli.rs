@@ -54,6 +54,11 @@ fn usage_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2));
         assert!(text(&out.stderr).contains("--features libtorch"), "{}", text(&out.stderr));
     }
+    // `bench --resnet` on a grid without ResNets names the file.
+    let out = t.grid(&["bench", "grid.toml", "--resnet", "--python", "none"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("grid.toml") && err.contains("`[images]`"), "{err}");
 }
 
 /// `--set` is the file edited: the plan with an override is the plan of the file

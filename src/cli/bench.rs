@@ -87,7 +87,8 @@ pub(super) fn bench_resnet(
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     prepare_kernel_cache(&common, compute, true)?;
     let grid = super::load_grid(&common)?;
-    let shapes = resnet::shapes(&grid, only.as_deref()).map_err(usage)?;
+    let shapes =
+        resnet::shapes(&grid, only.as_deref()).map_err(|e| usage(anyhow::anyhow!("{}: {e}", common.grid.display())))?;
     if shapes.is_empty() {
         return Err(usage(anyhow::anyhow!("{}: no ResNets to time", common.grid.display())));
     }

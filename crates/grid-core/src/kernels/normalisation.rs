@@ -166,23 +166,11 @@ fn register(parents: &[Option<NodeId>], state: &NormState, grads: &mut Gradients
     }
 }
 
-impl Backward<Flex, 3> for NormBackward {
+/// One node type for both shapes: `[x, γ, β]` and, with a skip, `[x, γ, β, skip]`.
+impl<const N: usize> Backward<Flex, N> for NormBackward {
     type State = NormState;
 
-    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
-        let grad = grads.consume::<Flex>(&ops.node);
-        let parents: Vec<Option<NodeId>> = ops.parents.iter().map(|p| p.as_ref().map(|n| n.id)).collect();
-        register(&parents, &ops.state, grads, &values(&grad));
-    }
-}
-
-#[derive(Debug)]
-struct NormSkipBackward;
-
-impl Backward<Flex, 4> for NormSkipBackward {
-    type State = NormState;
-
-    fn backward(self, ops: Ops<Self::State, 4>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+    fn backward(self, ops: Ops<Self::State, N>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
         let grad = grads.consume::<Flex>(&ops.node);
         let parents: Vec<Option<NodeId>> = ops.parents.iter().map(|p| p.as_ref().map(|n| n.id)).collect();
         register(&parents, &ops.state, grads, &values(&grad));
@@ -248,7 +236,7 @@ fn autodiff_batch_norm(
         }
         Some(skip) => {
             let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone(), skip.node.clone()];
-            match NormSkipBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
+            match NormBackward.prepare::<NoCheckpointing>(parents).compute_bound().stateful() {
                 OpsKind::Tracked(prep) => {
                     let state = state(x.primitive, &y);
                     prep.finish(state, y)

@@ -4,6 +4,7 @@
 //! carry no burn types. The glue to burn is `grid::kernels`.
 
 pub mod activation;
+pub mod adamw;
 pub mod attention;
 pub mod batch_norm;
 pub mod blas;

@@ -38,7 +38,10 @@
 //!   GEMMs over patch matrices (`grid_kernels::conv`, `convolution.rs`);
 //! - [`batch_norm`]: a ResNet's batch norms with the skip connection's sum
 //!   and the ReLU after them, one pass forward and one backward
-//!   (`grid_kernels::batch_norm`, `normalisation.rs`).
+//!   (`grid_kernels::batch_norm`, `normalisation.rs`);
+//! - [`adamw_step`]: AdamW's update of a parameter and its moments in one
+//!   pass, in place, bit for bit burn's own (`grid_kernels::adamw`,
+//!   `adamw.rs`).
 //!
 //! Under DeepLift's rules (`Rules::Rescale`, the batch stacking inputs over
 //! their references) the LSTM recurrence and layer norm give the rule's

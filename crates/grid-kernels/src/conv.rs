@@ -125,6 +125,22 @@ fn patch_row(dims: &Dims, image: &[f32], row: usize, out: &mut [f32]) {
     let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
     let plane = &image[channel * h * w..(channel + 1) * h * w];
     let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
+    if let Some(shift) = Shift::of(dims, ki, kj) {
+        // The row is the plane moved by (dy, dx): one copy, then the values
+        // that wrapped around a row's end are zeroed.
+        let (start, end) = (rows.start * ow, rows.end * ow);
+        out[..start].fill(0.0);
+        out[end..].fill(0.0);
+        let (lo, hi) = shift.valid(start, end, h * w);
+        out[start..lo].fill(0.0);
+        out[hi..end].fill(0.0);
+        if hi > lo {
+            let from = lo.wrapping_add_signed(shift.flat);
+            out[lo..hi].copy_from_slice(&plane[from..from + (hi - lo)]);
+        }
+        shift.zero_wrapped(&mut out[start..end], w);
+        return;
+    }
     let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
     out[..rows.start * ow].fill(0.0);
     out[rows.end * ow..].fill(0.0);
@@ -148,6 +164,47 @@ fn patch_row(dims: &Dims, image: &[f32], row: usize, out: &mut [f32]) {
     }
 }
 
+/// A patch row of a convolution of stride 1 whose output has its input's
+/// size (a ResNet's 3 × 3 convolutions): the plane itself moved by `dy` rows
+/// and `dx` columns, so that output position `j` reads input position
+/// `j + flat` of the plane, except where `ox + dx` leaves the row.
+#[derive(Clone, Copy)]
+struct Shift {
+    flat: isize,
+    dx: isize,
+}
+
+impl Shift {
+    fn of(dims: &Dims, ki: usize, kj: usize) -> Option<Shift> {
+        if dims.stride != [1, 1] || dims.out_size() != dims.size {
+            return None;
+        }
+        let dy = ki as isize - dims.padding[0] as isize;
+        let dx = kj as isize - dims.padding[1] as isize;
+        Some(Shift { flat: dy * dims.size[1] as isize + dx, dx })
+    }
+
+    /// Of the positions `start..end`, the run `lo..hi` whose input lies in the
+    /// plane of `len` values.
+    fn valid(self, start: usize, end: usize, len: usize) -> (usize, usize) {
+        let lo = (start as isize).max(-self.flat).min(end as isize) as usize;
+        let hi = (end as isize).min(len as isize - self.flat).max(lo as isize) as usize;
+        (lo, hi)
+    }
+
+    /// Zeroes, in whole rows of `w` positions, the columns whose input lies
+    /// past the row's start (`dx < 0`) or end (`dx > 0`).
+    fn zero_wrapped(self, rows: &mut [f32], w: usize) {
+        let columns = self.dx.unsigned_abs().min(w);
+        for row in rows.chunks_exact_mut(w) {
+            let wrapped = if self.dx < 0 { &mut row[..columns] } else { &mut row[w - columns..] };
+            for value in wrapped {
+                *value = 0.0;
+            }
+        }
+    }
+}
+
 /// One image's patch matrix `[K, P]` into `cols`.
 fn im2col(dims: &Dims, image: &[f32], cols: &mut [f32]) {
     let positions = dims.positions();
@@ -159,14 +216,28 @@ fn im2col(dims: &Dims, image: &[f32], cols: &mut [f32]) {
 /// Adds one image's patch-matrix gradient `[K, P]` onto its gradient
 /// `[inputs, h, w]` (which the caller zeroed): each patch value's gradient
 /// goes to the pixel it was read from.
-fn col2im(dims: &Dims, cols: &[f32], image: &mut [f32]) {
+fn col2im(dims: &Dims, cols: &mut [f32], image: &mut [f32]) {
     let [kh, kw] = dims.kernel;
     let [h, w] = dims.size;
     let [oh, ow] = dims.out_size();
-    for (row, values) in cols.chunks_exact(oh * ow).enumerate() {
+    for (row, values) in cols.chunks_exact_mut(oh * ow).enumerate() {
         let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
         let plane = &mut image[channel * h * w..(channel + 1) * h * w];
         let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
+        if let Some(shift) = Shift::of(dims, ki, kj) {
+            // As in `patch_row`: the values read from outside the plane's
+            // rows (wrapped) are zeroed, then one pass adds the rest.
+            let (start, end) = (rows.start * ow, rows.end * ow);
+            shift.zero_wrapped(&mut values[start..end], w);
+            let (lo, hi) = shift.valid(start, end, h * w);
+            if hi > lo {
+                let from = lo.wrapping_add_signed(shift.flat);
+                for (d, s) in plane[from..from + (hi - lo)].iter_mut().zip(&values[lo..hi]) {
+                    *d += s;
+                }
+            }
+            continue;
+        }
         let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
         for oy in rows {
             let iy = oy * dims.stride[0] + ki - dims.padding[0];
@@ -308,7 +379,10 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
 
 /// `∂x` `[batch, inputs, h, w]` from the output's gradient `grad` `[batch,
 /// outputs, oh, ow]` and `weight`: per image `∂cols = Wᵀ · ∂Y`, then
-/// `col2im`. `gemm` tiles the longer side of a row-major product's output by
+/// `col2im` (computing it instead as the convolution of `grad` with the
+/// kernel flipped, a product `outputs · kh · kw` deep and no `col2im`, was
+/// measured: `gemm` runs those products, few rows deep, 0.8–0.97× as fast as
+/// `Wᵀ · ∂Y`, and the training rate did not move). `gemm` tiles the longer side of a row-major product's output by
 /// its columns, here the positions; where an image has few of them (a
 /// ResNet's last stage: 16 at 32 pixels) and the patches are longer, the
 /// product is computed transposed, `∂colsᵀ = ∂Yᵀ · W`, and copied back (the
@@ -361,15 +435,25 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 /// `∂W` `[outputs, inputs, kh, kw]` from `x` and the output's gradient
 /// `grad`: `Σ` over images and positions of `∂Y · colsᵀ`, one product per
 /// chunk of images (its inner dimension the chunk's images × positions).
+///
+/// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`, in blocks
+/// of patch rows (a number fixed by the layer's shape) that the threads share: with the
+/// output channels (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two
+/// threads for a ResNet's first stages, against 137–191 on one this way
+/// (BENCHMARKS.md). A block's shape does not depend on the thread count, so
+/// neither does a value.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     dims.check(Some(x), None, Some(grad));
     let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
-    let mut dw = vec![0.0f32; dims.outputs * depth];
+    let outputs = dims.outputs;
+    let mut dw = vec![0.0f32; outputs * depth];
     if dims.batch == 0 || positions == 0 || dw.is_empty() {
         return dw;
     }
     let chunk = (CHUNK_VALUES / (depth * positions).max(1)).clamp(1, dims.batch);
-    let (cols_len, grads_len) = (depth * chunk * positions, dims.outputs * chunk * positions);
+    let (cols_len, grads_len) = (depth * chunk * positions, outputs * chunk * positions);
+    let mut transposed = vec![0.0f32; depth * outputs];
+    let block_rows = depth.div_ceil(WEIGHT_BLOCKS).next_multiple_of(16).max(WEIGHT_ROWS);
     with_scratch(cols_len + grads_len, |buffer| {
         let (cols, grads) = buffer.split_at_mut(cols_len);
         for first in (0..dims.batch).step_by(chunk) {
@@ -387,19 +471,36 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
                     }
                 }
             });
-            grads[..dims.outputs * width].par_chunks_mut(width).enumerate().for_each(|(o, out)| {
+            grads[..outputs * width].par_chunks_mut(width).enumerate().for_each(|(o, out)| {
                 for (i, out) in out.chunks_exact_mut(positions).enumerate() {
                     let start = (first + i) * out_len + o * positions;
                     out.copy_from_slice(&grad[start..start + positions]);
                 }
             });
-            // colsᵀ [images · P, K]: element (j, k) = cols[k · width + j].
-            let shape = (dims.outputs, depth, width);
-            product(Threads::Pool, first > 0, shape, (&mut dw, depth), grads, (width, 1), cols, (1, width));
+            let (cols, grads) = (&cols[..depth * width], &grads[..outputs * width]);
+            // ∂Wᵀ rows [r₀, r₀ + rows) += cols rows · ∂Yᵀ, where ∂Yᵀ [images · P,
+            // out] has element (j, o) = grads[o · width + j].
+            transposed.par_chunks_mut(block_rows * outputs).enumerate().for_each(|(block, out)| {
+                let rows = out.len() / outputs;
+                let lhs = &cols[block * block_rows * width..];
+                let shape = (rows, outputs, width);
+                product(Threads::One, first > 0, shape, (out, outputs), lhs, (width, 1), grads, (1, width));
+            });
         }
     });
+    for (k, row) in transposed.chunks_exact(outputs).enumerate() {
+        for (o, &value) in row.iter().enumerate() {
+            dw[o * depth + k] = value;
+        }
+    }
     dw
 }
+
+/// Patch rows per block of the weight gradient's product, at the least: each
+/// block packs all of `∂Yᵀ` again, so wide layers take longer blocks, about
+/// [`WEIGHT_BLOCKS`] of them.
+const WEIGHT_ROWS: usize = 64;
+const WEIGHT_BLOCKS: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -465,8 +566,18 @@ mod tests {
             d(2, 4, 6, [7, 7], 1, 2, 0),
             d(2, 5, 3, [4, 6], 1, 1, 0),
             d(2, 3, 4, [11, 9], 7, 2, 3),
-            // Few positions, long patches: the input gradient transposed.
+            // Few positions, long patches: grouped outputs, the input
+            // gradient transposed.
             d(2, 6, 20, [4, 4], 3, 1, 1),
+            d(2, 6, 20, [7, 7], 3, 2, 1),
+            // Stride 1 without padding, a 5 × 5 keeping the size (its patch
+            // rows moved planes, two columns wrapped), and a kernel and
+            // padding that differ by direction.
+            d(2, 2, 3, [6, 7], 5, 1, 2),
+            // A ResNet's last stage at its smallest: one pixel, 3 × 3.
+            d(2, 3, 2, [1, 1], 3, 1, 1),
+            d(2, 4, 3, [5, 5], 3, 1, 0),
+            Dims { batch: 2, inputs: 3, outputs: 5, size: [6, 7], kernel: [2, 3], stride: [1, 1], padding: [1, 0] },
             Dims { batch: 1, inputs: 2, outputs: 3, size: [5, 9], kernel: [2, 3], stride: [1, 2], padding: [0, 1] },
         ]
     }

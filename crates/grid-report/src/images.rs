@@ -18,7 +18,8 @@ use super::DisplayTable;
 use super::paper::{align, string_frame};
 use super::tables::{first_appearance, format_fixed};
 use crate::finding::Finding;
-use grid_methods::shortcut::image::Visibility;
+use grid_methods::salience::image::PixelMethod;
+use grid_methods::shortcut::image::{ManipulationKind, Visibility};
 
 /// Which test images a row averages: those the manipulation was applied to
 /// (the positive class after reassignment: the artifact is present) or the
@@ -46,9 +47,8 @@ impl ImageClass {
 pub struct ImageAttrRow {
     pub model: String,
     pub dataset: String,
-    /// `blur`, `brightness`, `hue`, `noise`, `watermark`.
-    pub manipulation: String,
-    pub method: String,
+    pub manipulation: ManipulationKind,
+    pub method: PixelMethod,
     pub class: ImageClass,
     pub seed: u64,
     /// Mean `Attr%(φ∪)` over the class's test images (fractions).
@@ -93,17 +93,17 @@ pub fn attr_table(rows: &[ImageAttrRow]) -> PolarsResult<Option<DisplayTable>> {
     if rows.is_empty() {
         return Ok(None);
     }
-    let methods = first_appearance(rows.iter().map(|r| r.method.clone()));
-    let manipulations = first_appearance(rows.iter().map(|r| r.manipulation.clone()));
+    let methods = first_appearance(rows.iter().map(|r| r.method));
+    let manipulations = first_appearance(rows.iter().map(|r| r.manipulation));
     let mut header = vec!["method".to_string()];
-    header.extend(manipulations.iter().cloned());
+    header.extend(manipulations.iter().map(|m| m.to_string()));
     let mut unverified = false;
     let table: Vec<Vec<Option<String>>> = methods
         .iter()
         .map(|method| {
-            let mut line = vec![Some(method.clone())];
+            let mut line = vec![Some(method.to_string())];
             for manipulation in &manipulations {
-                let cell_of = |r: &ImageAttrRow| &r.method == method && &r.manipulation == manipulation;
+                let cell_of = |r: &ImageAttrRow| r.method == *method && r.manipulation == *manipulation;
                 let on = |r: &ImageAttrRow| cell_of(r) && r.class == ImageClass::Manipulated;
                 unverified |= rows.iter().any(|r| on(r) && !r.verified);
                 let percent = |v: f64| format!("{}%", format_fixed(100.0 * v, 1));
@@ -140,7 +140,7 @@ pub fn verification_markdown(rows: &[ImageAttrRow]) -> String {
     let mut out = String::from("## Image models\n\n");
     let rows = trained(rows);
     // A model per planted manipulation: each visibility level of a sweep its own.
-    let key = |r: &ImageAttrRow| (r.model.clone(), r.dataset.clone(), r.manipulation.clone(), r.visibility, r.seed);
+    let key = |r: &ImageAttrRow| (r.model.clone(), r.dataset.clone(), r.manipulation, r.visibility, r.seed);
     for model in first_appearance(rows.iter().map(key)) {
         let Some(r) = rows.iter().find(|r| key(r) == model) else { continue };
         let (name, dataset, manipulation, visibility, seed) = model;
@@ -171,12 +171,6 @@ fn mean_attr(rows: &[ImageAttrRow], keep: impl Fn(&ImageAttrRow) -> bool) -> Opt
 
 fn pct(v: f64) -> String {
     format!("{}%", format_fixed(100.0 * v, 1))
-}
-
-/// What a SHAP is called here: the paper's GradientSHAP, or KernelSHAP over
-/// superpixels.
-fn is_shap(method: &str) -> bool {
-    method.contains("shap")
 }
 
 /// Zhou et al.'s findings of sections 5.1 to 5.3, as `--compare` names them (the
@@ -261,29 +255,20 @@ impl ImageFinding {
 
     fn check_trained(self, rows: &[ImageAttrRow]) -> (Option<bool>, String) {
         let on = |r: &ImageAttrRow| r.class == ImageClass::Manipulated;
-        let methods = first_appearance(rows.iter().map(|r| r.method.clone()));
-        let manipulations = first_appearance(rows.iter().map(|r| r.manipulation.clone()));
-        let by = |items: &[String], field: fn(&ImageAttrRow) -> &str| -> Vec<(String, f64)> {
-            items.iter().filter_map(|m| Some((m.clone(), mean_attr(rows, |r| on(r) && field(r) == m)?))).collect()
-        };
-        let listed = |means: &[(String, f64)]| -> String {
-            means.iter().map(|(m, v)| format!("{m} {}", pct(*v))).collect::<Vec<_>>().join(", ")
-        };
-        let extremes = |means: &[(String, f64)]| {
-            let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
-            let worst = means.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(m, _)| m.clone());
-            best.zip(worst).filter(|_| means.len() > 2)
-        };
+        let methods = first_appearance(rows.iter().map(|r| r.method));
+        let manipulations = first_appearance(rows.iter().map(|r| r.manipulation));
+        let method_means: Vec<(PixelMethod, f64)> =
+            methods.iter().filter_map(|&m| Some((m, mean_attr(rows, |r| on(r) && r.method == m)?))).collect();
         match self {
             ImageFinding::NoMethodNearOne => {
-                let near_one = |method: &str| {
-                    manipulations.iter().all(|m| {
-                        mean_attr(rows, |r| on(r) && r.method == method && &r.manipulation == m)
+                let near_one = |method: PixelMethod| {
+                    manipulations.iter().all(|&m| {
+                        mean_attr(rows, |r| on(r) && r.method == method && r.manipulation == m)
                             .is_some_and(|v| v >= 0.9)
                     })
                 };
-                let everywhere: Vec<&str> = methods.iter().filter(|m| near_one(m)).map(String::as_str).collect();
-                let any = !by(&methods, |r| r.method.as_str()).is_empty();
+                let everywhere: Vec<&str> = methods.iter().filter(|&&m| near_one(m)).map(|m| m.name()).collect();
+                let any = !method_means.is_empty();
                 let evidence = if everywhere.is_empty() {
                     "no method at ≥ 90% on every manipulation".into()
                 } else {
@@ -292,18 +277,21 @@ impl ImageFinding {
                 (any.then_some(everywhere.is_empty()), evidence)
             }
             ImageFinding::ShapBestLimeWorst => {
-                let means = by(&methods, |r| r.method.as_str());
-                let both = means.iter().any(|(m, _)| is_shap(m)) && means.iter().any(|(m, _)| m.contains("lime"));
-                let holds =
-                    extremes(&means).filter(|_| both).map(|(best, worst)| is_shap(&best) && worst.contains("lime"));
+                let means = method_means;
+                let lime = PixelMethod::Lime;
+                let both = means.iter().any(|(m, _)| m.is_shap()) && means.iter().any(|&(m, _)| m == lime);
+                let holds = extremes(&means).filter(|_| both).map(|(best, worst)| best.is_shap() && worst == lime);
                 (holds, format!("mean Attr% on manipulated images: {}", listed(&means)))
             }
             ImageFinding::WatermarkMostBlurLeast => {
-                let means = by(&manipulations, |r| r.manipulation.as_str());
+                let means: Vec<(ManipulationKind, f64)> = manipulations
+                    .iter()
+                    .filter_map(|&m| Some((m, mean_attr(rows, |r| on(r) && r.manipulation == m)?)))
+                    .collect();
+                let (most, least) = (ManipulationKind::Watermark, ManipulationKind::Blur);
                 // Without both, the grid cannot tell.
-                let both = ["watermark", "blur"].iter().all(|m| means.iter().any(|(n, _)| n == m));
-                let holds =
-                    extremes(&means).filter(|_| both).map(|(best, worst)| best == "watermark" && worst == "blur");
+                let both = [most, least].iter().all(|m| means.iter().any(|(n, _)| n == m));
+                let holds = extremes(&means).filter(|_| both).map(|(best, worst)| best == most && worst == least);
                 (holds, format!("mean Attr% over methods: {}", listed(&means)))
             }
             ImageFinding::PresenceOverAbsence => {
@@ -323,6 +311,18 @@ impl ImageFinding {
     }
 }
 
+/// `name Attr%` of each, joined.
+fn listed<T: std::fmt::Display>(means: &[(T, f64)]) -> String {
+    means.iter().map(|(m, v)| format!("{m} {}", pct(*v))).collect::<Vec<_>>().join(", ")
+}
+
+/// The highest and the lowest mean's names, when there are more than two.
+fn extremes<T: Copy>(means: &[(T, f64)]) -> Option<(T, T)> {
+    let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|&(m, _)| m);
+    let worst = means.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|&(m, _)| m);
+    best.zip(worst).filter(|_| means.len() > 2)
+}
+
 /// Every finding, checked on `rows`.
 pub fn findings(rows: &[ImageAttrRow]) -> Vec<Finding> {
     ImageFinding::ALL.iter().map(|f| f.check(rows)).collect()
@@ -330,14 +330,14 @@ pub fn findings(rows: &[ImageAttrRow]) -> Vec<Finding> {
 
 /// Per (method, manipulation), the mean over models of Spearman's ρ between
 /// their checkpoints' test accuracies and `Attr%` on manipulated images.
-pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)> {
+pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(PixelMethod, ManipulationKind, f64)> {
     let points: Vec<&ImageAttrRow> = rows
         .iter()
         .filter(|r| r.checkpoint.is_some() && r.keep_probability == 0.5 && r.class == ImageClass::Manipulated)
         .collect();
     let mut out = Vec::new();
-    for method in first_appearance(points.iter().map(|r| r.method.clone())) {
-        for manipulation in first_appearance(points.iter().map(|r| r.manipulation.clone())) {
+    for method in first_appearance(points.iter().map(|r| r.method)) {
+        for manipulation in first_appearance(points.iter().map(|r| r.manipulation)) {
             let series = first_appearance(points.iter().map(|r| (r.model.clone(), r.dataset.clone(), r.seed)));
             let rhos: Vec<f64> = series
                 .iter()
@@ -358,7 +358,7 @@ pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)
                 })
                 .collect();
             if !rhos.is_empty() {
-                out.push((method.clone(), manipulation, rhos.iter().sum::<f64>() / rhos.len() as f64));
+                out.push((method, manipulation, rhos.iter().sum::<f64>() / rhos.len() as f64));
             }
         }
     }
@@ -370,12 +370,12 @@ pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(String, String, f64)
 /// (0 where the means do not move), and the span of those means (max −
 /// min). Pairs with fewer than three levels are left out: two points make
 /// no trend.
-pub fn visibility_trends(rows: &[ImageAttrRow]) -> Vec<(String, String, f64, f64)> {
+pub fn visibility_trends(rows: &[ImageAttrRow]) -> Vec<(PixelMethod, ManipulationKind, f64, f64)> {
     let swept: Vec<&ImageAttrRow> =
         rows.iter().filter(|r| r.visibility.is_some() && r.class == ImageClass::Manipulated).collect();
     let mut out = Vec::new();
-    for method in first_appearance(swept.iter().map(|r| r.method.clone())) {
-        for manipulation in first_appearance(swept.iter().map(|r| r.manipulation.clone())) {
+    for method in first_appearance(swept.iter().map(|r| r.method)) {
+        for manipulation in first_appearance(swept.iter().map(|r| r.manipulation)) {
             let of = |r: &ImageAttrRow| r.method == method && r.manipulation == manipulation;
             let mut levels: Vec<Visibility> = swept.iter().filter(|r| of(r)).filter_map(|r| r.visibility).collect();
             levels.sort();
@@ -394,7 +394,7 @@ pub fn visibility_trends(rows: &[ImageAttrRow]) -> Vec<(String, String, f64, f64
             // A method whose means do not move has no rank correlation: 0.
             let rho = crate::metrics::agreement::spearman(&x, &y, |_| true).unwrap_or(0.0);
             let span = y.iter().copied().fold(f32::MIN, f32::max) - y.iter().copied().fold(f32::MAX, f32::min);
-            out.push((method.clone(), manipulation, rho, f64::from(span)));
+            out.push((method, manipulation, rho, f64::from(span)));
         }
     }
     out
@@ -411,12 +411,12 @@ fn with_visibility(rows: &[ImageAttrRow]) -> (Option<bool>, String) {
             "needs a visibility sweep of three levels or more: `visibility = [1, 2, 3, 4, 5]` in `[images]`".into(),
         );
     }
-    let mean = |keep: &dyn Fn(&str) -> bool, pick: fn(&(String, String, f64, f64)) -> f64| {
-        let values: Vec<f64> = trends.iter().filter(|t| keep(&t.0)).map(pick).collect();
+    let mean = |keep: &dyn Fn(PixelMethod) -> bool, pick: fn(&(PixelMethod, ManipulationKind, f64, f64)) -> f64| {
+        let values: Vec<f64> = trends.iter().filter(|t| keep(t.0)).map(pick).collect();
         (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
     };
-    let flat_method = |m: &str| m.contains("lime") || m.contains("gradcam");
-    let shap_rho = mean(&|m| is_shap(m), |t| t.2);
+    let flat_method = |m: PixelMethod| matches!(m, PixelMethod::Lime | PixelMethod::GradCam);
+    let shap_rho = mean(&|m| m.is_shap(), |t| t.2);
     let flat_span = mean(&flat_method, |t| t.3);
     let holds = shap_rho.zip(flat_span).map(|(rho, span)| rho >= RISES && span <= FLAT);
     let listed: Vec<String> = trends
@@ -440,11 +440,12 @@ fn rises_with_accuracy(rows: &[ImageAttrRow]) -> (Option<bool>, String) {
     if rhos.is_empty() {
         return (None, "needs Attr% at training checkpoints: `checkpoints = N` in `[images.attribution]`".into());
     }
-    let rising: Vec<&(String, String, f64)> = rhos.iter().filter(|(.., rho)| *rho >= RISES).collect();
-    let shap_watermark = |m: &str, manipulation: &str| is_shap(m) && manipulation == "watermark";
-    let tested = rhos.iter().any(|(m, manipulation, _)| shap_watermark(m, manipulation));
-    let holds =
-        tested.then(|| !rising.is_empty() && rising.iter().all(|(m, manipulation, _)| shap_watermark(m, manipulation)));
+    let rising: Vec<&(PixelMethod, ManipulationKind, f64)> = rhos.iter().filter(|(.., rho)| *rho >= RISES).collect();
+    let shap_watermark =
+        |m: PixelMethod, manipulation: ManipulationKind| m.is_shap() && manipulation == ManipulationKind::Watermark;
+    let tested = rhos.iter().any(|&(m, manipulation, _)| shap_watermark(m, manipulation));
+    let holds = tested
+        .then(|| !rising.is_empty() && rising.iter().all(|&&(m, manipulation, _)| shap_watermark(m, manipulation)));
     let listed: Vec<String> =
         rhos.iter().map(|(m, manipulation, rho)| format!("{m}·{manipulation} {rho:.2}")).collect();
     (holds, format!("Spearman ρ(accuracy, Attr%) over checkpoints, rising at ≥ {RISES}: {}", listed.join(", ")))
@@ -458,8 +459,8 @@ pub(crate) mod tests {
         ImageAttrRow {
             model: "resnet".into(),
             dataset: "samples".into(),
-            manipulation: manipulation.into(),
-            method: method.into(),
+            manipulation: grid_methods::shortcut::image::ImageShortcut::default_of(manipulation).unwrap().kind(),
+            method: *PixelMethod::ALL.iter().find(|m| m.name() == method).unwrap(),
             class,
             seed: 1,
             attr,
@@ -479,8 +480,8 @@ pub(crate) mod tests {
         let mut rows = vec![
             row("gradient", "watermark", Manipulated, 0.5, true),
             row("gradient", "watermark", Untouched, 0.3, true),
-            row("kernelshap", "watermark", Manipulated, 0.8, true),
-            row("kernelshap", "watermark", Untouched, 0.4, true),
+            row("kernel-shap", "watermark", Manipulated, 0.8, true),
+            row("kernel-shap", "watermark", Untouched, 0.4, true),
             row("gradient", "blur", Manipulated, 0.2, false),
             row("gradient", "blur", Untouched, 0.2, false),
         ];
@@ -492,7 +493,7 @@ pub(crate) mod tests {
         rows.push(second);
         let table = attr_table(&rows).unwrap().unwrap();
         let cells = crate::tables::text_columns(&table.frame, |s| s.to_string()).unwrap();
-        assert_eq!(cells[0], ["gradient", "kernelshap"]);
+        assert_eq!(cells[0], ["gradient", "kernel-shap"]);
         assert_eq!(cells[1], ["60.0% / 40.0% (30.0%)", "80.0% / 40.0% (30.0%)"]);
         assert_eq!(cells[2], ["", ""], "blur's only model failed verification");
         assert_eq!(table.notes.len(), 2);
@@ -503,7 +504,7 @@ pub(crate) mod tests {
     fn the_papers_findings_on_rows_that_agree_and_on_rows_that_do_not() {
         use ImageClass::{Manipulated, Untouched};
         let mut rows = Vec::new();
-        for (method, base) in [("gradient", 0.5), ("lime", 0.4), ("gradientshap", 0.7)] {
+        for (method, base) in [("gradient", 0.5), ("lime", 0.4), ("gradient-shap", 0.7)] {
             for (manipulation, shift) in [("watermark", 0.2), ("hue", 0.0), ("blur", -0.2)] {
                 rows.push(row(method, manipulation, Manipulated, base + shift, true));
                 rows.push(row(method, manipulation, Untouched, base + shift - 0.1, true));
@@ -513,9 +514,9 @@ pub(crate) mod tests {
         let holds: Vec<Option<bool>> = found.iter().map(|f| f.holds).collect();
         assert_eq!(holds, [Some(true), Some(true), Some(true), Some(true), None, None], "{found:?}");
         assert!(found[4].evidence.contains("checkpoints = N"), "{}", found[4].evidence);
-        assert!(found[1].evidence.contains("gradientshap 70.0%"), "{}", found[1].evidence);
+        assert!(found[1].evidence.contains("gradient-shap 70.0%"), "{}", found[1].evidence);
         // LIME best on everything, at 95%: three findings fail.
-        for r in rows.iter_mut().filter(|r| r.method == "lime") {
+        for r in rows.iter_mut().filter(|r| r.method == PixelMethod::Lime) {
             r.attr = 0.95;
         }
         let holds: Vec<Option<bool>> = findings(&rows).iter().map(|f| f.holds).collect();
@@ -543,7 +544,7 @@ pub(crate) mod tests {
         let finding = ImageFinding::RisesWithAccuracyOnlyShapWatermark.check(&rows);
         assert_eq!(finding.holds, Some(true), "{finding:?}");
         assert!(finding.evidence.contains("gradient-shap·watermark 1.00"), "{}", finding.evidence);
-        for r in rows.iter_mut().filter(|r| r.method == "lime") {
+        for r in rows.iter_mut().filter(|r| r.method == PixelMethod::Lime) {
             r.attr = r.accuracy;
         }
         assert_eq!(ImageFinding::RisesWithAccuracyOnlyShapWatermark.check(&rows).holds, Some(false));
@@ -573,7 +574,7 @@ pub(crate) mod tests {
         let finding = ImageFinding::ShapRisesWithVisibility.check(&rows);
         assert_eq!(finding.holds, Some(true), "{finding:?}");
         assert!(finding.evidence.contains("kernel-shap·noise ρ 1.00, span 40.0%"), "{}", finding.evidence);
-        for r in rows.iter_mut().filter(|r| r.method == "lime") {
+        for r in rows.iter_mut().filter(|r| r.method == PixelMethod::Lime) {
             r.attr = 0.2 * f64::from(r.visibility.unwrap().get());
         }
         assert_eq!(ImageFinding::ShapRisesWithVisibility.check(&rows).holds, Some(false), "LIME spans 80%");

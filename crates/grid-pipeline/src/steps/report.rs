@@ -169,7 +169,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
     for c in &work.images {
         let Some([attribute, synth]) = c.maps else { continue };
         let (index, maps) = read_maps(input_dir(ctx, attribute)?)?;
-        let planted = (c.model.as_str(), c.dataset.as_str(), c.manipulation.as_str(), c.keep_probability, c.visibility);
+        let planted = (c.model.as_str(), c.dataset.as_str(), c.manipulation.name(), c.keep_probability, c.visibility);
         let same = |s: &GatheredSheet| s.planted() == planted && s.seed == c.seed;
         // One sheet per model and planted manipulation: the first seed's.
         let other_seed = |s: &GatheredSheet| s.planted() == planted && s.seed != c.seed;
@@ -210,7 +210,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
         sheets.push(GatheredSheet {
             model: c.model.clone(),
             dataset: c.dataset.clone(),
-            manipulation: c.manipulation.clone(),
+            manipulation: c.manipulation.to_string(),
             keep_probability: c.keep_probability,
             visibility: c.visibility,
             seed: c.seed,
@@ -273,8 +273,8 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
             rows.push(ImageAttrRow {
                 model: c.model.clone(),
                 dataset: c.dataset.clone(),
-                manipulation: c.manipulation.clone(),
-                method: c.method.name().to_string(),
+                manipulation: c.manipulation,
+                method: c.method,
                 class,
                 seed: c.seed,
                 attr,

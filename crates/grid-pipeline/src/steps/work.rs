@@ -84,7 +84,7 @@ pub struct ImageCellCoordinates {
     pub maps: Option<[usize; 2]>,
     pub model: String,
     pub dataset: String,
-    pub manipulation: String,
+    pub manipulation: crate::shortcut::image::ManipulationKind,
     /// `r` of the label reassignment.
     pub keep_probability: f64,
     /// The manipulation's visibility level when the grid sweeps them (left

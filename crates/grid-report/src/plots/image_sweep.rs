@@ -10,6 +10,8 @@
 //!   `v̄(F_M) ≥ 1.5 − r` (the paper's Eq. 3 at p = 1). Near `r = 1` the
 //!   labels alone allow the accuracy, so no luck test can pass.
 
+use grid_methods::salience::image::PixelMethod;
+use grid_methods::shortcut::image::ManipulationKind;
 use grid_methods::shortcut::image::Visibility;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -76,8 +78,8 @@ impl Axis {
 pub(super) struct SweepChart {
     pub(super) title: String,
     axis: Axis,
-    methods: Vec<String>,
-    manipulations: Vec<String>,
+    methods: Vec<PixelMethod>,
+    manipulations: Vec<ManipulationKind>,
     rows: Vec<ImageAttrRow>,
 }
 
@@ -98,8 +100,8 @@ fn chart(rows: &[ImageAttrRow], axis: Axis) -> Option<(String, SweepChart)> {
     let chart = SweepChart {
         title: axis.title().into(),
         axis,
-        methods: first_appearance(rows.iter().map(|r| r.method.clone())),
-        manipulations: first_appearance(rows.iter().map(|r| r.manipulation.clone())),
+        methods: first_appearance(rows.iter().map(|r| r.method)),
+        manipulations: first_appearance(rows.iter().map(|r| r.manipulation)),
         rows,
     };
     Some((axis.stem().into(), chart))
@@ -140,8 +142,8 @@ impl SweepChart {
     fn draw_panel<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-        method: &str,
-        manipulation: &str,
+        method: PixelMethod,
+        manipulation: ManipulationKind,
     ) -> Drawn<DB> {
         let levels = self.axis == Axis::Visibility;
         let x = XAxis {

@@ -5,6 +5,8 @@
 //! checkpoint passes verification). The paper finds that `Attr%` rises
 //! with accuracy consistently only for SHAP on the watermark.
 
+use grid_methods::salience::image::PixelMethod;
+use grid_methods::shortcut::image::ManipulationKind;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -20,8 +22,8 @@ const CAPTION_PX: u32 = 44;
 
 pub(super) struct TrainingChart {
     pub(super) title: String,
-    methods: Vec<String>,
-    manipulations: Vec<String>,
+    methods: Vec<PixelMethod>,
+    manipulations: Vec<ManipulationKind>,
     /// The checkpoints' rows on manipulated images.
     rows: Vec<ImageAttrRow>,
 }
@@ -35,21 +37,24 @@ pub(super) fn chart(rows: &[ImageAttrRow]) -> Option<(String, TrainingChart)> {
     }
     let chart = TrainingChart {
         title: "Attr% against test accuracy during training (Zhou et al. Figure 4)".into(),
-        methods: first_appearance(rows.iter().map(|r| r.method.clone())),
-        manipulations: first_appearance(rows.iter().map(|r| r.manipulation.clone())),
+        methods: first_appearance(rows.iter().map(|r| r.method)),
+        manipulations: first_appearance(rows.iter().map(|r| r.manipulation)),
         rows,
     };
     Some(("zhou_images_attr_accuracy".into(), chart))
 }
 
 impl TrainingChart {
-    fn color(&self, manipulation: &str) -> RGBColor {
-        let i = self.manipulations.iter().position(|m| m == manipulation).unwrap_or(0);
+    fn color(&self, manipulation: ManipulationKind) -> RGBColor {
+        let i = self.manipulations.iter().position(|&m| m == manipulation).unwrap_or(0);
         PALETTE[i % PALETTE.len()]
     }
 
     fn legend(&self) -> Vec<LegendEntry> {
-        self.manipulations.iter().map(|m| LegendEntry { mark: Mark::Line(self.color(m)), text: m.clone() }).collect()
+        self.manipulations
+            .iter()
+            .map(|m| LegendEntry { mark: Mark::Line(self.color(*m)), text: m.to_string() })
+            .collect()
     }
 
     pub(super) fn size(&self) -> (u32, u32) {
@@ -63,25 +68,25 @@ impl TrainingChart {
         let plot_area = plot_area.titled(&self.title, (FONT, TITLE_PT))?;
         let panels = plot_area.split_evenly((1, self.methods.len()));
         for (area, method) in panels.iter().zip(&self.methods) {
-            self.draw_panel(area, method)?;
+            self.draw_panel(area, *method)?;
         }
         draw_legend(&legend_area, &legend)
     }
 
-    fn draw_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, method: &str) -> Drawn<DB> {
+    fn draw_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, method: PixelMethod) -> Drawn<DB> {
         let of_method: Vec<&ImageAttrRow> = self.rows.iter().filter(|r| r.method == method).collect();
         // Accuracy starts near chance: the axis from the lowest one seen.
         let low = of_method.iter().map(|r| r.accuracy).fold(1.0, f64::min).min(0.5);
         let x = XAxis { range: (low - 0.02)..1.02f64, labels: 4, decimals: 1, name: "test accuracy" };
-        let mut ctx = attr_axes(area, method, x, "Attr% (manipulated)")?;
-        let series = first_appearance(of_method.iter().map(|r| (r.manipulation.clone(), r.model.clone(), r.seed)));
+        let mut ctx = attr_axes(area, method.name(), x, "Attr% (manipulated)")?;
+        let series = first_appearance(of_method.iter().map(|r| (r.manipulation, r.model.clone(), r.seed)));
         for (manipulation, model, seed) in series {
             let mut points: Vec<&&ImageAttrRow> = of_method
                 .iter()
                 .filter(|r| r.manipulation == manipulation && r.model == model && r.seed == seed)
                 .collect();
             points.sort_by_key(|r| r.checkpoint);
-            let color = self.color(&manipulation);
+            let color = self.color(manipulation);
             let xy: Vec<(f64, f64)> = points.iter().map(|r| (r.accuracy, r.attr.clamp(0.0, 1.0))).collect();
             ctx.draw_series(std::iter::once(PathElement::new(xy.clone(), color.stroke_width(2))))?;
             for (point, row) in xy.into_iter().zip(&points) {

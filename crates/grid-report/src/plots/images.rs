@@ -4,6 +4,8 @@
 //! untouched ones (hollow where the model failed verification), with the
 //! ideal `Attr% = 1` (green) and a map spread evenly, `Attr% = %ER` (red).
 
+use grid_methods::salience::image::PixelMethod;
+use grid_methods::shortcut::image::ManipulationKind;
 use std::ops::Range;
 
 use plotters::coord::Shift;
@@ -27,8 +29,8 @@ const CAPTION_PX: u32 = 44;
 /// The chart of a grid's image rows.
 pub(super) struct ImageChart {
     pub(super) title: String,
-    methods: Vec<String>,
-    manipulations: Vec<String>,
+    methods: Vec<PixelMethod>,
+    manipulations: Vec<ManipulationKind>,
     rows: Vec<ImageAttrRow>,
 }
 
@@ -39,8 +41,8 @@ pub(super) fn chart(rows: &[ImageAttrRow]) -> Option<(String, ImageChart)> {
     }
     let chart = ImageChart {
         title: "Attr% against %ER (Zhou et al. Figures 3 and 13)".into(),
-        methods: first_appearance(rows.iter().map(|r| r.method.clone())),
-        manipulations: first_appearance(rows.iter().map(|r| r.manipulation.clone())),
+        methods: first_appearance(rows.iter().map(|r| r.method)),
+        manipulations: first_appearance(rows.iter().map(|r| r.manipulation)),
         rows: rows.to_vec(),
     };
     Some(("zhou_images_attr_er".into(), chart))
@@ -50,12 +52,16 @@ pub(super) fn chart(rows: &[ImageAttrRow]) -> Option<(String, ImageChart)> {
 /// legend on the right: Figures 3 and 6.
 pub(super) struct Panels<'a> {
     pub(super) title: &'a str,
-    pub(super) methods: &'a [String],
-    pub(super) manipulations: &'a [String],
+    pub(super) methods: &'a [PixelMethod],
+    pub(super) manipulations: &'a [ManipulationKind],
 }
 
 /// The size of [`Panels`] of `methods` × `manipulations` beside `legend`.
-pub(super) fn grid_size(methods: &[String], manipulations: &[String], legend: &[LegendEntry]) -> (u32, u32) {
+pub(super) fn grid_size(
+    methods: &[PixelMethod],
+    manipulations: &[ManipulationKind],
+    legend: &[LegendEntry],
+) -> (u32, u32) {
     let width = PANEL_W * manipulations.len() as u32 + legend_width(legend);
     (width, CAPTION_PX + PANEL_H * methods.len() as u32)
 }
@@ -65,7 +71,7 @@ impl Panels<'_> {
         &self,
         root: &DrawingArea<DB, Shift>,
         legend: &[LegendEntry],
-        panel: impl Fn(&DrawingArea<DB, Shift>, &str, &str) -> Drawn<DB>,
+        panel: impl Fn(&DrawingArea<DB, Shift>, PixelMethod, ManipulationKind) -> Drawn<DB>,
     ) -> Drawn<DB> {
         // The title spans the legend too: over one column of panels alone it
         // would not fit.
@@ -74,7 +80,7 @@ impl Panels<'_> {
         let (plot_area, legend_area) = body.split_horizontally(width.saturating_sub(legend_width(legend)));
         let columns = self.manipulations.len();
         for (i, area) in plot_area.split_evenly((self.methods.len(), columns)).iter().enumerate() {
-            panel(area, &self.methods[i / columns], &self.manipulations[i % columns])?;
+            panel(area, self.methods[i / columns], self.manipulations[i % columns])?;
         }
         draw_legend(&legend_area, legend)
     }
@@ -156,8 +162,8 @@ impl ImageChart {
     fn draw_panel<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-        method: &str,
-        manipulation: &str,
+        method: PixelMethod,
+        manipulation: ManipulationKind,
     ) -> Drawn<DB> {
         let x = XAxis { range: 0f64..1f64, labels: 3, decimals: 1, name: "%ER" };
         let mut ctx = attr_axes(area, &format!("{method} · {manipulation}"), x, "Attr%")?;

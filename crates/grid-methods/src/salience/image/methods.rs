@@ -58,6 +58,12 @@ impl PixelMethod {
         }
     }
 
+    /// Zhou et al.'s SHAP, in either reading: KernelSHAP over superpixels or
+    /// GradientSHAP.
+    pub fn is_shap(self) -> bool {
+        matches!(self, PixelMethod::KernelShap | PixelMethod::GradientShap)
+    }
+
     /// The settings that change this method's maps (what its cache key
     /// holds): a change to another method's leaves its maps cached.
     pub fn settings_json(self, settings: &PixelSettings) -> serde_json::Value {

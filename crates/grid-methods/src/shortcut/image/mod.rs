@@ -89,6 +89,36 @@ impl std::fmt::Display for Visibility {
     }
 }
 
+/// Which of the five a manipulation is, without its settings: what a
+/// report's rows and findings name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ManipulationKind {
+    Blur,
+    Brightness,
+    Hue,
+    Noise,
+    Watermark,
+}
+
+impl ManipulationKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ManipulationKind::Blur => "blur",
+            ManipulationKind::Brightness => "brightness",
+            ManipulationKind::Hue => "hue",
+            ManipulationKind::Noise => "noise",
+            ManipulationKind::Watermark => "watermark",
+        }
+    }
+}
+
+impl std::fmt::Display for ManipulationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One of the five, with its settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -118,12 +148,16 @@ impl ImageShortcut {
     }
 
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    pub fn kind(&self) -> ManipulationKind {
         match self {
-            ImageShortcut::Blur(_) => "blur",
-            ImageShortcut::Brightness(_) => "brightness",
-            ImageShortcut::Hue(_) => "hue",
-            ImageShortcut::Noise(_) => "noise",
-            ImageShortcut::Watermark(_) => "watermark",
+            ImageShortcut::Blur(_) => ManipulationKind::Blur,
+            ImageShortcut::Brightness(_) => ManipulationKind::Brightness,
+            ImageShortcut::Hue(_) => ManipulationKind::Hue,
+            ImageShortcut::Noise(_) => ManipulationKind::Noise,
+            ImageShortcut::Watermark(_) => ManipulationKind::Watermark,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::cache::StepKind;
 use crate::dag::params;
 use crate::image::folder::ImageFolder;
 use crate::image::samples;
-use crate::shortcut::image::{ImageShortcut, Visibility};
+use crate::shortcut::image::{ImageShortcut, ManipulationKind, Visibility};
 use crate::spec::images::{ImageDatasetSpec, ImageGrid, ImageModelKey, ImageSource};
 use crate::steps::Work;
 use crate::steps::images::ImageWork;
@@ -29,7 +29,7 @@ struct ExplainedModel<'a> {
     checkpoint: Option<usize>,
     model: &'a str,
     dataset: &'a str,
-    manipulation: &'a str,
+    manipulation: ManipulationKind,
     keep_probability: f64,
     visibility: Option<Visibility>,
     seed: u64,
@@ -117,7 +117,7 @@ impl Planner<'_> {
                                 checkpoint,
                                 model: &model.name,
                                 dataset: &dataset.name,
-                                manipulation: manipulation.name(),
+                                manipulation: manipulation.kind(),
                                 keep_probability: r,
                                 visibility: planted.visibility,
                                 seed,
@@ -198,7 +198,7 @@ impl Planner<'_> {
                 maps: m.checkpoint.is_none().then_some([attribute, m.synth]),
                 model: m.model.to_string(),
                 dataset: m.dataset.to_string(),
-                manipulation: m.manipulation.to_string(),
+                manipulation: m.manipulation,
                 keep_probability: m.keep_probability,
                 visibility: m.visibility,
                 method,

@@ -17,10 +17,11 @@ use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, TrainingSpec};
+use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, Schedule, TrainingSpec};
 use super::snapshot::LoopState;
 use super::{Diverged, Evaluation, LogEntry, RATE_TOLERANCE, Snapshots, Stopped, TrainSummary, adamw};
 use crate::model::shapes::ShapeLog;
+use crate::values::Share;
 
 /// What the loop reports to and asks: where progress and log lines go,
 /// where snapshots are kept, and whether to stop.
@@ -114,41 +115,25 @@ where
     O: Optimizer<M, B>,
     D: Batches<B, M>,
 {
-    let TrainingSpec {
+    let Settings {
         batch_size,
-        optimizer: _, // built by the caller
         learning_rate,
-        weight_decay: _,
         schedule,
         max_steps,
         eval_every,
-        keep,
-        max_grad_norm: _,
+        patience,
+        best_by,
         stop_at_accuracy,
         seed,
-    } = spec.clone();
-    let (batch_size, max_steps, eval_every) = (batch_size.get(), max_steps.get(), eval_every.get());
-    let (patience, best_by) = match keep {
-        Keep::Best { patience, by } => (Some(patience.get()), by),
-        Keep::Last => (None, BestBy::Accuracy),
-    };
+    } = Settings::of(spec);
     #[cfg(test)]
     let _turn = super::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
-    let mut earlier_seconds = 0.0;
-    let mut validation_seconds = 0.0;
-
     let mut best = model.valid();
-    let mut best_accuracy = f64::NEG_INFINITY;
-    let mut best_step = 0;
-    let mut log = Vec::new();
-    let mut loss_sum = 0.0;
-    let mut loss_count = 0usize;
-    let mut last_finite = None;
-    let mut step = 0;
-    let mut seen = 0usize;
+    let mut tally = Tally::default();
+    let (mut loss_sum, mut loss_count) = (0.0, 0usize);
     let mut stopped_early = false;
 
     let snapshots = control.snapshots;
@@ -156,32 +141,21 @@ where
     // once its batches are drawn again.
     let mut resume_in_epoch = None;
     let mut last_snapshot = (Instant::now(), None);
-    if let Some(snapshots) = snapshots {
-        match snapshots.load::<B, M, O>(device) {
-            Ok(None) => {}
-            Ok(Some(loaded)) => {
-                model = model.load_record(loaded.model);
-                optimizer = optimizer.load_record(loaded.optimizer);
-                best = best.load_record(loaded.best);
-                let state = loaded.state;
-                (step, best_step, best_accuracy, log) = (state.step, state.best_step, state.best_accuracy, state.log);
-                (last_finite, seen) = (state.last_finite, state.seen);
-                (earlier_seconds, validation_seconds) = (state.seconds, state.validation_seconds);
-                for [rows, time] in state.shapes {
-                    shapes.record(rows, time);
-                }
-                rng.set_word_pos(loaded.epoch_rng_position);
-                resume_in_epoch = Some((loaded.rng_position, state.batches_done));
-                B::seed(device, device_seed(seed, step));
-                last_snapshot.1 = Some(step);
-                (control.log)(format!("resuming from the snapshot at step {step}"));
-            }
-            Err(e) => (control.log)(format!("snapshot not used ({e:#}); training from step 0")),
-        }
+    if let Some(loaded) = snapshots.and_then(|s| usable(s.load::<B, M, O>(device), control)) {
+        model = model.load_record(loaded.model);
+        optimizer = optimizer.load_record(loaded.optimizer);
+        best = best.load_record(loaded.best);
+        let batches_done = loaded.state.batches_done;
+        tally = Tally::restored(loaded.state, shapes);
+        rng.set_word_pos(loaded.epoch_rng_position);
+        resume_in_epoch = Some((loaded.rng_position, batches_done));
+        B::seed(device, device_seed(seed, tally.step));
+        last_snapshot.1 = Some(tally.step);
+        (control.log)(format!("resuming from the snapshot at step {}", tally.step));
     }
     control.progress.set_length(max_steps as u64);
-    control.progress.set_position(step as u64);
-    'epochs: while step < max_steps && data.examples() > 0 {
+    control.progress.set_position(tally.step as u64);
+    'epochs: while tally.step < max_steps && data.examples() > 0 {
         let epoch_rng_position = rng.get_word_pos();
         let batches = data.epoch(batch_size, &mut rng);
         let mut batches_done = 0;
@@ -190,6 +164,7 @@ where
             batches_done = done;
         }
         for batch_indices in batches.into_iter().skip(batches_done) {
+            let step = tally.step;
             if (control.stop)() {
                 return Err(Stopped::Interrupted { step: step + 1, resumes_from: last_snapshot.1 });
             }
@@ -199,15 +174,18 @@ where
             let value = batch_loss.clone().into_scalar().elem::<f64>();
             if !value.is_finite() {
                 let learning_rate = learning_rate * schedule.factor(step, max_steps);
-                return Err(Diverged { step: step + 1, loss: value, last_finite, learning_rate }.into());
+                return Err(
+                    Diverged { step: step + 1, loss: value, last_finite: tally.last_finite, learning_rate }.into()
+                );
             }
-            last_finite = Some(value);
+            tally.last_finite = Some(value);
             loss_sum += value;
             loss_count += 1;
-            seen += batch_indices.len();
+            tally.seen += batch_indices.len();
             let grads = GradientsParams::from_grads(batch_loss.backward(), &model);
             model = optimizer.step(learning_rate * schedule.factor(step, max_steps), model, grads);
-            step += 1;
+            tally.step += 1;
+            let step = tally.step;
             batches_done += 1;
             control.progress.inc(1);
 
@@ -215,28 +193,10 @@ where
                 let evaluation_started = Instant::now();
                 let candidate = model.valid();
                 let evaluation = evaluate(step, &candidate);
-                validation_seconds += evaluation_started.elapsed().as_secs_f64();
+                tally.validation_seconds += evaluation_started.elapsed().as_secs_f64();
                 let train_loss = loss_sum / loss_count.max(1) as f64;
-                let validation_accuracy = evaluation.accuracy;
-                log.push(LogEntry {
-                    step,
-                    train_loss,
-                    validation_accuracy,
-                    marked_accuracy: evaluation.groups.map(|g| g.0),
-                    unmarked_accuracy: evaluation.groups.map(|g| g.1),
-                    selection: evaluation.selection,
-                });
-                let groups = evaluation
-                    .groups
-                    .map(|(marked, unmarked)| format!(" (marked {marked:.3}, unmarked {unmarked:.3})"))
-                    .unwrap_or_default();
-                let selection = evaluation
-                    .selection
-                    .map(|r| format!(", selected {:.3} (expected {:.3})", r.realised, r.expected))
-                    .unwrap_or_default();
-                let line = format!(
-                    "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}{selection}"
-                );
+                tally.log.push(log_entry(step, train_loss, &evaluation));
+                let line = progress_line(step, max_steps, train_loss, &evaluation);
                 (control.log)(line.clone());
                 control.progress.set_message(line);
                 (loss_sum, loss_count) = (0.0, 0);
@@ -245,20 +205,16 @@ where
                 let score = evaluation.score(best_by);
                 // The bar this evaluation reached, if `stop_at_accuracy` set one.
                 let reached = stop_at_accuracy.filter(|bar| evaluation.reaches(bar.get()));
-                if score > best_accuracy || patience.is_none() || reached.is_some() {
-                    best_accuracy = score;
-                    best_step = step;
+                if score > tally.best_accuracy || patience.is_none() || reached.is_some() {
+                    tally.best_accuracy = score;
+                    tally.best_step = step;
                     best = candidate;
-                } else if patience.is_some_and(|p| step - best_step >= p) {
+                } else if patience.is_some_and(|p| step - tally.best_step >= p) {
                     stopped_early = true;
                     break 'epochs;
                 }
                 if let Some(bar) = reached {
-                    let on_rate = evaluation
-                        .selection_target
-                        .map(|t| format!(", selection rate within {RATE_TOLERANCE} of {t}"))
-                        .unwrap_or_default();
-                    (control.log)(format!("validation accuracy reached {:.3}{on_rate}: stopped", bar.get()));
+                    (control.log)(reached_line(bar, &evaluation));
                     stopped_early = true;
                     break 'epochs;
                 }
@@ -270,20 +226,8 @@ where
                     && step < max_steps
                     && snapshots.due(last_snapshot.0)
                 {
-                    let state = LoopState {
-                        step,
-                        epoch_rng_position: epoch_rng_position.to_string(),
-                        rng_position: rng.get_word_pos().to_string(),
-                        batches_done,
-                        best_step,
-                        best_accuracy,
-                        log: log.clone(),
-                        last_finite,
-                        seen,
-                        seconds: earlier_seconds + started.elapsed().as_secs_f64(),
-                        validation_seconds,
-                        shapes: shapes.shapes(),
-                    };
+                    let position = [epoch_rng_position, rng.get_word_pos()];
+                    let state = tally.loop_state(position, batches_done, started.elapsed().as_secs_f64(), shapes);
                     match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
                         Ok(()) => last_snapshot = (Instant::now(), Some(step)),
                         Err(e) => (control.log)(format!("snapshot at step {step} not written: {e:#}")),
@@ -295,20 +239,188 @@ where
             }
         }
     }
-    let seconds = earlier_seconds + started.elapsed().as_secs_f64();
-    let summary = TrainSummary {
-        steps: step,
-        best_step,
-        best_validation_accuracy: log
-            .iter()
-            .rfind(|e| e.step == best_step)
-            .map_or(best_accuracy.max(0.0), |e| e.validation_accuracy),
-        stopped_early,
-        seconds,
-        validation_seconds,
-        examples_per_second: seen as f64 / (seconds - validation_seconds).max(1e-9),
-        log,
-        shapes: shapes.shapes(),
-    };
+    let summary = tally.summary(stopped_early, started.elapsed().as_secs_f64(), shapes);
     Ok((best, summary))
+}
+
+/// What the loop reads of the recipe (the optimiser and its settings are
+/// the caller's).
+struct Settings {
+    batch_size: usize,
+    learning_rate: f64,
+    schedule: Schedule,
+    max_steps: usize,
+    eval_every: usize,
+    /// Evaluations without a better score before stopping (`None`: keep the last).
+    patience: Option<usize>,
+    best_by: BestBy,
+    stop_at_accuracy: Option<Share>,
+    seed: u64,
+}
+
+impl Settings {
+    fn of(spec: &TrainingSpec) -> Settings {
+        let TrainingSpec {
+            batch_size,
+            optimizer: _, // built by the caller
+            learning_rate,
+            weight_decay: _,
+            schedule,
+            max_steps,
+            eval_every,
+            keep,
+            max_grad_norm: _,
+            stop_at_accuracy,
+            seed,
+        } = spec.clone();
+        let (patience, best_by) = match keep {
+            Keep::Best { patience, by } => (Some(patience.get()), by),
+            Keep::Last => (None, BestBy::Accuracy),
+        };
+        Settings {
+            batch_size: batch_size.get(),
+            learning_rate,
+            schedule,
+            max_steps: max_steps.get(),
+            eval_every: eval_every.get(),
+            patience,
+            best_by,
+            stop_at_accuracy,
+            seed,
+        }
+    }
+}
+
+/// What the loop counts across steps, and what a snapshot keeps of it.
+struct Tally {
+    step: usize,
+    best_step: usize,
+    /// The best score by `best_by` so far.
+    best_accuracy: f64,
+    log: Vec<LogEntry>,
+    last_finite: Option<f64>,
+    /// Examples seen, and seconds spent by attempts before this one.
+    seen: usize,
+    earlier_seconds: f64,
+    validation_seconds: f64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            step: 0,
+            best_step: 0,
+            best_accuracy: f64::NEG_INFINITY,
+            log: Vec::new(),
+            last_finite: None,
+            seen: 0,
+            earlier_seconds: 0.0,
+            validation_seconds: 0.0,
+        }
+    }
+}
+
+impl Tally {
+    /// The counts a snapshot kept; its batch shapes go back into `shapes`.
+    fn restored(state: LoopState, shapes: &ShapeLog) -> Tally {
+        for [rows, time] in state.shapes {
+            shapes.record(rows, time);
+        }
+        Tally {
+            step: state.step,
+            best_step: state.best_step,
+            best_accuracy: state.best_accuracy,
+            log: state.log,
+            last_finite: state.last_finite,
+            seen: state.seen,
+            earlier_seconds: state.seconds,
+            validation_seconds: state.validation_seconds,
+        }
+    }
+
+    /// The run's summary, `seconds` spent by this attempt.
+    fn summary(self, stopped_early: bool, seconds: f64, shapes: &ShapeLog) -> TrainSummary {
+        let seconds = self.earlier_seconds + seconds;
+        let Tally { step, best_step, best_accuracy, log, seen, validation_seconds, .. } = self;
+        TrainSummary {
+            steps: step,
+            best_step,
+            best_validation_accuracy: log
+                .iter()
+                .rfind(|e| e.step == best_step)
+                .map_or(best_accuracy.max(0.0), |e| e.validation_accuracy),
+            stopped_early,
+            seconds,
+            validation_seconds,
+            examples_per_second: seen as f64 / (seconds - validation_seconds).max(1e-9),
+            log,
+            shapes: shapes.shapes(),
+        }
+    }
+
+    /// The snapshot's state: with the host RNG's positions (`[at the
+    /// epoch's draw, now]`), the epoch's batches taken, and this attempt's
+    /// seconds so far.
+    fn loop_state(&self, [epoch, now]: [u128; 2], batches_done: usize, seconds: f64, shapes: &ShapeLog) -> LoopState {
+        LoopState {
+            step: self.step,
+            epoch_rng_position: epoch.to_string(),
+            rng_position: now.to_string(),
+            batches_done,
+            best_step: self.best_step,
+            best_accuracy: self.best_accuracy,
+            log: self.log.clone(),
+            last_finite: self.last_finite,
+            seen: self.seen,
+            seconds: self.earlier_seconds + seconds,
+            validation_seconds: self.validation_seconds,
+            shapes: shapes.shapes(),
+        }
+    }
+}
+
+/// A snapshot that loaded; one that did not is logged and ignored (the
+/// run trains from step 0).
+fn usable<T>(loaded: anyhow::Result<Option<T>>, control: &Control) -> Option<T> {
+    loaded.unwrap_or_else(|e| {
+        (control.log)(format!("snapshot not used ({e:#}); training from step 0"));
+        None
+    })
+}
+
+/// The line that says the run stopped at its accuracy bar.
+fn reached_line(bar: Share, evaluation: &Evaluation) -> String {
+    let on_rate = evaluation
+        .selection_target
+        .map(|t| format!(", selection rate within {RATE_TOLERANCE} of {t}"))
+        .unwrap_or_default();
+    format!("validation accuracy reached {:.3}{on_rate}: stopped", bar.get())
+}
+
+/// The log's entry for an evaluation at `step`.
+fn log_entry(step: usize, train_loss: f64, evaluation: &Evaluation) -> LogEntry {
+    LogEntry {
+        step,
+        train_loss,
+        validation_accuracy: evaluation.accuracy,
+        marked_accuracy: evaluation.groups.map(|g| g.0),
+        unmarked_accuracy: evaluation.groups.map(|g| g.1),
+        selection: evaluation.selection,
+    }
+}
+
+/// The line an evaluation prints: `step 50/400: loss 0.308, validation accuracy 0.915 (marked …)`.
+fn progress_line(step: usize, max_steps: usize, train_loss: f64, evaluation: &Evaluation) -> String {
+    let groups = evaluation
+        .groups
+        .map(|(marked, unmarked)| format!(" (marked {marked:.3}, unmarked {unmarked:.3})"))
+        .unwrap_or_default();
+    let selection = evaluation
+        .selection
+        .map(|r| format!(", selected {:.3} (expected {:.3})", r.realised, r.expected))
+        .unwrap_or_default();
+    let validation_accuracy = evaluation.accuracy;
+    format!(
+        "step {step}/{max_steps}: loss {train_loss:.3}, validation accuracy {validation_accuracy:.3}{groups}{selection}"
+    )
 }

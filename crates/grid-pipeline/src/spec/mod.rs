@@ -604,51 +604,11 @@ impl Grid {
         }
         let raw: RawGrid = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim_end().to_string()))?;
 
-        let seeds = match raw.seeds {
-            None => None,
-            Some(list) => {
-                let span = list.span();
-                let list = list.into_inner();
-                if list.is_empty() {
-                    return Err(at(
-                        Some(span),
-                        "`seeds` is empty; leave it out to use each model's `training.seed`".into(),
-                    ));
-                }
-                if let Some(d) = list.iter().enumerate().find_map(|(i, s)| list[..i].contains(s).then_some(s)) {
-                    return Err(at(Some(span), format!("seed {d} is listed twice")));
-                }
-                Some(list)
-            }
-        };
-
+        let seeds = raw.seeds.map(|list| seed_list(list, &at)).transpose()?;
         let images = raw.images.map(images::images).transpose().map_err(|(span, m)| at(span, m))?;
         if images.is_some() && raw.datasets.is_empty() {
             // An image-only grid: no text part may be half there.
-            if let Some(model) = raw.models.first() {
-                return Err(at(
-                    Some(model.name.span()),
-                    "`[[models]]` trains on text `[[datasets]]`, and this grid has none; image models are \
-                     `[[images.models]]`"
-                        .into(),
-                ));
-            }
-            if let Some(attribution) = &raw.attribution {
-                return Err(at(
-                    Some(attribution.span()),
-                    "`[attribution]` explains text models, and this grid has none; image methods are \
-                     `[images.attribution]`"
-                        .into(),
-                ));
-            }
-            if raw.shortcuts.is_some() {
-                return Err(at(
-                    None,
-                    "`[shortcuts]` plants text shortcuts, and this grid has no text `[[datasets]]`; image \
-                     manipulations are `images.manipulations`"
-                        .into(),
-                ));
-            }
+            no_text_parts(&raw.models, raw.attribution.as_ref(), raw.shortcuts.is_some(), &at)?;
             let name = raw.name.unwrap_or_else(|| default_name(path));
             return Ok(Grid::of_images(name, path, text, images, seeds, raw.report, raw.slurm));
         }
@@ -680,59 +640,12 @@ impl Grid {
             .collect::<Result<Vec<_>, _>>()?;
 
         if let Some(shortcuts) = &raw.shortcuts {
-            if shortcuts.kinds.is_empty() {
-                return Err(at(None, "`shortcuts.kinds` is empty".into()));
-            }
-            shortcuts.tokens.check(&datasets).map_err(|m| at(None, m))?;
-            let binary_kind = shortcuts.kinds.iter().find(|k| k.article_layout().is_some());
-            if let (Some(kind), Some(d)) = (binary_kind, datasets.iter().find(|d| d.classes() > 2)) {
-                return Err(at(
-                    None,
-                    format!(
-                        "shortcut kind `{kind}` relabels with two articles (`the` / `a`), but dataset `{}` has {} \
-                         classes",
-                        d.name,
-                        d.classes()
-                    ),
-                ));
-            }
+            check_shortcuts(shortcuts, &datasets, &at)?;
         }
         let natural = raw.shortcuts.is_none();
         let metric_names = raw.metrics.unwrap_or_else(|| default_metrics(natural));
         let (metrics, wants_agreement) = metrics(&metric_names).map_err(|(span, m)| at(Some(span), m))?;
-        if natural {
-            // Ground truth is what a planted shortcut gives: a natural grid has none.
-            if let Some(name) = metric_names
-                .get_ref()
-                .iter()
-                .find(|n| n.get_ref().parse::<Metric>().is_ok_and(|m| m.needs_ground_truth()))
-            {
-                return Err(at(
-                    Some(name.span()),
-                    format!(
-                        "metric `{}` needs the ground truth of a planted shortcut, and this grid has no `[shortcuts]` \
-                         (a natural grid: models learn the task itself); use ns, nc, soft-ns, soft-nc, diagnosticity \
-                         or agreement, or add `[shortcuts]`",
-                        name.get_ref()
-                    ),
-                ));
-            }
-            if let Some(set) = &attribution.test_set {
-                return Err(at(
-                    Some(set.span()),
-                    "`attribution.test_set` picks a synthetic test set; a grid without `[shortcuts]` explains the \
-                     dataset's own test set"
-                        .into(),
-                ));
-            }
-        } else if let Some(set) = attribution.test_set.as_ref().filter(|s| *s.get_ref() == TestSet::Original) {
-            return Err(at(
-                Some(set.span()),
-                "`attribution.test_set = \"original\"` is what a grid without `[shortcuts]` explains; a shortcut \
-                 grid's ground truth is in its synthetic test sets (\"synthetic\" or \"flip\")"
-                    .into(),
-            ));
-        }
+        check_ground_truth(natural, &metric_names, &attribution, &at)?;
         let has_distractors = raw.shortcuts.as_ref().is_some_and(|s| s.kinds.iter().any(|k| k.has_distractors()));
         if let Some(metric) = metrics.iter().find(|m| m.needs_distractors()).filter(|_| !has_distractors) {
             let span = metric_names.get_ref().iter().find(|m| m.get_ref() == metric.name()).map(|m| m.span());
@@ -744,47 +657,9 @@ impl Grid {
                 ),
             ));
         }
-        let erasure = match raw.erasure {
-            None => ErasureSpec::default(),
-            Some(spec) => {
-                let span = spec.span();
-                let spec = spec.into_inner();
-                if spec.ratios.is_empty() || spec.ratios.iter().any(|r| r.get() == 0.0) {
-                    return Err(at(Some(span), "`erasure.ratios` must list shares in (0, 1]".into()));
-                }
-                spec
-            }
-        };
-        let mut methods: Vec<Method> = Vec::new();
-        for pattern in &attribution.methods {
-            let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
-            for name in names {
-                let method: Method = name
-                    .parse()
-                    .map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
-                if methods.contains(&method) {
-                    return Err(at(Some(pattern.span()), format!("method `{method}` is listed twice")));
-                }
-                methods.push(method);
-            }
-        }
-        if methods.is_empty() {
-            return Err(at(None, "`attribution.methods` is empty".into()));
-        }
-        // The `sel-*` metrics score a rationale model's own selection.
-        if let Some(name) = metric_names.get_ref().iter().find(|n| n.get_ref().starts_with("sel-")) {
-            let has_rationale_model = models.iter().any(|m| m.kind() == Architecture::Rationale);
-            if !methods.contains(&Method::Rationale) || !has_rationale_model {
-                return Err(at(
-                    Some(name.span()),
-                    format!(
-                        "metric `{}` scores the words a rationale model selects: it needs \"rationale\" in \
-                         `attribution.methods` and a model with `architecture = \"rationale\"`",
-                        name.get_ref()
-                    ),
-                ));
-            }
-        }
+        let erasure = raw.erasure.map(|spec| erasure_spec(spec, &at)).transpose()?.unwrap_or_default();
+        let methods = method_list(&attribution.methods, &at)?;
+        check_rationale_metrics(&metric_names, &methods, &models, &at)?;
 
         let name = raw.name.unwrap_or_else(|| default_name(path));
         Ok(Grid {
@@ -862,6 +737,175 @@ impl Grid {
 /// The grid file's stem: a grid's name when it gives none.
 fn default_name(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "grid".into())
+}
+/// Builds a grid file's error at a span (its line and column), for the
+/// checks of [`Grid::parse`].
+type At<'a> = dyn Fn(Option<Range<usize>>, String) -> SpecError + 'a;
+
+/// `seeds`: not empty, none twice.
+fn seed_list(list: Spanned<Vec<u64>>, at: &At) -> Result<Vec<u64>, SpecError> {
+    let span = list.span();
+    let list = list.into_inner();
+    if list.is_empty() {
+        return Err(at(Some(span), "`seeds` is empty; leave it out to use each model's `training.seed`".into()));
+    }
+    if let Some(d) = list.iter().enumerate().find_map(|(i, s)| list[..i].contains(s).then_some(s)) {
+        return Err(at(Some(span), format!("seed {d} is listed twice")));
+    }
+    Ok(list)
+}
+
+/// An image-only grid has no text model, `[attribution]` or `[shortcuts]`.
+fn no_text_parts(
+    models: &[model::RawModel],
+    attribution: Option<&Spanned<RawAttribution>>,
+    has_shortcuts: bool,
+    at: &At,
+) -> Result<(), SpecError> {
+    if let Some(model) = models.first() {
+        return Err(at(
+            Some(model.name.span()),
+            "`[[models]]` trains on text `[[datasets]]`, and this grid has none; image models are \
+             `[[images.models]]`"
+                .into(),
+        ));
+    }
+    if let Some(attribution) = attribution {
+        return Err(at(
+            Some(attribution.span()),
+            "`[attribution]` explains text models, and this grid has none; image methods are \
+             `[images.attribution]`"
+                .into(),
+        ));
+    }
+    if has_shortcuts {
+        return Err(at(
+            None,
+            "`[shortcuts]` plants text shortcuts, and this grid has no text `[[datasets]]`; image \
+             manipulations are `images.manipulations`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `[shortcuts]`: some kinds, tokens the datasets allow, and the two-article
+/// kinds on two-class datasets only.
+fn check_shortcuts(shortcuts: &ShortcutSpec, datasets: &[DatasetSpec], at: &At) -> Result<(), SpecError> {
+    if shortcuts.kinds.is_empty() {
+        return Err(at(None, "`shortcuts.kinds` is empty".into()));
+    }
+    shortcuts.tokens.check(datasets).map_err(|m| at(None, m))?;
+    let binary_kind = shortcuts.kinds.iter().find(|k| k.article_layout().is_some());
+    if let (Some(kind), Some(d)) = (binary_kind, datasets.iter().find(|d| d.classes() > 2)) {
+        return Err(at(
+            None,
+            format!(
+                "shortcut kind `{kind}` relabels with two articles (`the` / `a`), but dataset `{}` has {} \
+                 classes",
+                d.name,
+                d.classes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Ground truth is what a planted shortcut gives: a natural grid has none
+/// (no metric that needs it, no synthetic test set), and a shortcut grid
+/// does not explain the original test set.
+fn check_ground_truth(
+    natural: bool,
+    metric_names: &Spanned<Vec<Spanned<String>>>,
+    attribution: &RawAttribution,
+    at: &At,
+) -> Result<(), SpecError> {
+    if natural {
+        if let Some(name) =
+            metric_names.get_ref().iter().find(|n| n.get_ref().parse::<Metric>().is_ok_and(|m| m.needs_ground_truth()))
+        {
+            return Err(at(
+                Some(name.span()),
+                format!(
+                    "metric `{}` needs the ground truth of a planted shortcut, and this grid has no `[shortcuts]` \
+                     (a natural grid: models learn the task itself); use ns, nc, soft-ns, soft-nc, diagnosticity \
+                     or agreement, or add `[shortcuts]`",
+                    name.get_ref()
+                ),
+            ));
+        }
+        if let Some(set) = &attribution.test_set {
+            return Err(at(
+                Some(set.span()),
+                "`attribution.test_set` picks a synthetic test set; a grid without `[shortcuts]` explains the \
+                 dataset's own test set"
+                    .into(),
+            ));
+        }
+    } else if let Some(set) = attribution.test_set.as_ref().filter(|s| *s.get_ref() == TestSet::Original) {
+        return Err(at(
+            Some(set.span()),
+            "`attribution.test_set = \"original\"` is what a grid without `[shortcuts]` explains; a shortcut \
+             grid's ground truth is in its synthetic test sets (\"synthetic\" or \"flip\")"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `[erasure]`: ratios in (0, 1].
+fn erasure_spec(spec: Spanned<ErasureSpec>, at: &At) -> Result<ErasureSpec, SpecError> {
+    let span = spec.span();
+    let spec = spec.into_inner();
+    if spec.ratios.is_empty() || spec.ratios.iter().any(|r| r.get() == 0.0) {
+        return Err(at(Some(span), "`erasure.ratios` must list shares in (0, 1]".into()));
+    }
+    Ok(spec)
+}
+
+/// `attribution.methods`, each pattern expanded: known methods, none twice,
+/// at least one.
+fn method_list(patterns: &[Spanned<String>], at: &At) -> Result<Vec<Method>, SpecError> {
+    let mut methods: Vec<Method> = Vec::new();
+    for pattern in patterns {
+        let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
+        for name in names {
+            let method: Method =
+                name.parse().map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
+            if methods.contains(&method) {
+                return Err(at(Some(pattern.span()), format!("method `{method}` is listed twice")));
+            }
+            methods.push(method);
+        }
+    }
+    if methods.is_empty() {
+        return Err(at(None, "`attribution.methods` is empty".into()));
+    }
+    Ok(methods)
+}
+
+/// The `sel-*` metrics score a rationale model's own selection: they need
+/// the `rationale` method and a rationale model.
+fn check_rationale_metrics(
+    metric_names: &Spanned<Vec<Spanned<String>>>,
+    methods: &[Method],
+    models: &[ModelSpec],
+    at: &At,
+) -> Result<(), SpecError> {
+    if let Some(name) = metric_names.get_ref().iter().find(|n| n.get_ref().starts_with("sel-")) {
+        let has_rationale_model = models.iter().any(|m| m.kind() == Architecture::Rationale);
+        if !methods.contains(&Method::Rationale) || !has_rationale_model {
+            return Err(at(
+                Some(name.span()),
+                format!(
+                    "metric `{}` scores the words a rationale model selects: it needs \"rationale\" in \
+                     `attribution.methods` and a model with `architecture = \"rationale\"`",
+                    name.get_ref()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The `metrics` list: metric names, `diagnosticity` (diag-* of every erasure

@@ -213,6 +213,9 @@ mod tests {
     #[test]
     fn training_reads_the_last_layer_at_cls_only() {
         use burn::module::Module;
+        // Its dropout masks come from the backend's global RNG, seeded below:
+        // no other training may draw from it meanwhile.
+        let _turn = crate::train::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let device = Default::default();
         let mut config = BertConfig::small(20, 16, 2, 2, 32, 16);
         (config.hidden_dropout_prob, config.attention_probs_dropout_prob) = (0.3, 0.2);

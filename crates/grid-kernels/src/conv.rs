@@ -115,51 +115,100 @@ fn inside(out_len: usize, in_len: usize, stride: usize, offset: isize) -> std::o
     lo.min(out_len)..hi.min(out_len).max(lo.min(out_len))
 }
 
-/// Row `row` of one image's patch matrix (`row = (channel, ki, kj)`), the
-/// `P` values `image[channel][oy·s + ki − p][ox·s + kj − p]` (zero outside),
-/// into `out`.
-fn patch_row(dims: &Dims, image: &[f32], row: usize, out: &mut [f32]) {
-    let [kh, kw] = dims.kernel;
-    let [h, w] = dims.size;
-    let [oh, ow] = dims.out_size();
-    let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
-    let plane = &image[channel * h * w..(channel + 1) * h * w];
-    let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
-    if let Some(shift) = Shift::of(dims, ki, kj) {
-        // The row is the plane moved by (dy, dx): one copy, then the values
-        // that wrapped around a row's end are zeroed.
-        let (start, end) = (rows.start * ow, rows.end * ow);
-        out[..start].fill(0.0);
-        out[end..].fill(0.0);
-        let (lo, hi) = shift.valid(start, end, h * w);
-        out[start..lo].fill(0.0);
-        out[hi..end].fill(0.0);
-        if hi > lo {
-            let from = lo.wrapping_add_signed(shift.flat);
-            out[lo..hi].copy_from_slice(&plane[from..from + (hi - lo)]);
-        }
-        shift.zero_wrapped(&mut out[start..end], w);
-        return;
+/// Where each kernel tap `(ki, kj)` reads a plane: worked out once per
+/// layer, so that a patch row (one per channel and tap, per image) is only
+/// copies.
+struct Patches {
+    dims: Dims,
+    out: [usize; 2],
+    taps: Vec<Tap>,
+}
+
+struct Tap {
+    /// Output rows and columns whose input lies inside the plane.
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    /// The tap's place in the kernel.
+    ki: usize,
+    kj: usize,
+    shift: Option<Shift>,
+}
+
+impl Patches {
+    fn of(dims: &Dims) -> Patches {
+        let [kh, kw] = dims.kernel;
+        let [h, w] = dims.size;
+        let [oh, ow] = dims.out_size();
+        let taps = (0..kh * kw)
+            .map(|t| {
+                let (ki, kj) = (t / kw, t % kw);
+                Tap {
+                    rows: inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize),
+                    cols: inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize),
+                    ki,
+                    kj,
+                    shift: Shift::of(dims, ki, kj),
+                }
+            })
+            .collect();
+        Patches { dims: *dims, out: [oh, ow], taps }
     }
-    let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
-    out[..rows.start * ow].fill(0.0);
-    out[rows.end * ow..].fill(0.0);
-    for oy in rows {
-        let iy = oy * dims.stride[0] + ki - dims.padding[0];
-        let src = &plane[iy * w..(iy + 1) * w];
-        let dst = &mut out[oy * ow..(oy + 1) * ow];
-        dst[..cols.start].fill(0.0);
-        dst[cols.end..].fill(0.0);
-        if cols.is_empty() {
-            continue;
-        }
-        let first = cols.start * dims.stride[1] + kj - dims.padding[1];
-        if dims.stride[1] == 1 {
-            dst[cols.clone()].copy_from_slice(&src[first..first + cols.len()]);
-        } else {
-            for (value, ix) in dst[cols.clone()].iter_mut().zip((first..).step_by(dims.stride[1])) {
-                *value = src[ix];
+
+    /// Row `row` of one image's patch matrix (`row = (channel, ki, kj)`),
+    /// the `P` values `image[channel][oy·s + ki − p][ox·s + kj − p]` (zero
+    /// outside), into `out`.
+    fn row(&self, image: &[f32], row: usize, out: &mut [f32]) {
+        let dims = &self.dims;
+        let [h, w] = dims.size;
+        let ow = self.out[1];
+        let tap = &self.taps[row % self.taps.len()];
+        let channel = row / self.taps.len();
+        let plane = &image[channel * h * w..(channel + 1) * h * w];
+        let rows = tap.rows.clone();
+        if let Some(shift) = tap.shift {
+            // The row is the plane moved by (dy, dx): one copy, then the values
+            // that wrapped around a row's end are zeroed.
+            let (start, end) = (rows.start * ow, rows.end * ow);
+            out[..start].fill(0.0);
+            out[end..].fill(0.0);
+            let (lo, hi) = shift.valid(start, end, h * w);
+            out[start..lo].fill(0.0);
+            out[hi..end].fill(0.0);
+            if hi > lo {
+                let from = lo.wrapping_add_signed(shift.flat);
+                out[lo..hi].copy_from_slice(&plane[from..from + (hi - lo)]);
             }
+            shift.zero_wrapped(&mut out[start..end], w);
+            return;
+        }
+        let cols = tap.cols.clone();
+        out[..rows.start * ow].fill(0.0);
+        out[rows.end * ow..].fill(0.0);
+        for oy in rows {
+            let iy = oy * dims.stride[0] + tap.ki - dims.padding[0];
+            let src = &plane[iy * w..(iy + 1) * w];
+            let dst = &mut out[oy * ow..(oy + 1) * ow];
+            dst[..cols.start].fill(0.0);
+            dst[cols.end..].fill(0.0);
+            if cols.is_empty() {
+                continue;
+            }
+            let first = cols.start * dims.stride[1] + tap.kj - dims.padding[1];
+            if dims.stride[1] == 1 {
+                dst[cols.clone()].copy_from_slice(&src[first..first + cols.len()]);
+            } else {
+                for (value, &v) in dst[cols.clone()].iter_mut().zip(src[first..].iter().step_by(dims.stride[1])) {
+                    *value = v;
+                }
+            }
+        }
+    }
+
+    /// One image's patch matrix `[K, P]` into `cols`.
+    fn image(&self, image: &[f32], cols: &mut [f32]) {
+        let positions = self.out[0] * self.out[1];
+        for (row, out) in cols.chunks_exact_mut(positions).enumerate() {
+            self.row(image, row, out);
         }
     }
 }
@@ -205,14 +254,6 @@ impl Shift {
     }
 }
 
-/// One image's patch matrix `[K, P]` into `cols`.
-fn im2col(dims: &Dims, image: &[f32], cols: &mut [f32]) {
-    let positions = dims.positions();
-    for (row, out) in cols.chunks_exact_mut(positions).enumerate() {
-        patch_row(dims, image, row, out);
-    }
-}
-
 /// Adds one image's patch-matrix gradient `[K, P]` onto its gradient
 /// `[inputs, h, w]` (which the caller zeroed): each patch value's gradient
 /// goes to the pixel it was read from.
@@ -225,7 +266,7 @@ fn col2im(dims: &Dims, cols: &mut [f32], image: &mut [f32]) {
         let plane = &mut image[channel * h * w..(channel + 1) * h * w];
         let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
         if let Some(shift) = Shift::of(dims, ki, kj) {
-            // As in `patch_row`: the values read from outside the plane's
+            // As in `Patches::row`: the values read from outside the plane's
             // rows (wrapped) are zeroed, then one pass adds the rest.
             let (start, end) = (rows.start * ow, rows.end * ow);
             shift.zero_wrapped(&mut values[start..end], w);
@@ -322,6 +363,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
         return grouped_forward(dims, x, weight, group);
     }
     let threads = dims.threads_per_image();
+    let patches = Patches::of(&dims);
     written(dims.batch * out_len, |y| {
         if out_len == 0 {
             return;
@@ -333,7 +375,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
                 product_into(threads, shape, out, weight, (depth, 1), image, (positions, 1));
             } else {
                 with_scratch(depth * positions, |cols| {
-                    im2col(&dims, image, cols);
+                    patches.image(image, cols);
                     product_into(threads, shape, out, weight, (depth, 1), cols, (positions, 1));
                 });
             }
@@ -346,6 +388,7 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
     let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
     let width = group * positions;
     let threads = if dims.batch > group { Threads::One } else { Threads::Pool };
+    let patches = Patches::of(&dims);
     written(dims.batch * out_len, |y| {
         per_image(y, group * out_len, |g, out| {
             let first = g * group;
@@ -356,7 +399,7 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
                     for (i, values) in values.chunks_exact_mut(positions).enumerate() {
                         if i < images {
                             let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
-                            patch_row(&dims, image, row, values);
+                            patches.row(image, row, values);
                         } else {
                             values.fill(0.0);
                         }
@@ -454,6 +497,7 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     let (cols_len, grads_len) = (depth * chunk * positions, outputs * chunk * positions);
     let mut transposed = vec![0.0f32; depth * outputs];
     let block_rows = depth.div_ceil(WEIGHT_BLOCKS).next_multiple_of(16).max(WEIGHT_ROWS);
+    let patches = Patches::of(&dims);
     with_scratch(cols_len + grads_len, |buffer| {
         let (cols, grads) = buffer.split_at_mut(cols_len);
         for first in (0..dims.batch).step_by(chunk) {
@@ -467,7 +511,7 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
                     if dims.is_pointwise() {
                         out.copy_from_slice(&image[row * positions..(row + 1) * positions]);
                     } else {
-                        patch_row(&dims, image, row, out);
+                        patches.row(image, row, out);
                     }
                 }
             });

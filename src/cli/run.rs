@@ -102,7 +102,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             verbosity,
             wait: wait.then(|| common.reports.clone()),
         }),
-        _ => Box::new(Local {
+        Action::Run { executor: ExecutorChoice::Local, .. } | Action::Report { .. } => Box::new(Local {
             options: RunOptions {
                 jobs: common.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
                 gpu_jobs: usize::from(common.gpu_jobs),
@@ -113,6 +113,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
                 worker: StepCommand::of_current_exe(&settings),
             },
         }),
+        Action::Plan | Action::Step { .. } => unreachable!("planning and workers answered above"),
     };
     let started = Instant::now();
     let Some(outcome) = runner.run(&plan, &cache).map_err(runtime)? else { return Ok(ExitCode::SUCCESS) };

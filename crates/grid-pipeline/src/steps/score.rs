@@ -168,20 +168,31 @@ fn erasure_value(metric: ErasureMetric, e: &ErasedExample) -> Option<f64> {
 pub fn evaluate_erasure(metric: ErasureMetric, examples: &[ErasedExample], ratios: &[f64]) -> Score {
     let mut score =
         summarise(Metric::Erasure(metric), examples.iter().filter_map(|e| erasure_value(metric, e)).collect());
-    let at = |e: &ErasedExample, r: usize| match metric {
+    score.by_ratio = by_ratio(ratios, |r| examples.iter().filter_map(|e| value_at_ratio(metric, e, r)).collect());
+    score
+}
+
+/// An example's NS or NC at the `r`-th rationale ratio (the soft metrics
+/// have no value per ratio).
+fn value_at_ratio(metric: ErasureMetric, e: &ErasedExample, r: usize) -> Option<f64> {
+    match metric {
         ErasureMetric::Ns => e.ns.get(r).copied().flatten(),
         ErasureMetric::Nc => e.nc.get(r).copied().flatten(),
         ErasureMetric::SoftNs | ErasureMetric::SoftNc => None,
-    };
-    score.by_ratio = ratios
+    }
+}
+
+/// `[ratio, mean]` at each of `ratios` of the values `values(r)` gives for
+/// the `r`-th, where it gives any.
+fn by_ratio(ratios: &[f64], values: impl Fn(usize) -> Vec<f64>) -> Vec<[f64; 2]> {
+    ratios
         .iter()
         .enumerate()
         .filter_map(|(r, &ratio)| {
-            let values: Vec<f64> = examples.iter().filter_map(|e| at(e, r)).collect();
+            let values = values(r);
             (!values.is_empty()).then(|| [ratio, values.iter().sum::<f64>() / values.len() as f64])
         })
-        .collect();
-    score
+        .collect()
 }
 
 /// Diagnosticity (Zhao & Aletras 2023 §4.5) as a mean of per-example
@@ -208,19 +219,7 @@ pub fn evaluate_diagnosticity(
             .collect()
     };
     let mut score = summarise(Metric::Diagnosticity(metric), beats(&|e| erasure_value(metric, e)));
-    let at = |e: &ErasedExample, r: usize| match metric {
-        ErasureMetric::Ns => e.ns.get(r).copied().flatten(),
-        ErasureMetric::Nc => e.nc.get(r).copied().flatten(),
-        ErasureMetric::SoftNs | ErasureMetric::SoftNc => None,
-    };
-    score.by_ratio = ratios
-        .iter()
-        .enumerate()
-        .filter_map(|(r, &ratio)| {
-            let wins = beats(&|e| at(e, r));
-            (!wins.is_empty()).then(|| [ratio, wins.iter().sum::<f64>() / wins.len() as f64])
-        })
-        .collect();
+    score.by_ratio = by_ratio(ratios, |r| beats(&|e| value_at_ratio(metric, e, r)));
     score
 }
 

@@ -536,11 +536,7 @@ fn group(plan: &Plan, index: usize) -> String {
         let Work::Train { model, max_length, .. } = &train.work else { return None };
         Some(Measurements::shape(&train.params["architecture"], *max_length, model.training.batch_size.get()))
     });
-    let method = match &step.work {
-        Work::Attribute(options) => options.method.to_string(),
-        Work::Erasure(options) => options.attribution.method.to_string(),
-        _ => String::new(),
-    };
+    let method = step.work.method_name().unwrap_or_default();
     format!("{}/{}/{method}", step.kind.name(), model.unwrap_or_default())
 }
 

@@ -53,6 +53,35 @@ pub enum Work {
     Report(ReportWork),
 }
 
+impl Work {
+    /// The salience method a step computes maps with (attribution, erasure,
+    /// image attribution): what the estimate groups its timings by. Every
+    /// other step has none.
+    pub fn method_name(&self) -> Option<String> {
+        use super::images::ImageWork;
+        match self {
+            Work::Attribute(options) => Some(options.method.to_string()),
+            Work::Erasure(options) => Some(options.attribution.method.to_string()),
+            Work::Image(ImageWork::Attribute { method, .. }) => Some(method.name().to_string()),
+            Work::Image(
+                ImageWork::Corpus { .. }
+                | ImageWork::Synth { .. }
+                | ImageWork::Train { .. }
+                | ImageWork::Verify { .. }
+                | ImageWork::Score,
+            )
+            | Work::Corpus { .. }
+            | Work::Synth { .. }
+            | Work::Train { .. }
+            | Work::Verify { .. }
+            | Work::Evaluate
+            | Work::Agreement(_)
+            | Work::Score { .. }
+            | Work::Report(_) => None,
+        }
+    }
+}
+
 /// What the report step reads, and where each input lands.
 #[derive(Debug, Clone)]
 pub struct ReportWork {

@@ -69,10 +69,7 @@ pub(super) fn group(plan: &Plan, index: usize) -> String {
         let side = side(plan, index).unwrap_or(224);
         format!("resnet{:?}-w{}-{:?}-{side}px", m.depth, m.width, m.stem).to_lowercase()
     });
-    let method = match &step.work {
-        Work::Image(ImageWork::Attribute { method, .. }) => method.name(),
-        _ => "",
-    };
+    let method = step.work.method_name().unwrap_or_default();
     format!("{}/{}/{method}", step.kind.name(), shape.unwrap_or_default())
 }
 

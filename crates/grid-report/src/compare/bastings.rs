@@ -2,10 +2,10 @@
 //! with their findings, and the source models' accuracy (Table 1).
 
 use super::published::{PaperArch, PrecisionRankRow, SourceAccuracyRow};
-use super::render::{decimals, signed};
+use super::render::signed;
 use super::{
-    ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, DROP_METRIC, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS, NEAR,
-    ORIGINAL_ACCURACY_METRIC, OurCell, OurMetric, Outcome, SPEARMAN_AGREES, merge_seeds,
+    ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, ComparedMetric, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS,
+    NEAR, OurCell, OurMetric, Outcome, SPEARMAN_AGREES, merge_seeds,
 };
 use crate::metrics::Metric;
 use crate::metrics::agreement::rank_correlation as spearman;
@@ -44,7 +44,8 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
         }
     }
     let unmatched_published = matched.iter().filter(|m| !**m).count();
-    let precision: Vec<&ComparedCell> = compared.iter().filter(|c| c.metric == "precision").collect();
+    let precision: Vec<&ComparedCell> =
+        compared.iter().filter(|c| c.metric == ComparedMetric::of(Metric::Precision)).collect();
     let mut findings = Vec::new();
     for site in sites(&precision) {
         findings.extend(best_method_finding(&site));
@@ -98,7 +99,7 @@ pub(super) fn method_of(c: &ComparedCell) -> String {
 
 /// `0.97 [0.93, 1.00]`
 pub(super) fn value_with_interval(c: &ComparedCell) -> String {
-    let d = decimals(&c.metric);
+    let d = c.metric.decimals();
     match (c.ci_low, c.ci_high) {
         (Some(lo), Some(hi)) => {
             format!("{} [{}, {}]", format_fixed(c.ours, d), format_fixed(lo, d), format_fixed(hi, d))
@@ -280,8 +281,8 @@ pub(super) fn precision_rank_summary(
         "{} of our cells compared; {unmatched_published} published configs have no cell of ours; {unmatched_ours} of our precision/rank cells have no published number.",
         compared.len()
     )];
-    out.extend(closeness_line("Precision", compared, "precision", Some(NEAR)));
-    out.extend(closeness_line("Mean rank", compared, "rank", None));
+    out.extend(closeness_line("Precision", compared, ComparedMetric::of(Metric::Precision), Some(NEAR)));
+    out.extend(closeness_line("Mean rank", compared, ComparedMetric::of(Metric::Rank), None));
     out.push(
         "A number the paper printed for a brace group (e.g. `grad{p,l}-l1`) is compared with each config of the group."
             .into(),
@@ -292,7 +293,12 @@ pub(super) fn precision_rank_summary(
 
 /// `Precision: 2 of 5 cells (40%) within 0.10 of the published number; published
 /// inside our 95% interval in 1 of 5.` `None` when no cell has `metric`.
-pub(super) fn closeness_line(label: &str, cells: &[ComparedCell], metric: &str, near: Option<f64>) -> Option<String> {
+pub(super) fn closeness_line(
+    label: &str,
+    cells: &[ComparedCell],
+    metric: ComparedMetric,
+    near: Option<f64>,
+) -> Option<String> {
     let cells: Vec<&ComparedCell> = cells.iter().filter(|c| c.metric == metric).collect();
     if cells.is_empty() {
         return None;
@@ -301,7 +307,7 @@ pub(super) fn closeness_line(label: &str, cells: &[ComparedCell], metric: &str, 
     let mut parts = Vec::new();
     if let Some(near) = near {
         let close = cells.iter().filter(|c| c.difference().abs() <= near).count();
-        let d = decimals(metric);
+        let d = metric.decimals();
         parts.push(format!(
             "{close} of {n} cells ({}) within {} of the published number",
             percent(close, n),
@@ -309,7 +315,7 @@ pub(super) fn closeness_line(label: &str, cells: &[ComparedCell], metric: &str, 
         ));
     } else {
         let mean_abs = cells.iter().map(|c| c.difference().abs()).sum::<f64>() / n as f64;
-        parts.push(format!("mean absolute difference {} over {n} cells", format_fixed(mean_abs, decimals(metric))));
+        parts.push(format!("mean absolute difference {} over {n} cells", format_fixed(mean_abs, metric.decimals())));
     }
     let with_interval: Vec<bool> = cells.iter().filter_map(|c| c.within_interval()).collect();
     if !with_interval.is_empty() {
@@ -412,7 +418,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
             .sum::<f64>()
         / n;
     let first = group[0];
-    let cell = |metric: &str, ours: f64, published: f64| ComparedCell {
+    let cell = |metric: ComparedMetric, ours: f64, published: f64| ComparedCell {
         model: first.key.model.clone(),
         architecture: first.key.architecture.name().to_string(),
         dataset: first.key.dataset.clone(),
@@ -420,7 +426,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         shortcut: distinct_shortcuts(group).iter().map(|s| s.name()).collect::<Vec<_>>().join("+"),
         method: None,
         published_method: None,
-        metric: metric.to_string(),
+        metric,
         runs: group.len() as u32,
         ours,
         ci_low: None,
@@ -432,8 +438,8 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         published_share: None,
     };
     (
-        cell(ORIGINAL_ACCURACY_METRIC, original, row.original_test_accuracy_pct),
-        cell(DROP_METRIC, drop, row.mean_drop_with_shortcut_pct),
+        cell(ComparedMetric::OriginalAccuracy, original, row.original_test_accuracy_pct),
+        cell(ComparedMetric::AccuracyDrop, drop, row.mean_drop_with_shortcut_pct),
     )
 }
 

@@ -223,7 +223,7 @@ pub struct ComparedCell {
     pub method: Option<Method>,
     /// The paper's method cell: a brace group, or a Zhao & Aletras attribution.
     pub published_method: Option<String>,
-    pub metric: String,
+    pub metric: ComparedMetric,
     /// How many of our numbers were averaged: seeds (for accuracy: verification
     /// rows, one per seed and shortcut).
     pub runs: u32,
@@ -376,17 +376,61 @@ impl Aliases<'_> {
 
 /// What one of our cells measures: a grid metric, or one derived from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum OurMetric {
+pub enum OurMetric {
     Grid(Metric),
     /// Zhou et al.'s "other words": 1 − attr − attr-noncorr.
     AttrOther,
 }
 
 impl OurMetric {
-    pub(super) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             OurMetric::Grid(metric) => metric.name(),
             OurMetric::AttrOther => OTHER_METRIC,
+        }
+    }
+}
+
+/// What a compared cell measures: one of our metrics, or a number of Bastings
+/// et al.'s source-accuracy table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComparedMetric {
+    Ours(OurMetric),
+    /// The original model's test accuracy, in percent.
+    OriginalAccuracy,
+    /// The mean drop in original accuracy with the shortcut, in points.
+    AccuracyDrop,
+}
+
+impl ComparedMetric {
+    /// One of our grid's metrics.
+    pub fn of(metric: Metric) -> ComparedMetric {
+        ComparedMetric::Ours(OurMetric::Grid(metric))
+    }
+
+    /// The name the tables and CSV files print.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComparedMetric::Ours(metric) => metric.name(),
+            ComparedMetric::OriginalAccuracy => ORIGINAL_ACCURACY_METRIC,
+            ComparedMetric::AccuracyDrop => DROP_METRIC,
+        }
+    }
+
+    /// Decimals the comparison shows: as the papers print them (Zhou et
+    /// al.'s Attr% compared in percent, Zhao & Aletras's diagnosticity with
+    /// two), which is not always the grid's own tables' choice
+    /// (`Metric::decimals`).
+    pub(super) fn decimals(self) -> usize {
+        match self {
+            ComparedMetric::Ours(OurMetric::Grid(metric)) => match metric {
+                Metric::Precision | Metric::Diagnosticity(_) => 2,
+                Metric::Rank | Metric::AttrShare | Metric::AttrNonCorrelating => 1,
+                Metric::Erasure(_) | Metric::Rationale(_) => 3,
+            },
+            ComparedMetric::Ours(OurMetric::AttrOther)
+            | ComparedMetric::OriginalAccuracy
+            | ComparedMetric::AccuracyDrop => 1,
         }
     }
 }
@@ -424,7 +468,7 @@ impl OurCell {
             shortcut: self.shortcut.to_string(),
             method: Some(self.method),
             published_method: published_method.map(str::to_string),
-            metric: self.metric.name().to_string(),
+            metric: ComparedMetric::Ours(self.metric),
             runs: self.runs,
             ours: self.value,
             ci_low: self.ci_low,

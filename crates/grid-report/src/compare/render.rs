@@ -1,7 +1,7 @@
 //! A comparison as polars frames and as Markdown.
 
 use super::published::PublishedKind;
-use super::{ComparedCell, Comparison, DROP_METRIC, ORIGINAL_ACCURACY_METRIC, OTHER_METRIC};
+use super::{ComparedCell, Comparison};
 use crate::markdown;
 use crate::markdown::Align;
 use crate::tables::format_fixed;
@@ -10,18 +10,6 @@ use polars::prelude::{Column, DataFrame, PolarsResult};
 // ---------------------------------------------------------------------------
 // Frames and markdown
 // ---------------------------------------------------------------------------
-
-/// Decimals a compared metric is shown with.
-pub(super) fn decimals(metric: &str) -> usize {
-    match metric {
-        "precision" => 2,
-        "rank" | ORIGINAL_ACCURACY_METRIC | DROP_METRIC => 1,
-        // Zhou et al.'s Attr%, compared in percent.
-        "attr" | "attr-noncorr" | OTHER_METRIC => 1,
-        m if m.starts_with("diag-") => 2,
-        _ => 3,
-    }
-}
 
 /// `value` with an explicit sign (`+0.05`, `-1.2`, `0.00`).
 pub(super) fn signed(value: f64, decimals: usize) -> String {
@@ -76,7 +64,7 @@ pub(super) fn key_columns(cells: &[ComparedCell]) -> Vec<Column> {
         Column::new("shortcut".into(), strings(|c| &c.shortcut)),
         Column::new("method".into(), cells.iter().map(|c| c.method.map(|m| m.to_string())).collect::<Vec<_>>()),
         Column::new("published_method".into(), optional(|c| c.published_method.as_deref())),
-        Column::new("metric".into(), strings(|c| &c.metric)),
+        Column::new("metric".into(), strings(|c| c.metric.name())),
     ]
 }
 
@@ -106,10 +94,10 @@ pub(super) fn cells_frame(kind: PublishedKind, cells: &[ComparedCell]) -> Polars
     DataFrame::new(cells.len(), columns)
 }
 
-/// The same columns with numbers formatted per metric ([`decimals`]), for markdown.
+/// The same columns with numbers formatted per metric (`ComparedMetric::decimals`), for markdown.
 pub(super) fn display_frame(kind: PublishedKind, cells: &[ComparedCell]) -> PolarsResult<DataFrame> {
     let fixed = |f: fn(&ComparedCell) -> Option<f64>| -> Vec<Option<String>> {
-        cells.iter().map(|c| f(c).map(|v| format_fixed(v, decimals(&c.metric)))).collect()
+        cells.iter().map(|c| f(c).map(|v| format_fixed(v, c.metric.decimals()))).collect()
     };
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut columns = key_columns(cells);
@@ -121,7 +109,7 @@ pub(super) fn display_frame(kind: PublishedKind, cells: &[ComparedCell]) -> Pola
         Column::new("published".into(), fixed(|c| Some(c.published))),
         Column::new(
             "difference".into(),
-            cells.iter().map(|c| signed(c.difference(), decimals(&c.metric))).collect::<Vec<_>>(),
+            cells.iter().map(|c| signed(c.difference(), c.metric.decimals())).collect::<Vec<_>>(),
         ),
         Column::new(
             "within_interval".into(),

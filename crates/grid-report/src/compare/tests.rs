@@ -237,7 +237,7 @@ fn precision_rank_cells_and_findings() {
     assert!((gxil.ci_low.unwrap() - 0.80).abs() < 1e-12 && (gxil.ci_high.unwrap() - 0.90).abs() < 1e-12);
     assert_eq!(gxil.within_interval(), Some(false));
     let rank = &c.cells[1];
-    assert_eq!((rank.metric.as_str(), rank.published, rank.within_interval()), ("rank", 1.0, Some(true)));
+    assert_eq!((rank.metric.name(), rank.published, rank.within_interval()), ("rank", 1.0, Some(true)));
     // `lime-unk-100` is canonicalised to the paper's `limeunk-100`; 0.3 is on the interval's edge.
     let lime = c.cells.iter().find(|x| x.method.is_some_and(|m| m.to_string() == "limeunk-100")).unwrap();
     assert_eq!(lime.within_interval(), Some(true));
@@ -310,7 +310,7 @@ fn a_number_the_paper_does_not_print_is_not_compared() {
     ];
     let c = compare(&published, &cells, &[], &[], &[]).unwrap();
     assert_eq!(c.cells.len(), 1);
-    assert_eq!((c.cells[0].metric.as_str(), c.cells[0].published), ("rank", 1.0));
+    assert_eq!((c.cells[0].metric.name(), c.cells[0].published), ("rank", 1.0));
     // Our precision has no published number; igp-pad-1000 has no cell of ours.
     assert_eq!((c.unmatched_ours, c.unmatched_published), (1, 1));
 }
@@ -446,7 +446,7 @@ fn source_accuracy() {
     // lstm sst2: 88.0% vs 87.8; drop (0.5 + 2.0 + 2.0)/3 = 1.5 ≤ 0.6 + 1.0.
     let (acc, drop) = (&c.cells[0], &c.cells[1]);
     assert!((acc.ours - 88.0).abs() < 1e-9 && (drop.ours - 1.5).abs() < 1e-9);
-    assert_eq!((drop.shortcut.as_str(), drop.runs, drop.metric.as_str()), ("st+tic", 3, DROP_METRIC));
+    assert_eq!((drop.shortcut.as_str(), drop.runs, drop.metric.name()), ("st+tic", 3, DROP_METRIC));
     assert_eq!(c.findings[0].holds, Some(true));
     assert_eq!(c.findings[0].evidence, "ours 88.0% (+0.2 points)");
     assert_eq!(c.findings[1].holds, Some(true));
@@ -652,7 +652,7 @@ fn zhou_verification() -> Vec<VerificationRow> {
 fn compared<'a>(c: &'a Comparison, dataset: &str, shortcut: &str, metric: &str) -> &'a ComparedCell {
     c.cells
         .iter()
-        .find(|x| x.dataset == dataset && x.shortcut == shortcut && x.metric == metric)
+        .find(|x| x.dataset == dataset && x.shortcut == shortcut && x.metric.name() == metric)
         .unwrap_or_else(|| panic!("{dataset} {shortcut} {metric}: {:#?}", c.cells))
 }
 
@@ -693,7 +693,7 @@ fn zhou_matches_regions_and_other_words() {
     assert!(near(other.ours, 20.0) && other.runs == 2 && other.ci_low.is_none(), "{other:?}");
     assert!(near(other.share.unwrap(), 92.0) && other.published == 78.2);
     // Without attr-noncorr, CN's other words are not guessed.
-    assert!(!c.cells.iter().any(|x| x.dataset == "imdb" && x.shortcut == "articles-cn" && x.metric != "attr"));
+    assert!(!c.cells.iter().any(|x| x.dataset == "imdb" && x.shortcut == "articles-cn" && x.metric.name() != "attr"));
 
     // Within one published sd: sst2 Article 2 (12.0 vs 10.3 ± 2.4, 88.0 vs 89.7), NC 3 (20 vs 12.0 ± 8.4,
     // 15 vs 12.6 ± 9.3, 65 vs 75.4 ± 16.7); imdb CN 1 (30 vs 15.9 ± 25.7), NC 2 (20, 78): 8 of 14.

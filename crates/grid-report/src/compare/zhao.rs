@@ -3,7 +3,7 @@
 
 use super::bastings::{percent, unverified_line};
 use super::published::{DiagnosticityRow, ZhaoAttribution};
-use super::{Aliases, ComparedCell, Finding, NEAR, OurCell, OurMetric, Outcome, merge_seeds};
+use super::{Aliases, ComparedCell, ComparedMetric, Finding, NEAR, OurCell, OurMetric, Outcome, merge_seeds};
 use crate::CellResult;
 use crate::metrics::{ErasureMetric, Metric};
 use crate::salience::Method;
@@ -259,7 +259,11 @@ pub(super) fn diagnosticity_summary(
         "{} of our cells compared; {unmatched_published} published (dataset, attribution) rows have no cell of ours; {unmatched_ours} of our diagnosticity cells have no published number.",
         compared.len()
     )];
-    let cells: Vec<ComparedCell> = compared.iter().filter(|c| c.metric.starts_with("diag-")).cloned().collect();
+    let cells: Vec<ComparedCell> = compared
+        .iter()
+        .filter(|c| matches!(c.metric, ComparedMetric::Ours(OurMetric::Grid(Metric::Diagnosticity(_)))))
+        .cloned()
+        .collect();
     if !cells.is_empty() {
         let close = cells.iter().filter(|c| c.difference().abs() <= NEAR).count();
         out.push(format!(

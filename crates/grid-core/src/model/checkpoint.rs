@@ -77,6 +77,35 @@ pub(crate) fn load_weights<B: Backend, M: ModuleSnapshot<B> + Clone>(
     Ok(())
 }
 
+/// A subword model's trained folder (the BERT family, ModernBERT, DeBERTa):
+/// its weights, `config` as `config.json` and its tokenizer.
+pub(crate) fn save_subword<B: Backend, M: ModuleSnapshot<B>>(
+    dir: &Path,
+    model: &M,
+    config: &ModelConfig,
+    tokenizer: &crate::text::subword::SubwordEncoder,
+) -> Result<(), CheckpointError> {
+    save_weights(dir, model)?;
+    write_json(&dir.join(CONFIG), config)?;
+    tokenizer.save(dir).map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })
+}
+
+/// What [`save_subword`] wrote, read back: `checked` is the config's own
+/// check, `model` builds a model of its shape (every parameter is then
+/// overwritten, so any initialisation will do).
+pub(crate) fn load_subword<B: Backend, M: ModuleSnapshot<B> + Clone>(
+    dir: &Path,
+    checked: Result<(), String>,
+    model: impl FnOnce() -> M,
+) -> Result<(M, crate::text::subword::SubwordEncoder), CheckpointError> {
+    checked.map_err(|message| CheckpointError::Weights { path: dir.join(CONFIG), message })?;
+    let tokenizer = crate::text::subword::SubwordEncoder::load(dir)
+        .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
+    let mut model = model();
+    load_weights(dir, &mut model)?;
+    Ok((model, tokenizer))
+}
+
 /// Loads a classifier saved by any architecture's `saved::save`.
 pub fn load<B: Backend>(dir: &Path, device: &B::Device) -> Result<Checkpoint<B>, CheckpointError> {
     let config: ModelConfig = read_json(&dir.join(CONFIG))?;

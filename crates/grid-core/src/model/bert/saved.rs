@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{BertClassifier, BertConfig};
-use crate::model::checkpoint::{self, CONFIG, CheckpointError, ModelConfig};
+use crate::model::checkpoint::{self, CheckpointError, ModelConfig};
 use crate::text::subword::SubwordEncoder;
 
 pub fn save<B: Backend>(
@@ -19,10 +19,8 @@ pub fn save<B: Backend>(
     max_length: usize,
     tokenizer: &SubwordEncoder,
 ) -> Result<(), CheckpointError> {
-    checkpoint::save_weights(dir, model)?;
     let config = ModelConfig::Bert { config: config.clone(), num_outputs, max_length };
-    checkpoint::write_json(&dir.join(CONFIG), &config)?;
-    tokenizer.save(dir).map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })
+    checkpoint::save_subword(dir, model, &config, tokenizer)
 }
 
 pub fn load<B: Backend>(
@@ -31,11 +29,7 @@ pub fn load<B: Backend>(
     num_outputs: usize,
     device: &B::Device,
 ) -> Result<(BertClassifier<B>, SubwordEncoder), CheckpointError> {
-    config.check().map_err(|message| CheckpointError::Weights { path: dir.join(CONFIG), message })?;
-    let tokenizer = SubwordEncoder::load(dir)
-        .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
-    // Any initialisation will do: every parameter is overwritten.
-    let mut model = BertClassifier::<B>::new(config, num_outputs, &mut ChaCha8Rng::seed_from_u64(0), device);
-    checkpoint::load_weights(dir, &mut model)?;
-    Ok((model, tokenizer))
+    checkpoint::load_subword(dir, config.check(), || {
+        BertClassifier::<B>::new(config, num_outputs, &mut ChaCha8Rng::seed_from_u64(0), device)
+    })
 }

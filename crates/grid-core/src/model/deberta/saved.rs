@@ -7,7 +7,7 @@ use std::path::Path;
 use burn::prelude::*;
 
 use super::{DebertaClassifier, DebertaConfig};
-use crate::model::checkpoint::{self, CONFIG, CheckpointError, ModelConfig};
+use crate::model::checkpoint::{self, CheckpointError, ModelConfig};
 use crate::text::subword::SubwordEncoder;
 
 pub fn save<B: Backend>(
@@ -17,10 +17,8 @@ pub fn save<B: Backend>(
     max_length: usize,
     tokenizer: &SubwordEncoder,
 ) -> Result<(), CheckpointError> {
-    checkpoint::save_weights(dir, model)?;
     let config = ModelConfig::Deberta { config: model.config().clone(), num_outputs, max_length };
-    checkpoint::write_json(&dir.join(CONFIG), &config)?;
-    tokenizer.save(dir).map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })
+    checkpoint::save_subword(dir, model, &config, tokenizer)
 }
 
 pub fn load<B: Backend>(
@@ -29,12 +27,7 @@ pub fn load<B: Backend>(
     num_outputs: usize,
     device: &B::Device,
 ) -> Result<(DebertaClassifier<B>, SubwordEncoder), CheckpointError> {
-    config.check().map_err(|message| CheckpointError::Weights { path: dir.join(CONFIG), message })?;
-    let tokenizer = SubwordEncoder::load(dir)
-        .map_err(|e| CheckpointError::Tokenizer { path: dir.into(), message: e.to_string() })?;
-    let mut model = DebertaClassifier::<B>::new(config, num_outputs, device);
-    checkpoint::load_weights(dir, &mut model)?;
-    Ok((model, tokenizer))
+    checkpoint::load_subword(dir, config.check(), || DebertaClassifier::<B>::new(config, num_outputs, device))
 }
 
 #[cfg(test)]

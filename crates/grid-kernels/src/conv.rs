@@ -211,6 +211,55 @@ impl Patches {
             self.row(image, row, out);
         }
     }
+
+    /// `col2im`: adds one image's patch-matrix gradient `[K, P]` onto its
+    /// gradient `[inputs, h, w]` (which the caller zeroed), each patch
+    /// value's gradient to the pixel [`Patches::row`] read it from. `cols` is
+    /// scratch: wrapped values are zeroed in it.
+    fn add_back(&self, cols: &mut [f32], image: &mut [f32]) {
+        let dims = &self.dims;
+        let [h, w] = dims.size;
+        let ow = self.out[1];
+        for (row, values) in cols.chunks_exact_mut(self.out[0] * ow).enumerate() {
+            let tap = &self.taps[row % self.taps.len()];
+            let channel = row / self.taps.len();
+            let plane = &mut image[channel * h * w..(channel + 1) * h * w];
+            let rows = tap.rows.clone();
+            if let Some(shift) = tap.shift {
+                // As in `row`: the values read from outside the plane's rows
+                // (wrapped) are zeroed, then one pass adds the rest.
+                let (start, end) = (rows.start * ow, rows.end * ow);
+                shift.zero_wrapped(&mut values[start..end], w);
+                let (lo, hi) = shift.valid(start, end, h * w);
+                if hi > lo {
+                    let from = lo.wrapping_add_signed(shift.flat);
+                    for (d, s) in plane[from..from + (hi - lo)].iter_mut().zip(&values[lo..hi]) {
+                        *d += s;
+                    }
+                }
+                continue;
+            }
+            let cols = tap.cols.clone();
+            if cols.is_empty() {
+                continue;
+            }
+            for oy in rows {
+                let iy = oy * dims.stride[0] + tap.ki - dims.padding[0];
+                let dst = &mut plane[iy * w..(iy + 1) * w];
+                let src = &values[oy * ow..(oy + 1) * ow];
+                let first = cols.start * dims.stride[1] + tap.kj - dims.padding[1];
+                if dims.stride[1] == 1 {
+                    for (d, s) in dst[first..first + cols.len()].iter_mut().zip(&src[cols.clone()]) {
+                        *d += s;
+                    }
+                } else {
+                    for (ix, s) in (first..).step_by(dims.stride[1]).zip(&src[cols.clone()]) {
+                        dst[ix] += s;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A patch row of a convolution of stride 1 whose output has its input's
@@ -249,53 +298,6 @@ impl Shift {
             let wrapped = if self.dx < 0 { &mut row[..columns] } else { &mut row[w - columns..] };
             for value in wrapped {
                 *value = 0.0;
-            }
-        }
-    }
-}
-
-/// Adds one image's patch-matrix gradient `[K, P]` onto its gradient
-/// `[inputs, h, w]` (which the caller zeroed): each patch value's gradient
-/// goes to the pixel it was read from.
-fn col2im(dims: &Dims, cols: &mut [f32], image: &mut [f32]) {
-    let [kh, kw] = dims.kernel;
-    let [h, w] = dims.size;
-    let [oh, ow] = dims.out_size();
-    for (row, values) in cols.chunks_exact_mut(oh * ow).enumerate() {
-        let (channel, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
-        let plane = &mut image[channel * h * w..(channel + 1) * h * w];
-        let rows = inside(oh, h, dims.stride[0], ki as isize - dims.padding[0] as isize);
-        if let Some(shift) = Shift::of(dims, ki, kj) {
-            // As in `Patches::row`: the values read from outside the plane's
-            // rows (wrapped) are zeroed, then one pass adds the rest.
-            let (start, end) = (rows.start * ow, rows.end * ow);
-            shift.zero_wrapped(&mut values[start..end], w);
-            let (lo, hi) = shift.valid(start, end, h * w);
-            if hi > lo {
-                let from = lo.wrapping_add_signed(shift.flat);
-                for (d, s) in plane[from..from + (hi - lo)].iter_mut().zip(&values[lo..hi]) {
-                    *d += s;
-                }
-            }
-            continue;
-        }
-        let cols = inside(ow, w, dims.stride[1], kj as isize - dims.padding[1] as isize);
-        for oy in rows {
-            let iy = oy * dims.stride[0] + ki - dims.padding[0];
-            let dst = &mut plane[iy * w..(iy + 1) * w];
-            let src = &values[oy * ow..(oy + 1) * ow];
-            if cols.is_empty() {
-                continue;
-            }
-            let first = cols.start * dims.stride[1] + kj - dims.padding[1];
-            if dims.stride[1] == 1 {
-                for (d, s) in dst[first..first + cols.len()].iter_mut().zip(&src[cols.clone()]) {
-                    *d += s;
-                }
-            } else {
-                for (ix, s) in (first..).step_by(dims.stride[1]).zip(&src[cols.clone()]) {
-                    dst[ix] += s;
-                }
             }
         }
     }
@@ -422,11 +424,12 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
 
 /// `∂x` `[batch, inputs, h, w]` from the output's gradient `grad` `[batch,
 /// outputs, oh, ow]` and `weight`: per image `∂cols = Wᵀ · ∂Y`, then
-/// `col2im` (computing it instead as the convolution of `grad` with the
-/// kernel flipped, a product `outputs · kh · kw` deep and no `col2im`, was
-/// measured: `gemm` runs those products, few rows deep, 0.8–0.97× as fast as
-/// `Wᵀ · ∂Y`, and the training rate did not move). `gemm` tiles the longer side of a row-major product's output by
-/// its columns, here the positions; where an image has few of them (a
+/// `col2im` (`Patches::add_back`; computing it instead as the convolution
+/// of `grad` with the kernel flipped, a product `outputs · kh · kw` deep and
+/// no `col2im`, was measured: `gemm` runs those products, few rows deep,
+/// 0.8–0.97× as fast as `Wᵀ · ∂Y`, and the training rate did not move).
+/// `gemm` tiles the longer side of a row-major product's output by its
+/// columns, here the positions; where an image has few of them (a
 /// ResNet's last stage: 16 at 32 pixels) and the patches are longer, the
 /// product is computed transposed, `∂colsᵀ = ∂Yᵀ · W`, and copied back (the
 /// ResNet-18 of width 64 at 32 pixels: 1.1× the training rate; the same
@@ -437,6 +440,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     let (depth, positions, out_len, image_len) = (dims.patch(), dims.positions(), dims.out_len(), dims.image_len());
     let transposed = positions < FEW_POSITIONS && positions < depth;
     let threads = dims.threads_per_image();
+    let patches = Patches::of(&dims);
     written(dims.batch * image_len, |dx| {
         if image_len == 0 {
             return;
@@ -468,7 +472,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
                     image.fill(MaybeUninit::new(0.0));
                     // SAFETY: every value was just written.
                     let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
-                    col2im(&dims, cols, image);
+                    patches.add_back(cols, image);
                 }
             })
         });
@@ -479,9 +483,9 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 /// `grad`: `Σ` over images and positions of `∂Y · colsᵀ`, one product per
 /// chunk of images (its inner dimension the chunk's images × positions).
 ///
-/// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`, in blocks
-/// of patch rows (a number fixed by the layer's shape) that the threads share: with the
-/// output channels (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two
+/// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`, in
+/// blocks of patch rows (a number fixed by the layer's shape) that the
+/// threads share: with the output channels (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two
 /// threads for a ResNet's first stages, against 137–191 on one this way
 /// (BENCHMARKS.md). A block's shape does not depend on the thread count, so
 /// neither does a value.

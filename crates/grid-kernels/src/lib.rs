@@ -18,6 +18,7 @@ pub mod lstm;
 mod math;
 pub mod matmul;
 pub mod norm;
+pub mod packed;
 pub mod peak;
 pub mod pool;
 pub mod rescale;

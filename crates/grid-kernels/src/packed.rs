@@ -1,0 +1,468 @@
+//! `C [m, n] = A [m, k] · B [k, n]` with a left operand packed once and
+//! reused for many right operands: a convolution's weight against each
+//! image's patch matrix. The products a ResNet makes have few rows (its
+//! outputs: 8 to 512) and many columns (the positions), the shape on which
+//! `gemm`'s kernels run at about half the CPU's ceiling.
+//!
+//! On a CPU with AVX-512 each 8 × 48 block of `C` is held in 24 registers
+//! while the whole depth `k` streams past: per step one row of a packed
+//! 48-column panel of `B` (three vectors) and eight broadcast values of `A`,
+//! 24 fused multiply-adds. Every value of `C` is the sum over `k` in order,
+//! one fused multiply-add at a time, so it depends only on its row of `A` and
+//! its column of `B`: not on `n`, the panel it fell in, the threads or the
+//! batch (a saliency map does not depend on the images beside it).
+//! [`PackedLhs::available`] says whether this CPU runs it; the callers keep
+//! `gemm` for the others.
+
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+
+/// Rows of `C` per block (and of `A` per packed block).
+const ROWS: usize = 8;
+/// Lanes of a vector.
+const LANES: usize = 16;
+/// Columns of `C` per panel: three vectors.
+const PANEL: usize = 3 * LANES;
+/// Depth per pass over a panel: 128 rows of it are 24 kB.
+const SLICE: usize = 128;
+/// Panels packed together, a slice of each (192 kB).
+const GROUP: usize = 8;
+
+/// `A [m, k]` in blocks of [`ROWS`] rows, each stored column by column
+/// (`[k][ROWS]`), the last block padded with zero rows.
+pub struct PackedLhs {
+    rows: usize,
+    depth: usize,
+    blocks: Vec<f32>,
+}
+
+impl PackedLhs {
+    /// Whether this CPU runs the packed product (AVX-512 F).
+    pub fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            *AVX512.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// Packs `a` `[rows, depth]`, element `(i, k)` at `i · row_stride + k ·
+    /// column_stride` (a transposed matrix packs as well).
+    pub fn of(a: &[f32], rows: usize, depth: usize, (row_stride, column_stride): (usize, usize)) -> PackedLhs {
+        if rows > 0 && depth > 0 {
+            let last = (rows - 1) * row_stride + (depth - 1) * column_stride;
+            assert!(last < a.len(), "packed: left operand too small");
+        }
+        let count = rows.div_ceil(ROWS);
+        let mut blocks = vec![0.0; count * depth * ROWS];
+        // Written in order, a column of a block (ROWS values) at a time: each
+        // read is one of ROWS streams through `a` (or, transposed, one run).
+        for (b, block) in blocks.chunks_exact_mut(depth * ROWS).enumerate() {
+            let live = ROWS.min(rows - b * ROWS);
+            let first = b * ROWS * row_stride;
+            for (k, column) in block.chunks_exact_mut(ROWS).enumerate() {
+                let at = first + k * column_stride;
+                if row_stride == 1 {
+                    column[..live].copy_from_slice(&a[at..at + live]);
+                } else {
+                    for (r, value) in column[..live].iter_mut().enumerate() {
+                        *value = a[at + r * row_stride];
+                    }
+                }
+            }
+        }
+        PackedLhs { rows, depth, blocks }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// `dst [rows, n] = self · b`, `b` `[depth, n]` row-major with rows
+    /// `b_stride` apart, `dst` rows `n` apart; every value of `dst` written.
+    /// Panels run on rayon's threads with `parallel`, else on this one.
+    pub fn multiply(&self, b: &[f32], b_stride: usize, n: usize, dst: &mut [f32], parallel: bool) {
+        // SAFETY: `multiply_into` writes only floats, so `dst` stays initialised.
+        let dst = unsafe { &mut *(dst as *mut [f32] as *mut [MaybeUninit<f32>]) };
+        self.multiply_into(b, b_stride, n, dst, parallel);
+    }
+
+    /// [`PackedLhs::multiply`] into a destination not yet written.
+    pub fn multiply_into(&self, b: &[f32], b_stride: usize, n: usize, dst: &mut [MaybeUninit<f32>], parallel: bool) {
+        assert!(Self::available(), "packed: this CPU has no AVX-512");
+        assert_eq!(dst.len(), self.rows * n, "packed: a destination of rows × n");
+        assert!(self.depth == 0 || (self.depth - 1) * b_stride + n <= b.len(), "packed: right operand too small");
+        if n == 0 || self.rows == 0 {
+            return;
+        }
+        let all = panels(n);
+        let groups = all.len().div_ceil(GROUP);
+        let out = Out(dst.as_mut_ptr().cast::<f32>());
+        let run = |g: usize| {
+            let panels = &all[g * GROUP..all.len().min((g + 1) * GROUP)];
+            with_panel(panels.len() * SLICE * PANEL, |slices| {
+                // The depth a slice at a time: the group's panels of that
+                // slice stay in the second-level cache while each panel, in
+                // the first, meets every block of rows. A block's sums carry
+                // from one slice to the next through `dst` unchanged (a float
+                // is stored and read back exactly), so each is still the
+                // whole depth in order.
+                for start in (0..self.depth).step_by(SLICE) {
+                    let depth = SLICE.min(self.depth - start);
+                    let rows_of_b = &b[start * b_stride..];
+                    for (&(column, columns), panel) in panels.iter().zip(slices.chunks_exact_mut(SLICE * PANEL)) {
+                        pack_panel(rows_of_b, b_stride, column, columns, depth, panel);
+                    }
+                    for (&(column, columns), panel) in panels.iter().zip(slices.chunks_exact(SLICE * PANEL)) {
+                        for (block, a) in self.blocks.chunks_exact(self.depth * ROWS).enumerate() {
+                            let rows = ROWS.min(self.rows - block * ROWS);
+                            // SAFETY: the block writes `rows` rows of `columns`
+                            // values at `(block · ROWS, column)` of `dst` (rows ×
+                            // n): inside it, and no other panel or block writes
+                            // them; `start > 0` reads what the slice before wrote.
+                            unsafe {
+                                let c = out.get().add(block * ROWS * n + column);
+                                let a = &a[start * ROWS..];
+                                let tile = Tile { c, stride: n, rows, columns, accumulate: start > 0 };
+                                block_product(depth, a, panel, tile);
+                            }
+                        }
+                    }
+                }
+            });
+        };
+        if parallel && groups > 1 {
+            (0..groups).into_par_iter().for_each(run);
+        } else {
+            (0..groups).for_each(run);
+        }
+    }
+}
+
+/// The panels of `n` columns, `(first column, columns)`: full panels,
+/// except that a remainder of one vector or less after a full panel is
+/// shared out as two vectors and the rest (a block with one vector of
+/// columns keeps only 8 sums going, too few to hide the fused
+/// multiply-add's latency).
+fn panels(n: usize) -> Vec<(usize, usize)> {
+    let mut widths = vec![PANEL; n / PANEL];
+    let rest = n % PANEL;
+    if rest > 0 && rest <= LANES && !widths.is_empty() {
+        widths.pop();
+        widths.extend([2 * LANES, PANEL - 2 * LANES + rest]);
+    } else if rest > 0 {
+        widths.push(rest);
+    }
+    widths
+        .iter()
+        .scan(0, |first, &w| {
+            let panel = (*first, w);
+            *first += w;
+            Some(panel)
+        })
+        .collect()
+}
+
+/// The destination's pointer, shared by the panels (each writes its own columns).
+#[derive(Clone, Copy)]
+struct Out(*mut f32);
+// SAFETY: the panels write disjoint values (see `multiply`).
+unsafe impl Send for Out {}
+unsafe impl Sync for Out {}
+
+impl Out {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// Copies `columns` (≤ [`PANEL`]) columns of `b` from `first` into `panel`
+/// `[depth][PANEL]`, zeros after them.
+fn pack_panel(b: &[f32], stride: usize, first: usize, columns: usize, depth: usize, panel: &mut [f32]) {
+    assert!(columns <= PANEL && panel.len() >= depth * PANEL);
+    assert!(depth == 0 || (depth - 1) * stride + first + columns <= b.len(), "packed: right operand too small");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `multiply` runs only where AVX-512 F is; rows `0..depth` of
+    // `b` hold `first + columns` values (asserted), `panel` `depth` rows.
+    unsafe {
+        avx512::pack(b.as_ptr().add(first), stride, columns, depth, panel.as_mut_ptr())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (k, row) in panel.chunks_exact_mut(PANEL).take(depth).enumerate() {
+        let start = k * stride + first;
+        row[..columns].copy_from_slice(&b[start..start + columns]);
+        row[columns..].fill(0.0);
+    }
+}
+
+/// A cache line of values: panels are built of them, so that no load of a
+/// panel's vector straddles two lines.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f32; LANES]);
+
+thread_local! {
+    static PANEL_SCRATCH: std::cell::Cell<Vec<Line>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `f` with a thread's panel buffer of at least `len` values (aligned to a
+/// cache line), taken out while `f` runs.
+fn with_panel<T>(len: usize, f: impl FnOnce(&mut [f32]) -> T) -> T {
+    let mut buffer = PANEL_SCRATCH.take();
+    let lines = len.div_ceil(LANES);
+    if buffer.len() < lines {
+        buffer.resize(lines, Line([0.0; LANES]));
+    }
+    // SAFETY: `Line` is `LANES` f32s without padding (`repr(C)`, 64 bytes).
+    let values = unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr().cast::<f32>(), lines * LANES) };
+    let out = f(&mut values[..len]);
+    PANEL_SCRATCH.set(buffer);
+    out
+}
+
+/// Where a block's sums go: `rows` rows of `columns` values from `c`,
+/// `stride` apart; with `accumulate`, added to the values there.
+#[derive(Clone, Copy)]
+struct Tile {
+    c: *mut f32,
+    stride: usize,
+    rows: usize,
+    columns: usize,
+    accumulate: bool,
+}
+
+/// One block: `tile = a [ROWS rows packed] · panel`, the narrowest kernel
+/// that covers its columns.
+///
+/// # Safety
+/// The tile's values are writable (and, to accumulate, initialised); the
+/// CPU has AVX-512 F.
+unsafe fn block_product(depth: usize, a: &[f32], panel: &[f32], tile: Tile) {
+    debug_assert!(a.len() >= depth * ROWS && panel.len() >= depth * PANEL);
+    debug_assert!(tile.rows <= ROWS && tile.columns <= PANEL);
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        match tile.columns.div_ceil(LANES) {
+            1 => avx512::block::<1>(depth, a.as_ptr(), panel.as_ptr(), tile),
+            2 => avx512::block::<2>(depth, a.as_ptr(), panel.as_ptr(), tile),
+            _ => avx512::block::<3>(depth, a.as_ptr(), panel.as_ptr(), tile),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (depth, a, panel, tile);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{LANES, PANEL, ROWS, Tile};
+
+    /// `depth` rows of `columns` values, `stride` apart from `b`, into
+    /// `panel` rows of [`PANEL`] (zeros after the columns): three vector
+    /// moves a row, not a `memcpy` call.
+    ///
+    /// # Safety
+    /// As [`super::pack_panel`] asserts; the CPU has AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack(b: *const f32, stride: usize, columns: usize, depth: usize, panel: *mut f32) {
+        let mask = |v: usize| -> __mmask16 {
+            let left = columns.saturating_sub(v * LANES).min(LANES);
+            if left == LANES { 0xffff } else { (1u16 << left) - 1 }
+        };
+        let masks = [mask(0), mask(1), mask(2)];
+        for k in 0..depth {
+            // SAFETY: row k < depth of both, masked to `columns` in `b`.
+            unsafe {
+                let (from, to) = (b.add(k * stride), panel.add(k * PANEL));
+                for (v, &m) in masks.iter().enumerate() {
+                    _mm512_storeu_ps(to.add(v * LANES), _mm512_maskz_loadu_ps(m, from.add(v * LANES)));
+                }
+            }
+        }
+    }
+
+    /// `V` vectors of columns: `ROWS × V` accumulators, the depth in order.
+    ///
+    /// # Safety
+    /// As [`super::block_product`]; `a` holds `depth · ROWS` values, `panel`
+    /// `depth · PANEL`; `columns ≤ V · LANES`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn block<const V: usize>(depth: usize, a: *const f32, panel: *const f32, tile: Tile) {
+        let Tile { c, stride: c_stride, rows, columns, accumulate } = tile;
+        let last = columns - (V - 1) * LANES;
+        let mask: __mmask16 = if last >= LANES { 0xffff } else { (1u16 << last) - 1 };
+        let mut acc = [[_mm512_setzero_ps(); V]; ROWS];
+        if accumulate {
+            for (r, acc) in acc.iter_mut().enumerate().take(rows) {
+                // SAFETY: row r < rows of `c`, its first `columns` values.
+                unsafe {
+                    let out = c.add(r * c_stride);
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        let m = if v + 1 < V { 0xffff } else { mask };
+                        *acc = _mm512_maskz_loadu_ps(m, out.add(v * LANES));
+                    }
+                }
+            }
+        }
+        for k in 0..depth {
+            // SAFETY: k < depth: inside `panel` and `a`.
+            unsafe {
+                let row = panel.add(k * PANEL);
+                let mut b = [_mm512_setzero_ps(); V];
+                for (v, b) in b.iter_mut().enumerate() {
+                    *b = _mm512_loadu_ps(row.add(v * LANES));
+                }
+                let column = a.add(k * ROWS);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_ps(*column.add(r));
+                    for v in 0..V {
+                        acc[v] = _mm512_fmadd_ps(x, b[v], acc[v]);
+                    }
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate().take(rows) {
+            // SAFETY: row r < rows of `c`, its first `columns` values.
+            unsafe {
+                let out = c.add(r * c_stride);
+                for (v, &value) in acc.iter().enumerate() {
+                    if v + 1 < V {
+                        _mm512_storeu_ps(out.add(v * LANES), value);
+                    } else {
+                        _mm512_mask_storeu_ps(out.add(v * LANES), mask, value);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wave(len: usize, scale: f32, phase: f32) -> Vec<f32> {
+        (0..len).map(|i| ((i as f32) * scale + phase).sin()).collect()
+    }
+
+    fn naive(a: &[f32], b: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f64> {
+        let mut c = vec![0.0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|t| a[i * k + t] as f64 * b[t * n + j] as f64).sum();
+            }
+        }
+        c
+    }
+
+    fn multiply(lhs: &PackedLhs, b: &[f32], n: usize, parallel: bool) -> Vec<f32> {
+        let mut out = vec![f32::NAN; lhs.rows() * n];
+        lhs.multiply(b, n, n, &mut out, parallel);
+        out
+    }
+
+    /// Rows and columns that fill no block or panel, a column count of each
+    /// kernel width, one thread and several: the product to rounding.
+    #[test]
+    fn packed_product_is_the_product() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in
+            [(1, 1, 1), (8, 48, 5), (13, 17, 27), (32, 100, 288), (5, 33, 9), (20, 97, 64), (9, 64, 130), (3, 49, 7)]
+        {
+            let a = wave(m * k, 0.37, 0.2);
+            let b = wave(k * n, 0.53, 0.9);
+            let lhs = PackedLhs::of(&a, m, k, (k, 1));
+            let expected = naive(&a, &b, (m, n, k));
+            for parallel in [false, true] {
+                let c = multiply(&lhs, &b, n, parallel);
+                let worst = c.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
+                assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
+            }
+        }
+    }
+
+    /// A column's values do not depend on which panel or how many columns
+    /// it came with: the first 20 columns of a wide product are those of
+    /// the narrow one, bit for bit.
+    #[test]
+    fn a_column_does_not_depend_on_its_neighbours() {
+        if !PackedLhs::available() {
+            return;
+        }
+        let (m, k) = (11, 70);
+        let a = wave(m * k, 0.31, 0.4);
+        let wide_n = 130;
+        let b_wide = wave(k * wide_n, 0.17, 0.3);
+        let narrow_n = 20;
+        let b_narrow: Vec<f32> = b_wide.chunks_exact(wide_n).flat_map(|row| row[..narrow_n].to_vec()).collect();
+        let lhs = PackedLhs::of(&a, m, k, (k, 1));
+        let wide = multiply(&lhs, &b_wide, wide_n, true);
+        let narrow = multiply(&lhs, &b_narrow, narrow_n, false);
+        for i in 0..m {
+            assert_eq!(wide[i * wide_n..i * wide_n + narrow_n], narrow[i * narrow_n..(i + 1) * narrow_n], "row {i}");
+        }
+    }
+}
+
+/// Rates against `gemm` on a ResNet's forward products (width 32 at 64
+/// pixels, one image per product, one thread): `cargo test -p grid-kernels
+/// --release packed_rates -- --ignored --nocapture`.
+#[cfg(test)]
+mod rates {
+    use std::mem::MaybeUninit;
+    use std::time::Instant;
+
+    use super::PackedLhs;
+    use crate::matmul::{Threads, product_into};
+
+    #[test]
+    #[ignore = "a measurement, not a test"]
+    fn packed_rates() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in [
+            (32, 1024, 288),
+            (64, 256, 576),
+            (128, 64, 1152),
+            (256, 64, 2304),
+            (288, 1024, 32),
+            (576, 256, 64),
+            (1152, 64, 128),
+            (2304, 16, 256),
+            (32, 4096, 288),
+            (256, 64, 2304),
+        ] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.53).sin()).collect();
+            let mut out = vec![MaybeUninit::new(0.0f32); m * n];
+            let reps = (2e9 / (2.0 * (m * n * k) as f64)).ceil() as usize;
+            let mut time = |f: &mut dyn FnMut(&mut [MaybeUninit<f32>])| {
+                f(&mut out);
+                let start = Instant::now();
+                for _ in 0..reps {
+                    f(&mut out);
+                }
+                2.0 * (m * n * k * reps) as f64 / start.elapsed().as_secs_f64() / 1e9
+            };
+            let gemm = time(&mut |out| product_into(Threads::One, (m, n, k), out, &a, (k, 1), &b, (n, 1)));
+            let lhs = PackedLhs::of(&a, m, k, (k, 1));
+            let packed = time(&mut |out| lhs.multiply_into(&b, n, n, out, false));
+            let with_packing = time(&mut |out| PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, out, false));
+            println!(
+                "{m:>4} × {n:>5} × {k:>5}: gemm {gemm:6.1} GFLOP/s, packed {packed:6.1} ({:.2}×), packing A each time {with_packing:6.1}",
+                packed / gemm
+            );
+        }
+    }
+}

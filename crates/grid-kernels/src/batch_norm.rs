@@ -13,6 +13,9 @@
 //! statistics do not depend on the threads. With given statistics a value
 //! depends on its own image alone.
 
+use std::borrow::Cow;
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 /// The shape of a batch: `batch` images of `channels` planes of `positions`
@@ -80,18 +83,23 @@ fn per_channel<T: Send>(dims: &Dims, f: impl Fn(usize) -> T + Sync + Send) -> Ve
     }
 }
 
-/// `f(c, start, plane)` for every `positions`-long plane of `out` (image by
-/// image, channel by channel; `start` its first index), on the threads when
-/// the batch is large.
-fn per_plane(dims: &Dims, out: &mut [f32], f: impl Fn(usize, usize, &mut [f32]) + Sync + Send) {
-    let positions = dims.positions.max(1);
-    let channels = dims.channels.max(1);
-    let each = |(i, plane): (usize, &mut [f32])| f(i % channels, i * positions, plane);
-    if dims.len() >= PARALLEL_VALUES {
+/// A new `[batch, channels, positions]` array written plane by plane:
+/// `f(c, start, plane)` for every `positions`-long plane (image by image,
+/// channel by channel; `start` its first index) writes each of its values.
+/// On the threads when the batch is large; nothing is copied or zeroed first.
+fn new_planes(dims: &Dims, f: impl Fn(usize, usize, &mut [MaybeUninit<f32>]) + Sync + Send) -> Vec<f32> {
+    let (len, positions, channels) = (dims.len(), dims.positions.max(1), dims.channels.max(1));
+    let mut values: Vec<f32> = Vec::with_capacity(len);
+    let out = &mut values.spare_capacity_mut()[..len];
+    let each = |(i, plane): (usize, &mut [MaybeUninit<f32>])| f(i % channels, i * positions, plane);
+    if len >= PARALLEL_VALUES {
         out.par_chunks_mut(positions).enumerate().for_each(each);
     } else {
         out.chunks_mut(positions).enumerate().for_each(each);
     }
+    // SAFETY: `f` wrote every value of every plane, and the planes cover `len`.
+    unsafe { values.set_len(len) };
+    values
 }
 
 /// The batch's μ and biased σ² of every channel.
@@ -139,21 +147,23 @@ pub fn forward(
     // y = x · scale + shift per channel.
     let scale: Vec<f32> = (0..dims.channels).map(|c| gamma[c] / (var[c] + epsilon).sqrt()).collect();
     let shift: Vec<f32> = (0..dims.channels).map(|c| beta[c] - mean[c] * scale[c]).collect();
-    let mut y = x.to_vec();
     let positions = dims.positions;
-    per_plane(&dims, &mut y, |c, start, out| {
+    let relu = |v: f32| if epilogue.relu { v.max(0.0) } else { v };
+    let y = new_planes(&dims, |c, start, out| {
         let (a, b) = (scale[c], shift[c]);
+        let x = &x[start..start + positions];
         match residual {
             Some(skip) => {
                 let skip = &skip[start..start + positions];
-                for (v, s) in out.iter_mut().zip(skip) {
-                    *v = *v * a + b + s;
+                for ((y, &v), &s) in out.iter_mut().zip(x).zip(skip) {
+                    y.write(relu(v * a + b + s));
                 }
             }
-            None => out.iter_mut().for_each(|v| *v = *v * a + b),
-        }
-        if epilogue.relu {
-            out.iter_mut().for_each(|v| *v = v.max(0.0));
+            None => {
+                for (y, &v) in out.iter_mut().zip(x) {
+                    y.write(relu(v * a + b));
+                }
+            }
         }
     });
     Forward { y, mean, var }
@@ -190,10 +200,15 @@ pub fn backward(
 ) -> Backward {
     assert!(x.len() == dims.len() && y.len() == dims.len() && grad.len() == dims.len(), "batch norm: sizes");
     // The gradient at the normalisation's output: through the ReLU.
-    let masked: Vec<f32> = if epilogue.relu {
-        grad.iter().zip(y).map(|(&g, &v)| if v > 0.0 { g } else { 0.0 }).collect()
+    let masked: Cow<[f32]> = if epilogue.relu {
+        let through = |(&g, &v): (&f32, &f32)| if v > 0.0 { g } else { 0.0 };
+        if dims.len() >= PARALLEL_VALUES {
+            Cow::Owned(grad.par_iter().zip(y).map(through).collect())
+        } else {
+            Cow::Owned(grad.iter().zip(y).map(through).collect())
+        }
     } else {
-        grad.to_vec()
+        Cow::Borrowed(grad)
     };
     let inv_std: Vec<f32> = var.iter().map(|&v| 1.0 / (v + epsilon).sqrt()).collect();
     // Σ g and Σ g · x̂ per channel.
@@ -216,25 +231,27 @@ pub fn backward(
             if batch { (a, (sum / count) as f32, (dot / count) as f32) } else { (a, 0.0, 0.0) }
         })
         .collect();
-    let mut dx = masked.clone();
     let positions = dims.positions;
-    per_plane(&dims, &mut dx, |c, start, out| {
+    let dx = new_planes(&dims, |c, start, out| {
         let (a, mean_g, mean_gx) = terms[c];
+        let g = &masked[start..start + positions];
         if !batch {
-            out.iter_mut().for_each(|g| *g *= a);
+            for (dx, &g) in out.iter_mut().zip(g) {
+                dx.write(g * a);
+            }
             return;
         }
         let x = &x[start..start + positions];
         let (m, s) = (mean[c], inv_std[c]);
-        for (g, &v) in out.iter_mut().zip(x) {
-            *g = a * (*g - mean_g - (v - m) * s * mean_gx);
+        for ((dx, &g), &v) in out.iter_mut().zip(g).zip(x) {
+            dx.write(a * (g - mean_g - (v - m) * s * mean_gx));
         }
     });
     Backward {
         x: dx,
         gamma: sums.iter().map(|&(_, dot)| dot as f32).collect(),
         beta: sums.iter().map(|&(sum, _)| sum as f32).collect(),
-        residual: epilogue.residual.then_some(masked),
+        residual: epilogue.residual.then(|| masked.into_owned()),
     }
 }
 

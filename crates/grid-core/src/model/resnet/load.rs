@@ -66,7 +66,9 @@ pub fn save_torchvision<B: Backend>(model: &ResNet<B>, path: &Path) -> anyhow::R
         .with_to_adapter(BurnToPyTorchAdapter)
         .with_key_remapping(r"\.downsample\.conv\.", ".downsample.0.")
         .with_key_remapping(r"\.downsample\.bn\.", ".downsample.1.");
-    model.save_into(&mut store).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    model.save_into(&mut store).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    // Equal tensors, equal bytes (burn writes its metadata in hash order).
+    crate::model::canonical_header::canonicalize(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -123,6 +125,24 @@ mod tests {
             .forward(images.clone())
             .into_data()
             .assert_approx_eq::<f32>(&model.forward(images).into_data(), burn::tensor::Tolerance::absolute(1e-6));
+    }
+
+    /// A model's file is a function of its tensors: saved again (burn's
+    /// metadata map in another hash order each time), the same bytes, so
+    /// the cache's checksums of two equal trainings agree.
+    #[test]
+    fn equal_models_write_equal_bytes() {
+        let device = Default::default();
+        let model = config().init::<B>(3, &device);
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first.safetensors");
+        save_torchvision(&model, &first).unwrap();
+        let bytes = std::fs::read(&first).unwrap();
+        for n in 0..8 {
+            let again = dir.path().join(format!("again-{n}.safetensors"));
+            save_torchvision(&model, &again).unwrap();
+            assert_eq!(std::fs::read(&again).unwrap(), bytes, "save {n}");
+        }
     }
 
     #[test]

@@ -105,3 +105,22 @@ fn the_readme_is_a_page_read_in_five_minutes() {
         ]
     );
 }
+
+/// Every grid in `experiments/` loads (its `extends` merged, every key
+/// validated): a committed experiment stays in step with the code.
+#[test]
+fn every_committed_grid_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut grids: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("experiments/ is readable")
+        .map(|entry| entry.expect("an entry of experiments/").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    grids.sort();
+    assert!(grids.len() >= 30, "experiments/ has its grids: {grids:?}");
+    let failures: Vec<String> = grids
+        .iter()
+        .filter_map(|path| grid::spec::Grid::load(path).err().map(|e| format!("{}: {e}", path.display())))
+        .collect();
+    assert!(failures.is_empty(), "grids that do not load:\n{}", failures.join("\n"));
+}

@@ -27,7 +27,6 @@ CRATES = {"grid": ROOT / "src", **{p.name: p / "src" for p in sorted((ROOT / "cr
 KNOWN = {
     "grid-pipeline": [{"architectures", "crowd", "dag", "spec", "steps"}],
     "grid-core": [{"backend", "model", "train"}],
-    "grid-kernels": [{"blas", "linear", "matmul"}],
 }
 
 

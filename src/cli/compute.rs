@@ -64,7 +64,7 @@ pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) 
     let mut compute = Compute::with_backend(backend, device, precision);
     // A `GRID_BLAS` that does not load fails here, before any step runs,
     // rather than as a silent fall-back to `gemm` in every step.
-    grid_kernels::blas::active().map_err(|e| usage(anyhow::anyhow!(e)))?;
+    grid_kernels::linear::blas_library().map_err(|e| usage(anyhow::anyhow!(e)))?;
     if common.shape_buckets != "auto" {
         compute.buckets =
             common.shape_buckets.parse().map_err(|e: String| usage(anyhow::anyhow!("--shape-buckets: {e}")))?;

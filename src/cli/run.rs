@@ -46,7 +46,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
         if let Some(why) = placed {
             eprintln!("device: {} (--device auto: {why})", compute.device);
         }
-        if let Some(choice) = grid_kernels::blas::auto_choice() {
+        if let Some(choice) = grid_kernels::linear::blas_choice() {
             eprintln!("note: {}", choice.describe());
         }
     }

@@ -155,10 +155,12 @@ enum Resolved {
     Auto(auto::Choice),
 }
 
-fn resolved() -> &'static Result<Resolved, String> {
+/// `GRID_BLAS=auto` is measured on `workload` by the first call; later
+/// calls read that choice.
+fn resolved(workload: &dyn auto::Workload) -> &'static Result<Resolved, String> {
     static RESOLVED: OnceLock<Result<Resolved, String>> = OnceLock::new();
     RESOLVED.get_or_init(|| match std::env::var_os(ENV) {
-        Some(value) if value == auto::AUTO => Ok(Resolved::Auto(auto::from_env())),
+        Some(value) if value == auto::AUTO => Ok(Resolved::Auto(auto::from_env(workload))),
         Some(path) if !path.is_empty() => {
             Blas::open(Path::new(&path)).map(Resolved::Path).map_err(|e| format!("{ENV}={e}"))
         }
@@ -167,9 +169,10 @@ fn resolved() -> &'static Result<Resolved, String> {
 }
 
 /// The library [`ENV`] names (a path, or `auto`: see [`auto`]), loaded
-/// once; `None` when unset or empty, or when `auto` kept `gemm`.
-pub fn active() -> Result<Option<&'static Blas>, String> {
-    match resolved() {
+/// once; `None` when unset or empty, or when `auto` kept `gemm`; `auto`
+/// measures on `workload` (the dense layers': `crate::linear::blas_in_use`).
+pub fn active(workload: &dyn auto::Workload) -> Result<Option<&'static Blas>, String> {
+    match resolved(workload) {
         Ok(Resolved::Unset) => Ok(None),
         Ok(Resolved::Path(library)) => Ok(Some(library)),
         Ok(Resolved::Auto(choice)) => Ok(choice.library),
@@ -177,9 +180,10 @@ pub fn active() -> Result<Option<&'static Blas>, String> {
     }
 }
 
-/// What `GRID_BLAS=auto` chose in this process (measuring it on first use).
-pub fn auto_choice() -> Option<&'static auto::Choice> {
-    match resolved() {
+/// What `GRID_BLAS=auto` chose in this process (measuring it on
+/// `workload` on first use; `crate::linear::blas_choice`).
+pub fn auto_choice(workload: &dyn auto::Workload) -> Option<&'static auto::Choice> {
+    match resolved(workload) {
         Ok(Resolved::Auto(choice)) => Some(choice),
         _ => None,
     }

@@ -25,10 +25,12 @@
 //! `tests::a_rows_values_do_not_depend_on_its_batch` holds both to it.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
-use crate::blas::Blas;
+use crate::blas::{self, Blas, auto};
 use crate::chunks::for_each_chunk;
-use crate::matmul::{Threads, blas_in_use, product, product_into};
+use crate::matmul::{Threads, product, product_into};
 
 /// Rows per block of the output and the input's gradient with a `GRID_BLAS`
 /// library: every block multiplies the whole weight, so a block is tall
@@ -57,6 +59,94 @@ const PARALLEL_WORK: usize = 1 << 20;
 
 /// The CBLAS library a layer's blocks run in; `None`: the `gemm` crate.
 pub(crate) type Library = Option<&'static Blas>;
+
+/// Whether blocks may go to the `GRID_BLAS` library (on by default;
+/// `grid bench --gemm` turns it off to time `gemm` beside it).
+static BLAS_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Lets (`true`) or keeps (`false`) products from the `GRID_BLAS` library.
+pub fn set_blas_enabled(enabled: bool) {
+    BLAS_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// The library the layers' blocks go to, if any (`GRID_BLAS=auto`
+/// measured on [`TIMED_LAYERS`]).
+pub fn blas_in_use() -> Option<&'static Blas> {
+    if !BLAS_ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    blas_library().ok().flatten()
+}
+
+/// The `GRID_BLAS` library, or why the one it names does not load
+/// (`GRID_BLAS=auto` measured on [`TIMED_LAYERS`]).
+pub fn blas_library() -> Result<Option<&'static Blas>, String> {
+    blas::active(&TIMED_LAYERS)
+}
+
+/// What `GRID_BLAS=auto` chose in this process, measuring it on
+/// [`TIMED_LAYERS`] on first use; `None` without `auto`.
+pub fn blas_choice() -> Option<&'static auto::Choice> {
+    blas::auto_choice(&TIMED_LAYERS)
+}
+
+/// The products `GRID_BLAS=auto` times: the dense layers of a MiniLM-size
+/// encoder at a training batch (16 examples of 32 pieces), each layer's
+/// output, input gradient and weight gradient. The shapes that matter for
+/// speed; the tiny models' layers are fast either way.
+#[derive(Debug, Clone, Copy)]
+pub struct TimedLayers {
+    pub rows: usize,
+    /// `(inputs, outputs)` of each layer.
+    pub layers: &'static [(usize, usize)],
+    /// Passes per contender, interleaved; the fastest pass counts.
+    pub rounds: usize,
+}
+
+pub const TIMED_LAYERS: TimedLayers =
+    TimedLayers { rows: 512, layers: &[(384, 1536), (1536, 384), (384, 384)], rounds: 5 };
+
+/// One timed layer's input, weight, bias and output gradient.
+struct Operands {
+    x: Vec<f32>,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    grad: Vec<f32>,
+}
+
+impl auto::Workload for TimedLayers {
+    fn flops(&self) -> f64 {
+        self.layers.iter().map(|&(i, o)| 3.0 * 2.0 * (self.rows * i * o) as f64).sum()
+    }
+
+    fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    fn passes(&self) -> Box<dyn FnMut(Library) -> f64 + '_> {
+        let wave = |n: usize, step: f32| (0..n).map(|i| (i as f32 * step).sin()).collect::<Vec<f32>>();
+        let operands: Vec<Operands> = self
+            .layers
+            .iter()
+            .map(|&(i, o)| Operands {
+                x: wave(self.rows * i, 0.37),
+                weight: wave(i * o, 0.61),
+                bias: wave(o, 0.9),
+                grad: wave(self.rows * o, 0.53),
+            })
+            .collect();
+        Box::new(move |library| {
+            let start = Instant::now();
+            for (&(inputs, outputs), Operands { x, weight, bias, grad }) in self.layers.iter().zip(&operands) {
+                let dims = Dims { rows: self.rows, inputs, outputs };
+                std::hint::black_box(forward_on(library, dims, x, weight, bias));
+                std::hint::black_box(input_gradient_on(library, dims, grad, weight));
+                std::hint::black_box(weight_gradient_on(library, dims, x, grad));
+            }
+            start.elapsed().as_secs_f64()
+        })
+    }
+}
 
 /// The shape of a dense layer's batch: `rows` positions of `inputs` features
 /// in, `outputs` out.
@@ -232,6 +322,19 @@ mod tests {
     use super::*;
     use crate::testing::wave;
 
+    /// `GRID_BLAS=auto` times the dense layers' own products: with no
+    /// library to try, `gemm` alone, at a rate, and kept.
+    #[test]
+    fn grid_blas_auto_times_the_layers() {
+        let small = TimedLayers { rows: 130, layers: &[(96, 80)], rounds: 1 };
+        let choice = auto::choose(&[], None, &small);
+        assert!(choice.library.is_none());
+        assert_eq!(choice.rates.len(), 1, "{:?}", choice.rates);
+        let (name, rate) = &choice.rates[0];
+        assert_eq!(name, "gemm");
+        assert!(*rate > 0.0 && rate.is_finite(), "{rate}");
+    }
+
     /// Against sums in f64, for shapes around the block size.
     #[test]
     fn gradients_are_the_sums_over_rows() {
@@ -293,7 +396,7 @@ mod tests {
     #[test]
     fn a_rows_values_do_not_depend_on_its_batch() {
         let same = |a: &[f32], b: &[f32], what: &str| {
-            if crate::matmul::blas_in_use().is_none() {
+            if blas_in_use().is_none() {
                 assert_eq!(a, b, "{what}");
             } else {
                 assert_eq!(a.len(), b.len());

@@ -5,7 +5,6 @@
 //! inside a fused pass.
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::blas;
 
@@ -37,7 +36,7 @@ pub(crate) enum Threads {
     /// once): in the given CBLAS library (it runs single-threaded), else as
     /// [`Threads::One`]. A block of a fixed shape takes the same path
     /// whatever else runs, so its values do not depend on how a batch was
-    /// split. The caller names the library (usually [`blas_in_use`]), so
+    /// split. The caller names the library (usually `linear::blas_in_use`), so
     /// `GRID_BLAS=auto` can time one without changing what other threads use.
     Block(Option<&'static blas::Blas>),
 }
@@ -114,23 +113,6 @@ fn check(
     assert!((m - 1) * dst_rs + n <= dst_len, "gemm: destination too small");
     assert!((m - 1) * lhs_rs + (k - 1) * lhs_cs < lhs_len, "gemm: left operand too small");
     assert!((k - 1) * rhs_rs + (n - 1) * rhs_cs < rhs_len, "gemm: right operand too small");
-}
-
-/// Whether blocks may go to the `GRID_BLAS` library (on by default;
-/// `grid bench --gemm` turns it off to time `gemm` beside it).
-static BLAS_ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Lets (`true`) or keeps (`false`) products from the `GRID_BLAS` library.
-pub fn set_blas_enabled(enabled: bool) {
-    BLAS_ENABLED.store(enabled, Ordering::Relaxed);
-}
-
-/// The library that blocks go to, if any.
-pub fn blas_in_use() -> Option<&'static blas::Blas> {
-    if !BLAS_ENABLED.load(Ordering::Relaxed) {
-        return None;
-    }
-    blas::active().ok().flatten()
 }
 
 /// # Safety

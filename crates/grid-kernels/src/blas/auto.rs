@@ -12,10 +12,9 @@
 //! (a cluster's home directory) measures its own.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use super::Blas;
-use crate::linear::{self, Dims, Library};
 
 /// `GRID_BLAS`'s value that asks for the measurement.
 pub const AUTO: &str = "auto";
@@ -99,73 +98,36 @@ impl Choice {
     }
 }
 
-/// The products timed: the dense layers of a MiniLM-size encoder at a
-/// training batch (16 examples of 32 pieces), each layer's output, input
-/// gradient and weight gradient. The shapes that matter for speed; the tiny
-/// models' layers are fast either way.
-#[derive(Debug, Clone, Copy)]
-pub struct Workload {
-    pub rows: usize,
-    /// `(inputs, outputs)` of each layer.
-    pub layers: &'static [(usize, usize)],
+/// What `GRID_BLAS=auto` times: the products that matter are the caller's
+/// (the dense layers give theirs, `crate::linear::TIMED_LAYERS`), so that the
+/// library's choice does not depend on the layers that use it.
+pub trait Workload {
+    /// Floating-point operations of one pass.
+    fn flops(&self) -> f64;
     /// Passes per contender, interleaved; the fastest pass counts.
-    pub rounds: usize,
+    fn rounds(&self) -> usize;
+    /// The operands, made once, and a pass over them per call: its seconds
+    /// with `library` (`None`: `gemm`).
+    fn passes(&self) -> Box<dyn FnMut(Option<&'static Blas>) -> f64 + '_>;
 }
 
-pub const MINILM: Workload = Workload { rows: 512, layers: &[(384, 1536), (1536, 384), (384, 384)], rounds: 5 };
-
-impl Workload {
-    fn flops(&self) -> f64 {
-        self.layers.iter().map(|&(i, o)| 3.0 * 2.0 * (self.rows * i * o) as f64).sum()
+/// GFLOP/s of each contender (`gemm` first), passes interleaved so a slow
+/// moment of a shared machine falls on all of them.
+fn rates(workload: &dyn Workload, libraries: &[&'static Blas]) -> Vec<f64> {
+    let mut pass = workload.passes();
+    let contenders: Vec<Option<&'static Blas>> =
+        std::iter::once(None).chain(libraries.iter().copied().map(Some)).collect();
+    let mut best = vec![f64::INFINITY; contenders.len()];
+    // One pass each first: page faults, a library's own set-up.
+    for &library in &contenders {
+        pass(library);
     }
-
-    /// Seconds for one pass through every layer's three products.
-    fn pass(&self, library: Library, operands: &[Operands]) -> f64 {
-        let start = Instant::now();
-        for (&(inputs, outputs), Operands { x, weight, bias, grad }) in self.layers.iter().zip(operands) {
-            let dims = Dims { rows: self.rows, inputs, outputs };
-            std::hint::black_box(linear::forward_on(library, dims, x, weight, bias));
-            std::hint::black_box(linear::input_gradient_on(library, dims, grad, weight));
-            std::hint::black_box(linear::weight_gradient_on(library, dims, x, grad));
+    for _ in 0..workload.rounds().max(1) {
+        for (best, &library) in best.iter_mut().zip(&contenders) {
+            *best = best.min(pass(library));
         }
-        start.elapsed().as_secs_f64()
     }
-
-    /// GFLOP/s of each contender (`gemm` first), passes interleaved so a
-    /// slow moment of a shared machine falls on all of them.
-    fn rates(&self, libraries: &[&'static Blas]) -> Vec<f64> {
-        let wave = |n: usize, step: f32| (0..n).map(|i| (i as f32 * step).sin()).collect::<Vec<f32>>();
-        let operands: Vec<_> = self
-            .layers
-            .iter()
-            .map(|&(i, o)| Operands {
-                x: wave(self.rows * i, 0.37),
-                weight: wave(i * o, 0.61),
-                bias: wave(o, 0.9),
-                grad: wave(self.rows * o, 0.53),
-            })
-            .collect();
-        let contenders: Vec<Library> = std::iter::once(None).chain(libraries.iter().copied().map(Some)).collect();
-        let mut best = vec![f64::INFINITY; contenders.len()];
-        // One pass each first: page faults, a library's own set-up.
-        for &library in &contenders {
-            self.pass(library, &operands);
-        }
-        for _ in 0..self.rounds.max(1) {
-            for (best, &library) in best.iter_mut().zip(&contenders) {
-                *best = best.min(self.pass(library, &operands));
-            }
-        }
-        best.iter().map(|seconds| self.flops() / seconds / 1e9).collect()
-    }
-}
-
-/// One timed layer's input, weight, bias and output gradient.
-struct Operands {
-    x: Vec<f32>,
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-    grad: Vec<f32>,
+    best.iter().map(|seconds| workload.flops() / seconds / 1e9).collect()
 }
 
 /// The index of the library to use, from `gemm`'s rate and theirs: the
@@ -177,8 +139,8 @@ pub fn pick(gemm: f64, libraries: &[f64]) -> Option<usize> {
 
 /// Resolves `GRID_BLAS=auto` from the environment: the candidates
 /// ([`CANDIDATES_ENV`] or the usual places) and the memory file
-/// ([`MEMORY_ENV`] or the user's cache).
-pub fn from_env() -> Choice {
+/// ([`MEMORY_ENV`] or the user's cache), measured on `workload`.
+pub fn from_env(workload: &dyn Workload) -> Choice {
     let candidates = match std::env::var_os(CANDIDATES_ENV) {
         Some(paths) => std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()).collect(),
         None => usual_places(),
@@ -192,7 +154,7 @@ pub fn from_env() -> Choice {
             .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
             .map(|dir| dir.join("grid").join("blas-choice.tsv")),
     };
-    choose(&candidates, memory.as_deref(), MINILM)
+    choose(&candidates, memory.as_deref(), workload)
 }
 
 /// The libraries found in the usual places, each once (symbolic links
@@ -234,7 +196,7 @@ pub fn usual_places() -> Vec<PathBuf> {
 
 /// The choice among `candidates`: remembered in `memory` for this machine,
 /// else measured on `workload` (and remembered there).
-pub fn choose(candidates: &[PathBuf], memory: Option<&Path>, workload: Workload) -> Choice {
+pub fn choose(candidates: &[PathBuf], memory: Option<&Path>, workload: &dyn Workload) -> Choice {
     let machine = fingerprint(candidates);
     // Kept loaded for the process's life: the products point into it (a
     // handful of libraries at most, opened once).
@@ -261,7 +223,7 @@ pub fn choose(candidates: &[PathBuf], memory: Option<&Path>, workload: Workload)
             Err(why) => skipped.push(why),
         }
     }
-    let measured = workload.rates(&libraries);
+    let measured = rates(workload, &libraries);
     let chosen = pick(measured[0], &measured[1..]).map(|i| libraries[i]);
     let mut rates = vec![("gemm".to_owned(), measured[0])];
     rates.extend(libraries.iter().zip(&measured[1..]).map(|(l, &rate)| (l.path().display().to_string(), rate)));
@@ -411,7 +373,25 @@ fn clean(text: &str) -> String {
 mod tests {
     use super::*;
 
-    const SMALL: Workload = Workload { rows: 130, layers: &[(96, 80)], rounds: 1 };
+    /// A workload of a fixed time: what is chosen and remembered, without
+    /// the products (the dense layers' own is tested in `linear`).
+    struct Fixed;
+
+    impl Workload for Fixed {
+        fn flops(&self) -> f64 {
+            1e9
+        }
+
+        fn rounds(&self) -> usize {
+            1
+        }
+
+        fn passes(&self) -> Box<dyn FnMut(Option<&'static Blas>) -> f64 + '_> {
+            Box::new(|library| if library.is_some() { 0.5 } else { 1.0 })
+        }
+    }
+
+    const SMALL: &Fixed = &Fixed;
 
     #[test]
     fn a_library_must_beat_gemm_by_the_margin() {

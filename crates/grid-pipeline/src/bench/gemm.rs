@@ -194,23 +194,23 @@ pub fn roofline(shapes: Vec<GemmShape>, compute: Compute, options: &GemmOptions)
             torch: torch.as_ref().map(|rates| rates[i]),
         })
         .collect();
-    let blas = grid_kernels::matmul::blas_in_use().map(|library| library.path().display().to_string());
-    let auto = grid_kernels::blas::auto_choice().map(|choice| choice.describe());
+    let blas = grid_kernels::linear::blas_in_use().map(|library| library.path().display().to_string());
+    let auto = grid_kernels::linear::blas_choice().map(|choice| choice.describe());
     Ok(Roofline { threads, peak: peak(threads), rows, torch_note, blas, auto })
 }
 
 /// Times every shape on backend `B`: `(grid, grid with GRID_BLAS, single
 /// matmuls)` in GFLOP/s, the second only when a library is set.
 pub fn time_shapes<B: AutodiffBackend>(shapes: &[GemmShape], device: &B::Device) -> Vec<(f64, Option<f64>, f64)> {
-    let blas = grid_kernels::matmul::blas_in_use().is_some();
+    let blas = grid_kernels::linear::blas_in_use().is_some();
     let rate = |shape: &GemmShape, seconds: f64| shape.flops() / seconds.max(f64::MIN_POSITIVE) / 1e9;
     // Each path over all shapes in turn, so no path runs right after another's.
     let each =
         |pass: &dyn Fn(&GemmShape) -> f64| shapes.iter().map(|shape| rate(shape, pass(shape))).collect::<Vec<_>>();
-    grid_kernels::matmul::set_blas_enabled(false);
+    grid_kernels::linear::set_blas_enabled(false);
     let grid = each(&|shape| fastest(grid_pass::<B>(shape, device)));
     let single = each(&|shape| fastest(single_matmuls::<B::InnerBackend>(shape, device)));
-    grid_kernels::matmul::set_blas_enabled(true);
+    grid_kernels::linear::set_blas_enabled(true);
     let grid_blas = if blas {
         each(&|shape| fastest(grid_pass::<B>(shape, device))).into_iter().map(Some).collect()
     } else {

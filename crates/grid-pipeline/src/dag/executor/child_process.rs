@@ -48,7 +48,7 @@ impl Executor for ChildProcess {
         // `GRID_BLAS=auto` was measured here, before any step ran: a child
         // takes the choice (a path, or empty for `gemm`) rather than timing
         // the libraries again beside its siblings on the same cores.
-        if let Some(choice) = grid_kernels::blas::auto_choice() {
+        if let Some(choice) = grid_kernels::linear::blas_choice() {
             command.env(grid_kernels::blas::ENV, choice.library.map(|l| l.path().as_os_str()).unwrap_or_default());
         }
         let child = command

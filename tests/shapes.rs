@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use grid::backend::Compute;
 use grid::cache::{Cache, StepKind};
 use grid::dag::{self, PlanOptions};
-use grid::model::shapes::Buckets;
 use grid::spec::Grid;
+use grid_core::buckets::Buckets;
 
 use crate::util::GridTest;
 

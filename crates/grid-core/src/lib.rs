@@ -5,6 +5,7 @@
 //! (ARCHITECTURE.md).
 
 pub mod backend;
+pub mod buckets;
 pub mod data;
 pub mod errors;
 pub mod image;

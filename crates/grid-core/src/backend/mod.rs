@@ -22,7 +22,7 @@ pub mod libtorch;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::model::shapes::Buckets;
+use crate::buckets::Buckets;
 
 pub use flex::{Cpu, CpuAutodiff};
 

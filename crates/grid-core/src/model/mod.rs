@@ -22,6 +22,7 @@ pub mod hub;
 pub mod init;
 pub mod modernbert;
 pub mod noise;
+pub mod objective;
 pub mod predict;
 pub mod pretrained;
 pub mod rationale;
@@ -48,7 +49,7 @@ pub struct TokenBatch<B: Backend> {
 impl<B: Backend> TokenBatch<B> {
     /// Pads `sequences` on the right with `pad_id` to the longest one.
     pub fn from_sequences(sequences: &[&[u32]], pad_id: u32, device: &B::Device) -> Self {
-        Self::bucketed(sequences, pad_id, shapes::Buckets::EXACT, None, device)
+        Self::bucketed(sequences, pad_id, crate::buckets::Buckets::EXACT, None, device)
     }
 }
 

@@ -12,8 +12,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::fit::{Batches, Control, Objective, fit_with_spec};
 use super::recipe::TrainingSpec;
-use super::{Evaluation, Stopped, TrainSummary, loss};
+use super::{Evaluation, Stopped, TrainSummary};
 use crate::image::{IMAGENET_MEAN, IMAGENET_STD, Image};
+use crate::model::objective::loss;
 use crate::model::resnet::{ResNet, batch};
 use crate::model::shapes::ShapeLog;
 

@@ -8,8 +8,9 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::{Batches, Objective};
-use super::{Evaluation, TrainExample, TrainSetup, Trainable};
+use super::{Evaluation, TrainExample, TrainSetup};
 use crate::model::noise::Noise;
+use crate::model::objective::Trainable;
 use crate::model::predict::predict;
 use crate::model::rationale::selection_rates;
 use crate::model::shapes::{ShapeLog, Shaped};

@@ -5,7 +5,8 @@
 
 #[cfg(test)]
 mod through_buckets {
-    use crate::model::shapes::{Buckets, Shaped};
+    use crate::model::shapes::Shaped;
+    use grid_core::buckets::Buckets;
 
     /// Every method gives the same scores and predictions through the buckets as
     /// without them, on both architectures: the padding is masked, the filler

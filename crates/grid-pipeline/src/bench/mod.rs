@@ -23,10 +23,11 @@ use crate::backend::Compute;
 use crate::cache::{Cache, StepKind};
 use crate::dag::Plan;
 use crate::model::checkpoint;
-use crate::model::shapes::{Buckets, ShapeLog};
+use crate::model::shapes::ShapeLog;
 use crate::salience::{Method, ModelTraits};
 use crate::steps::Work;
 use crate::steps::attribute::{self, Options, Prepared};
+use grid_core::buckets::Buckets;
 
 /// One measured (model, method) pair.
 #[derive(Debug, Clone, Serialize)]

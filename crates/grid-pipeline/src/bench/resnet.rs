@@ -203,7 +203,7 @@ pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> (Rat
     let batch = images::<B>(shape.batch, shape.side, device);
     let labels: Vec<u32> = (0..shape.batch as u32).map(|i| i % 2).collect();
     let train = best_rate(shape.batch, || {
-        let loss = crate::train::loss(model.forward(batch.clone()), &labels);
+        let loss = crate::model::objective::loss(model.forward(batch.clone()), &labels);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optimizer.step(0.05, model.clone(), grads);
         let _ = B::sync(device);

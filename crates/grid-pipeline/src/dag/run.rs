@@ -403,7 +403,7 @@ fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathB
 mod tests {
     use super::model_jobs;
     use crate::backend::{BackendKind, Compute, DeviceChoice, Precision};
-    use crate::model::shapes::Buckets;
+    use grid_core::buckets::Buckets;
 
     fn on(backend: BackendKind, device: DeviceChoice) -> Compute {
         Compute { backend, device, precision: Precision::F32, buckets: Buckets::EXACT }

@@ -11,12 +11,13 @@ use super::io::write_json;
 use crate::data::Example;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, macro_f1, predict};
-use crate::model::shapes::{Buckets, Shaped};
+use crate::model::shapes::Shaped;
 use crate::shortcut::{ShortcutOptions, SyntheticExample};
 use crate::spec::TestSet;
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
+use grid_core::buckets::Buckets;
 
 pub const FILE: &str = "verification.json";
 

@@ -22,7 +22,7 @@ use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, Classifier, TokenBatch};
 use crate::model::AttentionView;
-use crate::train::Trainable;
+use crate::model::objective::Trainable;
 
 #[derive(Module, Debug)]
 pub struct BertClassifier<B: Backend> {

@@ -33,7 +33,7 @@ use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, Classifier, TokenBatch};
 use crate::model::AttentionView;
-use crate::train::Trainable;
+use crate::model::objective::Trainable;
 
 /// Hyper-parameters, saved as `config.json` next to the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

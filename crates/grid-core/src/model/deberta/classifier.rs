@@ -12,10 +12,10 @@ use super::encoder::DebertaClassifier;
 use crate::model::bert::load::{LoadError, LoadReport};
 use crate::model::checkpoint::CheckpointError;
 use crate::model::noise::Noise;
+use crate::model::objective::Trainable;
 use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
 use crate::model::{AttentionLeaf, AttentionView, Classifier, TokenBatch};
 use crate::text::subword::SubwordEncoder;
-use crate::train::Trainable;
 
 impl<B: Backend> Classifier<B> for DebertaClassifier<B> {
     fn family(&self) -> &'static str {

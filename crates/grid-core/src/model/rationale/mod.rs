@@ -35,7 +35,7 @@ use super::bilstm::{BiLstmClassifier, BiLstmConfig, LstmDirection, dropout};
 use super::noise::Noise;
 use super::rules::Rules;
 use super::{AttentionLeaf, AttentionView, Classifier, TokenBatch, init};
-use crate::train::{Trainable, losses};
+use crate::model::objective::{Trainable, losses};
 use compact::Compaction;
 use hardkuma::HardKuma;
 use rate::RateScope;
@@ -457,7 +457,7 @@ pub fn selection_rates<B: Backend, M: Classifier<B>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::shapes::Buckets;
+    use crate::buckets::Buckets;
     use crate::train::recipe::{Keep, Optimizer, Schedule, TrainingSpec};
     use crate::train::{TrainExample, TrainSetup, TrainSummary, train};
     use crate::values::Positive;

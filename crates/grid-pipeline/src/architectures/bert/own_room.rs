@@ -21,12 +21,13 @@ use crate::model::Classifier;
 use crate::model::deberta::{self, DebertaClassifier};
 use crate::model::hub::CheckpointSource;
 use crate::model::modernbert::{self, ModernBertClassifier};
+use crate::model::objective::Trainable;
 use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
 use crate::spec::{BertInit, BertSpec, ModelSpec};
 use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
-use crate::train::{Trainable, train};
+use crate::train::train;
 
 /// An encoder with a room of its own, as a checkpoint's `model_type` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,12 +15,13 @@ use super::StepContext;
 use super::io::{write_json, write_jsonl};
 use crate::data::words;
 use crate::model::checkpoint::{self, Checkpoint};
-use crate::model::shapes::{Buckets, ShapeLog, Shaped};
+use crate::model::shapes::{ShapeLog, Shaped};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};
 use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::{Subset, TestSet};
 use crate::text::Encoded;
 use burn::prelude::Backend;
+use grid_core::buckets::Buckets;
 use progress::{Progress, Resumed};
 
 pub mod progress;

@@ -14,7 +14,7 @@ pub use grid_cache::clock;
 pub use grid_core::with_autodiff_backend;
 pub use grid_core::{backend, data, errors, interrupt, kernels, model, text, train, values};
 pub use grid_methods::{metrics, salience, shortcut};
-pub use grid_pipeline::{architectures, bench, crowd, dag, spec, steps};
+pub use grid_pipeline::{architectures, bench, compare, context, crowd, dag, io, spec, steps};
 pub use grid_report as report;
 
 #[cfg(test)]

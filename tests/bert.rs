@@ -8,9 +8,9 @@ use std::path::Path;
 
 use grid::cache::{Cache, StepKind};
 use grid::dag::{self, PlanOptions, StepStatus};
+use grid::io::read_jsonl;
 use grid::spec::Grid;
 use grid::steps::attribute::AttributedExample;
-use grid::steps::io::read_jsonl;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use safetensors::{Dtype, serialize, tensor::TensorView};

@@ -3,9 +3,9 @@
 
 use grid::cache::{Cache, StepKind};
 use grid::dag::{self, PlanOptions};
+use grid::io::read_jsonl;
 use grid::spec::Grid;
 use grid::steps::attribute::AttributedExample;
-use grid::steps::io::read_jsonl;
 
 use crate::util::{GridTest, TINY};
 

@@ -3,10 +3,10 @@
 
 use grid::cache::{Cache, StepKind};
 use grid::dag::{self, PlanOptions};
+use grid::io::read_jsonl;
 use grid::shortcut::SyntheticExample;
 use grid::spec::Grid;
 use grid::steps::attribute::AttributedExample;
-use grid::steps::io::read_jsonl;
 use grid::steps::verify::Verification;
 
 use crate::util::{GridTest, TINY};

@@ -1,4 +1,4 @@
-//! `grid ledger`: the findings ledger over several grids (`dag::compare::ledger`
+//! `grid ledger`: the findings ledger over several grids (`compare::ledger`
 //! gathers it; this loads the grids and prints).
 
 use std::path::{Path, PathBuf};
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::{Failure, load_grid_at, runtime, usage};
 use crate::cache::Cache;
-use crate::dag;
+use crate::{compare, dag};
 
 /// `--crowd` and `--study`: answers to a crowd study of the first grid.
 pub(super) struct CrowdAnswers {
@@ -57,7 +57,7 @@ pub(super) fn ledger(
             Some(outcome.imported)
         }
     };
-    let mut ledger = dag::compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
+    let mut ledger = compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
         .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     ledger.notes.extend(unplanned);
     let text = crate::report::compare::ledger::render_ledger(&ledger);

@@ -226,11 +226,11 @@ fn finish_run(
         && !compare.is_empty()
     {
         let reports = common.reports.join(&plan.grid_name);
-        let print = |written: dag::compare::Written| {
+        let print = |written: crate::compare::Written| {
             println!("{}", written.markdown);
             eprintln!("comparison written to {} and {}", written.markdown_path.display(), written.csv_path.display());
         };
-        dag::compare::compare_with_published(plan, cache, &reports, compare, aliases, print)
+        crate::compare::compare_with_published(plan, cache, &reports, compare, aliases, print)
             .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     }
     let failures: Vec<_> = outcome.failures().collect();

@@ -7,8 +7,12 @@
 
 pub mod architectures;
 pub mod bench;
+pub mod compare;
+pub mod context;
 pub mod crowd;
 pub mod dag;
+pub mod io;
+mod paths;
 pub mod spec;
 pub mod steps;
 

@@ -1,6 +1,6 @@
 //! What a training run is asked to do: batch size, optimiser, schedule, how
 //! long, and which weights it returns. The grid file's `training` table
-//! (`spec::model`) reads into it; the training loop takes nothing else.
+//! (`architectures::table`) reads into it; the training loop takes nothing else.
 
 use serde::{Deserialize, Serialize};
 

@@ -13,12 +13,13 @@
 pub mod bert;
 pub mod bilstm;
 pub mod rationale;
+pub mod table;
 mod train_data;
 
 pub use train_data::TrainData;
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use burn::tensor::backend::AutodiffBackend;
@@ -26,15 +27,14 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::cache::Cache;
-use crate::dag::plan::PlanError;
+use crate::cache::{Cache, CacheError};
+use crate::context::StepContext;
 use crate::model::{Architecture, ModelAssets};
-use crate::spec::model::{RawTraining, SpanError};
-use crate::spec::{ModelSpec, OptimizerName, Positive, Share};
-use crate::steps::StepContext;
+use crate::values::{Positive, Share};
 use bert::{BertSpec, HeadInit, PositionInit};
 use bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
 use rationale::RationaleSpec;
+use table::{ModelSpec, OptimizerName, RawTraining, SpanError};
 
 /// The registry: each architecture's family.
 pub fn of(architecture: Architecture) -> &'static Family {
@@ -130,9 +130,7 @@ impl ArchitectureSpec {
     pub fn trains(&self) -> bool {
         match self {
             ArchitectureSpec::Bilstm(_) | ArchitectureSpec::Rationale(_) => true,
-            ArchitectureSpec::Bert(spec) => {
-                !matches!(spec.init, crate::spec::BertInit::Pretrained { fine_tune: false, .. })
-            }
+            ArchitectureSpec::Bert(spec) => !matches!(spec.init, bert::BertInit::Pretrained { fine_tune: false, .. }),
         }
     }
 
@@ -148,7 +146,7 @@ impl ArchitectureSpec {
 
     /// The external files model `model` reads (GloVe, a checkpoint), and the
     /// hash that stands for their content in its train keys.
-    pub fn assets(&self, model: &str, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
+    pub fn assets(&self, model: &str, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), AssetError> {
         match self {
             ArchitectureSpec::Bilstm(spec) => bilstm::assets(spec, model, base, cache),
             ArchitectureSpec::Bert(spec) => bert::assets(spec, model, base, cache),
@@ -182,6 +180,24 @@ impl ArchitectureSpec {
             ArchitectureSpec::Rationale(spec) => Ok(rationale::dense_layers(spec)),
         }
     }
+}
+
+/// Why a model's external files (GloVe, a checkpoint) cannot be used: found
+/// while the grid is planned, so nothing has run.
+#[derive(Debug, thiserror::Error)]
+pub enum AssetError {
+    #[error("model `{model}`: GloVe file {path} not found")]
+    MissingGlove { model: String, path: PathBuf },
+    #[error(
+        "model `{model}`: GloVe file {path}:{line}: {found}-dimensional vectors, but `embedding_dim` is {expected}; set `embedding_dim = {found}`"
+    )]
+    GloveDimension { model: String, path: PathBuf, line: usize, found: usize, expected: usize },
+    #[error("model `{model}`: GloVe: {source}")]
+    Glove { model: String, source: crate::model::glove::GloveError },
+    #[error("model `{model}`: checkpoint {path}: {message}")]
+    Checkpoint { model: String, path: PathBuf, message: String },
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 /// One shape of dense layer in a model's forward pass.

@@ -65,7 +65,7 @@ impl TrainData<'_> {
             details: D,
             summary: TrainSummary,
         }
-        crate::steps::io::write_json(
+        crate::io::write_json(
             &out.join("training.json"),
             &TrainingRecord {
                 architecture,

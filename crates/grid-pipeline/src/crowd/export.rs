@@ -12,9 +12,9 @@ use super::html;
 use super::study::{self, ExplainedExample, ExportOptions, Study, TaskKind};
 use crate::cache::{Cache, StepKind};
 use crate::dag::Plan;
+use crate::io::read_jsonl;
 use crate::metrics::{WordAggregation, words};
 use crate::steps::attribute::{self, AttributedExample};
-use crate::steps::io::read_jsonl;
 
 pub const TASKS_CSV: &str = "tasks.csv";
 

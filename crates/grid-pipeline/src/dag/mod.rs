@@ -10,7 +10,6 @@
 //! Steps are listed in an order where every input comes before its users.
 
 pub mod checkpoints;
-pub mod compare;
 pub mod estimate;
 pub mod executor;
 pub mod gc;

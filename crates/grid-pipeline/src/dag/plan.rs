@@ -4,6 +4,7 @@ mod images;
 
 use std::path::{Path, PathBuf};
 
+use crate::architectures::AssetError;
 use crate::backend::Precision;
 use crate::cache::{Cache, CacheError, StepKey, StepKind};
 use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
@@ -17,6 +18,7 @@ use super::{Plan, Step};
 use crate::metrics::Metric;
 use crate::model::ModelAssets;
 use crate::model::hub::HubFile;
+use crate::paths::resolve;
 use crate::salience::Method;
 use crate::steps::corpus::ResolvedFiles;
 use crate::steps::work::{
@@ -48,22 +50,11 @@ pub enum PlanError {
     PinnedFile { grid: PathBuf, dataset: String, path: PathBuf, mismatch: Box<crate::model::hub::PinMismatch> },
     #[error("image dataset `{dataset}`: {message}")]
     ImageData { dataset: String, message: String },
-    #[error("model `{model}`: GloVe file {path} not found")]
-    MissingGlove { model: String, path: PathBuf },
-    #[error(
-        "model `{model}`: GloVe file {path}:{line}: {found}-dimensional vectors, but `embedding_dim` is {expected}; set `embedding_dim = {found}`"
-    )]
-    GloveDimension { model: String, path: PathBuf, line: usize, found: usize, expected: usize },
-    #[error("model `{model}`: GloVe: {source}")]
-    Glove { model: String, source: crate::model::glove::GloveError },
-    #[error("model `{model}`: checkpoint {path}: {message}")]
-    Checkpoint { model: String, path: PathBuf, message: String },
+    /// A model's GloVe file or checkpoint.
+    #[error(transparent)]
+    Asset(#[from] AssetError),
     #[error(transparent)]
     Cache(#[from] CacheError),
-}
-
-pub(crate) fn resolve(base: &Path, relative: &Path) -> PathBuf {
-    if relative.is_absolute() { relative.to_path_buf() } else { base.join(relative) }
 }
 
 struct Builder {
@@ -732,5 +723,5 @@ fn hub_data_file(
 /// A model's external inputs and the hash that stands for their content in
 /// its train keys: each architecture knows its own.
 fn assets_of(model: &ModelSpec, base: &Path, cache: &Cache) -> Result<(ModelAssets, Option<String>), PlanError> {
-    model.architecture.assets(&model.name, base, cache)
+    Ok(model.architecture.assets(&model.name, base, cache)?)
 }

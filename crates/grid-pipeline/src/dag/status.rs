@@ -374,7 +374,7 @@ pub fn verifications(plan: &Plan, cache: &Cache) -> Vec<(String, crate::steps::v
         .filter(|s| s.kind == StepKind::Verify)
         .filter_map(|step| {
             let path = cache.step_dir(step.kind, &step.key).join(crate::steps::verify::FILE);
-            let result = crate::steps::io::read_json::<crate::steps::verify::Verification>(&path).ok()?;
+            let result = crate::io::read_json::<crate::steps::verify::Verification>(&path).ok()?;
             Some((step.label.clone(), result))
         })
         .collect()

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::model::{RawTraining, SpanError, image_training};
 use super::values::{Positive, Share};
+use crate::architectures::table::{RawTraining, SpanError, image_training};
 use crate::model::resnet::{Depth, ResNetConfig, Stem};
 use crate::salience::image::{PixelMethod, PixelSettings};
 use crate::shortcut::image::verification::ImageThresholds;

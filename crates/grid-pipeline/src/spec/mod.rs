@@ -10,7 +10,6 @@
 pub mod extends;
 mod finite;
 pub mod images;
-pub(crate) mod model;
 pub mod overrides;
 pub mod slurm;
 pub mod split_file;
@@ -22,18 +21,20 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::architectures::ArchitectureSpec;
+pub use crate::architectures::bert::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
+pub use crate::architectures::bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
+pub use crate::architectures::table::{ModelSpec, OptimizerName};
 use crate::data::generated::GeneratedCorpusOptions;
 use crate::data::table::TableFormat;
 use crate::metrics::WordAggregation;
 use crate::metrics::{ErasureMetric, Metric};
+pub use crate::model::Architecture;
 use crate::report::ReportFormat;
 use crate::salience::Method;
 use crate::salience::expand;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
-pub use model::{
-    Architecture, ArchitectureSpec, BertInit, BertSpec, BestBy, BiLstmSpec, HeadInit, Keep, ModelSpec, Optimizer,
-    OptimizerName, PadEmbedding, PositionInit, RandomBert, Schedule, TrainingSpec, VocabSpec,
-};
+pub use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
 pub use split_file::SplitFile;
 pub use values::{Positive, Share};
 
@@ -103,7 +104,7 @@ struct RawGrid {
     datasets: Vec<RawDataset>,
     shortcuts: Option<ShortcutSpec>,
     #[serde(default)]
-    models: Vec<model::RawModel>,
+    models: Vec<crate::architectures::RawModel>,
     attribution: Option<Spanned<RawAttribution>>,
     #[serde(default)]
     verification: VerificationSpec,
@@ -636,7 +637,7 @@ impl Grid {
         let models = raw
             .models
             .into_iter()
-            .map(|m| model::model(m).map_err(|(span, message)| at(span, message)))
+            .map(|m| crate::architectures::table::model(m).map_err(|(span, message)| at(span, message)))
             .collect::<Result<Vec<_>, _>>()?;
 
         if let Some(shortcuts) = &raw.shortcuts {
@@ -757,7 +758,7 @@ fn seed_list(list: Spanned<Vec<u64>>, at: &At) -> Result<Vec<u64>, SpecError> {
 
 /// An image-only grid has no text model, `[attribution]` or `[shortcuts]`.
 fn no_text_parts(
-    models: &[model::RawModel],
+    models: &[crate::architectures::RawModel],
     attribution: Option<&Spanned<RawAttribution>>,
     has_shortcuts: bool,
     at: &At,

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::attribute::{self, AttributedExample};
-use super::io::{read_jsonl, write_json};
+use crate::io::{read_jsonl, write_json};
 use crate::metrics::{WordAggregation, agreement, words};
 
 pub const FILE: &str = "agreement.json";
@@ -224,7 +224,7 @@ mod nan_as_null {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::steps::io::{read_json, write_jsonl};
+    use crate::io::{read_json, write_jsonl};
 
     /// `[CLS] w0 w1 w2 [SEP]`: five tokens, three rankable.
     fn sentence(index: usize, scores: [f32; 5]) -> AttributedExample {

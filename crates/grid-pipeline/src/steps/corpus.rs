@@ -8,9 +8,9 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::io::{read_jsonl, write_json, write_jsonl};
 use crate::data::table::{TableColumns, TableFormat, read_split};
 use crate::data::{Corpus, Example, generated};
+use crate::io::{read_jsonl, write_json, write_jsonl};
 use crate::spec::{DatasetSource, DatasetSpec, Positive};
 
 /// Data files resolved against the data root.

@@ -12,9 +12,9 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
-use super::StepContext;
 use super::attribute::{self, AttributedExample, Prepared};
-use super::io::{read_jsonl, write_json, write_jsonl};
+use crate::context::StepContext;
+use crate::io::{read_jsonl, write_json, write_jsonl};
 // The passes and what they record live with the erasure metrics.
 pub use crate::metrics::erasure::{ErasedExample, ErasureInput, ErasureSummary, Settings, erase, summarise};
 use crate::model::checkpoint;

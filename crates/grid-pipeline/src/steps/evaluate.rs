@@ -9,8 +9,8 @@ use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
-use super::StepContext;
-use super::io::write_json;
+use crate::context::StepContext;
+use crate::io::write_json;
 use crate::model::checkpoint;
 
 pub const FILE: &str = "evaluation.json";

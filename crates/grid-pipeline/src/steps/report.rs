@@ -6,7 +6,6 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::StepContext;
 use super::agreement::{Agreement, FILE as AGREEMENT_FILE};
 use super::attribute::{AttributedExample, FILE as ATTRIBUTION_FILE};
 use super::evaluate::{Evaluation, FILE as EVALUATE_FILE};
@@ -15,10 +14,11 @@ use super::images::score::{ImageScore, SCORE as IMAGE_SCORE};
 use super::images::synth::StoredRegion;
 use super::images::verify::VERIFICATION as IMAGE_VERIFICATION;
 use super::images::{SPLITS, Split};
-use super::io::{read_json, read_jsonl};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
+use crate::context::StepContext;
+use crate::io::{read_json, read_jsonl};
 use crate::report::html::ExampleView;
 use crate::report::images::{ImageAttrRow, ImageClass};
 use crate::report::map_sheets::{MapSheet, SheetExample};
@@ -154,7 +154,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     };
     let written = write_report(out, &input, &work.formats)?;
     std::fs::write(out.join(CONSOLE), written.console)?;
-    super::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations, images })?;
+    crate::io::write_json(&out.join(DATA), &ReportData { cells: results, verification: rows, evaluations, images })?;
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::{AttributedExample, FILE};
 use super::erasure::{ErasedExample, ErasureSummary, FILE as ERASURE_FILE, SUMMARY as ERASURE_SUMMARY};
-use super::io::{read_json, read_jsonl, write_json};
+use crate::io::{read_json, read_jsonl, write_json};
 use crate::metrics::bootstrap::Bootstrap;
 use crate::metrics::rationale::{self, Counts, Optimal};
 use crate::metrics::{ErasureMetric, Metric, RationaleMetric, WordAggregation, attribution_share, ranking, words};

@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::io::{read_jsonl, write_json, write_jsonl};
 use crate::data::Example;
+use crate::io::{read_jsonl, write_json, write_jsonl};
 use crate::shortcut::{LeftOut, ShortcutOptions, SyntheticExample, synthesize};
 use crate::spec::TestSet;
 

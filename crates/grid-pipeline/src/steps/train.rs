@@ -8,10 +8,10 @@ use std::path::Path;
 use anyhow::Result;
 use burn::tensor::backend::AutodiffBackend;
 
-use super::StepContext;
-use super::io::read_jsonl;
 use crate::architectures::TrainData;
+use crate::context::StepContext;
 use crate::data::Example;
+use crate::io::read_jsonl;
 use crate::model::ModelAssets;
 use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::spec::ModelSpec;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::StepContext;
-use super::io::write_json;
+use crate::context::StepContext;
 use crate::data::Example;
+use crate::io::write_json;
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::predict::{accuracy, macro_f1, predict};
 use crate::model::shapes::Shaped;

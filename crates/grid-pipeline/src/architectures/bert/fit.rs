@@ -13,14 +13,15 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use super::{BertInit, BertSpec, HeadInit, PositionInit};
 use crate::architectures::TrainData;
+use crate::architectures::table::ModelSpec;
+use crate::context::StepContext;
 use crate::model::ModelAssets;
 use crate::model::bert::encoder::BertModel;
 use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained, model_type};
 use crate::model::bert::{BertClassifier, BertConfig, saved};
 use crate::model::hub;
-use crate::spec::{BertInit, BertSpec, HeadInit, ModelSpec, PositionInit};
-use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::subword::SubwordEncoder;
 use crate::train::train;

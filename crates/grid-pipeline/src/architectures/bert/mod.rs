@@ -12,13 +12,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::AssetError;
+use super::RawModel;
+use super::table::{OptimizerName, SpanError, refuse, value};
 use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
-use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
 use crate::model::hub::{self, CheckpointSource, HubError};
-use crate::spec::model::{OptimizerName, RawModel, SpanError, refuse, value};
-use crate::spec::{Positive, Share};
+use crate::paths::resolve;
+use crate::values::{Positive, Share};
 
 /// BERT's entry in the registry ([`super::of`]): every
 /// transformers family it loads (BERT, RoBERTa, DistilBERT) is this architecture.
@@ -302,10 +304,10 @@ pub fn assets(
     model: &str,
     base: &Path,
     cache: &Cache,
-) -> Result<(ModelAssets, Option<String>), PlanError> {
+) -> Result<(ModelAssets, Option<String>), AssetError> {
     let BertInit::Pretrained { checkpoint, .. } = &spec.init else { return Ok((ModelAssets::None, None)) };
     let cache_root = cache.root().to_path_buf();
-    let fail = |path: PathBuf, message: String| PlanError::Checkpoint { model: model.to_string(), path, message };
+    let fail = |path: PathBuf, message: String| AssetError::Checkpoint { model: model.to_string(), path, message };
     let source: CheckpointSource = if checkpoint.starts_with("hf://") {
         checkpoint.parse().map_err(|e: HubError| fail(checkpoint.into(), e.to_string()))?
     } else {

@@ -10,12 +10,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use super::{BiLstmSpec, PadEmbedding};
 use crate::architectures::TrainData;
+use crate::architectures::table::ModelSpec;
+use crate::context::StepContext;
 use crate::model::ModelAssets;
 use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig, saved};
 use crate::model::glove::{self, GloveCoverage};
-use crate::spec::{BiLstmSpec, ModelSpec, PadEmbedding};
-use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::text::vocab::WordVocab;
 use crate::train::train;

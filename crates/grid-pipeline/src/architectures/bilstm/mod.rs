@@ -9,13 +9,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::AssetError;
+use super::RawModel;
+use super::table::{OptimizerName, value};
 use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
-use crate::dag::plan::{PlanError, resolve};
 use crate::model::ModelAssets;
 use crate::model::glove::{self, GloveError};
-use crate::spec::model::{OptimizerName, RawModel, value};
-use crate::spec::{Positive, Share};
+use crate::paths::resolve;
+use crate::values::{Positive, Share};
 
 /// The BiLSTM's entry in the registry ([`super::of`]).
 pub const FAMILY: Family = Family {
@@ -189,19 +191,19 @@ pub fn assets(
     model: &str,
     base: &Path,
     cache: &Cache,
-) -> Result<(ModelAssets, Option<String>), PlanError> {
+) -> Result<(ModelAssets, Option<String>), AssetError> {
     match &spec.glove {
         None => Ok((ModelAssets::None, None)),
         Some(p) => {
             let path = resolve(base, Path::new(p));
             if !path.is_file() {
-                return Err(PlanError::MissingGlove { model: model.to_string(), path });
+                return Err(AssetError::MissingGlove { model: model.to_string(), path });
             }
-            let glove_error = |source| PlanError::Glove { model: model.to_string(), source };
+            let glove_error = |source| AssetError::Glove { model: model.to_string(), source };
             match glove::dimension(&path).map_err(glove_error)? {
                 None => return Err(glove_error(GloveError::Empty { path })),
                 Some((found, line)) if found != spec.embedding_dim.get() => {
-                    return Err(PlanError::GloveDimension {
+                    return Err(AssetError::GloveDimension {
                         model: model.to_string(),
                         path,
                         line,

@@ -12,12 +12,13 @@ use serde::Serialize;
 
 use super::RationaleSpec;
 use crate::architectures::TrainData;
+use crate::architectures::bilstm::PadEmbedding;
 use crate::architectures::bilstm::fit::{Start, start};
+use crate::architectures::table::ModelSpec;
+use crate::context::StepContext;
 use crate::model::ModelAssets;
 use crate::model::glove::GloveCoverage;
 use crate::model::rationale::{RationaleClassifier, RationaleConfig, saved};
-use crate::spec::{ModelSpec, PadEmbedding};
-use crate::steps::StepContext;
 use crate::text::TextEncoder;
 use crate::train::train;
 

@@ -10,15 +10,16 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::AssetError;
+use super::RawModel;
 use super::bilstm::{self, BiLstmSpec};
+use super::table::{OptimizerName, SpanError};
 use super::{DenseLayer, Family, Recipe};
 use crate::cache::Cache;
-use crate::dag::plan::PlanError;
 use crate::model::ModelAssets;
 use crate::model::rationale::rate::RateScope;
 use crate::model::rationale::{PredictorInput, SelectorKind};
-use crate::spec::Share;
-use crate::spec::model::{OptimizerName, RawModel, SpanError};
+use crate::values::Share;
 
 /// The rationale model's entry in the registry ([`super::of`]).
 pub const FAMILY: Family = Family {
@@ -155,14 +156,15 @@ pub fn assets(
     model: &str,
     base: &Path,
     cache: &Cache,
-) -> Result<(ModelAssets, Option<String>), PlanError> {
+) -> Result<(ModelAssets, Option<String>), AssetError> {
     bilstm::assets(&spec.predictor, model, base, cache)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{PadEmbedding, Positive, VocabSpec};
+    use crate::architectures::bilstm::{PadEmbedding, VocabSpec};
+    use crate::values::Positive;
 
     fn spec(selector: SelectorKind, rate: f64) -> RationaleSpec {
         RationaleSpec {

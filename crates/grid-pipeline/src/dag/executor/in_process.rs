@@ -8,9 +8,10 @@ use crate::backend::Compute;
 use crate::cache::remote::lease::{Lease, Leased, lease_term};
 use crate::cache::remote::{Pulled, Pushed, set_aside_note};
 use crate::cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
+use crate::context::StepContext;
 use crate::dag::StepStatus;
 use crate::dag::reuse::SameWork;
-use crate::steps::{self, StepContext};
+use crate::steps;
 use crate::train::Snapshots;
 
 pub struct InProcess {

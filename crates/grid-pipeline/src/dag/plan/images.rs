@@ -9,11 +9,12 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{PlanError, Planner, resolve};
+use super::{PlanError, Planner};
 use crate::cache::StepKind;
 use crate::dag::params;
 use crate::image::folder::ImageFolder;
 use crate::image::samples;
+use crate::paths::resolve;
 use crate::shortcut::image::{ImageShortcut, ManipulationKind, Visibility};
 use crate::spec::images::{ImageDatasetSpec, ImageGrid, ImageModelKey, ImageSource};
 use crate::steps::Work;

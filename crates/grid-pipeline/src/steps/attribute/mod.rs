@@ -11,9 +11,9 @@ use rand::seq::index;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::StepContext;
-use super::io::{write_json, write_jsonl};
+use crate::context::StepContext;
 use crate::data::words;
+use crate::io::{write_json, write_jsonl};
 use crate::model::checkpoint::{self, Checkpoint};
 use crate::model::shapes::{ShapeLog, Shaped};
 use crate::salience::{self, Examples, Method, Settings, Vocabulary};

@@ -164,7 +164,7 @@ impl Progress {
 pub fn inputs_digest(inputs: &[PathBuf]) -> String {
     let mut text = String::new();
     for folder in inputs {
-        match crate::steps::io::read_json::<crate::cache::Manifest>(&folder.join("manifest.json")) {
+        match crate::io::read_json::<crate::cache::Manifest>(&folder.join("manifest.json")) {
             Ok(manifest) => {
                 for file in manifest.files {
                     text.push_str(&format!("{} {} {}\n", file.name, file.bytes, file.sha256));

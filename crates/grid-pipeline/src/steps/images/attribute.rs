@@ -11,9 +11,9 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use super::{ImageLabel, SPLITS, Split};
+use crate::context::StepContext;
+use crate::io::{read_json, write_json};
 use crate::salience::image::{PixelMap, PixelMethod, PixelSettings, explain};
-use crate::steps::StepContext;
-use crate::steps::io::{read_json, write_json};
 use crate::train::images::predict_images;
 
 /// What `maps.json` says of `maps.bin`.

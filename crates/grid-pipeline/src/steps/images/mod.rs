@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::StepContext;
+use crate::context::StepContext;
 use crate::image::Image;
 use crate::image::store;
 use crate::salience::image::{PixelMethod, PixelSettings};
@@ -84,13 +84,13 @@ pub struct Split {
 impl Split {
     pub fn write(&self, dir: &Path, name: &str) -> Result<()> {
         store::write(&dir.join(format!("{name}.images")), &self.images)?;
-        super::io::write_json(&dir.join(format!("{name}.json")), &self.labels)
+        crate::io::write_json(&dir.join(format!("{name}.json")), &self.labels)
     }
 
     pub fn read(dir: &Path, name: &str) -> Result<Split> {
         let images = store::read(&dir.join(format!("{name}.images")))?;
         let path = dir.join(format!("{name}.json"));
-        let labels: Vec<ImageLabel> = super::io::read_json(&path)?;
+        let labels: Vec<ImageLabel> = crate::io::read_json(&path)?;
         anyhow::ensure!(
             labels.len() == images.len(),
             "{}: {} labels for {} images",

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::read_maps;
 use super::synth::StoredRegion;
+use crate::io::write_json;
 use crate::metrics::pixel_attr::attr_share;
-use crate::steps::io::write_json;
 
 pub const SCORE: &str = "attr.json";
 

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{ImageLabel, SPLITS, Split};
 use crate::image::Mask;
+use crate::io::{read_json, write_json};
 use crate::shortcut::image::ImageShortcut;
 use crate::shortcut::image::dataset::manipulate;
-use crate::steps::io::{read_json, write_json};
 
 /// φ∪ as a payload holds it: one `0` / `1` per pixel, row by row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

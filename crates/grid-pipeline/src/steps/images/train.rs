@@ -9,11 +9,11 @@ use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 
 use super::{SPLITS, Split};
+use crate::context::StepContext;
+use crate::io::{read_json, write_json};
 use crate::model::resnet::load::{load_torchvision, save_torchvision};
 use crate::model::resnet::{ResNet, ResNetConfig};
 use crate::spec::images::ImageModelSpec;
-use crate::steps::StepContext;
-use crate::steps::io::{read_json, write_json};
 use crate::train::Control;
 use crate::train::images::{LabelledImage, train_resnet};
 

@@ -8,9 +8,9 @@ use anyhow::Result;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use super::{SPLITS, Split};
+use crate::context::StepContext;
+use crate::io::write_json;
 use crate::shortcut::image::verification::{ImageThresholds, verify};
-use crate::steps::StepContext;
-use crate::steps::io::write_json;
 use crate::train::images::predict_images;
 
 pub const VERIFICATION: &str = "verification.json";

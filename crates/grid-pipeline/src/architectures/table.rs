@@ -1,8 +1,10 @@
 //! `[[models]]`: an architecture with its hyper-parameters and its training
 //! recipe. The TOML keys are flat (one table per model). Each architecture owns
 //! its keys, their defaults, its recipe and what methods may rely on, in
-//! `architectures::<architecture>` ([`crate::architectures::Family`]); this file reads the table, refuses
+//! `architectures::<architecture>` ([`super::Family`]); this file reads the table, refuses
 //! a key of another architecture at its own line, and hands the rest over.
+//! The grid file's reader (`spec`) calls it; it is here, with the families,
+//! so that they never reach up into the reader.
 //! Defaults are the paper's for each architecture (Bastings et al. 2022, appendix A).
 
 use std::ops::Range;
@@ -10,13 +12,10 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::values::{Positive, Share};
-pub use crate::architectures::bert::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
-pub use crate::architectures::bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
-use crate::architectures::{self as family, Recipe};
-pub use crate::architectures::{ArchitectureSpec, RawModel};
-pub use crate::model::Architecture;
-pub use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
+use super::{self as family, ArchitectureSpec, RawModel, Recipe};
+use crate::model::Architecture;
+use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
+use crate::values::{Positive, Share};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {
@@ -86,7 +85,7 @@ pub(crate) fn value<T: Clone>(key: &Option<Spanned<T>>, default: T) -> T {
     key.as_ref().map(|v| v.get_ref().clone()).unwrap_or(default)
 }
 
-pub(super) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
+pub(crate) fn model(raw: RawModel) -> Result<ModelSpec, SpanError> {
     let name = raw.name.get_ref().clone();
     let family = family::of(raw.architecture);
     if let Some((key, span)) = raw.keys_set().into_iter().find(|(key, _)| !family.keys.contains(key)) {

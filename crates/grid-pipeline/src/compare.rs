@@ -9,7 +9,7 @@ use crate::crowd::import::Imported;
 use crate::report::{ReportError, compare};
 use crate::steps::report::{DATA, ReportData};
 
-use super::Plan;
+use crate::dag::Plan;
 
 /// One published file compared and written.
 #[derive(Debug)]

@@ -33,7 +33,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use crate::matmul::{Threads, product, product_into};
-use crate::packed::PackedLhs;
+use crate::packed::{PackedLhs, multiply_strided};
 
 /// The shape of a convolution's batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,11 +543,14 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 /// chunk of images (its inner dimension the chunk's images × positions).
 ///
 /// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`, in
-/// blocks of patch rows (a number fixed by the layer's shape) that the
-/// threads share: with the output channels (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two
-/// threads for a ResNet's first stages, against 137–191 on one this way
-/// (BENCHMARKS.md). A block's shape does not depend on the thread count, so
-/// neither does a value.
+/// blocks of patch rows that the threads share: with the output channels
+/// (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two threads for a
+/// ResNet's first stages, against 137–191 on one this way (BENCHMARKS.md).
+/// Where the CPU has AVX-512 the blocks run [`multiply_strided`] on the
+/// patch rows and a transposed copy of `∂Y` as they lie (`gemm` packs `∂Yᵀ`
+/// again for every block: 43–92 GFLOP/s on an AMD EPYC, 88–144 this way);
+/// elsewhere `gemm`, in blocks whose shape is fixed by the layer's. Either
+/// way a value does not depend on the thread count.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     dims.check(Some(x), None, Some(grad));
     let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
@@ -560,6 +563,12 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     let (cols_len, grads_len) = (depth * chunk * positions, outputs * chunk * positions);
     let mut transposed = vec![0.0f32; depth * outputs];
     let block_rows = depth.div_ceil(WEIGHT_BLOCKS).next_multiple_of(16).max(WEIGHT_ROWS);
+    // Where the CPU has AVX-512: the patch rows and ∂Yᵀ read where they lie
+    // ([`multiply_strided`]), in blocks of rows shared by the threads (a
+    // value does not depend on the blocks). `gemm` ran this product at 43–92
+    // GFLOP/s where the forward ran 109–187 (BENCHMARKS.md).
+    let strided = PackedLhs::available();
+    let strided_rows = depth.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8);
     let patches = Patches::of(&dims);
     with_scratch(cols_len + grads_len, |buffer| {
         let (cols, grads) = buffer.split_at_mut(cols_len);
@@ -578,6 +587,20 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
                     }
                 }
             });
+            if strided {
+                // ∂Yᵀ `[images · P, out]` as it lies for the strided product.
+                grads[..outputs * width].par_chunks_mut(positions * outputs).enumerate().for_each(|(i, out)| {
+                    let image = &grad[(first + i) * out_len..(first + i + 1) * out_len];
+                    transpose(image, (outputs, positions), out);
+                });
+                let (cols, grads) = (&cols[..depth * width], &grads[..outputs * width]);
+                transposed.par_chunks_mut(strided_rows * outputs).enumerate().for_each(|(block, out)| {
+                    let rows = out.len() / outputs;
+                    let lhs = &cols[block * strided_rows * width..];
+                    multiply_strided((lhs, width), (grads, outputs), (rows, outputs, width), out, first > 0);
+                });
+                continue;
+            }
             grads[..outputs * width].par_chunks_mut(width).enumerate().for_each(|(o, out)| {
                 for (i, out) in out.chunks_exact_mut(positions).enumerate() {
                     let start = (first + i) * out_len + o * positions;
@@ -601,6 +624,21 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
         }
     }
     dw
+}
+
+/// `to [columns, rows] = fromᵀ` for `from` `[rows, columns]`, in tiles that
+/// keep both sides' lines in the cache.
+fn transpose(from: &[f32], (rows, columns): (usize, usize), to: &mut [f32]) {
+    const TILE: usize = 32;
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..columns).step_by(TILE) {
+            for r in r0..rows.min(r0 + TILE) {
+                for c in c0..columns.min(c0 + TILE) {
+                    to[c * rows + r] = from[r * columns + c];
+                }
+            }
+        }
+    }
 }
 
 /// Patch rows per block of the weight gradient's product, at the least: each
@@ -805,6 +843,47 @@ mod tests {
         }
         for (a, b) in whole.iter().zip(&sum) {
             assert!((a - b).abs() <= 1e-3 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+
+    /// The three products' rates on a ResNet-18's 3 × 3 layers at width
+    /// 32 and 32 pixels, a batch of 32, on rayon's threads (what a training
+    /// step runs): `cargo test -p grid-kernels --release conv_rates --
+    /// --ignored --nocapture`. Each makes `2 · batch · out · K · positions`
+    /// flops.
+    #[test]
+    #[ignore]
+    fn conv_rates() {
+        use std::time::Instant;
+        for (channels, side) in [(32, 32), (64, 16), (128, 8), (256, 4), (32, 64)] {
+            let dims = Dims {
+                batch: 32,
+                inputs: channels,
+                outputs: channels,
+                size: [side, side],
+                kernel: [3, 3],
+                stride: [1, 1],
+                padding: [1, 1],
+            };
+            let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+            let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
+            let grad = wave(dims.batch * dims.out_len(), 0.29, 0.3);
+            let flops = 2.0 * (dims.batch * dims.outputs * dims.patch() * dims.positions()) as f64;
+            let rate = |f: &dyn Fn() -> Vec<f32>| {
+                let _ = f();
+                let reps = (4e9 / flops).ceil() as usize;
+                let start = Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(f());
+                }
+                flops * reps as f64 / start.elapsed().as_secs_f64() / 1e9
+            };
+            let forward = rate(&|| forward(dims, &x, &weight));
+            let input = rate(&|| input_gradient(dims, &grad, &weight));
+            let weights = rate(&|| weight_gradient(dims, &x, &grad));
+            println!(
+                "{channels:>4} ch × {side:>3} px: forward {forward:6.1} GFLOP/s, input gradient {input:6.1}, weight gradient {weights:6.1}"
+            );
         }
     }
 }

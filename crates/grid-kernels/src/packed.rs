@@ -131,7 +131,7 @@ impl PackedLhs {
                                 let c = out.get().add(block * ROWS * n + column);
                                 let a = &a[start * ROWS..];
                                 let tile = Tile { c, stride: n, rows, columns, accumulate: start > 0 };
-                                block_product(depth, a, panel, tile);
+                                block_product(depth, Lhs::packed(a), Rhs::panel(panel), tile);
                             }
                         }
                     }
@@ -142,6 +142,62 @@ impl PackedLhs {
             (0..groups).into_par_iter().for_each(run);
         } else {
             (0..groups).for_each(run);
+        }
+    }
+}
+
+/// `dst [m, n] = a [m, depth] · b [depth, n]` (with `accumulate`, added to
+/// `dst`), both operands read where they lie: `a` row-major with rows
+/// `a_stride` apart, `b` row-major with rows `b_stride` apart, `dst` rows
+/// `n` apart; on this thread (callers split the rows).
+///
+/// For products whose depth is long and whose `b` is narrow, as a
+/// convolution's weight gradient `∂Wᵀ = cols · ∂Yᵀ` (depth: images ×
+/// positions; `b`: the output channels), where packing `a` would copy as
+/// much as the product reads. The depth a slice at a time: each block of
+/// rows meets the slice of `b` while it is in the first-level cache. Every
+/// value is the sum over the depth in order, as in [`PackedLhs::multiply`]:
+/// it does not depend on how the caller splits the rows.
+pub fn multiply_strided(
+    (a, a_stride): (&[f32], usize),
+    (b, b_stride): (&[f32], usize),
+    (m, n, depth): (usize, usize, usize),
+    dst: &mut [f32],
+    accumulate: bool,
+) {
+    assert!(PackedLhs::available(), "packed: this CPU has no AVX-512");
+    assert_eq!(dst.len(), m * n, "packed: a destination of m × n");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if depth == 0 {
+        if !accumulate {
+            dst.fill(0.0);
+        }
+        return;
+    }
+    assert!(a_stride >= depth && (m - 1) * a_stride + depth <= a.len(), "packed: left operand too small");
+    assert!(b_stride >= n && (depth - 1) * b_stride + n <= b.len(), "packed: right operand too small");
+    let all = panels(n);
+    for start in (0..depth).step_by(SLICE) {
+        let slice = SLICE.min(depth - start);
+        for &(column, columns) in &all {
+            for block in 0..m.div_ceil(ROWS) {
+                let rows = ROWS.min(m - block * ROWS);
+                // SAFETY: rows `block · ROWS ..+ rows` of `a` and depth
+                // `start ..+ slice` are inside it (asserted), as are rows
+                // `start ..+ slice` of `b` at columns `column ..+ columns`;
+                // the tile is inside `dst`, initialised where it accumulates
+                // (`accumulate`, or the slice before wrote it).
+                unsafe {
+                    let lhs =
+                        Lhs { a: a.as_ptr().add(block * ROWS * a_stride + start), row_step: a_stride, depth_step: 1 };
+                    let rhs = Rhs { b: b.as_ptr().add(start * b_stride + column), stride: b_stride };
+                    let c = dst.as_mut_ptr().add(block * ROWS * n + column);
+                    let tile = Tile { c, stride: n, rows, columns, accumulate: accumulate || start > 0 };
+                    block_product(slice, lhs, rhs, tile);
+                }
+            }
         }
     }
 }
@@ -238,32 +294,62 @@ struct Tile {
     accumulate: bool,
 }
 
-/// One block: `tile = a [ROWS rows packed] · panel`, the narrowest kernel
-/// that covers its columns.
+/// A block's left values: element `(r, k)` at `a + r · row_step + k ·
+/// depth_step`, for the block's live rows (the kernel reads no other).
+#[derive(Clone, Copy)]
+struct Lhs {
+    a: *const f32,
+    row_step: usize,
+    depth_step: usize,
+}
+
+impl Lhs {
+    /// A block of [`PackedLhs`], `[depth][ROWS]`.
+    fn packed(a: &[f32]) -> Lhs {
+        Lhs { a: a.as_ptr(), row_step: 1, depth_step: ROWS }
+    }
+}
+
+/// The right operand's rows for a block: row `k` at `b + k · stride`, its
+/// first `columns` values read (the last vector masked).
+#[derive(Clone, Copy)]
+struct Rhs {
+    b: *const f32,
+    stride: usize,
+}
+
+impl Rhs {
+    fn panel(panel: &[f32]) -> Rhs {
+        Rhs { b: panel.as_ptr(), stride: PANEL }
+    }
+}
+
+/// One block: `tile = lhs [rows, depth] · rhs [depth, columns]`, the
+/// narrowest kernel that covers its columns.
 ///
 /// # Safety
-/// The tile's values are writable (and, to accumulate, initialised); the
-/// CPU has AVX-512 F.
-unsafe fn block_product(depth: usize, a: &[f32], panel: &[f32], tile: Tile) {
-    debug_assert!(a.len() >= depth * ROWS && panel.len() >= depth * PANEL);
+/// `lhs` holds the tile's rows and `rhs` its columns over `depth`; the
+/// tile's values are writable (and, to accumulate, initialised); the CPU
+/// has AVX-512 F.
+unsafe fn block_product(depth: usize, lhs: Lhs, rhs: Rhs, tile: Tile) {
     debug_assert!(tile.rows <= ROWS && tile.columns <= PANEL);
     #[cfg(target_arch = "x86_64")]
     unsafe {
         match tile.columns.div_ceil(LANES) {
-            1 => avx512::block::<1>(depth, a.as_ptr(), panel.as_ptr(), tile),
-            2 => avx512::block::<2>(depth, a.as_ptr(), panel.as_ptr(), tile),
-            _ => avx512::block::<3>(depth, a.as_ptr(), panel.as_ptr(), tile),
+            1 => avx512::block::<1>(depth, lhs, rhs, tile),
+            2 => avx512::block::<2>(depth, lhs, rhs, tile),
+            _ => avx512::block::<3>(depth, lhs, rhs, tile),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (depth, a, panel, tile);
+    let _ = (depth, lhs, rhs, tile);
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{LANES, PANEL, ROWS, Tile};
+    use super::{LANES, Lhs, PANEL, ROWS, Rhs, Tile};
 
     /// `depth` rows of `columns` values, `stride` apart from `b`, into
     /// `panel` rows of [`PANEL`] (zeros after the columns): three vector
@@ -290,15 +376,17 @@ mod avx512 {
     }
 
     /// `V` vectors of columns: `ROWS × V` accumulators, the depth in order.
+    /// Rows past the tile's repeat its last (their sums are not stored), so
+    /// nothing outside the live rows is read.
     ///
     /// # Safety
-    /// As [`super::block_product`]; `a` holds `depth · ROWS` values, `panel`
-    /// `depth · PANEL`; `columns ≤ V · LANES`.
+    /// As [`super::block_product`]; `columns ≤ V · LANES`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block<const V: usize>(depth: usize, a: *const f32, panel: *const f32, tile: Tile) {
+    pub(super) unsafe fn block<const V: usize>(depth: usize, lhs: Lhs, rhs: Rhs, tile: Tile) {
         let Tile { c, stride: c_stride, rows, columns, accumulate } = tile;
         let last = columns - (V - 1) * LANES;
         let mask: __mmask16 = if last >= LANES { 0xffff } else { (1u16 << last) - 1 };
+        let offsets: [usize; ROWS] = std::array::from_fn(|r| r.min(rows.saturating_sub(1)) * lhs.row_step);
         let mut acc = [[_mm512_setzero_ps(); V]; ROWS];
         if accumulate {
             for (r, acc) in acc.iter_mut().enumerate().take(rows) {
@@ -313,16 +401,21 @@ mod avx512 {
             }
         }
         for k in 0..depth {
-            // SAFETY: k < depth: inside `panel` and `a`.
+            // SAFETY: k < depth: inside `rhs` (its live columns) and `lhs`
+            // (its live rows).
             unsafe {
-                let row = panel.add(k * PANEL);
+                let row = rhs.b.add(k * rhs.stride);
                 let mut b = [_mm512_setzero_ps(); V];
                 for (v, b) in b.iter_mut().enumerate() {
-                    *b = _mm512_loadu_ps(row.add(v * LANES));
+                    *b = if v + 1 < V {
+                        _mm512_loadu_ps(row.add(v * LANES))
+                    } else {
+                        _mm512_maskz_loadu_ps(mask, row.add(v * LANES))
+                    };
                 }
-                let column = a.add(k * ROWS);
+                let column = lhs.a.add(k * lhs.depth_step);
                 for (r, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*column.add(r));
+                    let x = _mm512_set1_ps(*column.add(offsets[r]));
                     for v in 0..V {
                         acc[v] = _mm512_fmadd_ps(x, b[v], acc[v]);
                     }
@@ -387,6 +480,38 @@ mod tests {
                 let c = multiply(&lhs, &b, n, parallel);
                 let worst = c.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
                 assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
+            }
+        }
+    }
+
+    /// Both operands where they lie, rows apart by more than their length,
+    /// a destination written or added to: the product to rounding; and a row
+    /// of it the same bit for bit when the rows are split.
+    #[test]
+    fn strided_product_is_the_product() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in [(1, 1, 1), (8, 32, 300), (13, 17, 27), (37, 64, 129), (20, 97, 256), (9, 8, 1000)] {
+            let (a_stride, b_stride) = (k + 3, n + 5);
+            let a = wave(m * a_stride, 0.37, 0.2);
+            let b = wave(k * b_stride, 0.53, 0.9);
+            let dense_a: Vec<f32> = a.chunks_exact(a_stride).flat_map(|r| r[..k].to_vec()).collect();
+            let dense_b: Vec<f32> = b.chunks_exact(b_stride).flat_map(|r| r[..n].to_vec()).collect();
+            let expected = naive(&dense_a, &dense_b, (m, n, k));
+            let mut c = vec![f32::NAN; m * n];
+            multiply_strided((&a, a_stride), (&b, b_stride), (m, n, k), &mut c, false);
+            let worst = c.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
+            assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
+            let mut twice = c.clone();
+            multiply_strided((&a, a_stride), (&b, b_stride), (m, n, k), &mut twice, true);
+            for (t, c) in twice.iter().zip(&c) {
+                assert!((t - 2.0 * c).abs() <= 1e-5 * c.abs().max(1.0), "{m}×{n}×{k}: {t} vs 2 × {c}");
+            }
+            if m > 8 {
+                let mut tail = vec![f32::NAN; (m - 8) * n];
+                multiply_strided((&a[8 * a_stride..], a_stride), (&b, b_stride), (m - 8, n, k), &mut tail, false);
+                assert_eq!(tail, c[8 * n..], "{m}×{n}×{k}: rows split");
             }
         }
     }

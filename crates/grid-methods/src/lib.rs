@@ -9,7 +9,5 @@ pub mod metrics;
 pub mod salience;
 pub mod shortcut;
 
-// The layer below, under the paths these modules use.
-#[cfg(all(test, feature = "libtorch"))]
-pub(crate) use grid_core::backend;
-pub(crate) use grid_core::{data, model};
+// The layer below is named by its crate (`grid_core::model`), never
+// through an alias.

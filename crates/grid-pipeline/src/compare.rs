@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cache::{Cache, StepKind};
 use crate::crowd::import::Imported;
-use crate::report::{ReportError, compare};
 use crate::steps::report::{DATA, ReportData};
+use grid_cache::{Cache, StepKind};
+use grid_report::{ReportError, compare};
 
 use crate::dag::Plan;
 
@@ -67,9 +67,9 @@ pub fn compare_with_published(
             .map_err(CompareError::Published)?;
         let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "published".into());
         let markdown = compare::render_markdown(&comparison);
-        let markdown_path = crate::report::write_text(reports, &format!("compare_{stem}.md"), &markdown)?;
+        let markdown_path = grid_report::write_text(reports, &format!("compare_{stem}.md"), &markdown)?;
         let mut frame = compare::frame(&comparison).clone();
-        let csv_path = crate::report::write_csv(reports, &format!("compare_{stem}.csv"), &mut frame)?;
+        let csv_path = grid_report::write_csv(reports, &format!("compare_{stem}.csv"), &mut frame)?;
         written(Written { markdown, markdown_path, csv_path });
     }
     Ok(())
@@ -179,7 +179,7 @@ mod tests {
         let plan = crate::dag::test_plan(&[(StepKind::Report, &[])]);
         let e = compare_with_published(&plan, &cache, dir.path(), &[], &[], |_| {}).unwrap_err();
         assert!(e.is_usage());
-        let line = crate::errors::one_line(&anyhow::Error::new(e));
+        let line = grid_core::errors::one_line(&anyhow::Error::new(e));
         assert_eq!(line.matches("os error").count(), 1, "{line}");
         assert!(line.ends_with("(run the grid first: `grid run`)"), "{line}");
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use indicatif::ProgressBar;
 
-use crate::backend::Compute;
+use grid_core::backend::Compute;
 
 /// What a step may use besides its work and output folder.
 pub struct StepContext<'a> {
@@ -19,7 +19,7 @@ pub struct StepContext<'a> {
     /// Where a long step keeps what it needs to go on after an interruption
     /// (the step's resume folder in the cache), and how often it writes there:
     /// a training run's snapshots, an attribution's explained chunks.
-    pub snapshots: Option<crate::train::Snapshots>,
+    pub snapshots: Option<grid_core::train::Snapshots>,
 }
 
 impl StepContext<'_> {
@@ -28,10 +28,10 @@ impl StepContext<'_> {
     /// batch shapes and snapshots, and Ctrl-C.
     pub fn train_setup(
         &self,
-        encoder: &dyn crate::text::TextEncoder,
+        encoder: &dyn grid_core::text::TextEncoder,
         word_dropout: f64,
-    ) -> crate::train::TrainSetup<'_> {
-        crate::train::TrainSetup {
+    ) -> grid_core::train::TrainSetup<'_> {
+        grid_core::train::TrainSetup {
             pad_id: encoder.pad_id(),
             unk_id: encoder.unk_id(),
             word_dropout,
@@ -39,7 +39,7 @@ impl StepContext<'_> {
             log: self.log,
             buckets: self.compute.buckets,
             snapshots: self.snapshots.as_ref(),
-            stop: &crate::interrupt::requested,
+            stop: &grid_core::interrupt::requested,
         }
     }
 }

@@ -16,10 +16,6 @@ mod paths;
 pub mod spec;
 pub mod steps;
 
-// The layers below, under the paths these modules use.
-pub(crate) use grid_cache as cache;
-pub(crate) use grid_cache::clock;
-pub(crate) use grid_core::with_autodiff_backend;
-pub(crate) use grid_core::{backend, data, errors, image, interrupt, model, text, train, values};
-pub(crate) use grid_methods::{metrics, salience, shortcut};
-pub(crate) use grid_report as report;
+// The layers below are named by their crates (`grid_core::model`,
+// `grid_cache::Cache`, …), never through an alias, so that a reader sees
+// which layer a name comes from.

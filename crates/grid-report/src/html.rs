@@ -26,7 +26,7 @@ use polars::prelude::*;
 use super::markdown::Align;
 use super::tables::FAILED_MARK;
 use super::{DisplayTable, Plot};
-use crate::metrics;
+use grid_methods::metrics;
 
 /// One attributed example as the report shows it: its tokens and, per salience
 /// method, one score per token.

@@ -354,7 +354,7 @@ pub fn accuracy_correlations(rows: &[ImageAttrRow]) -> Vec<(PixelMethod, Manipul
                         .collect();
                     let accuracy: Vec<f32> = of.iter().map(|r| r.accuracy as f32).collect();
                     let attr: Vec<f32> = of.iter().map(|r| r.attr as f32).collect();
-                    crate::metrics::agreement::spearman(&accuracy, &attr, |_| true)
+                    grid_methods::metrics::agreement::spearman(&accuracy, &attr, |_| true)
                 })
                 .collect();
             if !rhos.is_empty() {
@@ -392,7 +392,7 @@ pub fn visibility_trends(rows: &[ImageAttrRow]) -> Vec<(PixelMethod, Manipulatio
             }
             let (x, y): (Vec<f32>, Vec<f32>) = means.iter().copied().unzip();
             // A method whose means do not move has no rank correlation: 0.
-            let rho = crate::metrics::agreement::spearman(&x, &y, |_| true).unwrap_or(0.0);
+            let rho = grid_methods::metrics::agreement::spearman(&x, &y, |_| true).unwrap_or(0.0);
             let span = y.iter().copied().fold(f32::MIN, f32::max) - y.iter().copied().fold(f32::MAX, f32::min);
             out.push((method, manipulation, rho, f64::from(span)));
         }

@@ -47,15 +47,14 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
-// The layers below, under the paths these modules use.
-pub(crate) use grid_core::{data, model};
-pub(crate) use grid_methods::{metrics, salience, shortcut};
+// The layers below are named by their crates (`grid_core::model`,
+// `grid_methods::metrics`), never through an alias.
 
-use crate::metrics::Metric;
-use crate::model::Architecture;
-use crate::salience::Method;
-use crate::shortcut::Regime;
-use crate::shortcut::verification::Verification;
+use grid_core::model::Architecture;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
+use grid_methods::shortcut::verification::Verification;
 use markdown::Align;
 use tables::Layout;
 
@@ -123,16 +122,16 @@ pub fn nan_when_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Resul
 /// [`CellResult::rationale`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RationaleResult {
-    pub setting: crate::model::rationale::RationaleSetting,
+    pub setting: grid_core::model::rationale::RationaleSetting,
     /// The ratio of sums over the examples (Zhou et al.'s dataset-wide value).
     pub pooled: Option<f64>,
     /// The realised selection rate, pooled.
     pub rate: Option<f64>,
     /// The best precision and recall any selection reaches at that rate.
-    pub optimal: Option<crate::metrics::rationale::Optimal>,
+    pub optimal: Option<grid_methods::metrics::rationale::Optimal>,
     /// The same over a range of rates (the figures' green curves).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub optimal_curve: Vec<(f64, crate::metrics::rationale::Optimal)>,
+    pub optimal_curve: Vec<(f64, grid_methods::metrics::rationale::Optimal)>,
 }
 
 /// A table ready for any renderer (Markdown, LaTeX, HTML): string columns, the
@@ -732,9 +731,9 @@ mod tests {
             key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::model::Architecture::Bert
+                    grid_core::model::Architecture::Bert
                 } else {
-                    crate::model::Architecture::Bilstm
+                    grid_core::model::Architecture::Bilstm
                 },
                 dataset: dataset.into(),
                 shortcut: shortcut.parse().unwrap(),
@@ -793,12 +792,12 @@ mod tests {
         VerificationRow {
             key: crate::CellKey {
                 model: model.into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: dataset.into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: if passed { 0.9974 } else { 0.81 },
                 original_model_on_synthetic: 0.5,
                 shortcut_model_on_flip: 0.996,

@@ -23,12 +23,12 @@ use polars::prelude::*;
 use super::markdown::Align;
 use super::tables::{FAILED_FOOTNOTE, FAILED_MARK, SeedSummary, column_key, first_appearance, format_fixed};
 use super::{DisplayTable, VerificationRow};
-use crate::metrics::bootstrap::Bootstrap;
-use crate::metrics::{ErasureMetric, Metric};
-use crate::model::Architecture;
-use crate::salience::Method;
-use crate::salience::method::GradientMethod;
-use crate::shortcut::Regime;
+use grid_core::model::Architecture;
+use grid_methods::metrics::bootstrap::Bootstrap;
+use grid_methods::metrics::{ErasureMetric, Metric};
+use grid_methods::salience::Method;
+use grid_methods::salience::method::GradientMethod;
+use grid_methods::shortcut::Regime;
 
 /// A method family, as the papers group their tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,7 +485,7 @@ pub fn diagnosticity_tables(cells: &[SeedSummary]) -> PolarsResult<Vec<DisplayTa
 /// `dataset:shortcut`) cells that have both: the means and a Wilcoxon
 /// signed-rank test on the pairs (the paper reports soft higher, p < .01).
 fn soft_vs_hard_notes(diag: &[&&SeedSummary]) -> Vec<String> {
-    use crate::metrics::wilcoxon::signed_rank;
+    use grid_methods::metrics::wilcoxon::signed_rank;
     let value = |method: Method, key: &str, m: ErasureMetric| {
         diag.iter()
             .find(|s| {
@@ -759,9 +759,9 @@ mod tests {
             key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::model::Architecture::Bert
+                    grid_core::model::Architecture::Bert
                 } else {
-                    crate::model::Architecture::Bilstm
+                    grid_core::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
@@ -918,12 +918,12 @@ mod tests {
         let row = |shortcut: &str, shortcut_on_original: f64| VerificationRow {
             key: crate::CellKey {
                 model: "lstm".into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: if shortcut == "st" { 1.0 } else { 0.98 },
                 original_model_on_synthetic: 0.5,
                 shortcut_model_on_flip: 1.0,

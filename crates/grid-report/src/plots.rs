@@ -42,8 +42,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 
 use super::{CellResult, Plot, ReportError, VerificationRow};
-use crate::salience::Method;
-use crate::shortcut::{Regime, ShortcutKind};
+use grid_methods::salience::Method;
+use grid_methods::shortcut::{Regime, ShortcutKind};
 
 /// The family every text uses; [`register_fonts`] binds it to DejaVu Sans.
 const FONT: &str = "sans-serif";
@@ -199,7 +199,7 @@ fn mean_of<'a>(seeds: &[&'a CellResult]) -> Mean<'a> {
 /// or `n` (samples): `igl-zero-100` → (`igl-zero-m`, 100), `lime-unk-100` →
 /// (`limeunk-n`, 100). `None` for methods without a budget.
 fn budget_of(method: Method) -> Option<(String, u32)> {
-    use crate::salience::GradientMethod::{Gradient, GradientTimesInput, IntegratedGradients};
+    use grid_methods::salience::GradientMethod::{Gradient, GradientTimesInput, IntegratedGradients};
     let (letter, budget) = match method {
         Method::Gradient(IntegratedGradients { steps, .. }) => ("m", steps),
         Method::Lime { samples, .. } | Method::KernelShap { samples, .. } => ("n", samples),
@@ -461,7 +461,7 @@ fn verification_chart(rows: &[VerificationRow]) -> Option<BarChart> {
         .collect();
     // The thresholds the rows were judged against (one per grid); rows read
     // from an older report carry none and get the papers' default.
-    let default = crate::shortcut::MIN_SYNTHETIC_ACCURACY;
+    let default = grid_methods::shortcut::MIN_SYNTHETIC_ACCURACY;
     let thresholds = first_appearance(rows.iter().map(|r| r.min_synthetic_accuracy.unwrap_or(default).to_bits()));
     // Chance is 1/C for C classes (0.5 when binary, where rows carry none).
     let chances =
@@ -885,9 +885,9 @@ mod tests {
             key: crate::CellKey {
                 model: model.into(),
                 architecture: if model == "bert" {
-                    crate::model::Architecture::Bert
+                    grid_core::model::Architecture::Bert
                 } else {
-                    crate::model::Architecture::Bilstm
+                    grid_core::model::Architecture::Bilstm
                 },
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
@@ -920,7 +920,7 @@ mod tests {
                     let mut c = cell(model, shortcut, method, value);
                     c.verified = !(model == "bert" && shortcut == "op");
                     cells.push(c.clone());
-                    c.metric = crate::metrics::Metric::Rank;
+                    c.metric = grid_methods::metrics::Metric::Rank;
                     c.value = 3.0;
                     cells.push(c);
                 }
@@ -933,12 +933,12 @@ mod tests {
         VerificationRow {
             key: crate::CellKey {
                 model: model.into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: if passed { 0.997 } else { 0.81 },
                 original_model_on_synthetic: 0.52,
                 shortcut_model_on_flip: 0.99,

@@ -15,8 +15,8 @@ use polars::prelude::*;
 use super::paper::{align, failed_notes, mean, string_frame};
 use super::tables::{FAILED_MARK, first_appearance, format_fixed};
 use super::{CellResult, DisplayTable, RationaleResult, VerificationRow};
-use crate::metrics::{Metric, RationaleMetric};
-use crate::shortcut::Regime;
+use grid_methods::metrics::{Metric, RationaleMetric};
+use grid_methods::shortcut::Regime;
 
 /// One rationale model's row: what Zhou et al. plot of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,14 +194,14 @@ pub fn table(cells: &[CellResult], verification: &[VerificationRow]) -> PolarsRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::rationale::Optimal;
-    use crate::model::rationale::{RationaleSetting, SelectorKind};
+    use grid_core::model::rationale::{RationaleSetting, SelectorKind};
+    use grid_methods::metrics::rationale::Optimal;
 
     fn cell(metric: &str, seed: u64, mean: f64, pooled: f64) -> CellResult {
         CellResult {
             key: crate::CellKey {
                 model: "rl-0.09".into(),
-                architecture: crate::model::Architecture::Rationale,
+                architecture: grid_core::model::Architecture::Rationale,
                 dataset: "sst2".into(),
                 shortcut: "articles-nc".parse().unwrap(),
                 seed,

@@ -111,7 +111,7 @@ fn min_max(values: &[f64]) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::CellKey;
-    use crate::model::Architecture;
+    use grid_core::model::Architecture;
 
     fn row(shortcut: &str, seed: u64, synthetic: f64, shortcut_on_original: f64) -> VerificationRow {
         VerificationRow {
@@ -122,7 +122,7 @@ mod tests {
                 shortcut: shortcut.parse().unwrap(),
                 seed,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: synthetic,
                 original_model_on_synthetic: 0.5,
                 shortcut_model_on_flip: synthetic,

@@ -9,10 +9,10 @@ use std::collections::HashSet;
 
 use polars::prelude::*;
 
-use crate::metrics::Metric;
-use crate::model::Architecture;
-use crate::salience::Method;
-use crate::shortcut::Regime;
+use grid_core::model::Architecture;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 
 use super::{CellResult, ReportError, VerificationRow};
 
@@ -279,7 +279,7 @@ pub fn interval_over_seeds(group: &[&CellResult]) -> Option<[f64; 2]> {
             }
             let n = group.len() as f64;
             let averaged: Vec<f64> = (0..len).map(|i| group.iter().map(|c| c.values[i]).sum::<f64>() / n).collect();
-            crate::metrics::bootstrap::Bootstrap::default().interval(&averaged)
+            grid_methods::metrics::bootstrap::Bootstrap::default().interval(&averaged)
         }
     }
 }
@@ -429,7 +429,7 @@ mod tests {
         CellResult {
             key: crate::CellKey {
                 model: model.into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: key.0.into(),
                 shortcut: key.1.parse().unwrap(),
                 seed: 1,
@@ -543,12 +543,12 @@ mod tests {
         let mut row = VerificationRow {
             key: crate::CellKey {
                 model: "lstm".into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: "st".parse().unwrap(),
                 seed: 1,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: 1.0,
                 original_model_on_synthetic: 0.5,
                 shortcut_model_on_flip: 1.0,

@@ -14,9 +14,9 @@ use polars::prelude::*;
 use super::paper::{align, failed_notes, mean, string_frame};
 use super::tables::{FAILED_MARK, first_appearance, format_fixed, mean_and_sd};
 use super::{CellResult, DisplayTable, VerificationRow};
-use crate::metrics::Metric;
-use crate::salience::Method;
-use crate::shortcut::Regime;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 
 /// Whether a cell's shortcut is one of the article manipulations.
 fn is_article(shortcut: Regime) -> bool {
@@ -221,7 +221,7 @@ mod tests {
         CellResult {
             key: crate::CellKey {
                 model: "lstm".into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed,
@@ -297,12 +297,12 @@ mod tests {
         let row = |shortcut: &str, bound: Option<f64>, synthetic: f64, passed: bool| VerificationRow {
             key: crate::CellKey {
                 model: "lstm".into(),
-                architecture: crate::model::Architecture::Bilstm,
+                architecture: grid_core::model::Architecture::Bilstm,
                 dataset: "sst2".into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,
             },
-            verification: crate::shortcut::verification::Verification {
+            verification: grid_methods::shortcut::verification::Verification {
                 shortcut_model_on_synthetic: synthetic,
                 original_model_on_synthetic: 0.5,
                 shortcut_model_on_flip: 0.98,

@@ -19,7 +19,7 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::target::predicted_class_score;
 use super::{AttentionView, Attribution, AttributionError, Examples, Method, Target, Vocabulary, rows_of};
-use crate::model::{Classifier, predicted_classes};
+use grid_core::model::{Classifier, predicted_classes};
 
 /// `attn`, `attn-last`, `attn-all`.
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(

@@ -5,8 +5,8 @@
 //! embedding of `[MASK]`/`[UNK]`/`[PAD]`) at every non-special real position;
 //! special tokens and padding keep their own embedding. The model runs the
 //! inputs and their references through one forward pass, stacked along the batch
-//! ([`crate::model::Classifier::deeplift_logits`]), whose nonlinearities carry
-//! DeepLift's multipliers as their gradients ([`crate::model::rules`]); one
+//! ([`grid_core::model::Classifier::deeplift_logits`]), whose nonlinearities carry
+//! DeepLift's multipliers as their gradients ([`grid_core::model::rules`]); one
 //! backward pass from the predicted class's logit then gives the multipliers
 //! `m` of the input embeddings, and token i scores `Σ_d (e_id − x₀_id) · m_id`.
 //!
@@ -19,7 +19,7 @@ use burn::tensor::backend::AutodiffBackend;
 use super::integrated_gradients::baseline_embeddings;
 use super::target::{predicted_class_score, predicted_class_value};
 use super::{Attribution, AttributionError, Baseline, Examples, Method, Settings, Target, Vocabulary, rows_of};
-use crate::model::{Classifier, predicted_classes};
+use grid_core::model::{Classifier, predicted_classes};
 
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     model: &M,

@@ -1,12 +1,12 @@
 //! Every method scores the same through the model layer's machinery as
-//! without it: through shape buckets ([`crate::model::shapes`]) and, with the
+//! without it: through shape buckets ([`grid_core::model::shapes`]) and, with the
 //! `libtorch` feature, on LibTorch's kernels as on Flex's. They sit with the
 //! methods because they run all of them.
 
 #[cfg(test)]
 mod through_buckets {
-    use crate::model::shapes::Shaped;
     use grid_core::buckets::Buckets;
+    use grid_core::model::shapes::Shaped;
 
     /// Every method gives the same scores and predictions through the buckets as
     /// without them, on both architectures: the padding is masked, the filler
@@ -75,13 +75,13 @@ mod through_buckets {
 /// does too where these agree.
 #[cfg(all(test, feature = "libtorch"))]
 mod on_libtorch {
-    use crate::backend::CpuAutodiff;
-    use crate::backend::DeviceChoice;
-    use crate::backend::libtorch::{self, LibTorchAutodiff};
     use crate::salience::test_models::{
         EVERY_METHOD, VOCAB, bert_examples, bert_on, bilstm_on, lstm_examples, settings, three_examples,
     };
     use crate::salience::{Method, attribute};
+    use grid_core::backend::CpuAutodiff;
+    use grid_core::backend::DeviceChoice;
+    use grid_core::backend::libtorch::{self, LibTorchAutodiff};
 
     /// The two libraries' kernels sum in different orders; measured: 4.8e-7
     /// relative at most, over every method and both architectures.

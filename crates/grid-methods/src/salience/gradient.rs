@@ -11,7 +11,7 @@ use super::target::predicted_class_score;
 #[cfg(test)]
 use super::target::predicted_class_value;
 use super::{Attribution, Examples, GradientMethod, Reduction, Target, Vocabulary, rows_of};
-use crate::model::{Classifier, TokenBatch, predicted_classes};
+use grid_core::model::{Classifier, TokenBatch, predicted_classes};
 
 /// `grad{p,l}-{l1,l2,mean}` and `gxi{p,l}` for a batch; integrated gradients
 /// lives in its own module.
@@ -100,8 +100,8 @@ pub fn gradient_times_input<B: Backend>(gradients: Tensor<B, 3>, embeddings: Ten
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig};
     use burn::backend::{Autodiff, Flex};
+    use grid_core::model::bilstm::{BiLstmClassifier, BiLstmConfig};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -184,7 +184,7 @@ mod tests {
     mod bert {
         use super::*;
 
-        use crate::model::toy::plain_bert as tiny;
+        use grid_core::model::toy::plain_bert as tiny;
 
         #[test]
         fn gradients_match_finite_differences() {

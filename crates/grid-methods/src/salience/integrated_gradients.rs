@@ -19,7 +19,7 @@ use burn::tensor::backend::AutodiffBackend;
 use super::gradient::gradients_at;
 use super::target::predicted_class_value;
 use super::{Attribution, AttributionError, Baseline, Examples, Settings, Target, Vocabulary, rows_of};
-use crate::model::{Classifier, predicted_classes};
+use grid_core::model::{Classifier, predicted_classes};
 
 #[allow(clippy::too_many_arguments)]
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
@@ -147,12 +147,12 @@ pub fn integrate<B: AutodiffBackend, M: Classifier<B>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bilstm::BiLstmClassifier;
     use crate::salience::gradient::input_gradients;
     use crate::salience::test_models::{
         Ad, PresenceModel, VOCAB, bert, bert_examples, bilstm, lstm_examples, settings,
     };
     use crate::salience::{GradientMethod, Method, Settings, attribute};
+    use grid_core::model::bilstm::BiLstmClassifier;
 
     fn ig(steps: u32, baseline: Baseline, target: Target) -> Method {
         Method::Gradient(GradientMethod::IntegratedGradients { target, baseline, steps })

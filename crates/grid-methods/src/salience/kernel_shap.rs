@@ -30,7 +30,7 @@ use rayon::prelude::*;
 
 use super::regression::weighted_least_squares;
 use super::{Attribution, AttributionError, Examples, Hiding, Settings, Vocabulary, perturb};
-use crate::model::Classifier;
+use grid_core::model::Classifier;
 
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     model: &M,

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::regression::weighted_least_squares;
 use super::{Attribution, AttributionError, Examples, Hiding, Settings, Vocabulary, perturb};
-use crate::model::Classifier;
+use grid_core::model::Classifier;
 
 /// LIT's `kernel_width`.
 pub const KERNEL_WIDTH: f64 = 25.0;

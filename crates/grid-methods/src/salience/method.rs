@@ -19,7 +19,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::{AttentionView, ModelTraits};
+pub use grid_core::model::{AttentionView, ModelTraits};
 
 /// What is differentiated: the predicted class's probability (`p`) or logit (`l`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -433,7 +433,7 @@ impl<'de> Deserialize<'de> for Method {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Architecture;
+    use grid_core::model::Architecture;
 
     #[test]
     fn canonical_names_round_trip() {

@@ -37,7 +37,7 @@ pub use method::{
     AttentionView, Baseline, GradientMethod, Hiding, Method, ModelTraits, NoiseLevel, Reduction, Target, UnknownMethod,
 };
 
-use crate::model::{Classifier, TokenBatch};
+use grid_core::model::{Classifier, TokenBatch};
 
 /// The examples of one batch.
 #[derive(Debug, Clone)]
@@ -195,7 +195,7 @@ where
         Method::Rationale => rationale::explain(model, examples, vocab, device),
         Method::Random => {
             let batch = examples.batch::<B>(vocab.pad, device);
-            let predicted = crate::model::predicted_classes(model.logits(&batch));
+            let predicted = grid_core::model::predicted_classes(model.logits(&batch));
             let scores = examples
                 .ids
                 .iter()

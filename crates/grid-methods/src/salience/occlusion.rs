@@ -9,7 +9,7 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::perturb::{class_probabilities, hide, predictions};
 use super::{Attribution, AttributionError, Examples, Hiding, Settings, Vocabulary};
-use crate::model::Classifier;
+use grid_core::model::Classifier;
 
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     model: &M,

@@ -5,8 +5,8 @@
 use burn::prelude::*;
 
 use super::{Examples, Vocabulary};
-use crate::model::predict::logits;
-use crate::model::{Classifier, predicted_class};
+use grid_core::model::predict::logits;
+use grid_core::model::{Classifier, predicted_class};
 
 /// `ids` with the ordinary tokens at `positions[j]` hidden wherever `keep[j]` is
 /// false: replaced by `replacement`, or deleted when it is `None`.

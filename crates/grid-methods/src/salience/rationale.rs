@@ -9,7 +9,7 @@
 use burn::tensor::backend::AutodiffBackend;
 
 use super::{Attribution, AttributionError, Examples, Method, Vocabulary, rows_of};
-use crate::model::{Classifier, predicted_classes};
+use grid_core::model::{Classifier, predicted_classes};
 
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
     model: &M,
@@ -34,8 +34,8 @@ pub fn explain<B: AutodiffBackend, M: Classifier<B>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::rationale::SelectorKind;
     use crate::salience::test_models::{Ad, VOCAB, bilstm, lstm_examples, rationale, three_examples};
+    use grid_core::model::rationale::SelectorKind;
 
     /// The scores are the selector's: RL's 0/1 gates, HardKuma's expected
     /// gates in [0, 1]; one per word, and the prediction is the model's.

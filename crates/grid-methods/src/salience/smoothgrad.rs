@@ -21,7 +21,7 @@ use rand_distr::{Distribution, StandardNormal};
 use super::gradient::{gradient_times_input, gradients_at, reduce};
 use super::integrated_gradients::{baseline_embeddings, integrate};
 use super::{Attribution, AttributionError, Examples, GradientMethod, NoiseLevel, Settings, Vocabulary, rows_of};
-use crate::model::{Classifier, predicted_classes};
+use grid_core::model::{Classifier, predicted_classes};
 
 #[allow(clippy::too_many_arguments)]
 pub fn explain<B: AutodiffBackend, M: Classifier<B>>(

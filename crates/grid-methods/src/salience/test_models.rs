@@ -3,11 +3,11 @@
 
 use burn::prelude::*;
 
-pub use crate::model::toy::*;
+pub use grid_core::model::toy::*;
 
 use super::{Examples, Settings, Vocabulary};
-use crate::model::Classifier;
-use crate::model::rules::Rules;
+use grid_core::model::Classifier;
+use grid_core::model::rules::Rules;
 
 /// Vocabulary of the tiny models: 0 pad, 1 unk, 2 cls, 3 sep, 4 mask, then words.
 pub const VOCAB: Vocabulary = Vocabulary { pad: 0, unk: 1, mask: Some(4) };
@@ -124,7 +124,7 @@ impl<M: Classifier<Ad>> Classifier<Ad> for Recorder<M> {
         self.inner.logits_from_embeddings(embeddings, mask)
     }
 
-    fn logits(&self, batch: &crate::model::TokenBatch<Ad>) -> Tensor<Ad, 2> {
+    fn logits(&self, batch: &grid_core::model::TokenBatch<Ad>) -> Tensor<Ad, 2> {
         let [_, time] = batch.ids.dims();
         let ids: Vec<i64> = batch.ids.clone().into_data().convert::<i64>().to_vec().unwrap_or_default();
         let mask: Vec<f32> = batch.mask.clone().into_data().convert::<f32>().to_vec().unwrap_or_default();

@@ -79,7 +79,7 @@ use std::ops::Range;
 
 use rand::Rng;
 
-use crate::data::{Corpus, Example, words};
+use grid_core::data::{Corpus, Example, words};
 
 use super::{GroundTruth, LeftOut, ShortcutData, Stream, SyntheticExample, stream};
 

@@ -1,7 +1,7 @@
 //! Placing shortcut tokens among the words of a text.
 //!
 //! Everything here works on whitespace words (PROTOCOL §1): positions are
-//! indices into [`crate::data::words`] of the *output* text, which is the words
+//! indices into [`grid_core::data::words`] of the *output* text, which is the words
 //! joined by single spaces. That normalisation is deliberate: it makes
 //! `words(text)[p]` the inserted token for every recorded position `p`, however
 //! the source text was spaced, so the ground truth needs no character offsets.

@@ -68,7 +68,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{Corpus, Example, words};
+use grid_core::data::{Corpus, Example, words};
 
 /// The papers' bar for a learned shortcut: accuracy on the synthetic test set,
 /// where every example carries the planted pattern, of at least 0.99
@@ -426,7 +426,7 @@ pub struct SyntheticExample {
 impl SyntheticExample {
     /// An original test example as it is, for a natural grid: nothing planted,
     /// so no ground truth and no distractors.
-    pub fn unmodified(example: crate::data::Example) -> Self {
+    pub fn unmodified(example: grid_core::data::Example) -> Self {
         SyntheticExample {
             text: example.text,
             label: example.label,

@@ -27,12 +27,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::cache::{Cache, CacheError};
 use crate::context::StepContext;
-use crate::model::{Architecture, ModelAssets};
-use crate::values::{Positive, Share};
 use bert::{BertSpec, HeadInit, PositionInit};
 use bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
+use grid_cache::{Cache, CacheError};
+use grid_core::model::{Architecture, ModelAssets};
+use grid_core::values::{Positive, Share};
 use rationale::RationaleSpec;
 use table::{ModelSpec, OptimizerName, RawTraining, SpanError};
 
@@ -116,9 +116,9 @@ impl ArchitectureSpec {
     }
 
     /// A rationale model's selector and target rate; `None` for the others.
-    pub fn rationale_setting(&self) -> Option<crate::model::rationale::RationaleSetting> {
+    pub fn rationale_setting(&self) -> Option<grid_core::model::rationale::RationaleSetting> {
         match self {
-            ArchitectureSpec::Rationale(spec) => Some(crate::model::rationale::RationaleSetting {
+            ArchitectureSpec::Rationale(spec) => Some(grid_core::model::rationale::RationaleSetting {
                 selector: spec.selector,
                 selection_rate: spec.selection_rate.get(),
             }),
@@ -193,7 +193,7 @@ pub enum AssetError {
     )]
     GloveDimension { model: String, path: PathBuf, line: usize, found: usize, expected: usize },
     #[error("model `{model}`: GloVe: {source}")]
-    Glove { model: String, source: crate::model::glove::GloveError },
+    Glove { model: String, source: grid_core::model::glove::GloveError },
     #[error("model `{model}`: checkpoint {path}: {message}")]
     Checkpoint { model: String, path: PathBuf, message: String },
     #[error(transparent)]
@@ -267,11 +267,11 @@ pub struct RawModel {
     pub(crate) head: Option<Spanned<HeadInit>>,
     pub(crate) fine_tune: Option<Spanned<bool>>,
     // Rationale.
-    pub(crate) selector: Option<Spanned<crate::model::rationale::SelectorKind>>,
+    pub(crate) selector: Option<Spanned<grid_core::model::rationale::SelectorKind>>,
     pub(crate) selection_rate: Option<Spanned<Share>>,
     pub(crate) lambda: Option<Spanned<f64>>,
-    pub(crate) rate_penalty: Option<Spanned<crate::model::rationale::rate::RateScope>>,
-    pub(crate) predictor_input: Option<Spanned<crate::model::rationale::PredictorInput>>,
+    pub(crate) rate_penalty: Option<Spanned<grid_core::model::rationale::rate::RateScope>>,
+    pub(crate) predictor_input: Option<Spanned<grid_core::model::rationale::PredictorInput>>,
     #[serde(default)]
     pub(crate) training: RawTraining,
 }

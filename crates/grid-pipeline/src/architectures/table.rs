@@ -13,9 +13,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{self as family, ArchitectureSpec, RawModel, Recipe};
-use crate::model::Architecture;
-use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
-use crate::values::{Positive, Share};
+use grid_core::model::Architecture;
+use grid_core::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
+use grid_core::values::{Positive, Share};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {

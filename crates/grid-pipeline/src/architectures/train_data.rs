@@ -7,10 +7,10 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::data::Example;
-use crate::shortcut::{ShortcutKind, ShortcutTokens};
-use crate::text::TextEncoder;
-use crate::train::{TrainExample, TrainSummary};
+use grid_core::data::Example;
+use grid_core::text::TextEncoder;
+use grid_core::train::{TrainExample, TrainSummary};
+use grid_methods::shortcut::{ShortcutKind, ShortcutTokens};
 
 /// The examples and text limits a model trains on.
 pub struct TrainData<'a> {

@@ -26,10 +26,10 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::architectures::DenseLayer;
-use crate::backend::Compute;
 use crate::dag::Plan;
-use crate::model::dense::at_every_position;
 use crate::steps::Work;
+use grid_core::backend::Compute;
+use grid_core::model::dense::at_every_position;
 
 /// Timed passes go on until this much time has gone by; the fastest counts.
 const MIN_TIMED_SECONDS: f64 = 0.5;
@@ -169,8 +169,9 @@ pub fn shapes(plan: &Plan, options: &GemmOptions) -> Result<Vec<GemmShape>> {
 /// calling thread; call it where a step would run (`on_worker_thread`).
 pub fn roofline(shapes: Vec<GemmShape>, compute: Compute, options: &GemmOptions) -> Result<Roofline> {
     let threads = rayon::current_num_threads();
-    let rates =
-        crate::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time_shapes::<B>(&shapes, &device)))?;
+    let rates = grid_core::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time_shapes::<B>(
+        &shapes, &device
+    )))?;
     let (torch, torch_note) = match &options.python {
         None => (None, Some("--python none".to_string())),
         Some(python) => {
@@ -230,7 +231,7 @@ fn operand<B: Backend>(len: usize, dims: [usize; 2], phase: f32, device: &B::Dev
 fn grid_pass<B: AutodiffBackend>(shape: &GemmShape, device: &B::Device) -> impl FnMut() -> f64 {
     let (rows, inputs, outputs) = (shape.rows(), shape.inputs, shape.outputs);
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(7);
-    let mut layer = crate::model::init::linear::<B>(&mut rng, inputs, outputs, true, device);
+    let mut layer = grid_core::model::init::linear::<B>(&mut rng, inputs, outputs, true, device);
     if shape.phase == Phase::Attribute {
         layer = layer.no_grad();
     }
@@ -485,7 +486,7 @@ mod tests {
     /// tiny shape gives a positive, finite rate for both paths.
     #[test]
     fn both_paths_time_a_tiny_shape() {
-        let rates = time_shapes::<crate::backend::CpuAutodiff>(
+        let rates = time_shapes::<grid_core::backend::CpuAutodiff>(
             &[shape(Phase::Train), shape(Phase::Attribute)],
             &Default::default(),
         );

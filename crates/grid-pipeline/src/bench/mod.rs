@@ -19,15 +19,15 @@ use anyhow::{Context, Result, bail};
 use burn::tensor::backend::AutodiffBackend;
 use serde::Serialize;
 
-use crate::backend::Compute;
-use crate::cache::{Cache, StepKind};
 use crate::dag::Plan;
-use crate::model::checkpoint;
-use crate::model::shapes::ShapeLog;
-use crate::salience::{Method, ModelTraits};
 use crate::steps::Work;
 use crate::steps::attribute::{self, Options, Prepared};
+use grid_cache::{Cache, StepKind};
+use grid_core::backend::Compute;
 use grid_core::buckets::Buckets;
+use grid_core::model::checkpoint;
+use grid_core::model::shapes::ShapeLog;
+use grid_methods::salience::{Method, ModelTraits};
 
 /// One measured (model, method) pair.
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +132,7 @@ pub fn run(plan: &Plan, cache: &Cache, compute: Compute, options: &BenchOptions)
             perturbations_per_eval: options.perturbations_per_eval.unwrap_or(template.perturbations_per_eval),
             ..template.clone()
         };
-        crate::with_autodiff_backend!(compute, |B, device| {
+        grid_core::with_autodiff_backend!(compute, |B, device| {
             let model = Bench { cell: &cell, model_dir: &model_dir, synth_dir: &synth_dir, buckets: compute.buckets };
             bench_model::<B>(&model, &template, &methods, &device, &mut rows, dump.as_mut())
         })?;

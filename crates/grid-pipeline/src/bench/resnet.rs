@@ -31,11 +31,11 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Compute;
-use crate::image::Image;
-use crate::model::resnet::{Depth, ResNet, ResNetConfig, Stem};
-use crate::salience::image::{PixelMethod, PixelSettings, explain};
 use crate::spec::Grid;
+use grid_core::backend::Compute;
+use grid_core::image::Image;
+use grid_core::model::resnet::{Depth, ResNet, ResNetConfig, Stem};
+use grid_methods::salience::image::{PixelMethod, PixelSettings, explain};
 
 /// Images per forward and gradient pass, as the torch script times them.
 pub const EVAL_BATCH: usize = 64;
@@ -148,7 +148,7 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
     let threads = rayon::current_num_threads();
     let mut grid = Vec::with_capacity(shapes.len());
     for shape in &shapes {
-        grid.push(crate::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time::<B>(
+        grid.push(grid_core::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time::<B>(
             shape, &device
         )))?);
     }
@@ -203,7 +203,7 @@ pub fn time<B: AutodiffBackend>(shape: &ResNetShape, device: &B::Device) -> (Rat
     let batch = images::<B>(shape.batch, shape.side, device);
     let labels: Vec<u32> = (0..shape.batch as u32).map(|i| i % 2).collect();
     let train = best_rate(shape.batch, || {
-        let loss = crate::model::objective::loss(model.forward(batch.clone()), &labels);
+        let loss = grid_core::model::objective::loss(model.forward(batch.clone()), &labels);
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optimizer.step(0.05, model.clone(), grads);
         let _ = B::sync(device);
@@ -397,7 +397,7 @@ mod tests {
     /// backend.
     #[test]
     fn every_phase_times_a_tiny_resnet() {
-        let (rates, maps) = time::<crate::backend::CpuAutodiff>(&shape(), &Default::default());
+        let (rates, maps) = time::<grid_core::backend::CpuAutodiff>(&shape(), &Default::default());
         assert_eq!(maps.len(), 2, "one rate per map method");
         for rate in [rates.train, rates.forward, rates.gradient].into_iter().chain(maps) {
             assert!(rate.is_finite() && rate > 0.0, "{rates:?}");

@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::import::{CellScores, Imported};
-use crate::report::compare::Finding;
+use grid_report::compare::Finding;
 
 /// One published row: a method on a dataset.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +187,7 @@ fn compare_cell(
     let pairs: Vec<(f32, f32)> = rows.iter().filter_map(|(_, _, s, p)| s.map(|s| (s as f32, *p as f32))).collect();
     if pairs.len() >= 3 {
         let (a, b): (Vec<f32>, Vec<f32>) = pairs.iter().copied().unzip();
-        let rho = crate::metrics::agreement::spearman(&a, &b, |_| true);
+        let rho = grid_methods::metrics::agreement::spearman(&a, &b, |_| true);
         findings.push(match rho {
             Some(rho) => Finding {
                 statement: format!(
@@ -272,7 +272,7 @@ pub fn render_markdown(imported: &Imported, comparisons: &[CellComparison], path
     for c in comparisons {
         let _ = writeln!(out, "### {} ({who}) vs the paper's {}\n", c.cell, c.published_dataset);
         for f in &c.findings {
-            let mark = crate::report::compare::mark(f.holds);
+            let mark = grid_report::compare::mark(f.holds);
             match f.evidence.as_str() {
                 "" => writeln!(out, "- {mark} {}", f.statement),
                 evidence => writeln!(out, "- {mark} {} — {evidence}", f.statement),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::data::csv_records::{Record, read_records};
+use grid_core::data::csv_records::{Record, read_records};
 
 /// A CSV file with a header row.
 pub struct TextTable {

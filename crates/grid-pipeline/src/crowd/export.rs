@@ -10,11 +10,11 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::html;
 use super::study::{self, ExplainedExample, ExportOptions, Study, TaskKind};
-use crate::cache::{Cache, StepKind};
 use crate::dag::Plan;
 use crate::io::read_jsonl;
-use crate::metrics::{WordAggregation, words};
 use crate::steps::attribute::{self, AttributedExample};
+use grid_cache::{Cache, StepKind};
+use grid_methods::metrics::{WordAggregation, words};
 
 pub const TASKS_CSV: &str = "tasks.csv";
 

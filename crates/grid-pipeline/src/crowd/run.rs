@@ -15,9 +15,9 @@ use super::export::{self, CliExport, Selection};
 use super::import::{self, ImportOptions, Imported};
 use super::study::{self, Study};
 use super::tables;
-use crate::cache::{Cache, StepKey, StepKind};
 use crate::dag::Plan;
 use crate::spec::Grid;
+use grid_cache::{Cache, StepKey, StepKind};
 
 const IMPORTED: &str = "imported.json";
 

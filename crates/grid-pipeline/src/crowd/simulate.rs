@@ -25,12 +25,12 @@ use rand_chacha::ChaCha8Rng;
 use super::import::SIMULATED_PREFIX;
 use super::study::{Study, TaskKind};
 use super::tasks::HIDDEN;
-use crate::backend::Compute;
-use crate::cache::{Cache, StepKind};
 use crate::dag::Plan;
-use crate::model::checkpoint;
-use crate::model::predict::logits;
-use crate::salience::perturb::class_probability;
+use grid_cache::{Cache, StepKind};
+use grid_core::backend::Compute;
+use grid_core::model::checkpoint;
+use grid_core::model::predict::logits;
+use grid_methods::salience::perturb::class_probability;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimulateOptions {
@@ -90,7 +90,7 @@ pub fn simulate(
     compute: Compute,
     options: SimulateOptions,
 ) -> Result<String> {
-    let probabilities = crate::with_autodiff_backend!(compute, |B, device| {
+    let probabilities = grid_core::with_autodiff_backend!(compute, |B, device| {
         probabilities_on::<<B as AutodiffBackend>::InnerBackend>(study, models, &device)
     })?;
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);

@@ -1,7 +1,7 @@
 //! `hf://` checkpoints a plan's train steps need, fetched before any step runs.
 
-use crate::cache::Cache;
 use crate::spec::Grid;
+use grid_cache::Cache;
 
 use super::hub_inputs::Unreachable;
 use super::{Plan, Verbosity};
@@ -12,11 +12,11 @@ use super::{Plan, Verbosity};
 /// the checkpoint then fail with it, and every other branch still runs. An
 /// unreachable Hub stops the run before any step, naming what it lacks.
 pub fn download(grid: &Grid, plan: &Plan, cache: &Cache, verbosity: Verbosity) -> Result<(), Unreachable> {
-    let mut sources: Vec<&crate::model::hub::CheckpointSource> = Vec::new();
+    let mut sources: Vec<&grid_core::model::hub::CheckpointSource> = Vec::new();
     for step in &plan.steps {
-        if let crate::steps::Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, .. }, .. } =
+        if let crate::steps::Work::Train { assets: grid_core::model::ModelAssets::Checkpoint { source, .. }, .. } =
             &step.work
-            && matches!(source, crate::model::hub::CheckpointSource::Hub { .. })
+            && matches!(source, grid_core::model::hub::CheckpointSource::Hub { .. })
             && !sources.contains(&source)
             && !matches!(cache.lookup(step.kind, &step.key), Ok(Some(_)))
         {
@@ -27,11 +27,11 @@ pub fn download(grid: &Grid, plan: &Plan, cache: &Cache, verbosity: Verbosity) -
         if source.dir(cache.root()).is_dir() {
             continue;
         }
-        let bar = crate::model::hub::download_bar(verbosity > Verbosity::Quiet);
+        let bar = grid_core::model::hub::download_bar(verbosity > Verbosity::Quiet);
         if verbosity > Verbosity::Quiet {
             eprintln!("downloading {source}");
         }
-        let result = crate::model::hub::resolve(source, cache.root(), &crate::model::hub::bar_progress(&bar));
+        let result = grid_core::model::hub::resolve(source, cache.root(), &grid_core::model::hub::bar_progress(&bar));
         bar.finish_and_clear();
         match result {
             Err(e) if e.is_unreachable() => {

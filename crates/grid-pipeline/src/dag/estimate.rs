@@ -37,12 +37,12 @@ use serde::{Deserialize, Serialize};
 mod images;
 
 use super::Plan;
-use crate::backend::placement::Measurements;
-use crate::cache::{Cache, StepKind};
-use crate::metrics::erasure;
 use crate::spec::DatasetSpec;
 use crate::steps::Work;
 use crate::steps::corpus::{self, ResolvedFiles};
+use grid_cache::{Cache, StepKind};
+use grid_core::backend::placement::Measurements;
+use grid_methods::metrics::erasure;
 
 /// A model whose size cannot be known before its step runs (a checkpoint not
 /// yet downloaded) is assumed BERT-base's size: 85 M multiply-adds per token.
@@ -223,10 +223,10 @@ impl DataStats {
     const ASSUMED: DataStats =
         DataStats { train: 60_000.0, validation: 872.0, test: 1_821.0, mean_words: 20.0, mean_chars: 105.0 };
 
-    fn of(corpus: &crate::data::Corpus) -> DataStats {
+    fn of(corpus: &grid_core::data::Corpus) -> DataStats {
         let split = &corpus.test;
         let n = split.len().max(1) as f64;
-        let words: usize = split.iter().map(|e| crate::data::words(&e.text).len()).sum();
+        let words: usize = split.iter().map(|e| grid_core::data::words(&e.text).len()).sum();
         let chars: usize = split.iter().map(|e| e.text.len()).sum();
         DataStats {
             train: corpus.train.len() as f64,
@@ -369,7 +369,7 @@ struct Finished {
 /// manifest, or (a manifest from before records) counted from `plan`.
 fn history(plan: &Plan, cache: &Cache, inputs: &Inputs) -> Vec<Finished> {
     let in_plan: HashMap<&str, usize> = plan.steps.iter().enumerate().map(|(i, s)| (s.key.as_str(), i)).collect();
-    let manifests: Vec<crate::cache::Manifest> =
+    let manifests: Vec<grid_cache::Manifest> =
         StepKind::ALL.iter().flat_map(|&kind| cache.manifests(kind).unwrap_or_default()).collect();
     let shares = wall_shares(&manifests);
     manifests
@@ -482,7 +482,7 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
 /// among the steps that ran at the same time (`grid run -j 2` runs two steps
 /// at once, each slower than alone, and the run takes about the sum of the
 /// shares). From the manifests' finish times and durations.
-fn wall_shares(finished: &[crate::cache::Manifest]) -> Vec<f64> {
+fn wall_shares(finished: &[grid_cache::Manifest]) -> Vec<f64> {
     let mut shares = vec![0.0; finished.len()];
     // (time, starts, step): ends sort before starts at the same instant.
     let mut events: Vec<(f64, bool, usize)> = Vec::new();
@@ -567,7 +567,7 @@ impl Inputs {
                         notes.push(format!(
                             "dataset `{}` could not be read before its step runs ({}); assumed SST-2's sizes",
                             dataset.name,
-                            crate::errors::one_line(&e)
+                            grid_core::errors::one_line(&e)
                         ));
                         DataStats::ASSUMED
                     });
@@ -635,13 +635,13 @@ fn corpus_stats(plan: &Plan, index: usize, cache: &Cache) -> anyhow::Result<Data
     let test = std::io::BufReader::new(std::fs::File::open(dir.join("test.jsonl"))?);
     let mut examples = Vec::new();
     for line in test.lines().take(COUNTED_EXAMPLES) {
-        examples.push(serde_json::from_str::<crate::data::Example>(&line?)?);
+        examples.push(serde_json::from_str::<grid_core::data::Example>(&line?)?);
     }
-    let counted = DataStats::of(&crate::data::Corpus { train: Vec::new(), validation: Vec::new(), test: examples });
+    let counted = DataStats::of(&grid_core::data::Corpus { train: Vec::new(), validation: Vec::new(), test: examples });
     Ok(DataStats { train: sizes.train as f64, validation: sizes.validation as f64, test: sizes.test as f64, ..counted })
 }
 
-fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> anyhow::Result<crate::data::Corpus> {
+fn build(dataset: &DatasetSpec, files: Option<&ResolvedFiles>) -> anyhow::Result<grid_core::data::Corpus> {
     if let Some(files) = files {
         for path in [Some(&files.train), files.validation.as_ref(), Some(&files.test)].into_iter().flatten() {
             if !Path::new(path).is_file() {
@@ -676,7 +676,7 @@ struct ModelShape {
 /// The weights a checkpoint's folder holds, when it is on this machine: a
 /// fine-tuned copy saves as many.
 fn checkpoint_bytes(work: &Work) -> Option<f64> {
-    let Work::Train { assets: crate::model::ModelAssets::Checkpoint { source, cache_root }, .. } = work else {
+    let Work::Train { assets: grid_core::model::ModelAssets::Checkpoint { source, cache_root }, .. } = work else {
         return None;
     };
     let entries = std::fs::read_dir(source.dir(cache_root)).ok()?;
@@ -985,7 +985,7 @@ mod tests {
                 "kind": "train", "key": "00", "version": 1, "label": "x", "params": {}, "inputs": [],
                 "files": [], "finished_at": finished_at, "seconds": seconds, "grid_version": "0", "device": "cpu",
             });
-            serde_json::from_value::<crate::cache::Manifest>(text).unwrap()
+            serde_json::from_value::<grid_cache::Manifest>(text).unwrap()
         };
         // 0–10 alone, 10–20 with the second (which ran 10–30), 30–35 a third alone.
         let shares = wall_shares(&[manifest(20, 20.0), manifest(30, 20.0), manifest(35, 5.0)]);

@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use crate::backend::Precision;
-use crate::cache::gc::{GcOptions, GcSummary};
-use crate::cache::{Cache, CacheError, FrozenPolicy, collect_frozen};
 use crate::spec::Grid;
+use grid_cache::gc::{GcOptions, GcSummary};
+use grid_cache::{Cache, CacheError, FrozenPolicy, collect_frozen};
+use grid_core::backend::Precision;
 
 use super::{PlanError, PlanOptions, plan};
 
@@ -18,10 +18,10 @@ use super::{PlanError, PlanOptions, plan};
 #[derive(Debug)]
 pub struct Collected {
     pub steps: GcSummary,
-    /// Frozen grid texts no run has used for [`crate::cache::FROZEN_GRACE`].
+    /// Frozen grid texts no run has used for [`grid_cache::FROZEN_GRACE`].
     pub frozen: Vec<PathBuf>,
     /// The remote cache's collection, when the cache has one (`--remote`).
-    pub remote: Option<crate::cache::remote::gc::RemoteGcSummary>,
+    pub remote: Option<grid_cache::remote::gc::RemoteGcSummary>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,20 +52,20 @@ pub fn collect(
         }
     }
     let keep_steps = (!grids.is_empty()).then_some(&keep);
-    let steps = crate::cache::gc::collect(cache, keep_steps, options)?;
+    let steps = grid_cache::gc::collect(cache, keep_steps, options)?;
     let policy = FrozenPolicy {
         keep: (!grids.is_empty()).then_some(&keep_frozen),
         older_than: options.older_than,
-        now: crate::clock::unix_now(),
+        now: grid_cache::clock::unix_now(),
         dry_run: options.dry_run,
     };
     let frozen = collect_frozen(cache, policy)?;
     let remote = match cache.remote() {
-        Some(remote) => Some(remote.collect(crate::cache::remote::gc::RemoteGcOptions {
+        Some(remote) => Some(remote.collect(grid_cache::remote::gc::RemoteGcOptions {
             keep: keep_steps,
             older_than: options.older_than,
             dry_run: options.dry_run,
-            now: crate::clock::unix_now(),
+            now: grid_cache::clock::unix_now(),
         })?),
         None => None,
     };

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::model::hub::{CheckpointSource, HubFile};
 use crate::spec::Grid;
+use grid_core::model::hub::{CheckpointSource, HubFile};
 
 /// One file or checkpoint of the Hub that a grid names.
 #[derive(Debug, Clone, PartialEq, Eq)]

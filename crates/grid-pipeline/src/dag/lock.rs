@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml_edit::{InlineTable, Value};
 
-use crate::model::hub::{self, CheckpointSource, Checksums, HubClient, HubError, HubFile};
 use crate::spec::Grid;
 use crate::spec::overrides::Override;
+use grid_core::model::hub::{self, CheckpointSource, Checksums, HubClient, HubError, HubFile};
 
 /// The format written; a lock of another version is refused, not guessed at.
 pub const VERSION: u32 = 1;

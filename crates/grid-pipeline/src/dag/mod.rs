@@ -27,8 +27,8 @@ pub mod slurm;
 pub mod stale;
 pub mod status;
 
-use crate::cache::{StepKey, StepKind};
 use crate::steps::Work;
+use grid_cache::{StepKey, StepKind};
 
 pub use plan::{PlanError, PlanOptions, plan};
 pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, execute};
@@ -78,7 +78,7 @@ pub(crate) fn test_plan(steps: &[(StepKind, &[usize])]) -> Plan {
                 inputs: inputs.to_vec(),
                 key: StepKey::compute(*kind, &params, &[]),
                 params,
-                work: Work::Score { metric: crate::metrics::Metric::Precision, word_aggregation: None },
+                work: Work::Score { metric: grid_methods::metrics::Metric::Precision, word_aggregation: None },
             }
         })
         .collect();

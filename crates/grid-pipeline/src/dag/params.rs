@@ -6,16 +6,16 @@
 
 use serde_json::{Value, json};
 
-use crate::backend::Precision;
+use grid_core::backend::Precision;
 
-use crate::data::generated::GeneratedCorpusOptions;
-use crate::metrics::Metric;
-use crate::metrics::WordAggregation;
-use crate::salience::Method;
-use crate::shortcut::{ShortcutOptions, ShortcutTokens};
 use crate::spec::{
     BestBy, DatasetSource, DatasetSpec, Keep, ModelSpec, SplitLimits, Subset, TestSet, TrainingSpec, VerificationSpec,
 };
+use grid_core::data::generated::GeneratedCorpusOptions;
+use grid_methods::metrics::Metric;
+use grid_methods::metrics::WordAggregation;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::{ShortcutOptions, ShortcutTokens};
 
 /// Content hashes of a dataset's split files (their paths stay out of keys).
 #[derive(Debug, Clone)]
@@ -40,7 +40,7 @@ pub fn corpus(dataset: &DatasetSpec, hashes: Option<&FileHashes>) -> Value {
         DatasetSource::Generated(GeneratedCorpusOptions { train, validation, test, seed, classes }) => {
             let mut generated = json!({
                 "train": train, "validation": validation, "test": test, "seed": seed,
-                "grammar": crate::data::generated::GRAMMAR_VERSION,
+                "grammar": grid_core::data::generated::GRAMMAR_VERSION,
             });
             // Binary corpora keep the keys they had before classes were general.
             if *classes != 2 {
@@ -235,7 +235,7 @@ pub fn attribute(
 
 /// Word aggregation enters only when set, so per-token scoring keys do not depend on it.
 pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
-    let bootstrap = crate::metrics::bootstrap::Bootstrap::default();
+    let bootstrap = grid_methods::metrics::bootstrap::Bootstrap::default();
     let mut params = json!({ "metric": metric.name(), "bootstrap": bootstrap });
     if let Some(how) = aggregation {
         params["word_aggregation"] = json!(how.name());
@@ -246,10 +246,10 @@ pub fn score(metric: Metric, aggregation: Option<WordAggregation>) -> Value {
 /// Erasure: the rationale ratios, the soft-erasure sampling and the
 /// convention change results; the batch size does not. Only a convention
 /// other than the paper's joins the key, so the keys of existing grids hold.
-pub fn erasure(settings: &crate::metrics::erasure::Settings) -> Value {
-    let crate::metrics::erasure::Settings { ratios, soft_samples, seed, convention } = settings;
+pub fn erasure(settings: &grid_methods::metrics::erasure::Settings) -> Value {
+    let grid_methods::metrics::erasure::Settings { ratios, soft_samples, seed, convention } = settings;
     let mut params = json!({ "ratios": ratios, "soft_samples": soft_samples, "seed": seed });
-    if *convention != crate::metrics::erasure::Convention::Paper {
+    if *convention != grid_methods::metrics::erasure::Convention::Paper {
         params["convention"] = json!(convention.name());
     }
     params
@@ -272,7 +272,7 @@ mod tests {
     /// was a choice; the authors' code's is another step.
     #[test]
     fn only_another_erasure_convention_joins_the_key() {
-        use crate::metrics::erasure::{Convention, Settings};
+        use grid_methods::metrics::erasure::{Convention, Settings};
         let paper = Settings::default();
         assert_eq!(
             erasure(&paper),

@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 
 use super::{Plan, Step};
-use crate::backend::DeviceChoice;
-use crate::backend::placement::{self, Measurements, Model, ModelWork, Placed};
-use crate::cache::{Cache, StepKind};
 use crate::steps::Work;
+use grid_cache::{Cache, StepKind};
+use grid_core::backend::DeviceChoice;
+use grid_core::backend::placement::{self, Measurements, Model, ModelWork, Placed};
 
 /// The model shape a training step trains (`Measurements::shape`).
 fn shape(step: &Step) -> Option<String> {

@@ -5,26 +5,26 @@ mod images;
 use std::path::{Path, PathBuf};
 
 use crate::architectures::AssetError;
-use crate::backend::Precision;
-use crate::cache::{Cache, CacheError, StepKey, StepKind};
-use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 use crate::steps::verify::Chance;
+use grid_cache::{Cache, CacheError, StepKey, StepKind};
+use grid_core::backend::Precision;
+use grid_methods::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 
 use crate::spec::{DatasetSource, DatasetSpec, Grid, ModelSpec, ShortcutSpec, SplitFile};
 
 use super::hub_inputs::Unreachable;
 use super::params::{self, FileHashes};
 use super::{Plan, Step};
-use crate::metrics::Metric;
-use crate::model::ModelAssets;
-use crate::model::hub::HubFile;
 use crate::paths::resolve;
-use crate::salience::Method;
 use crate::steps::corpus::ResolvedFiles;
 use crate::steps::work::{
     AgreementCoordinates, CellCoordinates, EvaluateCoordinates, ExampleSource, ImageCellCoordinates, ReportWork,
     VerifyCoordinates, Work,
 };
+use grid_core::model::ModelAssets;
+use grid_core::model::hub::HubFile;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
 
 /// Where relative data paths point.
 #[derive(Debug, Clone, Default)]
@@ -45,9 +45,9 @@ pub enum PlanError {
     #[error("{0}")]
     HubUnreachable(Box<Unreachable>),
     #[error("{grid}: dataset `{dataset}`: {source}")]
-    HubData { grid: PathBuf, dataset: String, source: Box<crate::model::hub::HubError> },
+    HubData { grid: PathBuf, dataset: String, source: Box<grid_core::model::hub::HubError> },
     #[error("{grid}: dataset `{dataset}`: {path} is not the file the grid pins: {mismatch}")]
-    PinnedFile { grid: PathBuf, dataset: String, path: PathBuf, mismatch: Box<crate::model::hub::PinMismatch> },
+    PinnedFile { grid: PathBuf, dataset: String, path: PathBuf, mismatch: Box<grid_core::model::hub::PinMismatch> },
     #[error("image dataset `{dataset}`: {message}")]
     ImageData { dataset: String, message: String },
     /// A model's GloVe file or checkpoint.
@@ -87,7 +87,7 @@ impl Builder {
 /// ([`Planner::explain`]); then one report ([`Planner::report`]).
 pub fn plan(grid: &Grid, cache: &Cache, options: &PlanOptions) -> Result<Plan, PlanError> {
     // Said once, before anything is downloaded or run.
-    if crate::model::hub::offline_from_env()
+    if grid_core::model::hub::offline_from_env()
         && let Some(unreachable) = Unreachable::check(grid, cache.root(), "HF_HUB_OFFLINE is set")
     {
         return Err(PlanError::HubUnreachable(Box::new(unreachable)));
@@ -699,9 +699,9 @@ fn attribute_options(grid: &Grid, method: Method, max_length: usize) -> crate::s
     }
 }
 
-fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
+fn erasure_settings(grid: &Grid) -> grid_methods::metrics::erasure::Settings {
     let e = &grid.erasure;
-    crate::metrics::erasure::Settings {
+    grid_methods::metrics::erasure::Settings {
         ratios: e.ratios.iter().map(|r| r.get()).collect(),
         soft_samples: e.soft_samples.get(),
         seed: e.seed,
@@ -713,11 +713,11 @@ fn erasure_settings(grid: &Grid) -> crate::metrics::erasure::Settings {
 /// planned (its content hash goes into the keys), with a progress bar then.
 fn hub_data_file(
     address: &str,
-    pin: Option<&crate::model::hub::Pin>,
+    pin: Option<&grid_core::model::hub::Pin>,
     cache: &Cache,
-) -> Result<PathBuf, crate::model::hub::HubError> {
+) -> Result<PathBuf, grid_core::model::hub::HubError> {
     let file: HubFile = address.parse()?;
-    crate::model::hub::HubClient::from_env().dataset_file_shown(&file, pin, cache.root())
+    grid_core::model::hub::HubClient::from_env().dataset_file_shown(&file, pin, cache.root())
 }
 
 /// A model's external inputs and the hash that stands for their content in

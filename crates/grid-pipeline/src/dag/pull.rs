@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use super::Plan;
-use crate::cache::remote::Pulled;
-use crate::cache::{Cache, CacheError};
+use grid_cache::remote::Pulled;
+use grid_cache::{Cache, CacheError};
 
 /// What a pull brought down.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -43,7 +43,7 @@ pub fn pull_all(plan: &Plan, cache: &Cache) -> Result<PullSummary, CacheError> {
             }
             Pulled::Missing => summary.missing.push(step.label.clone()),
             Pulled::Damaged { why, set_aside } => {
-                let aside = crate::cache::remote::set_aside_note(set_aside.as_deref());
+                let aside = grid_cache::remote::set_aside_note(set_aside.as_deref());
                 summary.damaged.push((step.label.clone(), format!("{why}{aside}")))
             }
         }

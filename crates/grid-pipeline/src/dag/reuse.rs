@@ -1,5 +1,5 @@
 //! Which steps read less than their inputs' keys say, and what they do read:
-//! their content keys ([`crate::cache::ContentKey`]).
+//! their content keys ([`grid_cache::ContentKey`]).
 //!
 //! A training run reads its data's `train.jsonl` and `validation.jsonl` and
 //! nothing else, but its input (the corpus, or the synth step built on it)
@@ -12,7 +12,7 @@
 use serde_json::{Value, json};
 
 use super::{Plan, Step};
-use crate::cache::{Cache, CacheError, ContentKey, Manifest, StepKind};
+use grid_cache::{Cache, CacheError, ContentKey, Manifest, StepKind};
 
 /// The payload files a step of `kind` reads from each of its inputs, for the
 /// kinds that read less than the whole payload.
@@ -126,7 +126,7 @@ fn recorded(cache: &Cache, step: &Manifest) -> Option<ContentKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{PayloadFile, StepKey};
+    use grid_cache::{PayloadFile, StepKey};
 
     fn data(kind: StepKind, params: Value, files: &[(&str, &str)]) -> Manifest {
         Manifest {

@@ -13,9 +13,9 @@ use super::Plan;
 use super::executor::in_process::InputPull;
 use super::executor::{ChildProcess, Executors, Finished, InProcess, Job, StepCommand};
 use super::schedule::{Limits, Schedule};
-use crate::backend::Compute;
-use crate::cache::{Cache, CacheError, StepKind};
 use crate::steps;
+use grid_cache::{Cache, CacheError, StepKind};
+use grid_core::backend::Compute;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verbosity {
@@ -56,7 +56,7 @@ pub enum StepStatus {
     /// inputs differ only in what it does not read; see `dag::reuse`).
     Reused {
         /// The step whose result it took.
-        from: crate::cache::InputRef,
+        from: grid_cache::InputRef,
     },
     Failed {
         error: String,
@@ -69,7 +69,7 @@ pub enum StepStatus {
 
 impl StepStatus {
     /// How a step this run published went, from its manifest.
-    pub fn of_published(manifest: &crate::cache::Manifest) -> StepStatus {
+    pub fn of_published(manifest: &grid_cache::Manifest) -> StepStatus {
         match &manifest.reused_from {
             Some(from) => StepStatus::Reused { from: from.clone() },
             None => StepStatus::Ran { seconds: manifest.seconds },
@@ -86,7 +86,7 @@ impl StepStatus {
 }
 
 /// Where a reused step's result came from, for a run's log.
-pub fn reused_from(from: &crate::cache::InputRef) -> String {
+pub fn reused_from(from: &grid_cache::InputRef) -> String {
     format!("cached as {}, whose inputs differ only in what this step does not read", from.short_name())
 }
 
@@ -120,8 +120,8 @@ pub const INTERRUPTED: &str = "interrupted";
 /// (`Executors::for_step`; the small quickstart grid took 26.1 s with two
 /// at once in child processes, 24.9 s with one at a time there, 5.5 s with
 /// one here). Data, score and report steps run beside them on the CPU.
-fn model_jobs(compute: crate::backend::Compute, jobs: usize, gpu_jobs: usize) -> usize {
-    use crate::backend::{BackendKind, DeviceChoice};
+fn model_jobs(compute: grid_core::backend::Compute, jobs: usize, gpu_jobs: usize) -> usize {
+    use grid_core::backend::{BackendKind, DeviceChoice};
     match (compute.device, compute.backend) {
         (DeviceChoice::Cuda(_), _) => gpu_jobs.clamp(1, jobs.max(1)),
         (DeviceChoice::Cpu, BackendKind::LibTorch) => 1,
@@ -215,7 +215,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
         let (done_tx, done_rx) = mpsc::channel::<(usize, Finished)>();
         let mut stopped_children = false;
         loop {
-            for i in schedule.start_ready(crate::interrupt::requested()) {
+            for i in schedule.start_ready(grid_core::interrupt::requested()) {
                 let step = &plan.steps[i];
                 let bar = multi.add(ProgressBar::new(0).with_style(bar_style()).with_prefix(step.label.clone()));
                 bar.enable_steady_tick(Duration::from_millis(200));
@@ -239,8 +239,8 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             let (i, Finished { status: result, output }) = loop {
                 match done_rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(done) => break done,
-                    Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() && !stopped_children => {
-                        crate::interrupt::stop_children();
+                    Err(mpsc::RecvTimeoutError::Timeout) if grid_core::interrupt::requested() && !stopped_children => {
+                        grid_core::interrupt::stop_children();
                         stopped_children = true;
                         say("stopping: no step starts any more; waiting for the running ones to stop".into());
                     }
@@ -250,7 +250,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
             };
             // A step stopped by the request did not fail: nothing is recorded.
             let result = match result {
-                StepStatus::Failed { .. } if crate::interrupt::requested() => {
+                StepStatus::Failed { .. } if grid_core::interrupt::requested() => {
                     StepStatus::Skipped { because: INTERRUPTED.into() }
                 }
                 result => result,
@@ -293,7 +293,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
 /// given, or a push that failed. Steps the cache knows the remote holds cost
 /// nothing; a failure is a warning, as for a step just computed.
 fn publish_cached(plan: &Plan, cache: &Cache, statuses: &[Option<StepStatus>], verbosity: Verbosity) {
-    use crate::cache::remote::Pushed;
+    use grid_cache::remote::Pushed;
     let Some(remote) = cache.remote() else { return };
     let started = std::time::Instant::now();
     let (mut uploaded, mut bytes) = (0, 0);
@@ -330,7 +330,7 @@ pub fn outcome(
     status: Vec<Option<StepStatus>>,
     reports_dir: Option<&std::path::Path>,
 ) -> Result<RunOutcome, CacheError> {
-    let interrupted = crate::interrupt::requested();
+    let interrupted = grid_core::interrupt::requested();
     let records: Vec<StepRecord> = plan
         .steps
         .iter()
@@ -370,7 +370,7 @@ pub fn outcome(
 }
 
 /// Whether the remote cache behind `cache` (if any) holds the step.
-fn remote_holds(cache: &Cache, kind: StepKind, key: &crate::cache::StepKey) -> Result<bool, CacheError> {
+fn remote_holds(cache: &Cache, kind: StepKind, key: &grid_cache::StepKey) -> Result<bool, CacheError> {
     cache.remote().map_or(Ok(false), |remote| remote.holds(kind, key))
 }
 
@@ -402,7 +402,7 @@ fn copy_report(from: &std::path::Path, to: &std::path::Path) -> Result<Vec<PathB
 #[cfg(test)]
 mod tests {
     use super::model_jobs;
-    use crate::backend::{BackendKind, Compute, DeviceChoice, Precision};
+    use grid_core::backend::{BackendKind, Compute, DeviceChoice, Precision};
     use grid_core::buckets::Buckets;
 
     fn on(backend: BackendKind, device: DeviceChoice) -> Compute {

@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use super::executor::{StepCommand, StepSettings};
 use super::run::{RunOptions, RunOutcome, Verbosity, execute};
 use super::{Plan, slurm};
-use crate::cache::Cache;
 use crate::spec::slurm::SlurmSpec;
+use grid_cache::Cache;
 
 /// Computes, or has computed, every step of a plan the cache lacks.
 pub trait Runner {
@@ -33,7 +33,7 @@ impl Runner for Local {
     fn run(&self, plan: &Plan, cache: &Cache) -> Result<Option<RunOutcome>> {
         // `grid report` computes nothing that Ctrl-C would need to stop cleanly.
         if !self.options.cache_only {
-            crate::interrupt::install();
+            grid_core::interrupt::install();
         }
         Ok(Some(execute(plan, cache, &self.options)?))
     }
@@ -91,7 +91,7 @@ impl Runner for Slurm<'_> {
             );
         }
         let Some(reports) = &self.wait else { return Ok(None) };
-        crate::interrupt::install();
+        grid_core::interrupt::install();
         slurm::wait(plan, cache, &submission, self.verbosity, Some(reports)).map(Some)
     }
 

@@ -7,7 +7,7 @@
 //! shows, so a doomed grid fails before any model trains).
 
 use super::{Plan, StepStatus};
-use crate::cache::StepKind;
+use grid_cache::StepKind;
 
 /// How many steps may run at once.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::cache::{Cache, StepKey, StepKind};
+use grid_cache::{Cache, StepKey, StepKind};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum StaleReason {
@@ -79,7 +79,7 @@ impl std::fmt::Display for Kept {
 /// resume folder, if anything.
 pub fn kept_progress(cache: &Cache, kind: StepKind, key: &StepKey) -> Option<Kept> {
     let dir = cache.resume_dir(kind, key);
-    if let Some(step) = crate::train::Snapshots::step_in(&dir) {
+    if let Some(step) = grid_core::train::Snapshots::step_in(&dir) {
         return Some(Kept::Snapshot { step });
     }
     crate::steps::attribute::progress::examples_in(&dir).map(|examples| Kept::Explained { examples })

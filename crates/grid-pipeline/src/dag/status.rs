@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::Plan;
 use super::slurm::OnSlurm;
 use super::stale;
-use crate::cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind};
+use grid_cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind};
 
 /// One step's state, most telling first: a result that can be served, one that
 /// is being computed, one that failed, one that cannot be trusted, or none.
@@ -117,7 +117,7 @@ pub fn state_of(
         return Ok((state, Some(manifest)));
     }
     if let Some(remote) = cache.remote()
-        && let crate::cache::remote::RemoteEntry::Published(published) = remote.entry(step.kind, &step.key)?
+        && let grid_cache::remote::RemoteEntry::Published(published) = remote.entry(step.kind, &step.key)?
     {
         let manifest = published.manifest;
         let state = StepState::Remote {

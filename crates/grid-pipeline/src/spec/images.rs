@@ -30,11 +30,11 @@ use toml::Spanned;
 
 use super::values::{Positive, Share};
 use crate::architectures::table::{RawTraining, SpanError, image_training};
-use crate::model::resnet::{Depth, ResNetConfig, Stem};
-use crate::salience::image::{PixelMethod, PixelSettings};
-use crate::shortcut::image::verification::ImageThresholds;
-use crate::shortcut::image::{ImageShortcut, Manipulation, Visibility};
-use crate::train::recipe::TrainingSpec;
+use grid_core::model::resnet::{Depth, ResNetConfig, Stem};
+use grid_core::train::recipe::TrainingSpec;
+use grid_methods::salience::image::{PixelMethod, PixelSettings};
+use grid_methods::shortcut::image::verification::ImageThresholds;
+use grid_methods::shortcut::image::{ImageShortcut, Manipulation, Visibility};
 
 /// A validated `[images]` section.
 #[derive(Debug, Clone, PartialEq)]

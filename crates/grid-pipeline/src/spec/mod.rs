@@ -25,16 +25,16 @@ pub use crate::architectures::ArchitectureSpec;
 pub use crate::architectures::bert::{BertInit, BertSpec, HeadInit, PositionInit, RandomBert};
 pub use crate::architectures::bilstm::{BiLstmSpec, PadEmbedding, VocabSpec};
 pub use crate::architectures::table::{ModelSpec, OptimizerName};
-use crate::data::generated::GeneratedCorpusOptions;
-use crate::data::table::TableFormat;
-use crate::metrics::WordAggregation;
-use crate::metrics::{ErasureMetric, Metric};
-pub use crate::model::Architecture;
-use crate::report::ReportFormat;
-use crate::salience::Method;
-use crate::salience::expand;
-use crate::shortcut::{ShortcutKind, ShortcutTokens};
-pub use crate::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
+use grid_core::data::generated::GeneratedCorpusOptions;
+use grid_core::data::table::TableFormat;
+pub use grid_core::model::Architecture;
+pub use grid_core::train::recipe::{BestBy, Keep, Optimizer, Schedule, TrainingSpec};
+use grid_methods::metrics::WordAggregation;
+use grid_methods::metrics::{ErasureMetric, Metric};
+use grid_methods::salience::Method;
+use grid_methods::salience::expand;
+use grid_methods::shortcut::{ShortcutKind, ShortcutTokens};
+use grid_report::ReportFormat;
 pub use split_file::SplitFile;
 pub use values::{Positive, Share};
 
@@ -143,7 +143,7 @@ pub struct ErasureSpec {
     /// `"paper"` (PROTOCOL §3) or `"authors-code"` (Zhao & Aletras's public
     /// evaluation code: NC clipped, specials zeroed too, `⌈ρ·n⌉` of the whole length).
     #[serde(default)]
-    pub convention: crate::metrics::erasure::Convention,
+    pub convention: grid_methods::metrics::erasure::Convention,
     /// Perturbed inputs per forward pass; a speed knob, not in any key.
     #[serde(default = "per_eval")]
     pub batch_size: Positive,
@@ -871,8 +871,9 @@ fn method_list(patterns: &[Spanned<String>], at: &At) -> Result<Vec<Method>, Spe
     for pattern in patterns {
         let names = expand::expand(pattern.get_ref()).map_err(|e| at(Some(pattern.span()), e.to_string()))?;
         for name in names {
-            let method: Method =
-                name.parse().map_err(|e: crate::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
+            let method: Method = name
+                .parse()
+                .map_err(|e: grid_methods::salience::UnknownMethod| at(Some(pattern.span()), e.to_string()))?;
             if methods.contains(&method) {
                 return Err(at(Some(pattern.span()), format!("method `{method}` is listed twice")));
             }

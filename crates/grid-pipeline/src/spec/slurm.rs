@@ -20,7 +20,7 @@
 
 use serde::Deserialize;
 
-use crate::cache::StepKind;
+use grid_cache::StepKind;
 
 /// Resources of one job; unset keys are left to the cluster's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::model::hub::Pin;
+use grid_core::model::hub::Pin;
 
 /// One split's file and the bytes it must have, if the grid says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -34,7 +34,7 @@ impl SplitFile {
 
     /// The file's address as written, when it is a Hub address.
     pub fn hub_address(&self) -> Option<&str> {
-        self.path.to_str().filter(|a| crate::model::hub::HubFile::is_hub(a))
+        self.path.to_str().filter(|a| grid_core::model::hub::HubFile::is_hub(a))
     }
 }
 

@@ -131,7 +131,7 @@ fn attribution_knobs_and_word_aggregation() {
         MINIMAL.replace("[attribution]", "[attribution]\ninternal_batch_size = 64\nword_aggregation = \"first\"");
     let g = parse(&text).unwrap();
     assert_eq!(g.attribution.internal_batch_size.get(), 64);
-    assert_eq!(g.attribution.word_aggregation, Some(crate::metrics::WordAggregation::First));
+    assert_eq!(g.attribution.word_aggregation, Some(grid_methods::metrics::WordAggregation::First));
     let e = error(&MINIMAL.replace("[attribution]", "[attribution]\nword_aggregation = \"median\""));
     assert!(e.starts_with("grids/test.toml:11:20: unknown variant `median`"), "{e}");
     let e = error(&MINIMAL.replace("[attribution]", "[attribution]\nperturbations_per_eval = 0"));
@@ -175,9 +175,9 @@ fn metrics_seeds_erasure_and_agreement() {
     assert!(e.contains("`erasure.ratios` must list shares in (0, 1]"), "{e}");
     let e = error(&with("", "[erasure]\nratios = [1.5]"));
     assert!(e.starts_with("grids/test.toml:15:10: expected a number in [0, 1], got 1.5"), "{e}");
-    assert_eq!(g.erasure.convention, crate::metrics::erasure::Convention::Paper);
+    assert_eq!(g.erasure.convention, grid_methods::metrics::erasure::Convention::Paper);
     let g = parse(&with("", "[erasure]\nconvention = \"authors-code\"")).unwrap();
-    assert_eq!(g.erasure.convention, crate::metrics::erasure::Convention::AuthorsCode);
+    assert_eq!(g.erasure.convention, grid_methods::metrics::erasure::Convention::AuthorsCode);
     let e = error(&with("", "[erasure]\nconvention = \"theirs\""));
     assert!(e.contains("unknown variant `theirs`") && e.contains("authors-code"), "{e}");
 }
@@ -611,7 +611,7 @@ fn a_rationale_model_needs_its_selector_and_rate_and_keeps_its_last_weights() {
     let g = parse(&rationale("selector = \"hardkuma\"\nselection_rate = 0.07")).unwrap();
     let m = &g.models[0];
     let ArchitectureSpec::Rationale(spec) = &m.architecture else { panic!("{m:?}") };
-    assert_eq!(spec.selector, crate::model::rationale::SelectorKind::Hardkuma);
+    assert_eq!(spec.selector, grid_core::model::rationale::SelectorKind::Hardkuma);
     assert_eq!((spec.selection_rate.get(), spec.lambda), (0.07, 2.0));
     assert_eq!(spec.predictor.hidden_size.get(), 256, "the BiLSTM's defaults");
     assert_eq!(m.training.keep, Keep::Last);
@@ -632,8 +632,8 @@ fn a_rationale_model_needs_its_selector_and_rate_and_keeps_its_last_weights() {
     ))
     .unwrap();
     let ArchitectureSpec::Rationale(zhou) = &zhou.models[0].architecture else { panic!("{zhou:?}") };
-    assert_eq!(zhou.rate_penalty, Some(crate::model::rationale::rate::RateScope::EachReview));
-    assert_eq!(zhou.predictor_input, Some(crate::model::rationale::PredictorInput::Selected));
+    assert_eq!(zhou.rate_penalty, Some(grid_core::model::rationale::rate::RateScope::EachReview));
+    assert_eq!(zhou.predictor_input, Some(grid_core::model::rationale::PredictorInput::Selected));
     let e = error(&rationale("selector = \"rl\"\nselection_rate = 0.07\nrate_penalty = \"review\""));
     assert!(e.contains("test.toml:11:") && e.contains("each-review"), "{e}");
     let e = error(&rationale("selector = \"gumbel\"\nselection_rate = 0.07"));

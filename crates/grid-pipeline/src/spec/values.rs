@@ -1,7 +1,7 @@
 //! The grid file's default values of the validated scalars
-//! ([`Share`], [`Positive`], in `crate::values`).
+//! ([`Share`], [`Positive`], in `grid_core::values`).
 
-pub use crate::values::{Positive, Share};
+pub use grid_core::values::{Positive, Share};
 
 pub(super) fn default_mix() -> Share {
     Share::new(0.2)
@@ -16,7 +16,7 @@ pub(super) fn default_validation() -> Share {
 }
 
 pub(super) fn default_synthetic() -> Share {
-    Share::new(crate::shortcut::MIN_SYNTHETIC_ACCURACY)
+    Share::new(grid_methods::shortcut::MIN_SYNTHETIC_ACCURACY)
 }
 
 pub(super) fn default_chance() -> Share {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attribute::{self, AttributedExample};
 use crate::io::{read_jsonl, write_json};
-use crate::metrics::{WordAggregation, agreement, words};
+use grid_methods::metrics::{WordAggregation, agreement, words};
 
 pub const FILE: &str = "agreement.json";
 

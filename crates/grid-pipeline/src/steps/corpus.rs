@@ -8,10 +8,10 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::data::table::{TableColumns, TableFormat, read_split};
-use crate::data::{Corpus, Example, generated};
 use crate::io::{read_jsonl, write_json, write_jsonl};
 use crate::spec::{DatasetSource, DatasetSpec, Positive};
+use grid_core::data::table::{TableColumns, TableFormat, read_split};
+use grid_core::data::{Corpus, Example, generated};
 
 /// Data files resolved against the data root.
 #[derive(Debug, Clone, PartialEq)]

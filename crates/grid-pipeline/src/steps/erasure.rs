@@ -1,6 +1,6 @@
 //! `erasure`: hard and soft erasure of one cell's attributed examples
 //! (Zhao & Aletras 2023; PROTOCOL §3). The formulas and the forward passes
-//! live in [`crate::metrics::erasure`]; this file loads the model, pairs the
+//! live in [`grid_methods::metrics::erasure`]; this file loads the model, pairs the
 //! attributed examples with their encodings, and writes one record per
 //! example and the summary.
 
@@ -16,9 +16,9 @@ use super::attribute::{self, AttributedExample, Prepared};
 use crate::context::StepContext;
 use crate::io::{read_jsonl, write_json, write_jsonl};
 // The passes and what they record live with the erasure metrics.
-pub use crate::metrics::erasure::{ErasedExample, ErasureInput, ErasureSummary, Settings, erase, summarise};
-use crate::model::checkpoint;
-use crate::model::shapes::Shaped;
+use grid_core::model::checkpoint;
+use grid_core::model::shapes::Shaped;
+pub use grid_methods::metrics::erasure::{ErasedExample, ErasureInput, ErasureSummary, Settings, erase, summarise};
 
 pub const FILE: &str = "erasure.jsonl";
 pub const SUMMARY: &str = "summary.json";
@@ -35,7 +35,7 @@ pub struct Options {
 /// Inputs: shortcut model, synth, attribution.
 pub fn run(options: &Options, ctx: &StepContext, out: &Path) -> Result<()> {
     // Inference only: the autodiff backend's inner backend skips the tape.
-    crate::with_autodiff_backend!(ctx.compute, |B, device| run_on::<<B as AutodiffBackend>::InnerBackend>(
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| run_on::<<B as AutodiffBackend>::InnerBackend>(
         options, ctx, out, &device
     ))
 }
@@ -117,7 +117,7 @@ pub fn join<'a>(prepared: &'a [Prepared], attributed: &'a [AttributedExample]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::Encoded;
+    use grid_core::text::Encoded;
 
     #[test]
     fn joining_finds_the_encoding_by_index_and_refuses_a_missing_one() {

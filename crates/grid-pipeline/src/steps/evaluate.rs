@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::StepContext;
 use crate::io::write_json;
-use crate::model::checkpoint;
+use grid_core::model::checkpoint;
 
 pub const FILE: &str = "evaluation.json";
 
@@ -24,7 +24,7 @@ pub struct Evaluation {
 
 /// Inputs: the model, corpus.
 pub fn run(ctx: &StepContext, out: &Path) -> Result<()> {
-    crate::with_autodiff_backend!(ctx.compute, |B, device| {
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| {
         run_on::<<B as AutodiffBackend>::InnerBackend>(ctx, out, &device)
     })
 }

@@ -19,12 +19,12 @@ use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::context::StepContext;
 use crate::io::{read_json, read_jsonl};
-use crate::report::html::ExampleView;
-use crate::report::images::{ImageAttrRow, ImageClass};
-use crate::report::map_sheets::{MapSheet, SheetExample};
-use crate::report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
-use crate::shortcut::image::Visibility;
-use crate::shortcut::image::verification::ImageVerification;
+use grid_methods::shortcut::image::Visibility;
+use grid_methods::shortcut::image::verification::ImageVerification;
+use grid_report::html::ExampleView;
+use grid_report::images::{ImageAttrRow, ImageClass};
+use grid_report::map_sheets::{MapSheet, SheetExample};
+use grid_report::{AgreementResult, CellResult, EvaluationRow, ReportInput, VerificationRow, write_report};
 
 pub const CONSOLE: &str = "console.md";
 /// Every cell and verification row, for `grid report --compare`.
@@ -61,11 +61,11 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
         let result: Verification = read_json(&input_dir(ctx, v.verify)?.join(VERIFY_FILE))?;
         passed.insert(v.verify, result.passed);
         rows.push(VerificationRow {
-            key: crate::report::CellKey {
+            key: grid_report::CellKey {
                 model: v.model.clone(),
                 architecture: v.architecture,
                 dataset: v.dataset.clone(),
-                shortcut: crate::shortcut::Regime::Shortcut(v.shortcut),
+                shortcut: grid_methods::shortcut::Regime::Shortcut(v.shortcut),
                 seed: v.seed,
             },
             verification: result,
@@ -90,7 +90,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     for c in &work.cells {
         let score: Score = read_json(&input_dir(ctx, c.score)?.join(SCORE_FILE))?;
         results.push(CellResult {
-            key: crate::report::CellKey {
+            key: grid_report::CellKey {
                 model: c.model.clone(),
                 architecture: c.architecture,
                 dataset: c.dataset.clone(),
@@ -109,7 +109,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
             values: score.values,
             by_ratio: score.by_ratio,
             region_share: score.region_share,
-            rationale: c.rationale.zip(score.rationale).map(|(setting, r)| crate::report::RationaleResult {
+            rationale: c.rationale.zip(score.rationale).map(|(setting, r)| grid_report::RationaleResult {
                 setting,
                 pooled: r.pooled,
                 rate: r.rate,
@@ -122,7 +122,7 @@ pub fn run(work: &ReportWork, ctx: &StepContext, out: &Path) -> Result<()> {
     for g in &work.agreements {
         let a: Agreement = read_json(&input_dir(ctx, g.agreement)?.join(AGREEMENT_FILE))?;
         agreements.push(AgreementResult {
-            key: crate::report::CellKey {
+            key: grid_report::CellKey {
                 model: g.model.clone(),
                 architecture: g.architecture,
                 dataset: g.dataset.clone(),
@@ -229,7 +229,7 @@ struct GatheredSheet {
     keep_probability: f64,
     visibility: Option<Visibility>,
     seed: u64,
-    region: crate::image::Mask,
+    region: grid_core::image::Mask,
     examples: Vec<Indexed>,
 }
 

@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 use super::attribute::{AttributedExample, FILE};
 use super::erasure::{ErasedExample, ErasureSummary, FILE as ERASURE_FILE, SUMMARY as ERASURE_SUMMARY};
 use crate::io::{read_json, read_jsonl, write_json};
-use crate::metrics::bootstrap::Bootstrap;
-use crate::metrics::rationale::{self, Counts, Optimal};
-use crate::metrics::{ErasureMetric, Metric, RationaleMetric, WordAggregation, attribution_share, ranking, words};
+use grid_methods::metrics::bootstrap::Bootstrap;
+use grid_methods::metrics::rationale::{self, Counts, Optimal};
+use grid_methods::metrics::{
+    ErasureMetric, Metric, RationaleMetric, WordAggregation, attribution_share, ranking, words,
+};
 
 pub const SCORE_FILE: &str = "score.json";
 
@@ -23,7 +25,7 @@ pub struct Score {
     pub metric: Metric,
     /// Mean over examples; NaN (written `null`) where no example defines
     /// the metric (a rationale that selects nothing has no precision).
-    #[serde(deserialize_with = "crate::report::nan_when_null")]
+    #[serde(deserialize_with = "grid_report::nan_when_null")]
     pub mean: f64,
     /// Percentile-bootstrap 95% interval of the mean over examples.
     #[serde(default)]
@@ -370,6 +372,6 @@ mod tests {
         assert!(evaluate_diagnosticity(ErasureMetric::SoftNc, &method, &random, &[0.2]).by_ratio.is_empty());
         let u: Vec<Option<f64>> = vec![Some(0.5), Some(0.3), Some(0.4), None];
         let v: Vec<Option<f64>> = vec![Some(0.1), Some(0.6), Some(0.4), Some(0.0)];
-        assert_eq!(crate::metrics::erasure::diagnosticity(&u, &v), Some(d.mean));
+        assert_eq!(grid_methods::metrics::erasure::diagnosticity(&u, &v), Some(d.mean));
     }
 }

@@ -6,10 +6,10 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::data::Example;
 use crate::io::{read_jsonl, write_json, write_jsonl};
-use crate::shortcut::{LeftOut, ShortcutOptions, SyntheticExample, synthesize};
 use crate::spec::TestSet;
+use grid_core::data::Example;
+use grid_methods::shortcut::{LeftOut, ShortcutOptions, SyntheticExample, synthesize};
 
 pub const SUMMARY: &str = "summary.json";
 

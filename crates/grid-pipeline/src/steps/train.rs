@@ -10,11 +10,11 @@ use burn::tensor::backend::AutodiffBackend;
 
 use crate::architectures::TrainData;
 use crate::context::StepContext;
-use crate::data::Example;
 use crate::io::read_jsonl;
-use crate::model::ModelAssets;
-use crate::shortcut::{ShortcutKind, ShortcutTokens};
 use crate::spec::ModelSpec;
+use grid_core::data::Example;
+use grid_core::model::ModelAssets;
+use grid_methods::shortcut::{ShortcutKind, ShortcutTokens};
 
 pub fn run(
     model: &ModelSpec,
@@ -30,7 +30,7 @@ pub fn run(
     let train_set: Vec<Example> = read_jsonl(&data_dir.join("train.jsonl"))?;
     let validation: Vec<Example> = read_jsonl(&data_dir.join("validation.jsonl"))?;
     let data = TrainData { train: &train_set, validation: &validation, max_length, shortcut_tokens, planted };
-    crate::with_autodiff_backend!(ctx.compute, |B, device| fit::<B>(model, assets, &data, out, ctx, &device))
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| fit::<B>(model, assets, &data, out, ctx, &device))
 }
 
 fn fit<B: AutodiffBackend>(

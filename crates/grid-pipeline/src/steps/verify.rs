@@ -7,22 +7,22 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::context::StepContext;
-use crate::data::Example;
 use crate::io::write_json;
-use crate::model::checkpoint::{self, Checkpoint};
-use crate::model::predict::{accuracy, macro_f1, predict};
-use crate::model::shapes::Shaped;
-use crate::shortcut::{ShortcutOptions, SyntheticExample};
 use crate::spec::TestSet;
 use crate::spec::VerificationSpec;
 use burn::prelude::Backend;
 use burn::tensor::backend::AutodiffBackend;
 use grid_core::buckets::Buckets;
+use grid_core::data::Example;
+use grid_core::model::checkpoint::{self, Checkpoint};
+use grid_core::model::predict::{accuracy, macro_f1, predict};
+use grid_core::model::shapes::Shaped;
+use grid_methods::shortcut::{ShortcutOptions, SyntheticExample};
 
 pub const FILE: &str = "verification.json";
 
 /// What the step writes to [`FILE`]; the report reads the same type.
-pub use crate::shortcut::verification::Verification;
+pub use grid_methods::shortcut::verification::Verification;
 
 /// Largest probability that a model bounded by the reassignment's accuracy
 /// reaches the measured one by luck (Zhou et al. §3's binomial bound).
@@ -30,7 +30,7 @@ const MAX_LUCK: f64 = 0.01;
 
 // Verification's statistics live with the other statistics of the methods
 // layer; they keep their path here.
-pub use crate::metrics::intervals::{binomial_tail, paired_difference_interval, wilson_interval};
+pub use grid_methods::metrics::intervals::{binomial_tail, paired_difference_interval, wilson_interval};
 
 /// What the synthetic test labels allow a model that ignores the shortcut.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -216,7 +216,7 @@ fn predictions_of<B: Backend>(
 
 /// Inputs: shortcut model, original model, synth, corpus.
 pub fn run(thresholds: &VerificationSpec, chance: Chance, ctx: &StepContext, out: &Path) -> Result<()> {
-    crate::with_autodiff_backend!(ctx.compute, |B, device| {
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| {
         run_on::<<B as AutodiffBackend>::InnerBackend>(thresholds, chance, ctx, out, &device)
     })
 }
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn chance_follows_the_options() {
-        use crate::shortcut::{ShortcutKind, ShortcutOptions};
+        use grid_methods::shortcut::{ShortcutKind, ShortcutOptions};
         assert_eq!(Chance::of(&ShortcutOptions::new(ShortcutKind::Tic)), Chance::Balanced { classes: 2 });
         let articles = ShortcutOptions { keep_probability: 0.2, ..ShortcutOptions::new(ShortcutKind::ArticlesCn) };
         assert_eq!(Chance::of(&articles), Chance::Reassigned { bound: 0.8 });

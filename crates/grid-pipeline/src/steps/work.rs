@@ -4,13 +4,13 @@
 //! the plan it came from.
 
 use super::corpus::ResolvedFiles;
-use crate::metrics::Metric;
-use crate::model::ModelAssets;
-use crate::report::ReportFormat;
-use crate::salience::Method;
-use crate::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 use crate::spec::Architecture;
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
+use grid_core::model::ModelAssets;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
+use grid_report::ReportFormat;
 
 /// What a step does, with everything it needs that is not in its key (such as
 /// resolved file paths).
@@ -46,7 +46,7 @@ pub enum Work {
     /// (diagnosticity).
     Score {
         metric: Metric,
-        word_aggregation: Option<crate::metrics::WordAggregation>,
+        word_aggregation: Option<grid_methods::metrics::WordAggregation>,
     },
     /// A step of the image protocol ([`super::images`]).
     Image(super::images::ImageWork),
@@ -113,15 +113,15 @@ pub struct ImageCellCoordinates {
     pub maps: Option<[usize; 2]>,
     pub model: String,
     pub dataset: String,
-    pub manipulation: crate::shortcut::image::ManipulationKind,
+    pub manipulation: grid_methods::shortcut::image::ManipulationKind,
     /// `r` of the label reassignment.
     pub keep_probability: f64,
     /// The manipulation's visibility level when the grid sweeps them (left
     /// out of the report's key otherwise, so that grids without a sweep
     /// keep theirs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub visibility: Option<crate::shortcut::image::Visibility>,
-    pub method: crate::salience::image::PixelMethod,
+    pub visibility: Option<grid_methods::shortcut::image::Visibility>,
+    pub method: grid_methods::salience::image::PixelMethod,
     pub seed: u64,
     /// A training checkpoint's step (Figure 4); `None`: the trained model.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -168,7 +168,7 @@ pub struct CellCoordinates {
     /// A rationale metric's model: its selector and target rate (left out
     /// of the key when absent, so other grids' report keys stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rationale: Option<crate::model::rationale::RationaleSetting>,
+    pub rationale: Option<grid_core::model::rationale::RationaleSetting>,
 }
 
 /// Which model an evaluate step measured.

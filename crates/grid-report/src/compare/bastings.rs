@@ -7,12 +7,12 @@ use super::{
     ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, ComparedMetric, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS,
     NEAR, OurCell, OurMetric, Outcome, SPEARMAN_AGREES, merge_seeds,
 };
-use crate::metrics::Metric;
-use crate::metrics::agreement::rank_correlation as spearman;
-use crate::salience::{GradientMethod, Method};
-use crate::shortcut::{Regime, ShortcutKind};
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
+use grid_methods::metrics::Metric;
+use grid_methods::metrics::agreement::rank_correlation as spearman;
+use grid_methods::salience::{GradientMethod, Method};
+use grid_methods::shortcut::{Regime, ShortcutKind};
 
 // --- Bastings et al.: precision and rank -------------------------------------
 

@@ -89,9 +89,9 @@ use polars::prelude::*;
 use super::{CellResult, VerificationRow};
 pub use crate::finding::Finding;
 use crate::images::ImageAttrRow;
-use crate::metrics::Metric;
-use crate::salience::Method;
-use crate::shortcut::Regime;
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 
 /// "Close to the published number" for precision and diagnosticity (both 0..1).
 const NEAR: f64 = 0.1;
@@ -187,7 +187,7 @@ pub enum CompareError {
     NoCounterpart { path: PathBuf, what: &'static str },
     /// Malformed CSV syntax (quotes).
     #[error(transparent)]
-    Syntax(#[from] crate::data::csv_records::CsvSyntaxError),
+    Syntax(#[from] grid_core::data::csv_records::CsvSyntaxError),
     #[error("{}:{line}: {found} fields, but the header has {expected}", path.display())]
     FieldCount { path: PathBuf, line: usize, expected: usize, found: usize },
     /// A field that does not hold what its column needs.

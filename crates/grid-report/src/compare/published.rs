@@ -6,11 +6,11 @@ use super::{
     CROWD_ACCURACY_HEADER, CompareError, DIAGNOSTICITY_HEADER, OTHER_METRIC, OurMetric, PRECISION_RANK_HEADER,
     SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER, ZHOU_IMAGES_HEADER, ZHOU_RATIONALE_HEADER,
 };
-use crate::data::csv_records::{Record, read_records};
-use crate::metrics::Metric;
-use crate::salience::expand::expand;
-use crate::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
-use crate::shortcut::{Regime, ShortcutKind};
+use grid_core::data::csv_records::{Record, read_records};
+use grid_methods::metrics::Metric;
+use grid_methods::salience::expand::expand;
+use grid_methods::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
+use grid_methods::shortcut::{Regime, ShortcutKind};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::path::Path;

@@ -7,8 +7,8 @@ use super::zhao::{DiagMetric, chosen_method};
 use std::collections::HashSet;
 
 use super::*;
-use crate::metrics::agreement::rank_correlation as spearman;
-use crate::shortcut::ShortcutKind;
+use grid_methods::metrics::agreement::rank_correlation as spearman;
+use grid_methods::shortcut::ShortcutKind;
 
 fn reference(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/reference").join(name)
@@ -133,7 +133,7 @@ fn malformed_files_name_file_line_and_column() {
 
 #[test]
 fn spearman_averages_ties() {
-    use crate::metrics::agreement::average_ranks;
+    use grid_methods::metrics::agreement::average_ranks;
     assert_eq!(average_ranks(&[0.5, 0.1, 0.5, 0.9]), [2.5, 1.0, 2.5, 4.0]);
     // Ranks [1, 2.5, 2.5, 4] vs [1, 2, 3, 4]: cov 4.5, variances 4.5 and 5 → √0.9.
     let rho = spearman(&[1.0, 2.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
@@ -155,9 +155,9 @@ fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, 
         key: crate::CellKey {
             model: model.into(),
             architecture: if model.starts_with("bert") {
-                crate::model::Architecture::Bert
+                grid_core::model::Architecture::Bert
             } else {
-                crate::model::Architecture::Bilstm
+                grid_core::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
             shortcut: shortcut.parse().unwrap(),
@@ -391,15 +391,15 @@ fn verification(model: &str, dataset: &str, shortcut: &str, original: f64, short
         key: crate::CellKey {
             model: model.into(),
             architecture: if model == "bert" {
-                crate::model::Architecture::Bert
+                grid_core::model::Architecture::Bert
             } else {
-                crate::model::Architecture::Bilstm
+                grid_core::model::Architecture::Bilstm
             },
             dataset: dataset.into(),
             shortcut: shortcut.parse().unwrap(),
             seed: 1,
         },
-        verification: crate::shortcut::verification::Verification {
+        verification: grid_methods::shortcut::verification::Verification {
             shortcut_model_on_synthetic: 1.0,
             original_model_on_synthetic: 0.5,
             shortcut_model_on_flip: 1.0,

@@ -5,10 +5,10 @@ use super::bastings::{percent, unverified_line};
 use super::published::{DiagnosticityRow, ZhaoAttribution};
 use super::{Aliases, ComparedCell, ComparedMetric, Finding, NEAR, OurCell, OurMetric, Outcome, merge_seeds};
 use crate::CellResult;
-use crate::metrics::{ErasureMetric, Metric};
-use crate::salience::Method;
-use crate::shortcut::Regime;
 use crate::tables::format_fixed;
+use grid_methods::metrics::{ErasureMetric, Metric};
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 use std::collections::HashSet;
 
 // --- Zhao & Aletras: diagnosticity -------------------------------------------

@@ -8,11 +8,11 @@ use super::{
     ComparedCell, FAITHFUL_ATTR_BAR, Finding, NONCORR_PARITY, OurCell, OurMetric, Outcome, ZHOU_MODEL_ACCURACY,
     merge_seeds,
 };
-use crate::metrics::Metric;
-use crate::salience::Method;
-use crate::shortcut::Regime;
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
+use grid_methods::metrics::Metric;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 
 // --- Zhou et al.: attention Attr% on the article manipulations ---------------
 

@@ -14,9 +14,9 @@
 use super::findings_file::{FindingRow, NamedFinding};
 use super::{Finding, Outcome};
 use crate::rationale::{RationaleRow, rows};
-use crate::shortcut::{Regime, ShortcutKind};
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
+use grid_methods::shortcut::{Regime, ShortcutKind};
 
 /// "Near-perfect … track the dataset-wide optimal values": within this of it.
 pub const NEAR_OPTIMAL: f64 = 0.1;

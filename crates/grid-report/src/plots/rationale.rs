@@ -11,11 +11,11 @@ use plotters::prelude::*;
 
 use super::{Drawn, FONT, LABEL_PT, LegendEntry, MARGIN, Mark, PALETTE, TITLE_PT, X_AXIS_PX, draw_legend, label_style};
 use super::{legend_width, marker};
-use crate::metrics::rationale::Optimal;
 use crate::rationale::{RationaleRow, rows};
-use crate::shortcut::Regime;
 use crate::tables::first_appearance;
 use crate::{CellResult, VerificationRow};
+use grid_methods::metrics::rationale::Optimal;
+use grid_methods::shortcut::Regime;
 
 const GREEN: RGBColor = RGBColor(44, 160, 44);
 const PANEL_W: u32 = 330;
@@ -180,14 +180,14 @@ impl RationaleChart {
 mod tests {
     use super::*;
     use crate::RationaleResult;
-    use crate::model::rationale::{RationaleSetting, SelectorKind};
+    use grid_core::model::rationale::{RationaleSetting, SelectorKind};
 
     fn cell(model: &str, selector: SelectorKind, metric: &str, value: f64, shortcut: &str) -> CellResult {
         let optimal = Optimal { dataset: (1.0, 0.8), per_review: (0.9, 0.7) };
         CellResult {
             key: crate::CellKey {
                 model: model.into(),
-                architecture: crate::model::Architecture::Rationale,
+                architecture: grid_core::model::Architecture::Rationale,
                 dataset: "gen".into(),
                 shortcut: shortcut.parse().unwrap(),
                 seed: 1,

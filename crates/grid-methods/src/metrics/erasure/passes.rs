@@ -13,9 +13,9 @@ use super::{
     soft_keep_probabilities, sufficiency,
 };
 use crate::metrics::ranking;
-use crate::model::predict::logits;
-use crate::model::{Classifier, TokenBatch, predicted_class};
 use crate::salience::perturb::{class_probability, hide};
+use grid_core::model::predict::logits;
+use grid_core::model::{Classifier, TokenBatch, predicted_class};
 
 /// Why an erasure pass refused its examples.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -626,7 +626,7 @@ mod tests {
         special: impl Fn(usize, usize) -> bool,
     ) -> Vec<ErasureInput<'a>> {
         let sequences: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-        let predicted = crate::model::predict::predict::<Ad, _>(model, &sequences, 4, 0, &Default::default());
+        let predicted = grid_core::model::predict::predict::<Ad, _>(model, &sequences, 4, 0, &Default::default());
         (0..ids.len())
             .map(|i| ErasureInput {
                 index: 100 + i,

@@ -17,14 +17,14 @@ use super::{BertInit, BertSpec, HeadInit, PositionInit};
 use crate::architectures::TrainData;
 use crate::architectures::table::ModelSpec;
 use crate::context::StepContext;
-use crate::model::ModelAssets;
-use crate::model::bert::encoder::BertModel;
-use crate::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained, model_type};
-use crate::model::bert::{BertClassifier, BertConfig, saved};
-use crate::model::hub;
-use crate::text::TextEncoder;
-use crate::text::subword::SubwordEncoder;
-use crate::train::train;
+use grid_core::model::ModelAssets;
+use grid_core::model::bert::encoder::BertModel;
+use grid_core::model::bert::load::{LoadReport, add_word_embeddings, load_head, load_pretrained, model_type};
+use grid_core::model::bert::{BertClassifier, BertConfig, saved};
+use grid_core::model::hub;
+use grid_core::text::TextEncoder;
+use grid_core::text::subword::SubwordEncoder;
+use grid_core::train::train;
 
 /// What `training.json` records of a BERT beyond what every model records.
 #[derive(Serialize)]
@@ -139,7 +139,7 @@ pub fn fit<B: AutodiffBackend>(
     let (best, summary) = if fine_tune {
         train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?
     } else {
-        crate::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
+        grid_core::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
     };
     saved::save(out, &best, &config, num_outputs, max_length, &tokenizer)?;
     data.write_record(out, model.kind().name(), tokenizer.vocab_size(), Details { pretrained }, summary)

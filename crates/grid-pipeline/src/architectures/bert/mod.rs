@@ -16,11 +16,11 @@ use super::AssetError;
 use super::RawModel;
 use super::table::{OptimizerName, SpanError, refuse, value};
 use super::{DenseLayer, Family, Recipe};
-use crate::cache::Cache;
-use crate::model::ModelAssets;
-use crate::model::hub::{self, CheckpointSource, HubError};
 use crate::paths::resolve;
-use crate::values::{Positive, Share};
+use grid_cache::Cache;
+use grid_core::model::ModelAssets;
+use grid_core::model::hub::{self, CheckpointSource, HubError};
+use grid_core::values::{Positive, Share};
 
 /// BERT's entry in the registry ([`super::of`]): every
 /// transformers family it loads (BERT, RoBERTa, DistilBERT) is this architecture.
@@ -135,7 +135,7 @@ pub fn parse(raw: &RawModel, name: &str) -> Result<BertSpec, SpanError> {
             refuse(&raw.position_init, || shape("position_init"))?;
             let text = checkpoint.get_ref().clone();
             if text.starts_with("hf://") {
-                text.parse::<crate::model::hub::CheckpointSource>()
+                text.parse::<grid_core::model::hub::CheckpointSource>()
                     .map_err(|e| (Some(checkpoint.span()), format!("model `{name}`: {e}")))?;
             }
             let fine_tune = value(&raw.fine_tune, true);
@@ -267,11 +267,11 @@ pub fn dense_layers(spec: &BertSpec, model: &str, assets: &ModelAssets) -> anyho
             let dir = hub::resolve(source, cache_root, &|_| {})
                 .with_context(|| format!("model `{model}`: checkpoint {source}"))?;
             let context = || format!("model `{model}`: {}", dir.display());
-            let model_type = crate::model::bert::load::model_type(&dir).with_context(context)?;
+            let model_type = grid_core::model::bert::load::model_type(&dir).with_context(context)?;
             if let Some(room) = own_room::Room::of(&model_type) {
                 return own_room::dense_layers(&dir, room).with_context(context);
             }
-            let config = crate::model::bert::load::read_config(&dir)
+            let config = grid_core::model::bert::load::read_config(&dir)
                 .with_context(|| format!("model `{model}`: {}", dir.display()))?;
             (config.hidden_size, config.intermediate_size, config.num_hidden_layers)
         }

@@ -20,15 +20,15 @@ use super::{DenseLayer, HeadInit};
 use crate::architectures::TrainData;
 use crate::architectures::table::ModelSpec;
 use crate::context::StepContext;
-use crate::model::Classifier;
-use crate::model::deberta::{self, DebertaClassifier};
-use crate::model::hub::CheckpointSource;
-use crate::model::modernbert::{self, ModernBertClassifier};
-use crate::model::objective::Trainable;
-use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
-use crate::text::TextEncoder;
-use crate::text::subword::SubwordEncoder;
-use crate::train::train;
+use grid_core::model::Classifier;
+use grid_core::model::deberta::{self, DebertaClassifier};
+use grid_core::model::hub::CheckpointSource;
+use grid_core::model::modernbert::{self, ModernBertClassifier};
+use grid_core::model::objective::Trainable;
+use grid_core::model::pretrained::{ClassifierStart, PretrainedClassifier};
+use grid_core::text::TextEncoder;
+use grid_core::text::subword::SubwordEncoder;
+use grid_core::train::train;
 
 /// An encoder with a room of its own, as a checkpoint's `model_type` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ where
     let (best, summary) = if fine_tune {
         train::<B, _>(classifier, &model.training, &setup, &train_enc, &validation_enc, device).with_context(context)?
     } else {
-        crate::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
+        grid_core::train::untrained::<B, _>(classifier, &setup, &validation_enc, device)
     };
     best.save(out, num_outputs, max_length, &tokenizer)?;
     let pretrained = PretrainedRecord {

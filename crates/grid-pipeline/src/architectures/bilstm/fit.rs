@@ -14,12 +14,12 @@ use super::{BiLstmSpec, PadEmbedding};
 use crate::architectures::TrainData;
 use crate::architectures::table::ModelSpec;
 use crate::context::StepContext;
-use crate::model::ModelAssets;
-use crate::model::bilstm::{BiLstmClassifier, BiLstmConfig, saved};
-use crate::model::glove::{self, GloveCoverage};
-use crate::text::TextEncoder;
-use crate::text::vocab::WordVocab;
-use crate::train::train;
+use grid_core::model::ModelAssets;
+use grid_core::model::bilstm::{BiLstmClassifier, BiLstmConfig, saved};
+use grid_core::model::glove::{self, GloveCoverage};
+use grid_core::text::TextEncoder;
+use grid_core::text::vocab::WordVocab;
+use grid_core::train::train;
 
 /// What `training.json` records of a BiLSTM beyond what every model records.
 #[derive(Serialize)]

@@ -13,11 +13,11 @@ use super::AssetError;
 use super::RawModel;
 use super::table::{OptimizerName, value};
 use super::{DenseLayer, Family, Recipe};
-use crate::cache::Cache;
-use crate::model::ModelAssets;
-use crate::model::glove::{self, GloveError};
 use crate::paths::resolve;
-use crate::values::{Positive, Share};
+use grid_cache::Cache;
+use grid_core::model::ModelAssets;
+use grid_core::model::glove::{self, GloveError};
+use grid_core::values::{Positive, Share};
 
 /// The BiLSTM's entry in the registry ([`super::of`]).
 pub const FAMILY: Family = Family {

@@ -16,11 +16,11 @@ use crate::architectures::bilstm::PadEmbedding;
 use crate::architectures::bilstm::fit::{Start, start};
 use crate::architectures::table::ModelSpec;
 use crate::context::StepContext;
-use crate::model::ModelAssets;
-use crate::model::glove::GloveCoverage;
-use crate::model::rationale::{RationaleClassifier, RationaleConfig, saved};
-use crate::text::TextEncoder;
-use crate::train::train;
+use grid_core::model::ModelAssets;
+use grid_core::model::glove::GloveCoverage;
+use grid_core::model::rationale::{RationaleClassifier, RationaleConfig, saved};
+use grid_core::text::TextEncoder;
+use grid_core::train::train;
 
 /// What `training.json` records of a rationale model beyond what every model records.
 #[derive(Serialize)]

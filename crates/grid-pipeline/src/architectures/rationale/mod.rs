@@ -15,11 +15,11 @@ use super::RawModel;
 use super::bilstm::{self, BiLstmSpec};
 use super::table::{OptimizerName, SpanError};
 use super::{DenseLayer, Family, Recipe};
-use crate::cache::Cache;
-use crate::model::ModelAssets;
-use crate::model::rationale::rate::RateScope;
-use crate::model::rationale::{PredictorInput, SelectorKind};
-use crate::values::Share;
+use grid_cache::Cache;
+use grid_core::model::ModelAssets;
+use grid_core::model::rationale::rate::RateScope;
+use grid_core::model::rationale::{PredictorInput, SelectorKind};
+use grid_core::values::Share;
 
 /// The rationale model's entry in the registry ([`super::of`]).
 pub const FAMILY: Family = Family {
@@ -164,7 +164,7 @@ pub fn assets(
 mod tests {
     use super::*;
     use crate::architectures::bilstm::{PadEmbedding, VocabSpec};
-    use crate::values::Positive;
+    use grid_core::values::Positive;
 
     fn spec(selector: SelectorKind, rate: f64) -> RationaleSpec {
         RationaleSpec {

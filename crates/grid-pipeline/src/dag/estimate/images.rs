@@ -6,11 +6,11 @@
 
 use super::StepWork;
 use crate::dag::Plan;
-use crate::model::resnet::ResNetConfig;
-use crate::salience::image::PixelMethod;
 use crate::spec::images::ImageSource;
 use crate::steps::Work;
 use crate::steps::images::ImageWork;
+use grid_core::model::resnet::ResNetConfig;
+use grid_methods::salience::image::PixelMethod;
 
 /// A backward pass costs about two forward ones.
 const BACKWARD: f64 = 2.0;
@@ -129,7 +129,7 @@ pub(super) fn counts(plan: &Plan, index: usize) -> Counts {
             ImageSource::Folder { validation_share, test_share, .. } => {
                 let listed = folder
                     .as_deref()
-                    .and_then(|f| crate::image::folder::ImageFolder::open(f).ok())
+                    .and_then(|f| grid_core::image::folder::ImageFolder::open(f).ok())
                     .map_or(1000.0, |f| f.files().len() as f64);
                 Counts {
                     train: listed * (1.0 - validation_share - test_share),

@@ -6,8 +6,8 @@ use std::process::{Command, Stdio};
 
 use super::worker::{FOUND_CACHED, PULLED};
 use super::{Executor, Finished, Job, StepCommand};
-use crate::backend::DeviceChoice;
 use crate::dag::StepStatus;
+use grid_core::backend::DeviceChoice;
 
 pub struct ChildProcess {
     pub command: StepCommand,
@@ -59,7 +59,7 @@ impl Executor for ChildProcess {
             .spawn();
         let mut child = match child {
             Ok(child) => {
-                crate::interrupt::register_child(child.id());
+                grid_core::interrupt::register_child(child.id());
                 child
             }
             Err(e) => {
@@ -89,7 +89,7 @@ impl Executor for ChildProcess {
             }
         }
         let exit = child.wait();
-        crate::interrupt::forget_child(child.id());
+        grid_core::interrupt::forget_child(child.id());
         let succeeded = exit.as_ref().is_ok_and(|s| s.success());
         let status = match job.cache.lookup(step.kind, &step.key) {
             // Another process computed it while this one waited for the lock.
@@ -111,7 +111,7 @@ impl Executor for ChildProcess {
 #[cfg(test)]
 mod tests {
     use super::threads_per_step;
-    use crate::backend::DeviceChoice;
+    use grid_core::backend::DeviceChoice;
 
     #[test]
     fn children_share_the_cores_on_the_cpu_only() {

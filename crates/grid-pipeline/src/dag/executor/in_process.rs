@@ -4,15 +4,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use super::{Executor, Finished, Job};
-use crate::backend::Compute;
-use crate::cache::remote::lease::{Lease, Leased, lease_term};
-use crate::cache::remote::{Pulled, Pushed, set_aside_note};
-use crate::cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
 use crate::context::StepContext;
 use crate::dag::StepStatus;
 use crate::dag::reuse::SameWork;
 use crate::steps;
-use crate::train::Snapshots;
+use grid_cache::remote::lease::{Lease, Leased, lease_term};
+use grid_cache::remote::{Pulled, Pushed, set_aside_note};
+use grid_cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
+use grid_core::backend::Compute;
+use grid_core::train::Snapshots;
 
 pub struct InProcess {
     pub compute: Compute,
@@ -27,7 +27,7 @@ pub struct InProcess {
 impl Executor for InProcess {
     fn run(&self, job: &Job) -> Finished {
         let status = if self.one_at_a_time {
-            crate::backend::on_worker_thread(self.compute.device, || compute_step(job, self.compute))
+            grid_core::backend::on_worker_thread(self.compute.device, || compute_step(job, self.compute))
         } else {
             compute_step(job, self.compute)
         };
@@ -145,7 +145,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         push(cache, &manifest, &step.label, log);
         Ok(StepStatus::Ran { seconds })
     };
-    attempt().unwrap_or_else(|e| StepStatus::Failed { error: crate::errors::one_line(&e) })
+    attempt().unwrap_or_else(|e| StepStatus::Failed { error: grid_core::errors::one_line(&e) })
 }
 
 /// How [`pull_input`] went.
@@ -181,13 +181,13 @@ pub fn pull_input(cache: &Cache, kind: StepKind, key: &StepKey, label: &str) -> 
 /// The remote's lease on a step, waiting while another machine's is live;
 /// `None` when that machine published the step meanwhile.
 fn take_lease(
-    remote: &std::sync::Arc<crate::cache::Remote>,
+    remote: &std::sync::Arc<grid_cache::Remote>,
     kind: StepKind,
     key: &StepKey,
     label: &str,
     log: &(dyn Fn(String) + Sync),
 ) -> anyhow::Result<Option<Lease>> {
-    let on_wait = |holder: &crate::cache::remote::lease::LeaseRecord| {
+    let on_wait = |holder: &grid_cache::remote::lease::LeaseRecord| {
         log(format!("waiting: {} computes it for {} (its lease on {})", holder.who(), holder.label, remote.location()))
     };
     Ok(match remote.lease(kind, key, label, lease_term(), &on_wait)? {

@@ -11,7 +11,7 @@ pub mod worker;
 use indicatif::ProgressBar;
 
 use super::{Plan, StepStatus};
-use crate::cache::{Cache, StepKind};
+use grid_cache::{Cache, StepKind};
 
 pub use child_process::ChildProcess;
 pub use in_process::InProcess;

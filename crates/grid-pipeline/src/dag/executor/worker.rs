@@ -6,9 +6,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::Job;
-use crate::backend::Compute;
-use crate::cache::Cache;
 use crate::dag::{Plan, StepStatus, Verbosity};
+use grid_cache::Cache;
+use grid_core::backend::Compute;
 
 /// What `grid step` prints (stderr) when the step was cached by the time it
 /// held the lock, so that whoever started it does not claim to have computed it.
@@ -32,7 +32,7 @@ pub struct StepSettings {
     pub fragments: Vec<PathBuf>,
     /// `--set` overrides, in order.
     pub overrides: Vec<String>,
-    /// The grid text the run planned ([`crate::cache::Cache::freeze_grid`]):
+    /// The grid text the run planned ([`grid_cache::Cache::freeze_grid`]):
     /// when set, the worker plans from it (`--frozen`) with no `--set`, which
     /// the text already holds.
     pub frozen: Option<PathBuf>,
@@ -164,7 +164,7 @@ pub fn compute_keys(
         let job = Job { plan, cache, index, progress: &bar, log: &log };
         // One step at a time in this process: on rayon's pool (see `InProcess`).
         let status =
-            crate::backend::on_worker_thread(compute.device, || super::in_process::compute_step(&job, compute));
+            grid_core::backend::on_worker_thread(compute.device, || super::in_process::compute_step(&job, compute));
         match status {
             StepStatus::Failed { error } => {
                 if let Some(task_log) = &task_log {

@@ -10,16 +10,16 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::{PlanError, Planner};
-use crate::cache::StepKind;
 use crate::dag::params;
-use crate::image::folder::ImageFolder;
-use crate::image::samples;
 use crate::paths::resolve;
-use crate::shortcut::image::{ImageShortcut, ManipulationKind, Visibility};
 use crate::spec::images::{ImageDatasetSpec, ImageGrid, ImageModelKey, ImageSource};
 use crate::steps::Work;
 use crate::steps::images::ImageWork;
 use crate::steps::work::ImageCellCoordinates;
+use grid_cache::StepKind;
+use grid_core::image::folder::ImageFolder;
+use grid_core::image::samples;
+use grid_methods::shortcut::image::{ImageShortcut, ManipulationKind, Visibility};
 
 /// A model to explain: the trained one or one of its checkpoints.
 struct ExplainedModel<'a> {
@@ -241,7 +241,7 @@ impl Planner<'_> {
                     });
                 }
                 let fingerprint = ImageFolder::open(&full).and_then(|f| f.fingerprint()).map_err(|e| {
-                    PlanError::ImageData { dataset: dataset.name.clone(), message: crate::errors::one_line(&e) }
+                    PlanError::ImageData { dataset: dataset.name.clone(), message: grid_core::errors::one_line(&e) }
                 })?;
                 let json = serde_json::json!({
                     "folder": fingerprint, "validation_share": validation_share, "test_share": test_share,

@@ -29,8 +29,8 @@ use self::waves::{Class, Pending};
 use super::Plan;
 use super::executor::StepCommand;
 use super::run::{RunOutcome, StepStatus, Verbosity, outcome};
-use crate::cache::Cache;
 use crate::spec::slurm::SlurmSpec;
+use grid_cache::Cache;
 
 pub struct SlurmOptions<'a> {
     /// The worker command, with absolute paths: tasks may start elsewhere.
@@ -94,7 +94,7 @@ pub fn submit(plan: &Plan, cache: &Cache, options: &SlurmOptions) -> Result<Subm
     // Absolute: tasks and the failure records they write name these paths.
     let root = absolute(&queued::slurm_dir(cache));
     let logs = root.join("logs");
-    let now = crate::clock::unix_now();
+    let now = grid_cache::clock::unix_now();
     let folder = root.join("submissions").join(format!("{now}-{}", std::process::id()));
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
@@ -189,14 +189,14 @@ pub fn wait(
         let queue = sbatch::queued_tasks()?;
         let left = ours.iter().filter(|t| queue.contains_key(**t)).count();
         bar.set_message(format!("{left} tasks queued or running"));
-        if left == 0 || crate::interrupt::requested() {
+        if left == 0 || grid_core::interrupt::requested() {
             break;
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(5));
     }
     bar.finish_and_clear();
-    let stopped = crate::interrupt::requested();
+    let stopped = grid_core::interrupt::requested();
     let mut status = Vec::with_capacity(plan.steps.len());
     for (i, step) in plan.steps.iter().enumerate() {
         let manifest = cache.lookup(step.kind, &step.key)?;

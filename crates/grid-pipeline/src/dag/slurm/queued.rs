@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, CacheError, StepKey};
+use grid_cache::{Cache, CacheError, StepKey};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queued {
@@ -39,7 +39,7 @@ fn record_path(cache: &Cache, key: &StepKey) -> PathBuf {
 }
 
 pub fn record(cache: &Cache, key: &StepKey, queued: &Queued) -> Result<(), CacheError> {
-    crate::cache::write_json_whole(&record_path(cache, key), queued)
+    grid_cache::write_json_whole(&record_path(cache, key), queued)
 }
 
 /// The last submission of `key`, if any. An unreadable record reads as none:
@@ -51,7 +51,7 @@ pub fn read(cache: &Cache, key: &StepKey) -> Option<Queued> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::StepKind;
+    use grid_cache::StepKind;
 
     #[test]
     fn a_submission_is_remembered_per_key() {

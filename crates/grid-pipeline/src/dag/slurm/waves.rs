@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cache::StepKind;
 use crate::dag::Plan;
+use grid_cache::StepKind;
 
 /// Steps of a `small` array task: each starts a `grid step` that plans the
 /// grid once and then runs them one after the other.

@@ -12,16 +12,16 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::context::StepContext;
-use crate::data::words;
 use crate::io::{write_json, write_jsonl};
-use crate::model::checkpoint::{self, Checkpoint};
-use crate::model::shapes::{ShapeLog, Shaped};
-use crate::salience::{self, Examples, Method, Settings, Vocabulary};
-use crate::shortcut::{GroundTruth, SyntheticExample};
 use crate::spec::{Subset, TestSet};
-use crate::text::Encoded;
 use burn::prelude::Backend;
 use grid_core::buckets::Buckets;
+use grid_core::data::words;
+use grid_core::model::checkpoint::{self, Checkpoint};
+use grid_core::model::shapes::{ShapeLog, Shaped};
+use grid_core::text::Encoded;
+use grid_methods::salience::{self, Examples, Method, Settings, Vocabulary};
+use grid_methods::shortcut::{GroundTruth, SyntheticExample};
 use progress::{Progress, Resumed};
 
 pub mod progress;
@@ -100,7 +100,7 @@ pub fn sample_indices(n: usize, sample: usize, seed: u64) -> Vec<usize> {
 /// Inputs: the model, and the step holding its test examples (synth, or corpus
 /// on a natural grid).
 pub fn run(options: &Options, ctx: &StepContext, out: &Path) -> Result<()> {
-    crate::with_autodiff_backend!(ctx.compute, |B, device| run_on::<B>(options, ctx, out, &device))
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| run_on::<B>(options, ctx, out, &device))
 }
 
 fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, device: &B::Device) -> Result<()> {
@@ -130,7 +130,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
             ctx.progress.inc(records.len() as u64);
             let Some(journal) = journal.as_mut() else { return Ok(()) };
             journal.finished(chunk, records, &shapes.shapes())?;
-            if crate::interrupt::requested() {
+            if grid_core::interrupt::requested() {
                 journal.write(&shapes.shapes())?;
                 anyhow::bail!("attribution stopped on request; a rerun goes on from the examples explained so far");
             }
@@ -313,7 +313,7 @@ fn subset_indices<B: Backend>(
     };
     let ids: Vec<Vec<u32>> = test.iter().map(|e| checkpoint.encoder.encode(&e.text, max_length).ids).collect();
     let sequences: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-    let predicted = crate::model::predict::predict(
+    let predicted = grid_core::model::predict::predict(
         &Shaped::new(&checkpoint.model, buckets),
         &sequences,
         options.batch_size.max(1),

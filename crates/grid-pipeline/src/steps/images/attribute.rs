@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::{ImageLabel, SPLITS, Split};
 use crate::context::StepContext;
 use crate::io::{read_json, write_json};
-use crate::salience::image::{PixelMap, PixelMethod, PixelSettings, explain};
-use crate::train::images::predict_images;
+use grid_core::train::images::predict_images;
+use grid_methods::salience::image::{PixelMap, PixelMethod, PixelSettings, explain};
 
 /// What `maps.json` says of `maps.bin`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ pub fn run(
     } else {
         Vec::new()
     };
-    let (maps, targets) = crate::with_autodiff_backend!(ctx.compute, |B, device| {
+    let (maps, targets) = grid_core::with_autodiff_backend!(ctx.compute, |B, device| {
         maps::<B>(method, settings, (model, checkpoint), &test, &background, &device)
     })?;
     let (height, width) = test.images.first().map_or((0, 0), |i| (i.height(), i.width()));
@@ -75,7 +75,7 @@ fn maps<B: AutodiffBackend>(
     settings: &PixelSettings,
     (model, checkpoint): (&Path, Option<usize>),
     test: &Split,
-    background: &[crate::image::Image],
+    background: &[grid_core::image::Image],
     device: &B::Device,
 ) -> Result<(Vec<PixelMap>, Vec<u32>)> {
     // No map needs the weights' gradients: untracked, a backward pass skips them.
@@ -84,7 +84,7 @@ fn maps<B: AutodiffBackend>(
     let targets = predict_images(&model, &images, device);
     let classes: Vec<usize> = targets.iter().map(|&t| t as usize).collect();
     let streams: Vec<u64> = (0..images.len() as u64).collect();
-    let background: Vec<&crate::image::Image> = background.iter().collect();
+    let background: Vec<&grid_core::image::Image> = background.iter().collect();
     let maps = explain(method, settings, &model, &images, &classes, &streams, &background, device);
     Ok((maps, targets))
 }

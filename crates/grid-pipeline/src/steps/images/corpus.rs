@@ -10,10 +10,10 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::{ImageLabel, SPLITS, Split};
-use crate::image::Image;
-use crate::image::folder::ImageFolder;
-use crate::image::samples::crops;
 use crate::spec::images::{ImageDatasetSpec, ImageSource};
+use grid_core::image::Image;
+use grid_core::image::folder::ImageFolder;
+use grid_core::image::samples::crops;
 
 pub fn run(dataset: &ImageDatasetSpec, side: usize, seed: u64, folder: Option<&Path>, out: &Path) -> Result<()> {
     let name = &dataset.name;

@@ -18,12 +18,12 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::context::StepContext;
-use crate::image::Image;
-use crate::image::store;
-use crate::salience::image::{PixelMethod, PixelSettings};
-use crate::shortcut::image::ImageShortcut;
-use crate::shortcut::image::verification::ImageThresholds;
 use crate::spec::images::{ImageDatasetSpec, ImageModelSpec};
+use grid_core::image::Image;
+use grid_core::image::store;
+use grid_methods::salience::image::{PixelMethod, PixelSettings};
+use grid_methods::shortcut::image::ImageShortcut;
+use grid_methods::shortcut::image::verification::ImageThresholds;
 
 /// What an image step does, with what it needs beyond its key.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::attribute::read_maps;
 use super::synth::StoredRegion;
 use crate::io::write_json;
-use crate::metrics::pixel_attr::attr_share;
+use grid_methods::metrics::pixel_attr::attr_share;
 
 pub const SCORE: &str = "attr.json";
 

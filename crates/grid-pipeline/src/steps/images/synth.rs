@@ -8,10 +8,10 @@ use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
 
 use super::{ImageLabel, SPLITS, Split};
-use crate::image::Mask;
 use crate::io::{read_json, write_json};
-use crate::shortcut::image::ImageShortcut;
-use crate::shortcut::image::dataset::manipulate;
+use grid_core::image::Mask;
+use grid_methods::shortcut::image::ImageShortcut;
+use grid_methods::shortcut::image::dataset::manipulate;
 
 /// φ∪ as a payload holds it: one `0` / `1` per pixel, row by row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

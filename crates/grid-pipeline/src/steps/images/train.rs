@@ -11,11 +11,11 @@ use burn::tensor::backend::AutodiffBackend;
 use super::{SPLITS, Split};
 use crate::context::StepContext;
 use crate::io::{read_json, write_json};
-use crate::model::resnet::load::{load_torchvision, save_torchvision};
-use crate::model::resnet::{ResNet, ResNetConfig};
 use crate::spec::images::ImageModelSpec;
-use crate::train::Control;
-use crate::train::images::{LabelledImage, train_resnet};
+use grid_core::model::resnet::load::{load_torchvision, save_torchvision};
+use grid_core::model::resnet::{ResNet, ResNetConfig};
+use grid_core::train::Control;
+use grid_core::train::images::{LabelledImage, train_resnet};
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
@@ -37,7 +37,7 @@ pub fn run(model: &ImageModelSpec, checkpoints: &[usize], ctx: &StepContext, out
             .collect())
     };
     let (train, validation) = (labelled(SPLITS[0])?, labelled(SPLITS[1])?);
-    crate::with_autodiff_backend!(ctx.compute, |B, device| fit::<B>(
+    grid_core::with_autodiff_backend!(ctx.compute, |B, device| fit::<B>(
         model,
         checkpoints,
         &train,
@@ -61,7 +61,7 @@ fn fit<B: AutodiffBackend>(
         progress: ctx.progress,
         log: ctx.log,
         snapshots: ctx.snapshots.as_ref(),
-        stop: &crate::interrupt::requested,
+        stop: &grid_core::interrupt::requested,
     };
     // Checkpoints go where snapshots go, when there is such a place: a run
     // resumed after an interruption does not pass the earlier ones again.
@@ -108,7 +108,7 @@ pub fn load<B: burn::tensor::backend::Backend>(
         Some(step) => {
             let path = dir.join(checkpoint_file(step));
             if !path.is_file() {
-                let summary: crate::train::TrainSummary = read_json(&dir.join("training.json"))?;
+                let summary: grid_core::train::TrainSummary = read_json(&dir.join("training.json"))?;
                 anyhow::bail!(
                     "no checkpoint at step {step}: training stopped at step {} (early stopping); ask for fewer \
                      `checkpoints` or a larger `training.patience`",

@@ -10,8 +10,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use super::{SPLITS, Split};
 use crate::context::StepContext;
 use crate::io::write_json;
-use crate::shortcut::image::verification::{ImageThresholds, verify};
-use crate::train::images::predict_images;
+use grid_core::train::images::predict_images;
+use grid_methods::shortcut::image::verification::{ImageThresholds, verify};
 
 pub const VERIFICATION: &str = "verification.json";
 
@@ -23,7 +23,7 @@ pub fn run(
     out: &Path,
 ) -> Result<()> {
     let test = Split::read(&ctx.inputs[1], SPLITS[2])?;
-    let predictions = crate::with_autodiff_backend!(ctx.compute, |B, device| {
+    let predictions = grid_core::with_autodiff_backend!(ctx.compute, |B, device| {
         predict::<<B as AutodiffBackend>::InnerBackend>(&ctx.inputs[0], checkpoint, &test, &device)
     })?;
     let labels: Vec<u32> = test.labels.iter().map(|l| l.label).collect();

@@ -3,10 +3,10 @@
 //! the reassignment's bound, Attr% on correlating and non-correlating articles,
 //! and the paper's Table 1 layout.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::shortcut::{ARTICLES, SyntheticExample};
-use grid::spec::Grid;
+use grid_cache::{Cache, StepKind};
+use grid_methods::shortcut::{ARTICLES, SyntheticExample};
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::GridTest;
 

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions, StepStatus};
-use grid::io::read_jsonl;
-use grid::spec::Grid;
-use grid::steps::attribute::AttributedExample;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions, StepStatus};
+use grid_pipeline::io::read_jsonl;
+use grid_pipeline::spec::Grid;
+use grid_pipeline::steps::attribute::AttributedExample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use safetensors::{Dtype, serialize, tensor::TensorView};
@@ -412,7 +412,7 @@ fn hub_checkpoint_downloads_once_into_the_cache() {
 #[test]
 fn layer_norms_load_under_both_namings() {
     use burn::backend::Flex;
-    use grid::model::bert::load::load_pretrained;
+    use grid_core::model::bert::load::load_pretrained;
     let t = GridTest::new("");
     let gamma_of = |scale: &str, shift: &str| -> Vec<f32> {
         let dir = t.path().join(format!("bert-{scale}"));
@@ -432,7 +432,7 @@ fn layer_norms_load_under_both_namings() {
 #[test]
 fn a_checkpoint_tensor_nothing_uses_is_an_error_naming_it() {
     use burn::backend::Flex;
-    use grid::model::bert::load::load_pretrained;
+    use grid_core::model::bert::load::load_pretrained;
     let t = GridTest::new("");
     let dir = t.path().join("bert-extra");
     let extra = "bert.encoder.layer.1.attention.self.rotary.inv_freq";

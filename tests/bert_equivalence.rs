@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
-use grid::model::bert::load::{LoadReport, load_pretrained};
-use grid::text::TextEncoder;
-use grid::text::subword::SubwordEncoder;
+use grid_core::model::bert::load::{LoadReport, load_pretrained};
+use grid_core::text::TextEncoder;
+use grid_core::text::subword::SubwordEncoder;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use safetensors::SafeTensors;
@@ -77,13 +77,13 @@ fn read_reference(path: &Path) -> Reference {
 
 #[test]
 fn minilm_matches_hugging_face_transformers() {
-    matches_transformers::<grid::backend::Cpu>(&Default::default());
+    matches_transformers::<grid_core::backend::Cpu>(&Default::default());
 }
 
 #[cfg(feature = "libtorch")]
 #[test]
 fn minilm_on_libtorch_matches_hugging_face_transformers() {
-    use grid::backend::{DeviceChoice, libtorch};
+    use grid_core::backend::{DeviceChoice, libtorch};
     matches_transformers::<libtorch::LibTorch>(&libtorch::device(DeviceChoice::Cpu));
 }
 
@@ -113,7 +113,7 @@ fn matches_transformers<B: Backend>(device: &B::Device) {
 fn transformers_save_pretrained_loads_whole() {
     let dir = fixture("bert_transformers");
     let reference = read_reference(&dir.join("reference.safetensors"));
-    let report = same_outputs::<grid::backend::Cpu>(&dir, &reference, 1e-5, &Default::default());
+    let report = same_outputs::<grid_core::backend::Cpu>(&dir, &reference, 1e-5, &Default::default());
     assert!(!report.random_pooler, "the fixture has a pooler");
 }
 
@@ -169,11 +169,11 @@ fn same_outputs<B: Backend>(dir: &Path, reference: &Reference, tolerance: f32, d
 /// head (`*ForSequenceClassification`) its logits.
 #[test]
 fn roberta_distilbert_and_electra_match_transformers() {
-    use grid::model::Classifier;
-    use grid::model::TokenBatch;
-    use grid::model::bert::BertClassifier;
-    use grid::model::bert::load::load_head;
-    type B = grid::backend::Cpu;
+    use grid_core::model::Classifier;
+    use grid_core::model::TokenBatch;
+    use grid_core::model::bert::BertClassifier;
+    use grid_core::model::bert::load::load_head;
+    type B = grid_core::backend::Cpu;
     let device = Default::default();
     for (name, labels) in [("roberta_transformers", 3), ("distilbert_transformers", 2), ("electra_transformers", 3)] {
         let dir = fixture(name);

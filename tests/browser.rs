@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use grid::report::html::{ExampleView, Page, render};
-use grid::report::markdown::Align;
-use grid::report::{DisplayTable, Plot};
+use grid_report::html::{ExampleView, Page, render};
+use grid_report::markdown::Align;
+use grid_report::{DisplayTable, Plot};
 use polars::prelude::*;
 
 /// A browser that hangs (no display, a stuck profile) is killed after this.

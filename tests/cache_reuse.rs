@@ -1,8 +1,8 @@
 //! Issue 2, point 4: the cache recomputes exactly what changed. These tests count
 //! executed steps, never time.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::StepStatus;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::StepStatus;
 
 use crate::util::{GridTest, TINY};
 
@@ -143,7 +143,7 @@ fn equal_trainings_write_equal_bytes() {
     assert_eq!(warm, fresh);
 }
 
-fn train_manifests(cache: &Cache) -> Vec<grid::cache::Manifest> {
+fn train_manifests(cache: &Cache) -> Vec<grid_cache::Manifest> {
     cache.manifests(StepKind::Train).unwrap()
 }
 

@@ -562,14 +562,14 @@ fn an_extending_grid_reuses_the_base_grids_models() {
 /// longer applies) does not reach them.
 #[test]
 fn a_worker_plans_from_the_frozen_grid_not_the_edited_file() {
-    use grid::spec::Grid;
+    use grid_pipeline::spec::Grid;
     let t = GridTest::tiny_after_first_run();
     let set = r#"attribution.methods=["gradl-l1", "gxil", "random", "gradp-l2"]"#;
-    let settings = [set.parse::<grid::spec::overrides::Override>().unwrap()];
+    let settings = [set.parse::<grid_pipeline::spec::overrides::Override>().unwrap()];
     let planned = Grid::load_with(&t.grid_file(), &settings).unwrap();
-    let cache = grid::cache::Cache::open(t.cache()).unwrap();
+    let cache = grid_cache::Cache::open(t.cache()).unwrap();
     let frozen = cache.freeze_grid(&planned.text).unwrap();
-    let plan = grid::dag::plan(&planned, &cache, &Default::default()).unwrap();
+    let plan = grid_pipeline::dag::plan(&planned, &cache, &Default::default()).unwrap();
     let step =
         plan.steps.iter().find(|s| s.label == "attribute/gen/st/lstm/gradp-l2").expect("the added method's step");
     let key = step.key.as_str();

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use grid::crowd::study::{Study, TaskKind};
+use grid_pipeline::crowd::study::{Study, TaskKind};
 
 use crate::util::GridTest;
 

@@ -120,7 +120,7 @@ fn every_committed_grid_loads() {
     assert!(grids.len() >= 30, "experiments/ has its grids: {grids:?}");
     let failures: Vec<String> = grids
         .iter()
-        .filter_map(|path| grid::spec::Grid::load(path).err().map(|e| format!("{}: {e}", path.display())))
+        .filter_map(|path| grid_pipeline::spec::Grid::load(path).err().map(|e| format!("{}: {e}", path.display())))
         .collect();
     assert!(failures.is_empty(), "grids that do not load:\n{}", failures.join("\n"));
 }

@@ -2,9 +2,9 @@
 //! file's coverage is recorded, its content is part of the models' keys, and a
 //! file that does not fit the model is refused before anything runs.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::spec::Grid;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::{GridTest, TINY};
 

@@ -143,14 +143,15 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// bert_sweep's SST-2 dataset as written, its pins swapped for the served
 /// fixture's (the real files are not reachable here), on a tiny BiLSTM.
 fn pinned_grid(served: &Path, pins_of: impl Fn(&Path) -> (u64, String)) -> String {
-    let sweep = grid::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
-        .expect("bert_sweep.toml loads");
+    let sweep =
+        grid_pipeline::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
+            .expect("bert_sweep.toml loads");
     let sst2 = sweep.datasets.iter().find(|d| d.name == "sst2").expect("bert_sweep has sst2");
-    let grid::spec::DatasetSource::Files { train, validation, test, text_column, .. } = &sst2.source else {
+    let grid_pipeline::spec::DatasetSource::Files { train, validation, test, text_column, .. } = &sst2.source else {
         panic!("sst2 is read from files");
     };
     assert!(validation.is_none(), "GLUE hides SST-2's test labels: validation is held out of train");
-    let entry = |file: &grid::spec::SplitFile| {
+    let entry = |file: &grid_pipeline::spec::SplitFile| {
         let address = file.hub_address().expect("pinned to the Hub");
         // `hf://datasets/org/name@revision/path`
         let path = address.split_once('@').and_then(|(_, r)| r.split_once('/')).unwrap().1;
@@ -175,11 +176,14 @@ fn pins_of(path: &Path) -> (u64, String) {
 
 #[test]
 fn bert_sweep_pins_the_published_sst2_and_imdb_files() {
-    let sweep = grid::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
-        .expect("bert_sweep.toml loads");
+    let sweep =
+        grid_pipeline::spec::Grid::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/bert_sweep.toml"))
+            .expect("bert_sweep.toml loads");
     let mut pinned = Vec::new();
     for dataset in &sweep.datasets {
-        let grid::spec::DatasetSource::Files { train, validation, test, .. } = &dataset.source else { panic!() };
+        let grid_pipeline::spec::DatasetSource::Files { train, validation, test, .. } = &dataset.source else {
+            panic!()
+        };
         for file in [Some(train), validation.as_ref(), Some(test)].into_iter().flatten() {
             let pin = file.pin.as_ref().expect("every file pinned");
             pinned.push((file.hub_address().unwrap().to_string(), pin.bytes.unwrap(), pin.sha256.clone()));

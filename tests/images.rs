@@ -3,9 +3,9 @@
 //! attribute and score steps, run, and reported as the Figure 3 table;
 //! a second run computes nothing.
 
-use grid::cache::Cache;
-use grid::dag::{self, PlanOptions};
-use grid::spec::Grid;
+use grid_cache::Cache;
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::GridTest;
 
@@ -108,7 +108,7 @@ fn an_image_grid_runs_to_zhous_figure_3_table() {
     let reference =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference/zhou2022_image_findings.csv");
     let mut written = Vec::new();
-    grid::compare::compare_with_published(&plan, &cache, &t.reports(), &[reference], &[], |w| written.push(w))
+    grid_pipeline::compare::compare_with_published(&plan, &cache, &t.reports(), &[reference], &[], |w| written.push(w))
         .expect("compare");
     let markdown = &written[0].markdown;
     assert_eq!(markdown.lines().filter(|l| l.contains("§5.")).count(), 6, "six findings: {markdown}");

@@ -4,11 +4,11 @@
 //! architecture cannot run (`[MASK]` on the BiLSTM, `attn` on BERT) are left
 //! out of the plan with a note instead of failing.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::io::read_jsonl;
-use grid::spec::Grid;
-use grid::steps::attribute::{AttributedExample, AttributionSummary};
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::io::read_jsonl;
+use grid_pipeline::spec::Grid;
+use grid_pipeline::steps::attribute::{AttributedExample, AttributionSummary};
 
 use crate::util::GridTest;
 

@@ -2,9 +2,9 @@
 //! and their diagnosticity, Attr%, method agreement, two training seeds, the
 //! paper layouts in CSV / Markdown / LaTeX, charts and the HTML page.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::spec::Grid;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::GridTest;
 

@@ -1,12 +1,12 @@
 //! More than two classes: a four-class generated corpus through every stage,
 //! and the data problems that doom a grid stopping it before a model trains.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions, StepStatus};
-use grid::io::read_jsonl;
-use grid::spec::Grid;
-use grid::steps::attribute::AttributedExample;
-use grid::steps::verify::Verification;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions, StepStatus};
+use grid_pipeline::io::read_jsonl;
+use grid_pipeline::spec::Grid;
+use grid_pipeline::steps::attribute::AttributedExample;
+use grid_pipeline::steps::verify::Verification;
 
 use crate::util::{GridTest, TINY};
 
@@ -33,8 +33,11 @@ fn four_class_grid_runs_end_to_end() {
     for kind in ["st", "tic", "op"] {
         // The synthetic test set is balanced over the four classes, and the
         // inserted tokens are what the rule says.
-        let test =
-            grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), grid::spec::TestSet::Synthetic).unwrap();
+        let test = grid_pipeline::steps::synth::load_test(
+            &dir(&format!("synth/gen/{kind}")),
+            grid_pipeline::spec::TestSet::Synthetic,
+        )
+        .unwrap();
         let mut per_class = [0usize; 4];
         for e in &test {
             per_class[e.label as usize] += 1;
@@ -49,8 +52,11 @@ fn four_class_grid_runs_end_to_end() {
             }
         }
         assert_eq!(per_class, [30; 4], "{kind}: 120 test examples, 30 per class");
-        let flip =
-            grid::steps::synth::load_test(&dir(&format!("synth/gen/{kind}")), grid::spec::TestSet::Flip).unwrap();
+        let flip = grid_pipeline::steps::synth::load_test(
+            &dir(&format!("synth/gen/{kind}")),
+            grid_pipeline::spec::TestSet::Flip,
+        )
+        .unwrap();
         assert!(flip.iter().all(|e| e.label != e.original_label), "{kind}: a flip keeps its class");
 
         // Verification judges against chance = 1/4, and says so.

@@ -1,11 +1,11 @@
 //! A natural grid (no `[shortcuts]`): the model learns the task itself and is
 //! explained on the dataset's own test set with the ground-truth-free metrics.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::io::read_jsonl;
-use grid::spec::Grid;
-use grid::steps::attribute::AttributedExample;
+use grid_cache::{Cache, StepKind};
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::io::read_jsonl;
+use grid_pipeline::spec::Grid;
+use grid_pipeline::steps::attribute::AttributedExample;
 
 use crate::util::{GridTest, TINY};
 
@@ -43,12 +43,12 @@ fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
         let step = plan.steps.iter().find(|s| s.label == label).unwrap_or_else(|| panic!("no step {label}"));
         cache.step_dir(step.kind, &step.key)
     };
-    let test: Vec<grid::data::Example> = read_jsonl(&dir("corpus/gen").join("test.jsonl")).unwrap();
+    let test: Vec<grid_core::data::Example> = read_jsonl(&dir("corpus/gen").join("test.jsonl")).unwrap();
     let explained: Vec<AttributedExample> =
-        read_jsonl(&dir("attribute/gen/natural/lstm/gxil").join(grid::steps::attribute::FILE)).unwrap();
+        read_jsonl(&dir("attribute/gen/natural/lstm/gxil").join(grid_pipeline::steps::attribute::FILE)).unwrap();
     assert_eq!(explained.len(), 40);
     let indices: Vec<usize> = explained.iter().map(|e| e.index).collect();
-    assert_eq!(indices, grid::steps::attribute::sample_indices(test.len(), 40, grid.attribution.seed));
+    assert_eq!(indices, grid_pipeline::steps::attribute::sample_indices(test.len(), 40, grid.attribution.seed));
     for e in &explained {
         assert!(e.ground_truth.is_empty() && e.distractors.is_empty(), "{e:?}");
         assert_eq!(e.label, test[e.index].label);
@@ -77,15 +77,15 @@ fn a_natural_grid_explains_the_original_model_on_the_original_test_set() {
     let evaluated: Vec<&str> =
         plan.steps.iter().filter(|s| s.kind == StepKind::Evaluate).map(|s| s.label.as_str()).collect();
     assert_eq!(evaluated, ["evaluate/gen/natural/lstm"]);
-    let evaluation: grid::steps::evaluate::Evaluation = serde_json::from_slice(
-        &std::fs::read(dir("evaluate/gen/natural/lstm").join(grid::steps::evaluate::FILE)).unwrap(),
+    let evaluation: grid_pipeline::steps::evaluate::Evaluation = serde_json::from_slice(
+        &std::fs::read(dir("evaluate/gen/natural/lstm").join(grid_pipeline::steps::evaluate::FILE)).unwrap(),
     )
     .unwrap();
     assert_eq!(evaluation.examples, test.len());
     assert!((0.5..=1.0).contains(&evaluation.accuracy), "{evaluation:?}: the tiny model learnt something");
     assert!((0.0..=1.0).contains(&evaluation.macro_f1), "{evaluation:?}");
     let table1 = std::fs::read_to_string(t.reports().join("tiny/zhao_table1.md")).unwrap();
-    let accuracy = grid::report::tables::format_fixed(evaluation.accuracy * 100.0, 1);
+    let accuracy = grid_report::tables::format_fixed(evaluation.accuracy * 100.0, 1);
     assert!(table1.contains(&format!(" {accuracy} |")), "{table1}");
     // Nothing was planted, so nothing was verified: no empty verification table.
     assert!(!names.iter().any(|n| n.starts_with("verification")), "{names:?}");
@@ -110,7 +110,7 @@ fn a_subset_samples_only_correctly_or_only_wrongly_classified_examples() {
         let step = plan.steps.iter().find(|s| s.label == "attribute/gen/natural/lstm/gxil").unwrap();
         assert_eq!(step.params["subset"], subset, "a subset is in the attribute key");
         let explained: Vec<AttributedExample> =
-            read_jsonl(&cache.step_dir(step.kind, &step.key).join(grid::steps::attribute::FILE)).unwrap();
+            read_jsonl(&cache.step_dir(step.kind, &step.key).join(grid_pipeline::steps::attribute::FILE)).unwrap();
         assert!(!explained.is_empty(), "{subset}: the tiny model gets some examples right and some wrong");
         for e in &explained {
             assert_eq!(e.predicted == e.label, correct, "{subset}: example {} predicted {}", e.index, e.predicted);
@@ -230,7 +230,7 @@ fn own_model_example_on(fixture: &str, extra: &[&str], attributions: usize) {
     assert!(output.status.success(), "{fixture}: {}", String::from_utf8_lossy(&output.stderr));
     let reports = t.reports().join("own_model");
     assert!(reports.join("zhao_table1.md").is_file());
-    let settings: Vec<grid::spec::overrides::Override> =
+    let settings: Vec<grid_pipeline::spec::overrides::Override> =
         extra.iter().skip(1).step_by(2).map(|s| s.parse().unwrap()).collect();
     let grid = Grid::load_with(&t.grid_file(), &settings).unwrap();
     let cache = Cache::open(t.cache()).unwrap();

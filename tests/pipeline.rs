@@ -1,13 +1,13 @@
 //! The whole protocol on tiny data: what each stage leaves in the cache and the
 //! reports folder.
 
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::io::read_jsonl;
-use grid::shortcut::SyntheticExample;
-use grid::spec::Grid;
-use grid::steps::attribute::AttributedExample;
-use grid::steps::verify::Verification;
+use grid_cache::{Cache, StepKind};
+use grid_methods::shortcut::SyntheticExample;
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::io::read_jsonl;
+use grid_pipeline::spec::Grid;
+use grid_pipeline::steps::attribute::AttributedExample;
+use grid_pipeline::steps::verify::Verification;
 
 use crate::util::{GridTest, TINY};
 
@@ -101,8 +101,11 @@ fn run_truncated(dataset_keys: &str, kinds: &[&str]) -> Vec<(Vec<SyntheticExampl
     kinds
         .iter()
         .map(|kind| {
-            let test = grid::steps::synth::load_test(&dir(format!("synth/gen/{kind}")), grid::spec::TestSet::Synthetic)
-                .unwrap();
+            let test = grid_pipeline::steps::synth::load_test(
+                &dir(format!("synth/gen/{kind}")),
+                grid_pipeline::spec::TestSet::Synthetic,
+            )
+            .unwrap();
             let verification = dir(format!("verify/gen/{kind}/lstm")).join("verification.json");
             (test, serde_json::from_slice(&std::fs::read(verification).unwrap()).unwrap())
         })

@@ -4,9 +4,9 @@
 //! scored by every metric the grid names, the `sel-*` metrics on the
 //! rationale only.
 
-use grid::cache::Cache;
-use grid::dag::{self, PlanOptions};
-use grid::spec::Grid;
+use grid_cache::Cache;
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::GridTest;
 

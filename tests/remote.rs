@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use grid::cache::{Cache, StepKind};
+use grid_cache::{Cache, StepKind};
 
 use crate::util::{GridTest, TINY, report_files};
 
@@ -26,7 +26,7 @@ fn an_empty_cache_is_served_from_the_remote_and_pulls_only_what_it_reads() {
     let outcome = first.run_with_remote(remote);
     assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
     assert_eq!(outcome.cached(), 0);
-    let published = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    let published = grid_cache::Remote::open(remote).unwrap().list("steps").unwrap();
     assert_eq!(published.len(), outcome.records.len(), "every step has its record on the remote");
 
     // The second has an empty cache: it computes nothing, and only the
@@ -55,7 +55,7 @@ fn an_empty_cache_is_served_from_the_remote_and_pulls_only_what_it_reads() {
     assert_eq!(count(StepKind::Train), 3, "the three shortcut models came down: {kinds:?}");
     assert_eq!(count(StepKind::Corpus), 0, "{kinds:?}");
     // And what the second computed is on the remote for the first.
-    let after = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    let after = grid_cache::Remote::open(remote).unwrap().list("steps").unwrap();
     assert_eq!(after.len(), published.len() + 10);
 
     // The method dropped again, `gc --remote` removes its cells from the
@@ -64,11 +64,11 @@ fn an_empty_cache_is_served_from_the_remote_and_pulls_only_what_it_reads() {
     let dry = second.grid(&["gc", "grid.toml", "--remote", remote, "--dry-run"]);
     let stderr = String::from_utf8_lossy(&dry.stderr);
     assert!(dry.status.success() && stderr.contains("would remove 10 steps from"), "{stderr}");
-    assert_eq!(grid::cache::Remote::open(remote).unwrap().list("steps").unwrap().len(), after.len());
+    assert_eq!(grid_cache::Remote::open(remote).unwrap().list("steps").unwrap().len(), after.len());
     let gc = second.grid(&["gc", "grid.toml", "--remote", remote]);
     let stderr = String::from_utf8_lossy(&gc.stderr);
     assert!(gc.status.success() && stderr.contains("removed 10 steps from"), "{stderr}");
-    let left = grid::cache::Remote::open(remote).unwrap();
+    let left = grid_cache::Remote::open(remote).unwrap();
     assert_eq!(left.list("steps").unwrap().len(), published.len());
     drop(left);
     let third = GridTest::new(TINY);
@@ -96,14 +96,14 @@ fn s3_prefix(test: &GridTest) -> String {
 
 /// How many steps the test's grid plans.
 fn planned_steps(test: &GridTest) -> usize {
-    let grid = grid::spec::Grid::load(&test.grid_file()).unwrap();
+    let grid = grid_pipeline::spec::Grid::load(&test.grid_file()).unwrap();
     let cache = Cache::open(test.cache()).unwrap();
-    grid::dag::plan(&grid, &cache, &grid::dag::PlanOptions::default()).unwrap().steps.len()
+    grid_pipeline::dag::plan(&grid, &cache, &grid_pipeline::dag::PlanOptions::default()).unwrap().steps.len()
 }
 
 /// One record per step and one upload per step under `prefix`.
 fn records_and_uploads(prefix: &str) -> (usize, usize) {
-    let remote = grid::cache::Remote::open(prefix).unwrap();
+    let remote = grid_cache::Remote::open(prefix).unwrap();
     let records = remote.list("steps").unwrap().len();
     let mut uploads: Vec<String> = remote
         .list("payloads")
@@ -167,7 +167,7 @@ fn a_writer_killed_mid_run_loses_nothing_and_serves_nothing_damaged() {
     assert!(clean.run().succeeded());
     let killed = GridTest::new(TINY);
     let prefix = s3_prefix(&killed);
-    let remote = grid::cache::Remote::open(&prefix).unwrap();
+    let remote = grid_cache::Remote::open(&prefix).unwrap();
     let args = ["run", "grid.toml", "--remote", prefix.as_str(), "-j", "2"];
     // One step at a time in one process (-j 1), so that the kill stops every
     // writer of this machine at once, mid-step or mid-upload.
@@ -231,7 +231,7 @@ fn a_cache_filled_before_the_remote_was_given_is_published_by_the_next_run() {
     let outcome = t.run_with_remote(remote);
     assert!(outcome.succeeded());
     assert_eq!(outcome.executed().count(), 0);
-    let records = grid::cache::Remote::open(remote).unwrap().list("steps").unwrap();
+    let records = grid_cache::Remote::open(remote).unwrap().list("steps").unwrap();
     assert_eq!(records.len(), outcome.records.len(), "every cached step went up");
     // Each is remembered as published there, so the next run asks nothing.
     let cache = Cache::open(t.cache()).unwrap();
@@ -278,10 +278,10 @@ fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again(
     let first = GridTest::tiny_after_first_run();
     assert!(first.run_with_remote(remote).succeeded());
     // Every shortcut model's weights on the remote: same size, other bytes.
-    let store = grid::cache::Remote::open(remote).unwrap();
+    let store = grid_cache::Remote::open(remote).unwrap();
     let mut damaged = 0;
     for (object, _) in store.list("steps/train").unwrap() {
-        let record: grid::cache::remote::Published =
+        let record: grid_cache::remote::Published =
             serde_json::from_slice(&std::fs::read(remote_dir.path().join(&object)).unwrap()).unwrap();
         if record.manifest.label.contains("/original/") {
             continue;
@@ -305,7 +305,7 @@ fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again(
     assert!(run.status.success(), "{stderr}");
     assert_eq!(stderr.matches("computing it here first").count(), 3, "{stderr}");
     assert!(stderr.contains("checksum") && stderr.contains("set aside to damaged/train/"), "{stderr}");
-    let store = grid::cache::Remote::open(remote).unwrap();
+    let store = grid_cache::Remote::open(remote).unwrap();
     assert_eq!(store.list("damaged").unwrap().len(), 3, "kept for a look, until gc");
     drop(store);
 
@@ -322,8 +322,8 @@ fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again(
     assert!(pull.status.success(), "{}", String::from_utf8_lossy(&pull.stderr));
     let ours = Cache::open(third.cache()).unwrap().manifests(StepKind::Train).unwrap();
     let theirs = Cache::open(first.cache()).unwrap().manifests(StepKind::Train).unwrap();
-    let files = |ms: &[grid::cache::Manifest]| {
-        let weights = |m: &grid::cache::Manifest| m.files.iter().find(|f| f.name == "model.safetensors").cloned();
+    let files = |ms: &[grid_cache::Manifest]| {
+        let weights = |m: &grid_cache::Manifest| m.files.iter().find(|f| f.name == "model.safetensors").cloned();
         let mut v: Vec<_> = ms.iter().map(|m| (m.key.clone(), weights(m))).collect();
         v.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         v

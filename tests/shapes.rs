@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use grid::backend::Compute;
-use grid::cache::{Cache, StepKind};
-use grid::dag::{self, PlanOptions};
-use grid::spec::Grid;
+use grid_cache::{Cache, StepKind};
+use grid_core::backend::Compute;
 use grid_core::buckets::Buckets;
+use grid_pipeline::dag::{self, PlanOptions};
+use grid_pipeline::spec::Grid;
 
 use crate::util::GridTest;
 

@@ -103,7 +103,7 @@ fn slurm_tasks_pull_their_inputs_from_the_remote_and_publish_to_it() {
     let a = GridTest::new(&small_grid());
     let run = a.grid(&["run", "grid.toml", "--remote", remote, "-q"]);
     assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
-    let records = || grid::cache::Remote::open(remote).unwrap().list("steps").unwrap().len();
+    let records = || grid_cache::Remote::open(remote).unwrap().list("steps").unwrap().len();
     let published = records();
 
     let b = GridTest::new(&small_grid().replace(r#"["gxil", "random"]"#, r#"["gxil", "random", "gradl-l1"]"#));
@@ -115,9 +115,9 @@ fn slurm_tasks_pull_their_inputs_from_the_remote_and_publish_to_it() {
     // The models B's tasks read are A's, pulled (same finish time, same
     // bytes), not trained again.
     let trains = |t: &GridTest| {
-        let cache = grid::cache::Cache::open(t.cache()).unwrap();
+        let cache = grid_cache::Cache::open(t.cache()).unwrap();
         let mut m: Vec<_> = cache
-            .manifests(grid::cache::StepKind::Train)
+            .manifests(grid_cache::StepKind::Train)
             .unwrap()
             .into_iter()
             .map(|m| (m.key.clone(), m.finished_at, m.files.clone()))

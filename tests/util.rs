@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use grid::backend::Compute;
-use grid::cache::Cache;
-use grid::dag::{self, PlanOptions, RunOptions, RunOutcome, Verbosity};
-use grid::spec::Grid;
+use grid_cache::Cache;
+use grid_core::backend::Compute;
+use grid_pipeline::dag::{self, PlanOptions, RunOptions, RunOutcome, Verbosity};
+use grid_pipeline::spec::Grid;
 
 /// A tiny grid: generated corpus, all three shortcuts, a small BiLSTM.
 pub const TINY: &str = r#"
@@ -101,7 +101,7 @@ impl GridTest {
 
     /// [`GridTest::run`] with a remote cache (`--remote`) behind this folder's.
     pub fn run_with_remote(&self, remote: &str) -> RunOutcome {
-        let remote = grid::cache::Remote::open(remote).expect("remote");
+        let remote = grid_cache::Remote::open(remote).expect("remote");
         self.run_on(Cache::open(self.cache()).expect("cache").with_remote(remote), Compute::cpu())
     }
 

@@ -1,4 +1,4 @@
-//! `grid bench` and `grid bench --gemm` (`crate::bench`).
+//! `grid bench` and `grid bench --gemm` (`grid_pipeline::bench`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,11 +22,13 @@ pub(super) fn bench(
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     prepare_kernel_cache(&common, compute, true)?;
     let methods = methods
-        .map(|names| names.iter().map(|n| n.trim().parse::<crate::salience::Method>()).collect::<Result<Vec<_>, _>>())
+        .map(|names| {
+            names.iter().map(|n| n.trim().parse::<grid_methods::salience::Method>()).collect::<Result<Vec<_>, _>>()
+        })
         .transpose()
         .map_err(usage)?;
     let (cache, plan) = plan_of(&common, compute)?;
-    let bench_options = crate::bench::BenchOptions {
+    let bench_options = grid_pipeline::bench::BenchOptions {
         methods,
         examples: examples.max(1),
         filter: only,
@@ -35,11 +37,12 @@ pub(super) fn bench(
         perturbations_per_eval: perturbations_per_eval.map(|n| n.max(1)),
     };
     // As `grid run` computes a step: on the pool's thread (see `on_worker_thread`).
-    let rows =
-        crate::backend::on_worker_thread(compute.device, || crate::bench::run(&plan, &cache, compute, &bench_options))
-            .map_err(runtime)?;
-    let context = crate::bench::context(compute, &common.grid);
-    print!("{}", crate::bench::markdown(&context, &rows));
+    let rows = grid_core::backend::on_worker_thread(compute.device, || {
+        grid_pipeline::bench::run(&plan, &cache, compute, &bench_options)
+    })
+    .map_err(runtime)?;
+    let context = grid_pipeline::bench::context(compute, &common.grid);
+    print!("{}", grid_pipeline::bench::markdown(&context, &rows));
     if let Some(path) = json {
         write_json(&path, &serde_json::json!({ "context": context, "rows": rows }))?;
     }
@@ -50,13 +53,13 @@ pub(super) fn bench(
 /// `--internal-batch-size` says otherwise.
 pub(super) const GEMM_ATTRIBUTION_BATCH: usize = 32;
 
-/// `grid bench --gemm`: see [`crate::bench::gemm`].
+/// `grid bench --gemm`: see [`grid_pipeline::bench::gemm`].
 pub(super) fn bench_gemm(
     common: Common,
-    options: crate::bench::gemm::GemmOptions,
+    options: grid_pipeline::bench::gemm::GemmOptions,
     json: Option<PathBuf>,
 ) -> Result<ExitCode, Failure> {
-    use crate::bench::gemm;
+    use grid_pipeline::bench::gemm;
     let compute = compute_of(&common)?;
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     prepare_kernel_cache(&common, compute, true)?;
@@ -65,9 +68,9 @@ pub(super) fn bench_gemm(
     if shapes.is_empty() {
         return Err(usage(anyhow::anyhow!("{}: no models to time", common.grid.display())));
     }
-    let roofline = crate::backend::on_worker_thread(compute.device, || gemm::roofline(shapes, compute, &options))
+    let roofline = grid_core::backend::on_worker_thread(compute.device, || gemm::roofline(shapes, compute, &options))
         .map_err(runtime)?;
-    let context = crate::bench::context(compute, &common.grid);
+    let context = grid_pipeline::bench::context(compute, &common.grid);
     print!("{}", gemm::markdown(&context, &roofline));
     if let Some(path) = json {
         write_json(&path, &serde_json::json!({ "context": context, "roofline": roofline }))?;
@@ -75,14 +78,14 @@ pub(super) fn bench_gemm(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `grid bench --resnet`: see [`crate::bench::resnet`].
+/// `grid bench --resnet`: see [`grid_pipeline::bench::resnet`].
 pub(super) fn bench_resnet(
     common: Common,
     only: Option<String>,
     python: Option<String>,
     json: Option<PathBuf>,
 ) -> Result<ExitCode, Failure> {
-    use crate::bench::resnet;
+    use grid_pipeline::bench::resnet;
     let compute = compute_of(&common)?;
     compute.check().map_err(|e| usage(anyhow::anyhow!(e)))?;
     prepare_kernel_cache(&common, compute, true)?;
@@ -92,9 +95,10 @@ pub(super) fn bench_resnet(
     if shapes.is_empty() {
         return Err(usage(anyhow::anyhow!("{}: no ResNets to time", common.grid.display())));
     }
-    let bench = crate::backend::on_worker_thread(compute.device, || resnet::run(shapes, compute, python.as_deref()))
-        .map_err(runtime)?;
-    let context = crate::bench::context(compute, &common.grid);
+    let bench =
+        grid_core::backend::on_worker_thread(compute.device, || resnet::run(shapes, compute, python.as_deref()))
+            .map_err(runtime)?;
+    let context = grid_pipeline::bench::context(compute, &common.grid);
     print!("{}", resnet::markdown(&context, &bench));
     if let Some(path) = json {
         write_json(&path, &serde_json::json!({ "context": context, "bench": bench }))?;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use super::args::Common;
 use super::{Failure, grid_and_plan_of, runtime, usage};
-use crate::backend::Compute;
-use crate::dag::executor::StepSettings;
-use crate::dag::{self, Verbosity};
+use grid_core::backend::Compute;
+use grid_pipeline::dag::executor::StepSettings;
+use grid_pipeline::dag::{self, Verbosity};
 
 /// The options a `grid step` worker of this command plans with: the run's
 /// settings, its device as resolved here (a worker does not place the grid
@@ -55,10 +55,10 @@ pub(super) fn compute_placed(common: &Common) -> Result<(Compute, Option<String>
     compute_on(common, device).map(|compute| (compute, why))
 }
 
-pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) -> Result<Compute, Failure> {
+pub(super) fn compute_on(common: &Common, device: grid_core::backend::DeviceChoice) -> Result<Compute, Failure> {
     let precision = precision_of(common)?;
     let backend = match common.backend.as_str() {
-        "auto" => crate::backend::BackendKind::default_for(device),
+        "auto" => grid_core::backend::BackendKind::default_for(device),
         name => name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?,
     };
     let mut compute = Compute::with_backend(backend, device, precision);
@@ -73,7 +73,7 @@ pub(super) fn compute_on(common: &Common, device: crate::backend::DeviceChoice) 
 }
 
 /// `--precision`.
-pub(super) fn precision_of(common: &Common) -> Result<crate::backend::Precision, Failure> {
+pub(super) fn precision_of(common: &Common) -> Result<grid_core::backend::Precision, Failure> {
     common.precision.parse().map_err(|e: String| usage(anyhow::anyhow!("--precision: {e}")))
 }
 
@@ -81,7 +81,7 @@ pub(super) fn precision_of(common: &Common) -> Result<crate::backend::Precision,
 /// any GPU client exists, and (`announce`) says so when the folder is new: the
 /// first run on a device spends its first minutes compiling kernels.
 pub(super) fn prepare_kernel_cache(common: &Common, compute: Compute, announce: bool) -> Result<(), Failure> {
-    use crate::backend::kernel_cache::{self, AutotuneLevel};
+    use grid_core::backend::kernel_cache::{self, AutotuneLevel};
     let level: AutotuneLevel =
         common.autotune.parse().map_err(|e: String| usage(anyhow::anyhow!("--autotune: {e}")))?;
     kernel_cache::prepare(&common.cache, compute, level, announce).map_err(|e| runtime(anyhow::anyhow!(e)))

@@ -1,4 +1,4 @@
-//! `grid crowd export | simulate | import`: the crowd study (`crate::crowd`).
+//! `grid crowd export | simulate | import`: the crowd study (`grid_pipeline::crowd`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::args::{Common, CrowdCommand};
 use super::compute::compute_of;
 use super::{Failure, compare_aliases, grid_and_plan_of, load_grid, runtime, usage};
-use crate::cache::Cache;
+use grid_cache::Cache;
 
 /// Where a grid's study is written and read unless one is named:
 /// `<reports>/<grid>/crowd/study`.
@@ -15,7 +15,7 @@ pub(super) fn default_study(reports: &Path, grid_name: &str) -> PathBuf {
 }
 
 pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
-    use crate::crowd::{export, import, run, tables};
+    use grid_pipeline::crowd::{export, import, run, tables};
     let default_dir = |common: &Common, grid_name: &str| default_study(&common.reports, grid_name);
     match command {
         CrowdCommand::Export {
@@ -57,12 +57,12 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
             let (grid, cache, plan) = grid_and_plan_of(&common, compute.precision)?;
             let study_path = study.unwrap_or_else(|| default_dir(&common, &grid.name));
             let study = export::read_study(&study_path).map_err(usage)?;
-            let models = crate::crowd::simulate::model_dirs(&plan, &cache, &study).map_err(usage)?;
-            let options = crate::crowd::simulate::SimulateOptions { seed, unsure_margin };
-            let csv = crate::crowd::simulate::simulate(&study, &models, compute, options).map_err(runtime)?;
+            let models = grid_pipeline::crowd::simulate::model_dirs(&plan, &cache, &study).map_err(usage)?;
+            let options = grid_pipeline::crowd::simulate::SimulateOptions { seed, unsure_margin };
+            let csv = grid_pipeline::crowd::simulate::simulate(&study, &models, compute, options).map_err(runtime)?;
             let out =
                 out.unwrap_or_else(|| common.reports.join(&grid.name).join("crowd").join("simulated-answers.csv"));
-            crate::crowd::simulate::write_answers(&csv, &out).map_err(runtime)?;
+            grid_pipeline::crowd::simulate::write_answers(&csv, &out).map_err(runtime)?;
             println!("simulated answers: {}", out.display());
             println!("score them with: grid crowd import {} {}", common.grid.display(), out.display());
             Ok(ExitCode::SUCCESS)
@@ -92,12 +92,15 @@ pub(super) fn crowd(command: CrowdCommand) -> Result<ExitCode, Failure> {
                 );
             }
             if let Some(path) = compare {
-                let published = crate::crowd::compare::read_published(&path).map_err(usage)?;
-                let comparisons = crate::crowd::compare::compare(imported, &published, &aliases);
-                let text = crate::crowd::compare::render_markdown(imported, &comparisons, &path);
+                let published = grid_pipeline::crowd::compare::read_published(&path).map_err(usage)?;
+                let comparisons = grid_pipeline::crowd::compare::compare(imported, &published, &aliases);
+                let text = grid_pipeline::crowd::compare::render_markdown(imported, &comparisons, &path);
                 println!("{text}");
-                crate::crowd::compare::write_markdown(&text, &common.reports.join(&imported.grid).join("crowd"))
-                    .map_err(runtime)?;
+                grid_pipeline::crowd::compare::write_markdown(
+                    &text,
+                    &common.reports.join(&imported.grid).join("crowd"),
+                )
+                .map_err(runtime)?;
             }
             eprintln!(
                 "{} answers from {} workers{}; tables in {}",

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Failure, overrides, runtime, usage};
-use crate::cache::Cache;
-use crate::dag;
-use crate::spec::Grid;
+use grid_cache::Cache;
+use grid_pipeline::dag;
+use grid_pipeline::spec::Grid;
 
 /// `grid gc`: the keys every grid plans, under every precision, are kept.
 pub(super) fn gc(
@@ -14,7 +14,7 @@ pub(super) fn gc(
     cache: &Cache,
     data_root: Option<PathBuf>,
     set: Vec<String>,
-    options: crate::cache::gc::GcOptions,
+    options: grid_cache::gc::GcOptions,
 ) -> Result<ExitCode, Failure> {
     let settings = overrides(&set)?;
     let grids =
@@ -25,7 +25,7 @@ pub(super) fn gc(
     })?;
     let (summary, frozen, remote) = (collected.steps, collected.frozen, collected.remote);
     let verb = if options.dry_run { "would remove" } else { "removed" };
-    let grace_days = crate::cache::FROZEN_GRACE.as_secs() / 86_400;
+    let grace_days = grid_cache::FROZEN_GRACE.as_secs() / 86_400;
     for path in &frozen {
         eprintln!("{verb} grid text {} (no run used it for {grace_days} days)", path.display());
     }
@@ -82,7 +82,7 @@ pub(super) fn gc(
 pub(super) fn cutoff(text: &str) -> Result<u64, String> {
     if let Some(days) = text.strip_suffix('d') {
         let days: u64 = days.parse().map_err(|_| "expected a date like 2026-11-01 or days like 30d".to_string())?;
-        let now = crate::clock::unix_now();
+        let now = grid_cache::clock::unix_now();
         return Ok(now.saturating_sub(days * 86_400));
     }
     let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{Failure, load_grid_at, runtime, usage};
-use crate::cache::Cache;
-use crate::{compare, dag};
+use grid_cache::Cache;
+use grid_pipeline::{compare, dag};
 
 /// `--crowd` and `--study`: answers to a crowd study of the first grid.
 pub(super) struct CrowdAnswers {
@@ -51,8 +51,8 @@ pub(super) fn ledger(
         None => None,
         Some(CrowdAnswers { answers, study }) => {
             let study = study.unwrap_or_else(|| super::crowd::default_study(reports, &planned[0].0));
-            let options = crate::crowd::import::ImportOptions { exclude_failed_checks: false };
-            let outcome = crate::crowd::run::import_answers(cache, &study, &answers, options, reports)
+            let options = grid_pipeline::crowd::import::ImportOptions { exclude_failed_checks: false };
+            let outcome = grid_pipeline::crowd::run::import_answers(cache, &study, &answers, options, reports)
                 .map_err(|e| usage(e.context(format!("--crowd {}", answers.display()))))?;
             Some(outcome.imported)
         }
@@ -60,10 +60,10 @@ pub(super) fn ledger(
     let mut ledger = compare::ledger(&planned, cache, &files, aliases, imported.as_ref())
         .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     ledger.notes.extend(unplanned);
-    let text = crate::report::compare::ledger::render_ledger(&ledger);
+    let text = grid_report::compare::ledger::render_ledger(&ledger);
     print!("{text}");
     std::fs::create_dir_all(reports).map_err(|e| runtime(anyhow::anyhow!("{}: {e}", reports.display())))?;
-    let written = crate::report::write_text(reports, "ledger.md", &text).map_err(runtime)?;
+    let written = grid_report::write_text(reports, "ledger.md", &text).map_err(runtime)?;
     eprintln!("ledger written to {}", written.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -31,7 +31,7 @@ pub(super) fn resolve(command: &mut Command) -> anyhow::Result<()> {
 /// `<home>/grid/remotes/<sha256(url)[..16]>`: one working copy per remote,
 /// kept between runs (`grid gc` collects it like any cache folder).
 fn working_copy(home: &Path, url: &str) -> PathBuf {
-    home.join("grid").join("remotes").join(&crate::cache::files::sha256_hex(url.as_bytes())[..16])
+    home.join("grid").join("remotes").join(&grid_cache::files::sha256_hex(url.as_bytes())[..16])
 }
 
 /// The URL a `--cache` value names, if it is one (`scheme://…`).

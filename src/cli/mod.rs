@@ -24,9 +24,9 @@ use args::{Command, Common, ExecutorChoice};
 use compute::compute_of;
 use run::Action;
 
-use crate::cache::Cache;
-use crate::dag::{self, Plan, PlanOptions, Verbosity};
-use crate::spec::Grid;
+use grid_cache::Cache;
+use grid_pipeline::dag::{self, Plan, PlanOptions, Verbosity};
+use grid_pipeline::spec::Grid;
 
 /// Parses arguments, runs, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
@@ -40,11 +40,11 @@ pub fn main() -> ExitCode {
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(Failure::Usage(e)) => {
-            eprintln!("error: {}", crate::errors::one_line(&e));
+            eprintln!("error: {}", grid_core::errors::one_line(&e));
             ExitCode::from(2)
         }
         Err(Failure::Runtime(e)) => {
-            eprintln!("error: {}", crate::errors::one_line(&e));
+            eprintln!("error: {}", grid_core::errors::one_line(&e));
             ExitCode::from(1)
         }
     }
@@ -68,7 +68,7 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
     location::resolve(&mut command).map_err(usage)?;
     match command {
         Command::Bench { common, gemm: true, only, json, internal_batch_size, tokens, python, .. } => {
-            let options = crate::bench::gemm::GemmOptions {
+            let options = grid_pipeline::bench::gemm::GemmOptions {
                 tokens: tokens.max(1),
                 attribution_batch: internal_batch_size.unwrap_or(bench::GEMM_ATTRIBUTION_BATCH).max(1),
                 filter: only,
@@ -98,7 +98,7 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
                 .map(|text| gc::cutoff(&text).map_err(|e| usage(anyhow::anyhow!("--older-than {text}: {e}"))))
                 .transpose()?;
             let cache = open_cache(&cache, remote.as_deref())?;
-            gc::gc(&grids, &cache, data_root, set, crate::cache::gc::GcOptions { dry_run, kernels, older_than })
+            gc::gc(&grids, &cache, data_root, set, grid_cache::gc::GcOptions { dry_run, kernels, older_than })
         }
         Command::Ledger { grids, compare, compare_as, crowd, study, cache, remote, reports, data_root, with, set } => {
             let aliases = compare_aliases(&compare_as)?;
@@ -176,7 +176,7 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
         Command::Step { common, key } => run::run(Action::Step { keys: key }, common),
         Command::Lock { common } => {
             let grid = Grid::load_with(&common.grid, &grid_settings(&common.with, &common.set)?).map_err(usage)?;
-            let client = crate::model::hub::HubClient::from_env();
+            let client = grid_core::model::hub::HubClient::from_env();
             let locked = dag::lock::apply(&grid, &common.cache, &client, dag::lock::LockMode::Update).map_err(usage)?;
             if !locked.unresolved.is_empty() {
                 let lines: Vec<String> =
@@ -205,7 +205,7 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
 fn compare_aliases(compare_as: &[String]) -> Result<Vec<(String, String)>, Failure> {
     compare_as
         .iter()
-        .map(|a| crate::report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
+        .map(|a| grid_report::compare::parse_alias(a).map_err(|e| usage(anyhow::anyhow!("--compare-as {e}"))))
         .collect()
 }
 
@@ -249,7 +249,7 @@ fn load_grid_at(
 ) -> Result<Grid, Failure> {
     let mut settings = grid_settings(with, set)?;
     let grid = Grid::load_with(path, &settings).map_err(usage)?;
-    let client = crate::model::hub::HubClient::from_env();
+    let client = grid_core::model::hub::HubClient::from_env();
     let locked = dag::lock::apply(&grid, cache_root, &client, mode).map_err(usage)?;
     if !locked.resolved.is_empty() && !quiet {
         eprintln!("locked in {}: {}", locked.path.display(), locked.resolved.join(", "));
@@ -265,19 +265,20 @@ fn load_grid_at(
 fn grid_settings(
     with: &[std::path::PathBuf],
     set: &[String],
-) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
+) -> Result<Vec<grid_pipeline::spec::overrides::Override>, Failure> {
     let mut settings = Vec::new();
     for fragment in with {
-        settings.extend(crate::spec::overrides::from_fragment(fragment).map_err(|e| usage(anyhow::anyhow!(e)))?);
+        settings
+            .extend(grid_pipeline::spec::overrides::from_fragment(fragment).map_err(|e| usage(anyhow::anyhow!(e)))?);
     }
     settings.extend(overrides(set)?);
     Ok(settings)
 }
 
 /// The `--set KEY=VALUE` arguments, parsed.
-fn overrides(set: &[String]) -> Result<Vec<crate::spec::overrides::Override>, Failure> {
+fn overrides(set: &[String]) -> Result<Vec<grid_pipeline::spec::overrides::Override>, Failure> {
     set.iter()
-        .map(|s| s.parse::<crate::spec::overrides::Override>())
+        .map(|s| s.parse::<grid_pipeline::spec::overrides::Override>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| usage(anyhow::anyhow!(e)))
 }
@@ -287,17 +288,17 @@ fn open_cache(folder: &std::path::Path, remote: Option<&str>) -> Result<Cache, F
     let cache = Cache::open(folder).map_err(runtime)?;
     match remote {
         None => Ok(cache),
-        Some(location) => Ok(cache.with_remote(crate::cache::Remote::open(location).map_err(usage)?)),
+        Some(location) => Ok(cache.with_remote(grid_cache::Remote::open(location).map_err(usage)?)),
     }
 }
 
 /// The grid file, planned against its cache.
-fn plan_of(common: &Common, compute: crate::backend::Compute) -> Result<(Cache, Plan), Failure> {
+fn plan_of(common: &Common, compute: grid_core::backend::Compute) -> Result<(Cache, Plan), Failure> {
     grid_and_plan_of(common, compute.precision).map(|(_, cache, plan)| (cache, plan))
 }
 
 /// The grid as loaded (with `--set`), its cache and its plan.
-fn grid_and_plan_of(common: &Common, precision: crate::backend::Precision) -> Result<(Grid, Cache, Plan), Failure> {
+fn grid_and_plan_of(common: &Common, precision: grid_core::backend::Precision) -> Result<(Grid, Cache, Plan), Failure> {
     let grid = load_grid(common)?;
     let cache = open_cache(&common.cache, common.remote.as_deref())?;
     let options = PlanOptions { data_root: common.data_root.clone(), precision };

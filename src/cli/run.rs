@@ -9,11 +9,11 @@ use std::time::Instant;
 use super::args::{Common, ExecutorChoice};
 use super::compute::{compute_placed, prepare_kernel_cache, step_settings};
 use super::{Failure, grid_and_plan_of, runtime, usage, verbosity_of};
-use crate::cache::Cache;
-use crate::dag::executor::StepCommand;
-use crate::dag::executor::worker::{self, WorkerError};
-use crate::dag::runner::{Local, Runner, Slurm};
-use crate::dag::{self, Plan, RunOptions, StepStatus, Verbosity};
+use grid_cache::Cache;
+use grid_pipeline::dag::executor::StepCommand;
+use grid_pipeline::dag::executor::worker::{self, WorkerError};
+use grid_pipeline::dag::runner::{Local, Runner, Slurm};
+use grid_pipeline::dag::{self, Plan, RunOptions, StepStatus, Verbosity};
 
 /// What the command does once the grid is planned.
 pub(super) enum Action {
@@ -98,7 +98,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
         Action::Run { executor: ExecutorChoice::Slurm, wait, .. } => Box::new(Slurm {
             settings,
             resources: &grid.slurm,
-            gpu: matches!(compute.device, crate::backend::DeviceChoice::Cuda(_)),
+            gpu: matches!(compute.device, grid_core::backend::DeviceChoice::Cuda(_)),
             verbosity,
             wait: wait.then(|| common.reports.clone()),
         }),
@@ -126,16 +126,16 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
 
 /// `grid run`'s preamble: what the missing steps will take, and what would
 /// be faster when that is over an hour on the chosen device.
-fn announce_estimate(estimate: &dag::estimate::Estimate, compute: crate::backend::Compute, on_slurm: bool) {
+fn announce_estimate(estimate: &dag::estimate::Estimate, compute: grid_core::backend::Compute, on_slurm: bool) {
     use dag::estimate::{self, GpuHere};
     if estimate.missing == 0 {
         return;
     }
     eprintln!("{}", estimate::summary_line(estimate));
-    let gpu = if crate::backend::placement::gpu_available().is_ok() {
+    let gpu = if grid_core::backend::placement::gpu_available().is_ok() {
         GpuHere::Usable
     } else {
-        match crate::backend::placement::visible_gpus().into_iter().next() {
+        match grid_core::backend::placement::visible_gpus().into_iter().next() {
             Some(name) => GpuHere::NeedsGpuBuild(name),
             None => GpuHere::None,
         }
@@ -145,17 +145,17 @@ fn announce_estimate(estimate: &dag::estimate::Estimate, compute: crate::backend
     }
 }
 
-fn target_of(compute: crate::backend::Compute) -> dag::estimate::Target {
+fn target_of(compute: grid_core::backend::Compute) -> dag::estimate::Target {
     match compute.device {
-        crate::backend::DeviceChoice::Cpu => dag::estimate::Target::Cpu,
-        crate::backend::DeviceChoice::Cuda(_) => dag::estimate::Target::Gpu,
+        grid_core::backend::DeviceChoice::Cpu => dag::estimate::Target::Cpu,
+        grid_core::backend::DeviceChoice::Cuda(_) => dag::estimate::Target::Gpu,
     }
 }
 
 /// Whether to start a run: yes unless it is predicted to take over a day
 /// and a person at a terminal answers no. Scripts (stdin or stderr not a
 /// terminal) and Slurm jobs are not asked.
-fn confirm_long_run(estimate: &dag::estimate::Estimate, compute: crate::backend::Compute, on_slurm: bool) -> bool {
+fn confirm_long_run(estimate: &dag::estimate::Estimate, compute: grid_core::backend::Compute, on_slurm: bool) -> bool {
     use std::io::{BufRead, IsTerminal, Write};
     let target = target_of(compute);
     let in_slurm_job = std::env::var_os("SLURM_JOB_ID").is_some();
@@ -226,11 +226,11 @@ fn finish_run(
         && !compare.is_empty()
     {
         let reports = common.reports.join(&plan.grid_name);
-        let print = |written: crate::compare::Written| {
+        let print = |written: grid_pipeline::compare::Written| {
             println!("{}", written.markdown);
             eprintln!("comparison written to {} and {}", written.markdown_path.display(), written.csv_path.display());
         };
-        crate::compare::compare_with_published(plan, cache, &reports, compare, aliases, print)
+        grid_pipeline::compare::compare_with_published(plan, cache, &reports, compare, aliases, print)
             .map_err(|e| if e.is_usage() { usage(e) } else { runtime(e) })?;
     }
     let failures: Vec<_> = outcome.failures().collect();

@@ -18,6 +18,8 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use crate::chunks::{for_each_chunk, written};
+
 /// The shape of a batch: `batch` images of `channels` planes of `positions`
 /// values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,17 +91,10 @@ fn per_channel<T: Send>(dims: &Dims, f: impl Fn(usize) -> T + Sync + Send) -> Ve
 /// On the threads when the batch is large; nothing is copied or zeroed first.
 fn new_planes(dims: &Dims, f: impl Fn(usize, usize, &mut [MaybeUninit<f32>]) + Sync + Send) -> Vec<f32> {
     let (len, positions, channels) = (dims.len(), dims.positions.max(1), dims.channels.max(1));
-    let mut values: Vec<f32> = Vec::with_capacity(len);
-    let out = &mut values.spare_capacity_mut()[..len];
-    let each = |(i, plane): (usize, &mut [MaybeUninit<f32>])| f(i % channels, i * positions, plane);
-    if len >= PARALLEL_VALUES {
-        out.par_chunks_mut(positions).enumerate().for_each(each);
-    } else {
-        out.chunks_mut(positions).enumerate().for_each(each);
-    }
-    // SAFETY: `f` wrote every value of every plane, and the planes cover `len`.
-    unsafe { values.set_len(len) };
-    values
+    // `f` writes every value of every plane, and the planes cover `len`.
+    written(len, |out| {
+        for_each_chunk(out, positions, len >= PARALLEL_VALUES, |(i, plane)| f(i % channels, i * positions, plane))
+    })
 }
 
 /// The batch's μ and biased σ² of every channel.

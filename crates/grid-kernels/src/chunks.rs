@@ -1,6 +1,17 @@
 //! Splitting an output into chunks, over threads when it is long.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
+
+/// `len` values written by `fill` (every one of them) without zeroing them first.
+pub(crate) fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
+    let mut values: Vec<f32> = Vec::with_capacity(len);
+    fill(&mut values.spare_capacity_mut()[..len]);
+    // SAFETY: `fill` wrote every value (the callers' contract).
+    unsafe { values.set_len(len) };
+    values
+}
 
 /// `f(index, chunk)` for each `chunk`-long piece of `out` (the last may be
 /// shorter), on rayon's threads when `parallel`, else in order. Each piece

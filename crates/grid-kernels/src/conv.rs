@@ -32,6 +32,7 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use crate::chunks::written;
 use crate::matmul::{Threads, product, product_into};
 use crate::packed::{PackedLhs, multiply_strided};
 
@@ -319,15 +320,6 @@ fn per_image(out: &mut [MaybeUninit<f32>], len: usize, f: impl Fn(usize, &mut [M
     }
 }
 
-/// `len` values written by `fill` (every one of them) without zeroing them first.
-fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
-    let mut values: Vec<f32> = Vec::with_capacity(len);
-    fill(&mut values.spare_capacity_mut()[..len]);
-    // SAFETY: `fill` wrote every value (the callers' contract).
-    unsafe { values.set_len(len) };
-    values
-}
-
 thread_local! {
     /// A thread's patch matrices, kept between calls (a ResNet's layers ask
     /// for the same sizes again and again).
@@ -513,11 +505,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
                     // ∂colsᵀ [P, K] = ∂Yᵀ · W, then back to [K, P].
                     let shape = (positions, depth, dims.outputs);
                     product(threads, false, shape, (aside, depth), grad, (1, positions), weight, (depth, 1));
-                    for (k, row) in cols.chunks_exact_mut(positions).enumerate() {
-                        for (p, value) in row.iter_mut().enumerate() {
-                            *value = aside[p * depth + k];
-                        }
-                    }
+                    transpose(aside, (positions, depth), cols);
                 } else {
                     // Wᵀ [K, out]: element (k, o) = weight[o · K + k].
                     let shape = (depth, positions, dims.outputs);
@@ -618,11 +606,7 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
             });
         }
     });
-    for (k, row) in transposed.chunks_exact(outputs).enumerate() {
-        for (o, &value) in row.iter().enumerate() {
-            dw[o * depth + k] = value;
-        }
-    }
+    transpose(&transposed, (depth, outputs), &mut dw);
     dw
 }
 

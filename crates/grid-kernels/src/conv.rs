@@ -352,6 +352,13 @@ const FEW_POSITIONS: usize = 64;
 /// call made the 32-pixel ResNets 3–12% slower.
 const PACKED_POSITIONS: usize = 2048;
 
+/// [`PaddedImage`] is used for at most this many input channels from
+/// [`PADDED_MIN_POSITIONS`] positions on, and for any channel count from
+/// [`PADDED_POSITIONS`] (measured, see there).
+const PADDED_INPUTS: usize = 32;
+const PADDED_MIN_POSITIONS: usize = 256;
+const PADDED_POSITIONS: usize = 1024;
+
 /// A layer's weight (or its transpose) as the left operand of its
 /// per-image products: packed once for the packed product where it pays,
 /// else read in place by `gemm`.
@@ -410,6 +417,9 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
     if group > 1 {
         return grouped_forward(dims, x, weight, group);
     }
+    if let Some(padded) = PaddedImage::paying(&dims) {
+        return padded_forward(dims, &padded, x, weight);
+    }
     let threads = dims.threads_per_image();
     let patches = Patches::of(&dims);
     let weight = Weight::of(weight, dims.outputs, depth, (depth, 1), positions);
@@ -430,6 +440,136 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
             }
         });
     })
+}
+
+/// A stride-1 convolution whose output keeps its input's size (a ResNet's
+/// 3 × 3 layers), without a patch matrix: the image is zero-padded once
+/// into `[inputs, h + 2·ph, w + 2·pw]`, and for each kernel tap the patch
+/// rows of that tap are the padded planes read from the tap's offset, a
+/// strided view `gemm` reads in place. The output is computed over the
+/// padded width (`h · (w + 2·pw)` positions, the extra columns discarded):
+/// `Y = Σ_taps W_tap [out, inputs] · X_tap [inputs, h · wp]`, the taps in
+/// order. One copy of the image instead of `kh · kw` (im2col's), for
+/// `2·pw / w` more columns and products `kh · kw` times shallower.
+///
+/// Where it pays, measured per layer shape (`conv_rates`, 2-core AMD EPYC
+/// Zen 4, BENCHMARKS.md "Convolutions without patch matrices"): forward
+/// 1.2–1.6× im2col with at most 32 input channels (ResNet widths 8–32 at
+/// 32 px: 8 ch 71 → 106–112 GFLOP/s, 32 ch 119–133 → 163–175), and
+/// 1.06–1.16× from 1,024 positions on (64 ch at 32 and 56 px); im2col
+/// stays ahead for deeper, smaller images (64 ch at 16 px 0.86–0.93×, 128
+/// ch at 8 px 0.79×). The input gradient follows the same rule on its
+/// turned convolution ([`padded_input_gradient`]). The weight gradient
+/// this way (per tap, the view against `∂Yᵀ`) ran 0.5–1.0× the patch
+/// matrix's, so it keeps it.
+struct PaddedImage {
+    dims: Dims,
+    /// Padded plane's height and width.
+    hp: usize,
+    wp: usize,
+}
+
+impl PaddedImage {
+    /// The layout for `dims` where it is a same-size stride-1 convolution and
+    /// the measurements above favour it over the patch matrix.
+    fn paying(dims: &Dims) -> Option<PaddedImage> {
+        let positions = dims.positions();
+        let pays = positions >= FEW_POSITIONS
+            && ((dims.inputs <= PADDED_INPUTS && positions >= PADDED_MIN_POSITIONS) || positions >= PADDED_POSITIONS);
+        if pays { PaddedImage::of(dims) } else { None }
+    }
+
+    fn of(dims: &Dims) -> Option<PaddedImage> {
+        let same = dims.stride == [1, 1] && dims.out_size() == dims.size && !dims.is_pointwise();
+        same.then(|| PaddedImage {
+            dims: *dims,
+            hp: dims.size[0] + 2 * dims.padding[0],
+            wp: dims.size[1] + 2 * dims.padding[1],
+        })
+    }
+
+    /// Values of the padded image, with `kernel_w` zeros after the last plane
+    /// (the last tap's view runs past it by up to `kernel_w − 2` in the
+    /// discarded columns).
+    fn len(&self) -> usize {
+        self.dims.inputs * self.hp * self.wp + self.dims.kernel[1]
+    }
+
+    /// Output positions over the padded width.
+    fn wide_positions(&self) -> usize {
+        self.dims.size[0] * self.wp
+    }
+
+    fn pad(&self, image: &[f32], padded: &mut [f32]) {
+        let [h, w] = self.dims.size;
+        let [ph, pw] = self.dims.padding;
+        padded.fill(0.0);
+        for (plane, out) in image.chunks_exact(h * w).zip(padded.chunks_exact_mut(self.hp * self.wp)) {
+            for (row, out) in plane.chunks_exact(w).zip(out[ph * self.wp..].chunks_exact_mut(self.wp)) {
+                out[pw..pw + w].copy_from_slice(row);
+            }
+        }
+    }
+
+    /// Where tap `t`'s view of the padded image starts.
+    fn tap_offset(&self, t: usize) -> usize {
+        let kw = self.dims.kernel[1];
+        (t / kw) * self.wp + t % kw
+    }
+}
+
+/// [`forward`] of a same-size stride-1 convolution through [`PaddedImage`].
+fn padded_forward(dims: Dims, padded: &PaddedImage, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    let (image_len, out_len) = (dims.image_len(), dims.out_len());
+    let taps = dims.kernel[0] * dims.kernel[1];
+    let (wide, plane) = (padded.wide_positions(), padded.hp * padded.wp);
+    let threads = dims.threads_per_image();
+    written(dims.batch * out_len, |y| {
+        if out_len == 0 {
+            return;
+        }
+        per_image(y, out_len, |n, out| {
+            let image = &x[n * image_len..(n + 1) * image_len];
+            with_scratch(padded.len() + dims.outputs * wide, |buffer| {
+                let (xpad, ywide) = buffer.split_at_mut(padded.len());
+                padded.pad(image, xpad);
+                for t in 0..taps {
+                    let view = &xpad[padded.tap_offset(t)..];
+                    let w_tap = &weight[t..];
+                    let shape = (dims.outputs, wide, dims.inputs);
+                    product(threads, t > 0, shape, (ywide, wide), w_tap, (dims.inputs * taps, taps), view, (plane, 1));
+                }
+                let [h, w] = dims.size;
+                for (out, ywide) in out.chunks_exact_mut(h * w).zip(ywide.chunks_exact(wide)) {
+                    for (out, row) in out.chunks_exact_mut(w).zip(ywide.chunks_exact(padded.wp)) {
+                        for (value, &v) in out.iter_mut().zip(&row[..w]) {
+                            value.write(v);
+                        }
+                    }
+                }
+            })
+        });
+    })
+}
+
+/// [`input_gradient`] of a same-size stride-1 convolution: the convolution
+/// of `grad` with the kernel turned by 180° and its channels swapped
+/// (`∂x[c, y, x] = Σ W[o, c, i, j] · ∂Y[o, y − i + ph, x − j + pw]`), itself
+/// a same-size stride-1 convolution (`turned`, whose inputs are the layer's
+/// outputs), run by [`padded_forward`].
+fn padded_input_gradient(turned: Dims, padded: &PaddedImage, grad: &[f32], weight: &[f32]) -> Vec<f32> {
+    let dims = Dims { inputs: turned.outputs, outputs: turned.inputs, ..turned };
+    let taps = dims.kernel[0] * dims.kernel[1];
+    let mut flipped = vec![0.0f32; weight.len()];
+    for (o, filter) in weight.chunks_exact(dims.inputs * taps).enumerate() {
+        for (c, kernel) in filter.chunks_exact(taps).enumerate() {
+            let to = &mut flipped[(c * dims.outputs + o) * taps..][..taps];
+            for (t, &v) in kernel.iter().enumerate() {
+                to[taps - 1 - t] = v;
+            }
+        }
+    }
+    padded_forward(turned, padded, grad, &flipped)
 }
 
 /// [`forward`] for images of few positions, `group` images per product.
@@ -484,6 +624,10 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
 /// of a layer takes the same path.
 pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     dims.check(None, Some(weight), Some(grad));
+    let turned = Dims { inputs: dims.outputs, outputs: dims.inputs, ..dims };
+    if let Some(padded) = PaddedImage::paying(&turned) {
+        return padded_input_gradient(turned, &padded, grad, weight);
+    }
     let (depth, positions, out_len, image_len) = (dims.patch(), dims.positions(), dims.out_len(), dims.image_len());
     let packed = (positions >= PACKED_POSITIONS && PackedLhs::available())
         .then(|| PackedLhs::of(weight, depth, dims.outputs, (1, depth)));
@@ -708,7 +852,30 @@ mod tests {
             d(2, 4, 3, [5, 5], 3, 1, 0),
             Dims { batch: 2, inputs: 3, outputs: 5, size: [6, 7], kernel: [2, 3], stride: [1, 1], padding: [1, 0] },
             Dims { batch: 1, inputs: 2, outputs: 3, size: [5, 9], kernel: [2, 3], stride: [1, 2], padding: [0, 1] },
+            // Same-size layers through padded images (`PaddedImage`): 3 × 3,
+            // 5 × 5, and a kernel that differs by direction.
+            d(2, 2, 3, [16, 16], 3, 1, 1),
+            d(1, 2, 2, [16, 17], 5, 1, 2),
+            Dims { batch: 1, inputs: 2, outputs: 3, size: [17, 16], kernel: [3, 5], stride: [1, 1], padding: [1, 2] },
         ]
+    }
+
+    /// The shapes above that run without patch matrices do so, output and
+    /// input gradient, so the tests that compare them with the definition
+    /// cover that path.
+    #[test]
+    fn same_size_layers_of_enough_positions_run_on_padded_images() {
+        let padded: Vec<Dims> = shapes().into_iter().filter(|d| PaddedImage::paying(d).is_some()).collect();
+        assert_eq!(padded.len(), 3, "{padded:?}");
+        for dims in padded {
+            let turned = Dims { inputs: dims.outputs, outputs: dims.inputs, ..dims };
+            assert!(PaddedImage::paying(&turned).is_some(), "{dims:?}");
+        }
+        let deep =
+            Dims { batch: 1, inputs: 64, outputs: 64, size: [16, 16], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
+        assert!(PaddedImage::paying(&deep).is_none(), "64 channels at 16 pixels keep the patch matrix");
+        assert!(PaddedImage::paying(&Dims { size: [32, 32], ..deep }).is_some());
+        assert!(PaddedImage::paying(&Dims { size: [32, 32], stride: [2, 2], ..deep }).is_none());
     }
 
     #[test]
@@ -781,15 +948,25 @@ mod tests {
         }
     }
 
-    /// Images of at least [`PACKED_POSITIONS`] positions take the packed
-    /// product where the CPU runs it: the output is the convolution, the
-    /// input gradient its adjoint (`⟨∂x, v⟩ = ⟨probe, conv(v)⟩` for any
-    /// `v`), and an image's values do not depend on its batch.
+    /// Images of at least [`PACKED_POSITIONS`] positions take a padded image
+    /// (same-size layers) or the packed product where the CPU runs it: the
+    /// output is the convolution, the input gradient its adjoint (`⟨∂x, v⟩
+    /// = ⟨probe, conv(v)⟩` for any `v`), and an image's values do not
+    /// depend on its batch.
     #[test]
     fn large_images_are_convolved_alike() {
-        let dims =
+        let same =
             Dims { batch: 3, inputs: 3, outputs: 10, size: [48, 48], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
-        assert!(dims.positions() >= PACKED_POSITIONS);
+        // Stride 2: no padded image, the packed product.
+        let strided = Dims { size: [96, 96], stride: [2; 2], ..same };
+        for dims in [same, strided] {
+            assert!(dims.positions() >= PACKED_POSITIONS);
+            large_image_alike(dims);
+        }
+        assert!(PaddedImage::paying(&strided).is_none());
+    }
+
+    fn large_image_alike(dims: Dims) {
         let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
         let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
         let exact = direct(&dims, &x, &weight);
@@ -839,7 +1016,9 @@ mod tests {
     #[ignore]
     fn conv_rates() {
         use std::time::Instant;
-        for (channels, side) in [(32, 32), (64, 16), (128, 8), (256, 4), (32, 64)] {
+        for (channels, side) in
+            [(8, 32), (16, 16), (32, 32), (64, 16), (128, 8), (256, 4), (32, 64), (64, 56), (128, 28)]
+        {
             let dims = Dims {
                 batch: 32,
                 inputs: channels,

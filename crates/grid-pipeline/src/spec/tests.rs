@@ -547,12 +547,20 @@ fn shipped_grids_that_extend_train_their_bases_models() {
         };
         let (grid, base) = (Grid::load(&path).unwrap(), Grid::load(&dir.join(base)).unwrap());
         assert_ne!(grid.name, base.name, "{}", path.display());
-        // What the training and verification keys are made of.
+        // What the training and verification keys are made of, but for the
+        // models' training: a grid that cuts it (imdb_lstm_paper_4k) changes
+        // nothing else, methods included.
         assert_eq!(grid.datasets, base.datasets, "{}", path.display());
         assert_eq!(grid.shortcuts, base.shortcuts, "{}", path.display());
-        assert_eq!(grid.models, base.models, "{}", path.display());
         assert_eq!(grid.verification, base.verification, "{}", path.display());
         assert_eq!(grid.seeds, base.seeds, "{}", path.display());
+        if grid.models != base.models {
+            assert_eq!(grid.attribution.methods, base.attribution.methods, "{}", path.display());
+            let architectures =
+                |g: &Grid| g.models.iter().map(|m| (m.name.clone(), m.architecture.clone())).collect::<Vec<_>>();
+            assert_eq!(architectures(&grid), architectures(&base), "{}", path.display());
+            continue;
+        }
         assert_ne!(grid.attribution.methods, base.attribution.methods, "{}", path.display());
         seen += 1;
     }

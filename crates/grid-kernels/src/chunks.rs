@@ -13,6 +13,14 @@ pub(crate) fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) ->
     values
 }
 
+/// Initialised values as a destination for code that writes without
+/// reading (a product into `MaybeUninit`).
+pub(crate) fn as_uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: `MaybeUninit<f32>` has `f32`'s layout, and its users write only
+    // floats, so `values` stays initialised.
+    unsafe { &mut *(values as *mut [f32] as *mut [MaybeUninit<f32>]) }
+}
+
 /// `f(index, chunk)` for each `chunk`-long piece of `out` (the last may be
 /// shorter), on rayon's threads when `parallel`, else in order. Each piece
 /// is computed the same way either way, so the split never changes a value.

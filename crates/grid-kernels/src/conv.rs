@@ -18,8 +18,12 @@
 //! between contiguous copies of strided views; here every copy is a run of
 //! contiguous values and the arithmetic is in `gemm`.
 //!
-//! Where an image has many positions (a ResNet's first stage at 64 pixels
-//! and more) and the CPU has AVX-512, the output and input gradient run as
+//! A convolution of stride 1 whose output keeps its input's size (a
+//! ResNet's 3 × 3 layers) computes its output and input gradient without
+//! patch matrices where that was measured to pay (few channels or many
+//! positions): the image zero-padded once, each kernel tap's patch rows a
+//! strided view of it (`PaddedImage`). Elsewhere, where an image has many
+//! positions and the CPU has AVX-512, the output and input gradient run as
 //! [`crate::packed`] products, the weight packed once per call.
 //!
 //! An image's output and input gradient are computed on their own, by a
@@ -32,7 +36,7 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use crate::chunks::written;
+use crate::chunks::{as_uninit, written};
 use crate::matmul::{Threads, product, product_into};
 use crate::packed::{PackedLhs, multiply_strided};
 
@@ -300,10 +304,13 @@ impl Shift {
     /// past the row's start (`dx < 0`) or end (`dx > 0`).
     fn zero_wrapped(self, rows: &mut [f32], w: usize) {
         let columns = self.dx.unsigned_abs().min(w);
+        let first = if self.dx < 0 { 0 } else { w - columns };
         for row in rows.chunks_exact_mut(w) {
-            let wrapped = if self.dx < 0 { &mut row[..columns] } else { &mut row[w - columns..] };
-            for value in wrapped {
-                *value = 0.0;
+            // One value for a 3 × 3 kernel: a store, not a `memset` call per row.
+            match columns {
+                0 => {}
+                1 => row[first] = 0.0,
+                _ => row[first..first + columns].fill(0.0),
             }
         }
     }
@@ -393,11 +400,6 @@ impl<'a> Weight<'a> {
             }
         }
     }
-}
-
-fn uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
-    // SAFETY: the callers' products write only floats, so `values` stays initialised.
-    unsafe { &mut *(values as *mut [f32] as *mut [MaybeUninit<f32>]) }
 }
 
 /// The convolution's output `[batch, outputs, oh, ow]` from `x` `[batch,
@@ -595,7 +597,7 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
                         }
                     }
                 }
-                weight.times(threads, (dims.outputs, width, depth), cols, uninit(products));
+                weight.times(threads, (dims.outputs, width, depth), cols, as_uninit(products));
                 for (i, out) in out.chunks_exact_mut(out_len).enumerate() {
                     for (o, out) in out.chunks_exact_mut(positions).enumerate() {
                         let start = o * width + i * positions;

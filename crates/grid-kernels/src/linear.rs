@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::blas::{self, Blas, auto};
-use crate::chunks::for_each_chunk;
+use crate::chunks::{for_each_chunk, written};
 use crate::matmul::{Threads, product, product_into};
 
 /// Rows per block of the output and the input's gradient with a `GRID_BLAS`
@@ -216,11 +216,23 @@ fn by_row_blocks(
     lhs: &[f32],
     product: impl Fn(Threads, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send,
 ) -> Vec<f32> {
-    let mut values: Vec<f32> = Vec::with_capacity(rows * cols);
-    if cols == 0 || rows == 0 {
-        return values;
-    }
-    let dst = &mut values.spare_capacity_mut()[..rows * cols];
+    // Every product writes all of its destination (`product`'s contract, and
+    // the copies of padded and overlapping blocks).
+    written(rows * cols, |dst| {
+        if cols > 0 && rows > 0 {
+            fill_by_row_blocks(library, (rows, depth, cols), lhs, &product, dst);
+        }
+    })
+}
+
+/// [`by_row_blocks`]'s products into `dst` `[rows, cols]`, neither empty.
+fn fill_by_row_blocks(
+    library: Library,
+    (rows, depth, cols): (usize, usize, usize),
+    lhs: &[f32],
+    product: &(impl Fn(Threads, &[f32], &mut [MaybeUninit<f32>]) + Sync + Send),
+    dst: &mut [MaybeUninit<f32>],
+) {
     // `count` rows of `lhs` from `first` as a product of `at_least` rows.
     let padded = |threads: Threads, first: usize, count: usize, at_least: usize, dst: &mut [MaybeUninit<f32>]| {
         let mut lhs_rows = vec![0.0f32; at_least * depth];
@@ -253,10 +265,6 @@ fn by_row_blocks(
         };
         for_each_chunk(dst, ROWS * cols, parallel, blocks);
     }
-    // SAFETY: every product wrote all of its destination (`product`'s
-    // contract, and the copies of padded and overlapping blocks).
-    unsafe { values.set_len(rows * cols) };
-    values
 }
 
 /// `∂W = xᵀ ∂y`, `[inputs, outputs]` row-major, from `x` `[rows, inputs]` and
@@ -270,12 +278,10 @@ pub(crate) fn weight_gradient_on(library: Library, dims: Dims, x: &[f32], grad: 
     let Dims { rows, inputs, outputs } = dims;
     assert_eq!(x.len(), rows * inputs, "linear: input size");
     assert_eq!(grad.len(), rows * outputs, "linear: gradient size");
-    let mut weight: Vec<f32> = Vec::with_capacity(inputs * outputs);
     if outputs == 0 {
-        return weight;
+        return Vec::new();
     }
     let parallel = rows * inputs * outputs >= PARALLEL_WORK;
-    let dst = &mut weight.spare_capacity_mut()[..inputs * outputs];
     let blocks = |(block, dst): (usize, &mut [MaybeUninit<f32>])| {
         let first = block * BLOCK;
         let features = dst.len() / outputs;
@@ -290,10 +296,8 @@ pub(crate) fn weight_gradient_on(library: Library, dims: Dims, x: &[f32], grad: 
             (outputs, 1),
         );
     };
-    for_each_chunk(dst, BLOCK * outputs, parallel, blocks);
-    // SAFETY: each block's product wrote all of its features' rows.
-    unsafe { weight.set_len(inputs * outputs) };
-    weight
+    // Each block's product writes all of its features' rows.
+    written(inputs * outputs, |dst| for_each_chunk(dst, BLOCK * outputs, parallel, blocks))
 }
 
 /// `∂b`, the sum of `grad`'s `[rows, outputs]` rows, added in row order.

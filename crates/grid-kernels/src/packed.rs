@@ -18,6 +18,8 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use crate::chunks::as_uninit;
+
 /// Rows of `C` per block (and of `A` per packed block).
 const ROWS: usize = 8;
 /// Lanes of a vector.
@@ -89,9 +91,7 @@ impl PackedLhs {
     /// `b_stride` apart, `dst` rows `n` apart; every value of `dst` written.
     /// Panels run on rayon's threads with `parallel`, else on this one.
     pub fn multiply(&self, b: &[f32], b_stride: usize, n: usize, dst: &mut [f32], parallel: bool) {
-        // SAFETY: `multiply_into` writes only floats, so `dst` stays initialised.
-        let dst = unsafe { &mut *(dst as *mut [f32] as *mut [MaybeUninit<f32>]) };
-        self.multiply_into(b, b_stride, n, dst, parallel);
+        self.multiply_into(b, b_stride, n, as_uninit(dst), parallel);
     }
 
     /// [`PackedLhs::multiply`] into a destination not yet written.

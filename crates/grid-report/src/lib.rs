@@ -40,6 +40,9 @@ pub mod seed_spread;
 pub mod tables;
 pub mod zhou;
 
+#[cfg(test)]
+mod testing;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -727,30 +730,11 @@ mod tests {
     use super::*;
 
     fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, value: f64) -> CellResult {
-        CellResult {
-            key: crate::CellKey {
-                model: model.into(),
-                architecture: if model == "bert" {
-                    grid_core::model::Architecture::Bert
-                } else {
-                    grid_core::model::Architecture::Bilstm
-                },
-                dataset: dataset.into(),
-                shortcut: shortcut.parse().unwrap(),
-                seed: 1,
-            },
-            method: method.parse().expect("a method"),
-            metric: metric.parse().expect("a metric"),
-            value,
-            ci_low: Some(value - 0.01),
-            ci_high: Some(value + 0.01),
-            n_examples: 1000,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
-            region_share: None,
-            rationale: None,
-        }
+        use crate::testing::CellChanges;
+        crate::testing::cell(model, shortcut, method, metric, value)
+            .on(dataset)
+            .interval(value - 0.01, value + 0.01)
+            .examples(1000)
     }
 
     /// A cell no example defines (a rationale that selects nothing has no

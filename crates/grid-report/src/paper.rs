@@ -753,32 +753,11 @@ mod tests {
     use crate::tables::over_seeds;
 
     fn cell(model: &str, shortcut: &str, method: &str, metric: &str, values: &[f64]) -> CellResult {
+        use crate::testing::CellChanges;
         let value = values.iter().sum::<f64>() / values.len() as f64;
         let [lo, hi] = Bootstrap::default().interval(values).unwrap();
-        CellResult {
-            key: crate::CellKey {
-                model: model.into(),
-                architecture: if model == "bert" {
-                    grid_core::model::Architecture::Bert
-                } else {
-                    grid_core::model::Architecture::Bilstm
-                },
-                dataset: "sst2".into(),
-                shortcut: shortcut.parse().unwrap(),
-                seed: 1,
-            },
-            method: method.parse().expect("a method"),
-            metric: metric.parse().expect("a metric"),
-            value,
-            ci_low: Some(lo),
-            ci_high: Some(hi),
-            n_examples: values.len(),
-            verified: true,
-            values: values.to_vec(),
-            by_ratio: vec![],
-            region_share: None,
-            rationale: None,
-        }
+        let cell = crate::testing::cell(model, shortcut, method, metric, value).interval(lo, hi).examples(values.len());
+        CellResult { values: values.to_vec(), ..cell }
     }
 
     fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {

@@ -881,30 +881,10 @@ mod tests {
     use super::*;
 
     fn cell(model: &str, shortcut: &str, method: &str, value: f64) -> CellResult {
-        CellResult {
-            key: crate::CellKey {
-                model: model.into(),
-                architecture: if model == "bert" {
-                    grid_core::model::Architecture::Bert
-                } else {
-                    grid_core::model::Architecture::Bilstm
-                },
-                dataset: "sst2".into(),
-                shortcut: shortcut.parse().unwrap(),
-                seed: 1,
-            },
-            method: method.parse().expect("a method"),
-            metric: PRECISION.parse().expect("a metric"),
-            value,
-            ci_low: Some((value - 0.05).max(0.0)),
-            ci_high: Some((value + 0.05).min(1.0)),
-            n_examples: 500,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
-            region_share: None,
-            rationale: None,
-        }
+        use crate::testing::CellChanges;
+        crate::testing::cell(model, shortcut, method, PRECISION, value)
+            .interval((value - 0.05).max(0.0), (value + 0.05).min(1.0))
+            .examples(500)
     }
 
     const METHODS: [&str; 6] = ["gradl-l1", "random", "igl-zero-100", "igl-zero-1000", "lime-unk-100", "limeunk-1000"];

@@ -198,24 +198,11 @@ mod tests {
     use grid_methods::metrics::rationale::Optimal;
 
     fn cell(metric: &str, seed: u64, mean: f64, pooled: f64) -> CellResult {
+        use crate::testing::CellChanges;
+        let cell = crate::testing::cell("rl-0.09", "articles-nc", "rationale", metric, mean)
+            .seed(seed)
+            .architecture(grid_core::model::Architecture::Rationale);
         CellResult {
-            key: crate::CellKey {
-                model: "rl-0.09".into(),
-                architecture: grid_core::model::Architecture::Rationale,
-                dataset: "sst2".into(),
-                shortcut: "articles-nc".parse().unwrap(),
-                seed,
-            },
-            method: "rationale".parse().unwrap(),
-            metric: metric.parse().unwrap(),
-            value: mean,
-            ci_low: None,
-            ci_high: None,
-            n_examples: 10,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
-            region_share: None,
             rationale: Some(RationaleResult {
                 setting: RationaleSetting { selector: SelectorKind::Rl, selection_rate: 0.09 },
                 pooled: Some(pooled),
@@ -223,6 +210,7 @@ mod tests {
                 optimal: Some(Optimal { dataset: (0.8, 1.0), per_review: (0.7, 0.9) }),
                 optimal_curve: Vec::new(),
             }),
+            ..cell
         }
     }
 

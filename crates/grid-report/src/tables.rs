@@ -426,26 +426,8 @@ mod tests {
     use super::*;
 
     fn cell(model: &str, key: (&str, &str), method: &str, metric: &str, value: f64) -> CellResult {
-        CellResult {
-            key: crate::CellKey {
-                model: model.into(),
-                architecture: grid_core::model::Architecture::Bilstm,
-                dataset: key.0.into(),
-                shortcut: key.1.parse().unwrap(),
-                seed: 1,
-            },
-            method: method.parse().expect("a method"),
-            metric: metric.parse().expect("a metric"),
-            value,
-            ci_low: None,
-            ci_high: None,
-            n_examples: 10,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
-            region_share: None,
-            rationale: None,
-        }
+        use crate::testing::CellChanges;
+        crate::testing::cell(model, key.1, method, metric, value).on(key.0).architecture(Architecture::Bilstm)
     }
 
     fn strings(df: &DataFrame, name: &str) -> Vec<Option<String>> {

@@ -218,25 +218,10 @@ mod tests {
     use super::*;
 
     fn cell(shortcut: &str, method: &str, metric: &str, seed: u64, value: f64, share: f64) -> CellResult {
+        use crate::testing::CellChanges;
         CellResult {
-            key: crate::CellKey {
-                model: "lstm".into(),
-                architecture: grid_core::model::Architecture::Bilstm,
-                dataset: "sst2".into(),
-                shortcut: shortcut.parse().unwrap(),
-                seed,
-            },
-            method: method.parse().expect("a method"),
-            metric: metric.parse().expect("a metric"),
-            value,
-            ci_low: None,
-            ci_high: None,
-            n_examples: 10,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
             region_share: Some(share),
-            rationale: None,
+            ..crate::testing::cell("lstm", shortcut, method, metric, value).seed(seed)
         }
     }
 

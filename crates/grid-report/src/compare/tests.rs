@@ -151,32 +151,15 @@ fn aliases_parse() {
 }
 
 fn cell(model: &str, dataset: &str, shortcut: &str, method: &str, metric: &str, seed: u64, v: [f64; 3]) -> CellResult {
-    CellResult {
-        key: crate::CellKey {
-            model: model.into(),
-            architecture: if model.starts_with("bert") {
-                grid_core::model::Architecture::Bert
-            } else {
-                grid_core::model::Architecture::Bilstm
-            },
-            dataset: dataset.into(),
-            shortcut: shortcut.parse().unwrap(),
-            seed,
-        },
-        method: method.parse().expect("a method"),
-        metric: metric.parse().expect("a metric"),
-        value: v[0],
-        ci_low: Some(v[1]),
-        ci_high: Some(v[2]),
-        n_examples: 100,
-        verified: true,
-        // Two examples at the interval's ends: over seeds, the bootstrap
-        // interval of their per-example means is the mean of the bounds.
-        values: vec![v[1], v[2]],
-        by_ratio: vec![],
-        region_share: None,
-        rationale: None,
-    }
+    use crate::testing::CellChanges;
+    let cell = crate::testing::cell(model, shortcut, method, metric, v[0])
+        .on(dataset)
+        .seed(seed)
+        .interval(v[1], v[2])
+        .examples(100);
+    // Two examples at the interval's ends: over seeds, the bootstrap
+    // interval of their per-example means is the mean of the bounds.
+    CellResult { values: vec![v[1], v[2]], ..cell }
 }
 
 const BASTINGS_SMALL: &str = "arch,method,dataset,shortcut,precision,rank\n\

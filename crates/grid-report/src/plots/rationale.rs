@@ -184,24 +184,11 @@ mod tests {
 
     fn cell(model: &str, selector: SelectorKind, metric: &str, value: f64, shortcut: &str) -> CellResult {
         let optimal = Optimal { dataset: (1.0, 0.8), per_review: (0.9, 0.7) };
+        use crate::testing::CellChanges;
+        let cell = crate::testing::cell(model, shortcut, "rationale", metric, value)
+            .on("gen")
+            .architecture(grid_core::model::Architecture::Rationale);
         CellResult {
-            key: crate::CellKey {
-                model: model.into(),
-                architecture: grid_core::model::Architecture::Rationale,
-                dataset: "gen".into(),
-                shortcut: shortcut.parse().unwrap(),
-                seed: 1,
-            },
-            method: "rationale".parse().unwrap(),
-            metric: metric.parse().unwrap(),
-            value,
-            ci_low: None,
-            ci_high: None,
-            n_examples: 10,
-            verified: true,
-            values: vec![],
-            by_ratio: vec![],
-            region_share: None,
             rationale: Some(RationaleResult {
                 setting: RationaleSetting { selector, selection_rate: 0.09 },
                 pooled: Some(value),
@@ -209,6 +196,7 @@ mod tests {
                 optimal: Some(optimal),
                 optimal_curve: vec![(0.05, optimal), (0.1, optimal)],
             }),
+            ..cell
         }
     }
 

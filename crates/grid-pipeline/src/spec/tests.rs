@@ -536,7 +536,7 @@ fn fine_tune_false_takes_a_classifier_checkpoint_with_its_head() {
 }
 
 #[test]
-fn shipped_grids_that_extend_train_their_bases_models() {
+fn shipped_grids_that_extend_change_only_their_methods_or_training() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
+use grid_core::model::Architecture;
 use grid_methods::metrics::Metric;
 use grid_methods::metrics::agreement::rank_correlation as spearman;
 use grid_methods::salience::{GradientMethod, Method};
@@ -22,7 +23,7 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
     let mut compared = Vec::new();
     let mut unmatched_ours = 0;
     for cell in &ours {
-        let arch = PaperArch::of_architecture(&cell.architecture);
+        let arch = PaperArch::of_architecture(cell.architecture);
         let hits: Vec<usize> = (0..rows.len())
             .filter(|&i| {
                 let r = &rows[i];
@@ -196,12 +197,12 @@ pub(super) fn beats_random_findings(
     ours: &[OurCell],
     rows: &[PrecisionRankRow],
 ) -> Vec<Finding> {
-    let mut groups: Vec<(&str, &str, &str, Vec<&ComparedCell>)> = Vec::new();
+    let mut groups: Vec<(&str, Architecture, &str, Vec<&ComparedCell>)> = Vec::new();
     for &c in precision {
         let Some(fam) = c.method.and_then(family) else { continue };
         match groups.iter_mut().find(|g| g.0 == c.model && g.2 == fam) {
             Some(g) => g.3.push(c),
-            None => groups.push((&c.model, &c.architecture, fam, vec![c])),
+            None => groups.push((&c.model, c.architecture, fam, vec![c])),
         }
     }
     let randoms: Vec<&OurCell> =
@@ -214,7 +215,7 @@ pub(super) fn beats_random_findings(
 
 pub(super) fn beats_random_finding(
     model: &str,
-    architecture: &str,
+    architecture: Architecture,
     family: &str,
     cells: &[&ComparedCell],
     our_randoms: &[&OurCell],
@@ -356,7 +357,7 @@ pub(super) fn compare_source_accuracy(
         .collect();
     for group in verification_groups(&inserted) {
         let first = group[0];
-        let arch = PaperArch::of_architecture(first.key.architecture.name());
+        let arch = PaperArch::of_architecture(first.key.architecture);
         let hits: Vec<usize> = (0..rows.len())
             .filter(|&i| Some(rows[i].arch) == arch && aliases.matches(&first.key.dataset, &rows[i].dataset))
             .collect();
@@ -420,7 +421,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
     let first = group[0];
     let cell = |metric: ComparedMetric, ours: f64, published: f64| ComparedCell {
         model: first.key.model.clone(),
-        architecture: first.key.architecture.name().to_string(),
+        architecture: first.key.architecture,
         dataset: first.key.dataset.clone(),
         published_dataset: row.dataset.clone(),
         shortcut: distinct_shortcuts(group).iter().map(|s| s.name()).collect::<Vec<_>>().join("+"),

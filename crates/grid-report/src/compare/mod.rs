@@ -89,6 +89,7 @@ use polars::prelude::*;
 use super::{CellResult, VerificationRow};
 pub use crate::finding::Finding;
 use crate::images::ImageAttrRow;
+use grid_core::model::Architecture;
 use grid_methods::metrics::Metric;
 use grid_methods::salience::Method;
 use grid_methods::shortcut::Regime;
@@ -212,7 +213,7 @@ pub enum CompareError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComparedCell {
     pub model: String,
-    pub architecture: String,
+    pub architecture: Architecture,
     /// Our dataset name.
     pub dataset: String,
     /// The paper's dataset it was compared with (differs under an alias).
@@ -439,7 +440,7 @@ impl ComparedMetric {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct OurCell {
     pub(super) model: String,
-    pub(super) architecture: String,
+    pub(super) architecture: Architecture,
     pub(super) dataset: String,
     pub(super) shortcut: Regime,
     pub(super) method: Method,
@@ -462,7 +463,7 @@ impl OurCell {
     ) -> ComparedCell {
         ComparedCell {
             model: self.model.clone(),
-            architecture: self.architecture.clone(),
+            architecture: self.architecture,
             dataset: self.dataset.clone(),
             published_dataset: published_dataset.to_string(),
             shortcut: self.shortcut.to_string(),
@@ -492,7 +493,7 @@ pub(super) fn merge_seeds(cells: &[CellResult], keep: impl Fn(Metric) -> bool) -
             OurCell {
                 method: cell.method,
                 model: cell.key.model,
-                architecture: cell.key.architecture.name().to_string(),
+                architecture: cell.key.architecture,
                 dataset: cell.key.dataset,
                 shortcut: cell.key.shortcut,
                 metric: OurMetric::Grid(cell.metric),

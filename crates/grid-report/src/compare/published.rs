@@ -7,6 +7,7 @@ use super::{
     SOURCE_ACCURACY_HEADER, ZHOU_ATTR_HEADER, ZHOU_IMAGES_HEADER, ZHOU_RATIONALE_HEADER,
 };
 use grid_core::data::csv_records::{Record, read_records};
+use grid_core::model::Architecture;
 use grid_methods::metrics::Metric;
 use grid_methods::salience::expand::expand;
 use grid_methods::salience::{AttentionView, Baseline, GradientMethod, Method, Target};
@@ -44,15 +45,19 @@ impl PaperArch {
     }
 
     /// Our `architecture` for it.
-    pub fn architecture(self) -> &'static str {
+    pub fn architecture(self) -> Architecture {
         match self {
-            Self::Lstm => "bilstm",
-            Self::Bert => "bert",
+            Self::Lstm => Architecture::Bilstm,
+            Self::Bert => Architecture::Bert,
         }
     }
 
-    pub(super) fn of_architecture(architecture: &str) -> Option<Self> {
-        [Self::Lstm, Self::Bert].into_iter().find(|a| a.architecture() == architecture)
+    pub(super) fn of_architecture(architecture: Architecture) -> Option<Self> {
+        match architecture {
+            Architecture::Bilstm => Some(Self::Lstm),
+            Architecture::Bert => Some(Self::Bert),
+            Architecture::Rationale => None,
+        }
     }
 }
 

@@ -58,7 +58,7 @@ pub(super) fn key_columns(cells: &[ComparedCell]) -> Vec<Column> {
     let optional = |f: fn(&ComparedCell) -> Option<&str>| -> Vec<Option<&str>> { cells.iter().map(f).collect() };
     vec![
         Column::new("model".into(), strings(|c| &c.model)),
-        Column::new("architecture".into(), strings(|c| &c.architecture)),
+        Column::new("architecture".into(), strings(|c| c.architecture.name())),
         Column::new("dataset".into(), strings(|c| &c.dataset)),
         Column::new("published_dataset".into(), strings(|c| &c.published_dataset)),
         Column::new("shortcut".into(), strings(|c| &c.shortcut)),

@@ -769,7 +769,7 @@ fn zhou_bert_rows_take_attn_last() {
     let c = compare(&published, &cells, &[], &[], &[]).unwrap();
     assert_eq!(c.cells.len(), 1);
     assert_eq!(
-        (c.cells[0].method.map(|m| m.to_string()).as_deref(), c.cells[0].architecture.as_str()),
+        (c.cells[0].method.map(|m| m.to_string()).as_deref(), c.cells[0].architecture.name()),
         (Some("attn-last"), "bert")
     );
     assert!(near(c.cells[0].ours, 10.0) && c.cells[0].published == 20.0);

@@ -68,7 +68,7 @@ pub(super) fn compare_zhou_attr(
         let here: Vec<usize> = (0..ours.len())
             .filter(|&i| ours[i].model == model && ours[i].dataset == dataset && ours[i].shortcut == shortcut)
             .collect();
-        let arch = PaperArch::of_architecture(&ours[here[0]].architecture);
+        let arch = PaperArch::of_architecture(ours[here[0]].architecture);
         let rows_here = |a: Option<ZhouAttribution>| {
             rows.iter().enumerate().filter(move |(_, r)| {
                 Some(r.arch) == arch && r.dataset == manipulation && a.is_none_or(|a| r.attribution == a)
@@ -163,7 +163,7 @@ pub(super) fn other_words(
         if split { (None, None) } else { (correlating.ci_high.map(|h| 1.0 - h), correlating.ci_low.map(|l| 1.0 - l)) };
     Some(OurCell {
         model: correlating.model.clone(),
-        architecture: correlating.architecture.clone(),
+        architecture: correlating.architecture,
         dataset: correlating.dataset.clone(),
         shortcut: correlating.shortcut,
         method: correlating.method,

@@ -420,7 +420,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
         return grouped_forward(dims, x, weight, group);
     }
     if let Some(padded) = PaddedImage::paying(&dims) {
-        return padded_forward(dims, &padded, x, weight);
+        return padded_forward(&padded, x, weight);
     }
     let threads = dims.threads_per_image();
     let patches = Patches::of(&dims);
@@ -520,8 +520,10 @@ impl PaddedImage {
     }
 }
 
-/// [`forward`] of a same-size stride-1 convolution through [`PaddedImage`].
-fn padded_forward(dims: Dims, padded: &PaddedImage, x: &[f32], weight: &[f32]) -> Vec<f32> {
+/// [`forward`] of a same-size stride-1 convolution through [`PaddedImage`]
+/// (whose `dims` are the convolution's).
+fn padded_forward(padded: &PaddedImage, x: &[f32], weight: &[f32]) -> Vec<f32> {
+    let dims = padded.dims;
     let (image_len, out_len) = (dims.image_len(), dims.out_len());
     let taps = dims.kernel[0] * dims.kernel[1];
     let (wide, plane) = (padded.wide_positions(), padded.hp * padded.wp);
@@ -557,21 +559,22 @@ fn padded_forward(dims: Dims, padded: &PaddedImage, x: &[f32], weight: &[f32]) -
 /// [`input_gradient`] of a same-size stride-1 convolution: the convolution
 /// of `grad` with the kernel turned by 180° and its channels swapped
 /// (`∂x[c, y, x] = Σ W[o, c, i, j] · ∂Y[o, y − i + ph, x − j + pw]`), itself
-/// a same-size stride-1 convolution (`turned`, whose inputs are the layer's
-/// outputs), run by [`padded_forward`].
-fn padded_input_gradient(turned: Dims, padded: &PaddedImage, grad: &[f32], weight: &[f32]) -> Vec<f32> {
-    let dims = Dims { inputs: turned.outputs, outputs: turned.inputs, ..turned };
-    let taps = dims.kernel[0] * dims.kernel[1];
+/// a same-size stride-1 convolution: `turned`'s dims are it (its inputs the
+/// layer's outputs), run by [`padded_forward`].
+fn padded_input_gradient(turned: &PaddedImage, grad: &[f32], weight: &[f32]) -> Vec<f32> {
+    // The layer's channels: the turned convolution's, swapped.
+    let (inputs, outputs) = (turned.dims.outputs, turned.dims.inputs);
+    let taps = turned.dims.kernel[0] * turned.dims.kernel[1];
     let mut flipped = vec![0.0f32; weight.len()];
-    for (o, filter) in weight.chunks_exact(dims.inputs * taps).enumerate() {
+    for (o, filter) in weight.chunks_exact(inputs * taps).enumerate() {
         for (c, kernel) in filter.chunks_exact(taps).enumerate() {
-            let to = &mut flipped[(c * dims.outputs + o) * taps..][..taps];
+            let to = &mut flipped[(c * outputs + o) * taps..][..taps];
             for (t, &v) in kernel.iter().enumerate() {
                 to[taps - 1 - t] = v;
             }
         }
     }
-    padded_forward(turned, padded, grad, &flipped)
+    padded_forward(turned, grad, &flipped)
 }
 
 /// [`forward`] for images of few positions, `group` images per product.
@@ -628,7 +631,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     dims.check(None, Some(weight), Some(grad));
     let turned = Dims { inputs: dims.outputs, outputs: dims.inputs, ..dims };
     if let Some(padded) = PaddedImage::paying(&turned) {
-        return padded_input_gradient(turned, &padded, grad, weight);
+        return padded_input_gradient(&padded, grad, weight);
     }
     let (depth, positions, out_len, image_len) = (dims.patch(), dims.positions(), dims.out_len(), dims.image_len());
     let packed = (positions >= PACKED_POSITIONS && PackedLhs::available())

@@ -9,9 +9,10 @@
 //!   inputs · kernel_h · kernel_w` patch values and `P` output positions;
 //! - input gradient, per image: `∂cols [K, P] = Wᵀ · ∂Y`, scattered back
 //!   onto the image (`col2im`);
-//! - weight gradient: `∂W [out, K] = ∂Y · colsᵀ`, one product whose inner
-//!   dimension is the images and positions together (a chunk of images at a
-//!   time, so that the patch matrix stays a few megabytes).
+//! - weight gradient: `∂W [out, K] = ∂Y · colsᵀ`, its inner dimension the
+//!   images and positions together, each thread building its block of patch
+//!   rows a few images at a time, where the product reads them from its
+//!   cache.
 //!
 //! burn's CPU backend computes the weight gradient as a convolution of
 //! swapped tensors (the output gradient as a kernel as wide as the image)
@@ -32,7 +33,9 @@
 //! it was explained in). A 1 × 1 convolution of stride 1 without padding
 //! reads the image as its own patch matrix.
 
+use std::cell::Cell;
 use std::mem::MaybeUninit;
+use std::thread::LocalKey;
 
 use rayon::prelude::*;
 
@@ -109,9 +112,6 @@ impl Dims {
         if self.batch > 1 { Threads::One } else { Threads::Pool }
     }
 }
-
-/// Patch values per chunk of the weight gradient's patch matrix (16 MB).
-const CHUNK_VALUES: usize = 1 << 22;
 
 /// For output index `o` in `0..out_len`, input index `o · stride + offset`:
 /// the range of `o` whose input index lies in `0..in_len`.
@@ -330,19 +330,27 @@ fn per_image(out: &mut [MaybeUninit<f32>], len: usize, f: impl Fn(usize, &mut [M
 thread_local! {
     /// A thread's patch matrices, kept between calls (a ResNet's layers ask
     /// for the same sizes again and again).
-    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
+    /// A thread's block of patch rows in [`streamed_weight_gradient`], which
+    /// runs inside [`with_scratch`].
+    static BLOCK: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }
 
 /// `f` with a buffer of `len` values of no particular content: the thread's
 /// scratch, taken out while `f` runs (so a nested call, e.g. from a rayon job
 /// run while `f` waits, gets its own).
 fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [f32]) -> T) -> T {
-    let mut buffer = SCRATCH.take();
+    with_buffer(&SCRATCH, len, f)
+}
+
+/// [`with_scratch`] on another of the thread's buffers.
+fn with_buffer<T>(key: &'static LocalKey<Cell<Vec<f32>>>, len: usize, f: impl FnOnce(&mut [f32]) -> T) -> T {
+    let mut buffer = key.take();
     if buffer.len() < len {
         buffer.resize(len, 0.0);
     }
     let out = f(&mut buffer[..len]);
-    SCRATCH.set(buffer);
+    key.set(buffer);
     out
 }
 
@@ -676,88 +684,80 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 }
 
 /// `∂W` `[outputs, inputs, kh, kw]` from `x` and the output's gradient
-/// `grad`: `Σ` over images and positions of `∂Y · colsᵀ`, one product per
-/// chunk of images (its inner dimension the chunk's images × positions).
+/// `grad`: `Σ` over images and positions of `∂Y · colsᵀ`.
 ///
-/// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`, in
-/// blocks of patch rows that the threads share: with the output channels
-/// (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on two threads for a
-/// ResNet's first stages, against 137–191 on one this way (BENCHMARKS.md).
-/// Where the CPU has AVX-512 the blocks run [`multiply_strided`] on the
-/// patch rows and a transposed copy of `∂Y` as they lie (`gemm` packs `∂Yᵀ`
-/// again for every block: 43–92 GFLOP/s on an AMD EPYC, 88–144 this way);
-/// elsewhere `gemm`, in blocks whose shape is fixed by the layer's. Either
-/// way a value does not depend on the thread count.
+/// The product is computed transposed, `∂Wᵀ [K, out] = cols · ∂Yᵀ`: with
+/// the output channels (few) as `gemm`'s rows, it ran at 42–90 GFLOP/s on
+/// two threads for a ResNet's first stages, against 137–191 on one this way
+/// (BENCHMARKS.md). The threads take blocks of patch rows; each builds its
+/// rows of the patch matrix a few images at a time (about [`PIECE_COLUMNS`]
+/// columns), where they stay in its cache for the product with `∂Yᵀ`. Built
+/// for a chunk of images first, the patch matrix went to memory and back
+/// (the weight gradient at 50 GFLOP/s where this runs 72, on a ResNet's 32
+/// channels at 32 pixels on an AMD EPYC). Where the CPU has AVX-512 the
+/// product is [`multiply_strided`], both operands read in place (`gemm`
+/// packs `∂Yᵀ` again for each block: 43–92 GFLOP/s against 88–144), else
+/// `gemm`. A value is its sum over the images in order, in pieces whose
+/// size the layer fixes: the blocks, and so the thread count, do not change
+/// it.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     dims.check(Some(x), None, Some(grad));
-    let (depth, positions, image_len, out_len) = (dims.patch(), dims.positions(), dims.image_len(), dims.out_len());
-    let outputs = dims.outputs;
+    let (depth, positions, image_len, out_len, outputs) =
+        (dims.patch(), dims.positions(), dims.image_len(), dims.out_len(), dims.outputs);
     let mut dw = vec![0.0f32; outputs * depth];
     if dims.batch == 0 || positions == 0 || dw.is_empty() {
         return dw;
     }
-    let chunk = (CHUNK_VALUES / (depth * positions).max(1)).clamp(1, dims.batch);
-    let (cols_len, grads_len) = (depth * chunk * positions, outputs * chunk * positions);
-    let mut transposed = vec![0.0f32; depth * outputs];
-    let block_rows = depth.div_ceil(WEIGHT_BLOCKS).next_multiple_of(16).max(WEIGHT_ROWS);
-    // Where the CPU has AVX-512: the patch rows and ∂Yᵀ read where they lie
-    // ([`multiply_strided`]), in blocks of rows shared by the threads (a
-    // value does not depend on the blocks). `gemm` ran this product at 43–92
-    // GFLOP/s where the forward ran 109–187 (BENCHMARKS.md).
+    let piece = PIECE_COLUMNS.div_ceil(positions).min(dims.batch);
+    let columns = piece * positions;
+    let cache_rows = (BLOCK_VALUES / columns / 8 * 8).max(8);
+    let block_rows = depth.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8).min(cache_rows);
     let strided = PackedLhs::available();
-    let strided_rows = depth.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8);
-    let patches = Patches::of(&dims);
-    with_scratch(cols_len + grads_len, |buffer| {
-        let (cols, grads) = buffer.split_at_mut(cols_len);
-        for first in (0..dims.batch).step_by(chunk) {
-            let images = chunk.min(dims.batch - first);
-            let width = images * positions;
-            // Rows of `[K, images · P]` and of `∂Y` as `[out, images · P]`: each
-            // row a run of every image's values, filled on the threads.
-            cols[..depth * width].par_chunks_mut(width).enumerate().for_each(|(row, out)| {
-                for (i, out) in out.chunks_exact_mut(positions).enumerate() {
-                    let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
-                    if dims.is_pointwise() {
-                        out.copy_from_slice(&image[row * positions..(row + 1) * positions]);
-                    } else {
-                        patches.row(image, row, out);
-                    }
-                }
-            });
-            if strided {
-                // ∂Yᵀ `[images · P, out]` as it lies for the strided product.
-                grads[..outputs * width].par_chunks_mut(positions * outputs).enumerate().for_each(|(i, out)| {
-                    let image = &grad[(first + i) * out_len..(first + i + 1) * out_len];
-                    transpose(image, (outputs, positions), out);
-                });
-                let (cols, grads) = (&cols[..depth * width], &grads[..outputs * width]);
-                transposed.par_chunks_mut(strided_rows * outputs).enumerate().for_each(|(block, out)| {
-                    let rows = out.len() / outputs;
-                    let lhs = &cols[block * strided_rows * width..];
-                    multiply_strided((lhs, width), (grads, outputs), (rows, outputs, width), out, first > 0);
-                });
-                continue;
-            }
-            grads[..outputs * width].par_chunks_mut(width).enumerate().for_each(|(o, out)| {
-                for (i, out) in out.chunks_exact_mut(positions).enumerate() {
-                    let start = (first + i) * out_len + o * positions;
-                    out.copy_from_slice(&grad[start..start + positions]);
-                }
-            });
-            let (cols, grads) = (&cols[..depth * width], &grads[..outputs * width]);
-            // ∂Wᵀ rows [r₀, r₀ + rows) += cols rows · ∂Yᵀ, where ∂Yᵀ [images · P,
-            // out] has element (j, o) = grads[o · width + j].
-            transposed.par_chunks_mut(block_rows * outputs).enumerate().for_each(|(block, out)| {
-                let rows = out.len() / outputs;
-                let lhs = &cols[block * block_rows * width..];
-                let shape = (rows, outputs, width);
-                product(Threads::One, first > 0, shape, (out, outputs), lhs, (width, 1), grads, (1, width));
-            });
+    // `out [rows, out] (+)= cols [rows, width] · ∂Yᵀ [width, out]`.
+    let multiply = |cols: &[f32], grads: &[f32], (rows, width): (usize, usize), out: &mut [f32], accumulate| {
+        if strided {
+            multiply_strided((cols, width), (grads, outputs), (rows, outputs, width), out, accumulate);
+        } else {
+            let shape = (rows, outputs, width);
+            product(Threads::One, accumulate, shape, (out, outputs), cols, (width, 1), grads, (outputs, 1));
         }
+    };
+    let patches = Patches::of(&dims);
+    let mut transposed = vec![0.0f32; depth * outputs];
+    with_scratch(dims.batch * out_len, |grads| {
+        // ∂Yᵀ `[images · P, out]`, an image's `[P, out]` after another.
+        grads.par_chunks_mut(out_len).zip(grad.par_chunks(out_len)).for_each(|(out, image)| {
+            transpose(image, (outputs, positions), out);
+        });
+        let grads = &*grads;
+        transposed.par_chunks_mut(block_rows * outputs).enumerate().for_each(|(block, out)| {
+            let (first_row, rows) = (block * block_rows, out.len() / outputs);
+            with_buffer(&BLOCK, rows * columns, |cols| {
+                for first in (0..dims.batch).step_by(piece) {
+                    let images = piece.min(dims.batch - first);
+                    let width = images * positions;
+                    let cols = &mut cols[..rows * width];
+                    for (row, values) in cols.chunks_exact_mut(width).enumerate() {
+                        for (i, values) in values.chunks_exact_mut(positions).enumerate() {
+                            let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
+                            patches.row(image, first_row + row, values);
+                        }
+                    }
+                    let grads = &grads[first * out_len..(first + images) * out_len];
+                    multiply(cols, grads, (rows, width), out, first > 0);
+                }
+            });
+        });
     });
     transpose(&transposed, (depth, outputs), &mut dw);
     dw
 }
+
+/// Columns of a piece of the weight gradient's patch rows, at the least
+/// (whole images), and patch values in a thread's block of them (128 KB: a
+/// second-level cache holds it beside the piece of `∂Yᵀ`).
+const PIECE_COLUMNS: usize = 512;
+const BLOCK_VALUES: usize = 1 << 15;
 
 /// `to [columns, rows] = fromᵀ` for `from` `[rows, columns]`, in tiles that
 /// keep both sides' lines in the cache.
@@ -773,12 +773,6 @@ fn transpose(from: &[f32], (rows, columns): (usize, usize), to: &mut [f32]) {
         }
     }
 }
-
-/// Patch rows per block of the weight gradient's product, at the least: each
-/// block packs all of `∂Yᵀ` again, so wide layers take longer blocks, about
-/// [`WEIGHT_BLOCKS`] of them.
-const WEIGHT_ROWS: usize = 64;
-const WEIGHT_BLOCKS: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -987,13 +981,61 @@ mod tests {
         batch_independence(dims);
     }
 
-    /// Chunks of the weight gradient add up to the whole: a batch larger
-    /// than one chunk gives the sum of its images' gradients.
+    /// The weight gradient by its definition, in f64: `Σ` over images and
+    /// positions of the output gradient times the input each weight meets.
+    fn direct_weight_gradient(dims: &Dims, x: &[f32], grad: &[f32]) -> Vec<f64> {
+        let ([h, w], [kh, kw], [oh, ow]) = (dims.size, dims.kernel, dims.out_size());
+        let mut dw = vec![0.0f64; dims.outputs * dims.patch()];
+        for n in 0..dims.batch {
+            for o in 0..dims.outputs {
+                for (k, sum) in dw[o * dims.patch()..(o + 1) * dims.patch()].iter_mut().enumerate() {
+                    let (c, i, j) = (k / (kh * kw), k / kw % kh, k % kw);
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let iy = (oy * dims.stride[0] + i) as isize - dims.padding[0] as isize;
+                            let ix = (ox * dims.stride[1] + j) as isize - dims.padding[1] as isize;
+                            if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                continue;
+                            }
+                            let xv = x[((n * dims.inputs + c) * h + iy as usize) * w + ix as usize];
+                            let gv = grad[((n * dims.outputs + o) * oh + oy) * ow + ox];
+                            *sum += f64::from(xv) * f64::from(gv);
+                        }
+                    }
+                }
+            }
+        }
+        dw
+    }
+
+    /// A weight gradient over several pieces of images (the last one
+    /// short) and several blocks of patch rows is its definition, and the
+    /// same bits on one thread as on three.
+    #[test]
+    fn the_weight_gradient_over_pieces_and_blocks_is_its_definition() {
+        let dims =
+            Dims { batch: 5, inputs: 20, outputs: 6, size: [31, 31], kernel: [3; 2], stride: [2; 2], padding: [1; 2] };
+        assert!(dims.positions() < PIECE_COLUMNS && dims.batch * dims.positions() > PIECE_COLUMNS);
+        let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
+        let grad = wave(dims.batch * dims.out_len(), 0.29, 0.4);
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| weight_gradient(dims, &x, &grad))
+        };
+        let ours = on(3);
+        for (a, b) in ours.iter().zip(&direct_weight_gradient(&dims, &x, &grad)) {
+            assert!((f64::from(*a) - b).abs() < 1e-4 * b.abs().max(1.0), "{a} vs {b}");
+        }
+        assert_eq!(ours, on(1));
+    }
+
+    /// Pieces of the weight gradient add up to the whole: a batch of
+    /// several pieces gives the sum of its images' gradients.
     #[test]
     fn the_weight_gradient_sums_over_chunks() {
         let dims =
             Dims { batch: 5, inputs: 64, outputs: 4, size: [64, 64], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
-        assert!(CHUNK_VALUES / (dims.patch() * dims.positions()) < dims.batch, "more than one chunk");
+        assert!(PIECE_COLUMNS.div_ceil(dims.positions()) < dims.batch, "more than one piece");
         let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
         let grad = wave(dims.batch * dims.out_len(), 0.29, 0.4);
         let whole = weight_gradient(dims, &x, &grad);

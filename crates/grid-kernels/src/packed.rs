@@ -146,6 +146,60 @@ impl PackedLhs {
     }
 }
 
+impl PackedLhs {
+    /// `dst [rows, n] = self · B` where row `k` of `B` is the `n` values of
+    /// `b` from `offsets[k]`, read in place: a same-size convolution's padded
+    /// image, whose rows for each (channel, kernel tap) are views of it at
+    /// overlapping offsets (`conv::PaddedImage`), as one product of the whole
+    /// depth instead of one per tap through `dst`. Each block of `dst` holds
+    /// its sums in registers over the whole depth; each value is the depth in
+    /// order, as in [`PackedLhs::multiply`]. Panels run on rayon's threads
+    /// with `parallel`.
+    pub fn multiply_gathered(
+        &self,
+        b: &[f32],
+        offsets: &[usize],
+        n: usize,
+        dst: &mut [MaybeUninit<f32>],
+        parallel: bool,
+    ) {
+        assert!(Self::available(), "packed: this CPU has no AVX-512");
+        assert_eq!(offsets.len(), self.depth, "packed: an offset per row of the right operand");
+        assert_eq!(dst.len(), self.rows * n, "packed: a destination of rows × n");
+        assert!(offsets.iter().all(|&at| at + n <= b.len()), "packed: right operand too small");
+        if n == 0 || self.rows == 0 {
+            return;
+        }
+        if self.depth == 0 {
+            dst.fill(MaybeUninit::new(0.0));
+            return;
+        }
+        let out = Out(dst.as_mut_ptr().cast::<f32>());
+        let run = |&(column, columns): &(usize, usize)| {
+            for (block, a) in self.blocks.chunks_exact(self.depth * ROWS).enumerate() {
+                let rows = ROWS.min(self.rows - block * ROWS);
+                // SAFETY: the block writes `rows` rows of `columns` values at
+                // `(block · ROWS, column)` of `dst` (rows × n): inside it, and
+                // no other panel or block writes them; row `k` of the operand
+                // is `b`'s values from `offsets[k] + column`, the last vector
+                // masked to `columns`: inside `b` (asserted).
+                unsafe {
+                    let c = out.get().add(block * ROWS * n + column);
+                    let rhs = Gathered { b: b.as_ptr().add(column), offsets: offsets.as_ptr() };
+                    let tile = Tile { c, stride: n, rows, columns, accumulate: false };
+                    block_product(self.depth, Lhs::packed(a), rhs, tile);
+                }
+            }
+        };
+        let all = panels(n);
+        if parallel {
+            all.par_iter().for_each(run);
+        } else {
+            all.iter().for_each(run);
+        }
+    }
+}
+
 /// `dst [m, n] = a [m, depth] · b [depth, n]` (with `accumulate`, added to
 /// `dst`), both operands read where they lie: `a` row-major with rows
 /// `a_stride` apart, `b` row-major with rows `b_stride` apart, `dst` rows
@@ -324,6 +378,38 @@ impl Rhs {
     }
 }
 
+/// The right operand's rows for a block, each where its offset says: row
+/// `k` at `b + offsets[k]` (a padded image's view per channel and kernel
+/// tap, see [`PackedLhs::multiply_gathered`]).
+#[derive(Clone, Copy)]
+struct Gathered {
+    b: *const f32,
+    offsets: *const usize,
+}
+
+/// Where a block's right operand has its row `k`.
+trait RowsOf: Copy {
+    /// # Safety
+    /// `k` is inside the operand's depth.
+    unsafe fn row(self, k: usize) -> *const f32;
+}
+
+impl RowsOf for Rhs {
+    #[inline(always)]
+    unsafe fn row(self, k: usize) -> *const f32 {
+        // SAFETY: the caller's `k` is a row of the operand.
+        unsafe { self.b.add(k * self.stride) }
+    }
+}
+
+impl RowsOf for Gathered {
+    #[inline(always)]
+    unsafe fn row(self, k: usize) -> *const f32 {
+        // SAFETY: the caller's `k` is inside `offsets`, each row inside `b`.
+        unsafe { self.b.add(*self.offsets.add(k)) }
+    }
+}
+
 /// One block: `tile = lhs [rows, depth] · rhs [depth, columns]`, the
 /// narrowest kernel that covers its columns.
 ///
@@ -331,7 +417,7 @@ impl Rhs {
 /// `lhs` holds the tile's rows and `rhs` its columns over `depth`; the
 /// tile's values are writable (and, to accumulate, initialised); the CPU
 /// has AVX-512 F.
-unsafe fn block_product(depth: usize, lhs: Lhs, rhs: Rhs, tile: Tile) {
+unsafe fn block_product(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
     debug_assert!(tile.rows <= ROWS && tile.columns <= PANEL);
     #[cfg(target_arch = "x86_64")]
     unsafe {
@@ -349,7 +435,7 @@ unsafe fn block_product(depth: usize, lhs: Lhs, rhs: Rhs, tile: Tile) {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{LANES, Lhs, PANEL, ROWS, Rhs, Tile};
+    use super::{LANES, Lhs, PANEL, ROWS, RowsOf, Tile};
 
     /// `depth` rows of `columns` values, `stride` apart from `b`, into
     /// `panel` rows of [`PANEL`] (zeros after the columns): three vector
@@ -382,7 +468,7 @@ mod avx512 {
     /// # Safety
     /// As [`super::block_product`]; `columns ≤ V · LANES`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block<const V: usize>(depth: usize, lhs: Lhs, rhs: Rhs, tile: Tile) {
+    pub(super) unsafe fn block<const V: usize>(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
         let Tile { c, stride: c_stride, rows, columns, accumulate } = tile;
         let last = columns - (V - 1) * LANES;
         let mask: __mmask16 = if last >= LANES { 0xffff } else { (1u16 << last) - 1 };
@@ -404,7 +490,7 @@ mod avx512 {
             // SAFETY: k < depth: inside `rhs` (its live columns) and `lhs`
             // (its live rows).
             unsafe {
-                let row = rhs.b.add(k * rhs.stride);
+                let row = rhs.row(k);
                 let mut b = [_mm512_setzero_ps(); V];
                 for (v, b) in b.iter_mut().enumerate() {
                     *b = if v + 1 < V {
@@ -481,6 +567,34 @@ mod tests {
                 let worst = c.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
                 assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
             }
+        }
+    }
+
+    /// Rows of the right operand at overlapping, unordered offsets of one
+    /// buffer (as a padded image's taps are), column counts of each kernel
+    /// width, one thread and several: the product of the rows they name; a
+    /// value the same bits on one thread as on several.
+    #[test]
+    fn gathered_product_is_the_product_of_the_rows_named() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in [(1, 1, 1), (8, 48, 9), (13, 17, 27), (32, 100, 288), (5, 33, 18), (20, 145, 72)] {
+            let a = wave(m * k, 0.37, 0.2);
+            let buffer = wave(3 * n + 7 * k, 0.53, 0.9);
+            let offsets: Vec<usize> = (0..k).map(|r| (r * 7 + (r % 3) * n) % (buffer.len() - n + 1)).collect();
+            let b: Vec<f32> = offsets.iter().flat_map(|&at| buffer[at..at + n].iter().copied()).collect();
+            let lhs = PackedLhs::of(&a, m, k, (k, 1));
+            let expected = naive(&a, &b, (m, n, k));
+            let run = |parallel| {
+                let mut c = vec![f32::NAN; m * n];
+                lhs.multiply_gathered(&buffer, &offsets, n, as_uninit(&mut c), parallel);
+                c
+            };
+            let (one, several) = (run(false), run(true));
+            let worst = one.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
+            assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
+            assert_eq!(one, several, "{m}×{n}×{k}");
         }
     }
 

@@ -101,7 +101,13 @@ impl Family {
             Family::Gradient => Some(3),
             Family::IntegratedGradients => Some(4),
             Family::Lime => Some(5),
-            _ => None,
+            Family::KernelShap
+            | Family::Occlusion
+            | Family::SmoothGrad
+            | Family::Attention
+            | Family::DeepLift
+            | Family::Rationale
+            | Family::Random => None,
         }
     }
 

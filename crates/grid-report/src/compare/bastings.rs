@@ -5,7 +5,7 @@ use super::published::{PaperArch, PrecisionRankRow, SourceAccuracyRow};
 use super::render::signed;
 use super::{
     ACCURACY_TOLERANCE_PP, Aliases, ComparedCell, ComparedMetric, DROP_TOLERANCE_PP, Finding, MIN_SPEARMAN_METHODS,
-    NEAR, OurCell, OurMetric, Outcome, SPEARMAN_AGREES, merge_seeds,
+    NEAR, OurCell, OurMetric, Outcome, Regimes, SPEARMAN_AGREES, merge_seeds,
 };
 use crate::tables::format_fixed;
 use crate::{CellResult, VerificationRow};
@@ -28,7 +28,7 @@ pub(super) fn compare_precision_rank(rows: &[PrecisionRankRow], cells: &[CellRes
             .filter(|&i| {
                 let r = &rows[i];
                 Some(r.arch) == arch
-                    && r.shortcut == cell.shortcut.name()
+                    && r.shortcut == cell.shortcut
                     && r.method == cell.method
                     && aliases.matches(&cell.dataset, &r.dataset)
                     && r.value(cell.metric).is_some()
@@ -227,13 +227,13 @@ pub(super) fn beats_random_finding(
     for c in cells {
         let our_random = our_randoms
             .iter()
-            .find(|r| r.model == c.model && r.dataset == c.dataset && r.shortcut.name() == c.shortcut);
+            .find(|r| r.model == c.model && r.dataset == c.dataset && c.shortcut.single() == Some(r.shortcut));
         let paper_random = rows
             .iter()
             .find(|r| {
                 Some(r.arch) == arch
                     && r.dataset == c.published_dataset
-                    && r.shortcut == c.shortcut
+                    && c.shortcut.single() == Some(r.shortcut)
                     && r.method == Method::Random
             })
             .and_then(|r| r.precision);
@@ -397,14 +397,9 @@ pub(super) fn verification_groups(rows: &[VerificationRow]) -> Vec<Vec<&Verifica
     out
 }
 
-pub(super) fn distinct_shortcuts(group: &[&VerificationRow]) -> Vec<Regime> {
-    let mut out: Vec<Regime> = Vec::new();
-    for r in group {
-        if !out.contains(&r.key.shortcut) {
-            out.push(r.key.shortcut);
-        }
-    }
-    out
+/// The regimes of a (non-empty) group's verifications, each once, in order.
+pub(super) fn distinct_shortcuts(group: &[&VerificationRow]) -> Regimes {
+    Regimes::of(group[0].key.shortcut, group.iter().map(|r| r.key.shortcut))
 }
 
 /// Our original-model accuracy and mean shortcut drop (percent) beside the row's:
@@ -424,7 +419,7 @@ pub(super) fn accuracy_cells(group: &[&VerificationRow], row: &SourceAccuracyRow
         architecture: first.key.architecture,
         dataset: first.key.dataset.clone(),
         published_dataset: row.dataset.clone(),
-        shortcut: distinct_shortcuts(group).iter().map(|s| s.name()).collect::<Vec<_>>().join("+"),
+        shortcut: distinct_shortcuts(group),
         method: None,
         published_method: None,
         metric,

@@ -209,6 +209,47 @@ pub enum CompareError {
 // The comparison
 // ---------------------------------------------------------------------------
 
+/// The shortcut regime a compared cell rests on, or, for source accuracy,
+/// the regimes its verifications averaged (in first-appearance order):
+/// never none. Written as the `shortcut` column, the names joined with `+`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Regimes {
+    first: Regime,
+    rest: Vec<Regime>,
+}
+
+impl Regimes {
+    pub fn one(regime: Regime) -> Regimes {
+        Regimes { first: regime, rest: Vec::new() }
+    }
+
+    /// `first` and the others, each once, in order.
+    pub fn of(first: Regime, others: impl IntoIterator<Item = Regime>) -> Regimes {
+        let mut regimes = Regimes::one(first);
+        for regime in others {
+            if regime != regimes.first && !regimes.rest.contains(&regime) {
+                regimes.rest.push(regime);
+            }
+        }
+        regimes
+    }
+
+    /// The regime, where the cell rests on one.
+    pub fn single(&self) -> Option<Regime> {
+        self.rest.is_empty().then_some(self.first)
+    }
+}
+
+impl std::fmt::Display for Regimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.first.name())?;
+        for regime in &self.rest {
+            write!(f, "+{}", regime.name())?;
+        }
+        Ok(())
+    }
+}
+
 /// One of our numbers beside the published one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComparedCell {
@@ -218,8 +259,8 @@ pub struct ComparedCell {
     pub dataset: String,
     /// The paper's dataset it was compared with (differs under an alias).
     pub published_dataset: String,
-    /// Source accuracy: the shortcuts averaged, joined with `+`.
-    pub shortcut: String,
+    /// Source accuracy: the shortcuts averaged.
+    pub shortcut: Regimes,
     /// Our method config (none for source accuracy).
     pub method: Option<Method>,
     /// The paper's method cell: a brace group, or a Zhao & Aletras attribution.
@@ -466,7 +507,7 @@ impl OurCell {
             architecture: self.architecture,
             dataset: self.dataset.clone(),
             published_dataset: published_dataset.to_string(),
-            shortcut: self.shortcut.to_string(),
+            shortcut: Regimes::one(self.shortcut),
             method: Some(self.method),
             published_method: published_method.map(str::to_string),
             metric: ComparedMetric::Ours(self.metric),

@@ -72,7 +72,7 @@ pub struct PrecisionRankRow {
     /// The CSV's method cell, e.g. `grad{p,l}-l1` (one number for the whole group).
     pub printed_as: String,
     pub dataset: String,
-    pub shortcut: String,
+    pub shortcut: Regime,
     /// `None` where the paper prints no number (an empty CSV field).
     pub precision: Option<f64>,
     pub rank: Option<f64>,
@@ -467,6 +467,12 @@ impl CsvFile<'_> {
             .ok_or_else(|| self.field_error(record, "arch", format!("`{s}` is neither `lstm` nor `bert`")))
     }
 
+    /// A shortcut kind's name, or `natural`.
+    pub(super) fn regime(&self, record: &Record, i: usize) -> Result<Regime, CompareError> {
+        let s = self.text(record, i, "shortcut")?;
+        s.parse::<Regime>().map_err(|e| self.field_error(record, "shortcut", e.to_string()))
+    }
+
     /// The configs a method cell stands for, canonical, in expansion order.
     pub(super) fn methods(&self, record: &Record, i: usize) -> Result<Vec<Method>, CompareError> {
         let printed = self.text(record, i, "method")?;
@@ -484,14 +490,14 @@ impl CsvFile<'_> {
             let arch = self.arch(record, 0)?;
             let printed_as = self.text(record, 1, "method")?.to_string();
             let dataset = self.text(record, 2, "dataset")?.to_string();
-            let shortcut = self.text(record, 3, "shortcut")?.to_string();
+            let shortcut = self.regime(record, 3)?;
             let precision = self.optional_number(record, 4, "precision", 0.0..=1.0)?;
             let rank = self.optional_number(record, 5, "rank", 1.0..=1e6)?;
             for method in self.methods(record, 1)? {
                 let what =
                     format!("arch `{}`, method `{method}`, dataset `{dataset}`, shortcut `{shortcut}`", arch.name());
                 seen.check(self.path, record.line, what)?;
-                let (dataset, shortcut, printed_as) = (dataset.clone(), shortcut.clone(), printed_as.clone());
+                let (dataset, printed_as) = (dataset.clone(), printed_as.clone());
                 let line = record.line;
                 out.push(PrecisionRankRow { line, arch, method, printed_as, dataset, shortcut, precision, rank });
             }

@@ -61,7 +61,7 @@ pub(super) fn key_columns(cells: &[ComparedCell]) -> Vec<Column> {
         Column::new("architecture".into(), strings(|c| c.architecture.name())),
         Column::new("dataset".into(), strings(|c| &c.dataset)),
         Column::new("published_dataset".into(), strings(|c| &c.published_dataset)),
-        Column::new("shortcut".into(), strings(|c| &c.shortcut)),
+        Column::new("shortcut".into(), cells.iter().map(|c| c.shortcut.to_string()).collect::<Vec<_>>()),
         Column::new("method".into(), cells.iter().map(|c| c.method.map(|m| m.to_string())).collect::<Vec<_>>()),
         Column::new("published_method".into(), optional(|c| c.published_method.as_deref())),
         Column::new("metric".into(), strings(|c| c.metric.name())),

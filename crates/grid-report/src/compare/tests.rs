@@ -36,7 +36,10 @@ fn loads_bastings_precision_and_rank_with_brace_groups_expanded() {
     let find = |arch, method: &str, dataset: &str, shortcut: &str| {
         rows.iter()
             .find(|r| {
-                r.arch == arch && r.method.to_string() == method && r.dataset == dataset && r.shortcut == shortcut
+                r.arch == arch
+                    && r.method.to_string() == method
+                    && r.dataset == dataset
+                    && r.shortcut.name() == shortcut
             })
             .unwrap_or_else(|| panic!("{method}"))
     };
@@ -113,6 +116,10 @@ fn malformed_files_name_file_line_and_column() {
 
     let err = parse("arch,method,dataset,shortcut,precision,rank\ncnn,gxip,sst2,st,1,1\n").unwrap_err();
     assert_eq!(err.to_string(), "pub.csv:2: column `arch`: `cnn` is neither `lstm` nor `bert`");
+
+    let err = parse("arch,method,dataset,shortcut,precision,rank\nlstm,gxip,sst2,stt,1,1\n").unwrap_err();
+    assert!(err.to_string().starts_with("pub.csv:2: column `shortcut`: "), "{err}");
+    assert!(err.to_string().contains("stt"), "{err}");
 
     let err = parse("arch,method,dataset,shortcut,precision,rank\nlstm,\"grad{p,x}-l1\",sst2,st,1,1\n").unwrap_err();
     assert!(err.to_string().starts_with("pub.csv:2: column `method`: unknown salience method `gradx-l1`"), "{err}");
@@ -429,7 +436,7 @@ fn source_accuracy() {
     // lstm sst2: 88.0% vs 87.8; drop (0.5 + 2.0 + 2.0)/3 = 1.5 ≤ 0.6 + 1.0.
     let (acc, drop) = (&c.cells[0], &c.cells[1]);
     assert!((acc.ours - 88.0).abs() < 1e-9 && (drop.ours - 1.5).abs() < 1e-9);
-    assert_eq!((drop.shortcut.as_str(), drop.runs, drop.metric.name()), ("st+tic", 3, DROP_METRIC));
+    assert_eq!((drop.shortcut.to_string().as_str(), drop.runs, drop.metric.name()), ("st+tic", 3, DROP_METRIC));
     assert_eq!(c.findings[0].holds, Some(true));
     assert_eq!(c.findings[0].evidence, "ours 88.0% (+0.2 points)");
     assert_eq!(c.findings[1].holds, Some(true));
@@ -635,7 +642,7 @@ fn zhou_verification() -> Vec<VerificationRow> {
 fn compared<'a>(c: &'a Comparison, dataset: &str, shortcut: &str, metric: &str) -> &'a ComparedCell {
     c.cells
         .iter()
-        .find(|x| x.dataset == dataset && x.shortcut == shortcut && x.metric.name() == metric)
+        .find(|x| x.dataset == dataset && x.shortcut.to_string() == shortcut && x.metric.name() == metric)
         .unwrap_or_else(|| panic!("{dataset} {shortcut} {metric}: {:#?}", c.cells))
 }
 
@@ -676,7 +683,11 @@ fn zhou_matches_regions_and_other_words() {
     assert!(near(other.ours, 20.0) && other.runs == 2 && other.ci_low.is_none(), "{other:?}");
     assert!(near(other.share.unwrap(), 92.0) && other.published == 78.2);
     // Without attr-noncorr, CN's other words are not guessed.
-    assert!(!c.cells.iter().any(|x| x.dataset == "imdb" && x.shortcut == "articles-cn" && x.metric.name() != "attr"));
+    assert!(
+        !c.cells
+            .iter()
+            .any(|x| x.dataset == "imdb" && x.shortcut.to_string() == "articles-cn" && x.metric.name() != "attr")
+    );
 
     // Within one published sd: sst2 Article 2 (12.0 vs 10.3 ± 2.4, 88.0 vs 89.7), NC 3 (20 vs 12.0 ± 8.4,
     // 15 vs 12.6 ± 9.3, 65 vs 75.4 ± 16.7); imdb CN 1 (30 vs 15.9 ± 25.7), NC 2 (20, 78): 8 of 14.
@@ -834,4 +845,15 @@ fn natural_cells_stand_for_a_model_in_the_zhao_comparison() {
     let shortcut_only: Vec<CellResult> = cells.into_iter().filter(|c| c.key.shortcut.name() == "st").collect();
     let c = compare(&published, &shortcut_only, &[], &[], &aliases(&[("sst2", "SST")])).unwrap();
     assert_eq!(c.cells.len(), 4);
+}
+
+/// A compared cell's shortcut: one regime, or several averaged, each once
+/// in order, written joined with `+`.
+#[test]
+fn regimes_are_one_or_several_each_once() {
+    let [st, tic] = [ShortcutKind::St, ShortcutKind::Tic].map(Regime::Shortcut);
+    assert_eq!(Regimes::one(st).single(), Some(st));
+    assert_eq!(Regimes::one(Regime::Natural).to_string(), "natural");
+    let averaged = Regimes::of(st, [st, tic, st, tic]);
+    assert_eq!((averaged.to_string().as_str(), averaged.single()), ("st+tic", None));
 }

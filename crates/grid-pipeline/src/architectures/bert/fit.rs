@@ -61,7 +61,8 @@ pub fn fit<B: AutodiffBackend>(
         ModelAssets::Checkpoint { source, cache_root } => {
             Some(hub::resolve(source, cache_root, &hub::bar_progress(ctx.progress)).with_context(context)?)
         }
-        _ => None,
+        // A BERT from scratch; GloVe is a BiLSTM's (the planner gives a BERT none).
+        ModelAssets::None | ModelAssets::Glove(_) => None,
     };
     // A checkpoint whose computation has its own room is fitted there.
     if let (Some(dir), ModelAssets::Checkpoint { source, .. }) = (&dir, assets)

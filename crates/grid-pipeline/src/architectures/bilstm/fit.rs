@@ -68,7 +68,8 @@ pub(crate) fn start(
                 .with_context(|| format!("model `{}`: GloVe", model.name))?;
             (Some(matrix), Some(coverage))
         }
-        _ => (None, None),
+        // Random embeddings; a checkpoint is a BERT's (the planner gives a BiLSTM none).
+        ModelAssets::None | ModelAssets::Checkpoint { .. } => (None, None),
     };
     Ok(Start { vocab, config, embeddings, coverage })
 }

@@ -63,3 +63,50 @@ pub trait PretrainedClassifier<B: Backend>: Sized {
         tokenizer: &SubwordEncoder,
     ) -> Result<(), CheckpointError>;
 }
+
+/// What every pretrained classifier's tests check.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+
+    use burn::tensor::TensorData;
+
+    use super::{ClassifierStart, PretrainedClassifier};
+    use crate::backend::Cpu;
+    use crate::model::{Classifier, TokenBatch, checkpoint};
+    use crate::text::TextEncoder;
+    use crate::text::subword::SubwordEncoder;
+
+    /// Loaded from its `transformers` fixture (under `tests/fixtures/`) with
+    /// a fresh head, given two shortcut tokens and saved, it loads back
+    /// through the one loader of every architecture as the same classifier
+    /// of `family`.
+    pub(crate) fn a_saved_model_loads_back<M: PretrainedClassifier<Cpu> + Classifier<Cpu>>(
+        fixture: &str,
+        family: &str,
+    ) {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(fixture);
+        let device = Default::default();
+        let tokenizer = SubwordEncoder::from_pretrained_dir(&fixture, &["#0".into(), "#1".into()]).unwrap();
+        let mut rng = rand::SeedableRng::seed_from_u64(3);
+        let (model, report) = M::load_pretrained(&fixture, 1, ClassifierStart::Fresh, &mut rng, &device).unwrap();
+        assert!(!report.random_pooler, "the fixture has the layer before its classifier");
+        let added = tokenizer.vocab_size() - model.vocab_size();
+        assert_eq!(added, 2);
+        let model = model.with_added_tokens(added, &mut rng).with_dropout(0.1);
+        let dir = tempfile::tempdir().unwrap();
+        model.save(dir.path(), 1, 24, &tokenizer).unwrap();
+        let loaded = checkpoint::load::<Cpu>(dir.path(), &device).unwrap();
+        assert_eq!(loaded.config.max_length(), 24);
+        let ids: Vec<i64> = tokenizer.encode("a film #1 with #0", 24).ids.iter().map(|&i| i as i64).collect();
+        let time = ids.len();
+        let batch = TokenBatch::<Cpu> {
+            ids: burn::tensor::Tensor::from_data(TensorData::new(ids, [1, time]), &device),
+            mask: burn::tensor::Tensor::ones([1, time], &device),
+        };
+        let before: Vec<f32> = model.logits(&batch).into_data().to_vec().unwrap();
+        let after: Vec<f32> = loaded.model.logits(&batch).into_data().to_vec().unwrap();
+        assert_eq!(before, after);
+        assert_eq!(loaded.model.family(), family);
+    }
+}

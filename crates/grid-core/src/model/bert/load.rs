@@ -14,6 +14,7 @@ use rand_distr::{Distribution, Normal};
 
 use super::config::BertConfig;
 use super::encoder::BertModel;
+use crate::model::pretrained::ClassifierStart;
 
 pub const CONFIG: &str = "config.json";
 pub const WEIGHTS: &str = "model.safetensors";
@@ -70,7 +71,7 @@ pub(crate) fn unfitting_tensors(result: &burn_store::ApplyResult) -> Option<Stri
 /// `may_miss` accepts (drawn afterwards), and every tensor of the file
 /// loads but those under the `known_unused` prefixes. An error names the
 /// file, the `family` and the tensors.
-pub(crate) fn check_loaded(
+fn check_loaded(
     result: &burn_store::ApplyResult,
     path: &Path,
     family: &str,
@@ -95,6 +96,72 @@ pub(crate) fn check_loaded(
         return Err(fail(format!("tensor(s) would load into nothing: {}", unknown.join(", "))));
     }
     Ok(())
+}
+
+/// How an own-room classifier's checkpoint maps onto it (DeBERTa's,
+/// ModernBERT's): what [`load_classifier_tensors`] needs beside the model.
+pub(crate) struct Renaming<'a> {
+    /// The family as errors name it.
+    pub family: &'a str,
+    /// `(pattern, replacement)`: the file's tensor names → the model's, in order.
+    pub keys: &'a [(&'a str, &'a str)],
+    /// Prefixes of the model's tensors a fresh start draws (its classifier
+    /// and the layer before it), which the file may lack.
+    pub drawn: &'a [&'a str],
+    /// Prefixes of the file's tensors the classifier has no place for (its
+    /// pretraining heads).
+    pub unused: &'a [&'a str],
+}
+
+/// A classifier checkpoint's weights file in `dir`, and the logits the
+/// classifier gets: the checkpoint head's labels where it is kept (refused
+/// where the file has none), else `num_outputs`.
+pub(crate) fn classifier_weights(
+    dir: &Path,
+    hidden: usize,
+    num_outputs: usize,
+    start: ClassifierStart,
+) -> Result<(PathBuf, usize), LoadError> {
+    let path = dir.join(WEIGHTS);
+    if !path.is_file() {
+        return Err(LoadError::Weights { path, message: "no such file".into() });
+    }
+    let outputs = match start {
+        ClassifierStart::Checkpoint => {
+            head_labels(&path, "classifier.weight", hidden, num_outputs)?.ok_or_else(|| {
+                let message = "head = \"checkpoint\", but it has no classification head (`classifier.weight`)".into();
+                LoadError::Weights { path: path.clone(), message }
+            })?
+        }
+        ClassifierStart::Fresh => num_outputs,
+    };
+    Ok((path, outputs))
+}
+
+/// Loads the safetensors file `path` into an own-room classifier under
+/// `renaming` and checks it ([`check_loaded`]); a fresh start keeps the
+/// file's `classifier.` tensors out, whatever their shape.
+pub(crate) fn load_classifier_tensors<B: Backend, M: ModuleSnapshot<B>>(
+    model: &mut M,
+    path: &Path,
+    renaming: &Renaming,
+    start: ClassifierStart,
+) -> Result<burn_store::ApplyResult, LoadError> {
+    let fresh = start == ClassifierStart::Fresh;
+    let mut store = SafetensorsStore::from_file(path).with_from_adapter(PyTorchToBurnAdapter);
+    for (from, to) in renaming.keys {
+        store = store.with_key_remapping(from, *to);
+    }
+    if fresh {
+        store = store.with_key_remapping(r"^classifier\.", "left_out_classifier.");
+    }
+    let result = model
+        .load_from(&mut store.allow_partial(true))
+        .map_err(|e| LoadError::Weights { path: path.to_path_buf(), message: e.to_string() })?;
+    let drawn = |p: &str| fresh && renaming.drawn.iter().any(|d| p.starts_with(d));
+    let unused: Vec<&str> = renaming.unused.iter().copied().chain(["left_out_classifier."]).collect();
+    check_loaded(&result, path, renaming.family, drawn, &unused)?;
+    Ok(result)
 }
 
 /// Loads a pretrained encoder. `rng` initialises anything the checkpoint lacks

@@ -3,17 +3,17 @@
 //! any DeBERTa checkpoint (`…ForMaskedLM`, a bare `DebertaV2Model`) with a
 //! fresh head to fine-tune; and growing its word embeddings for new tokens.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::nn::Linear;
 use burn::prelude::*;
-use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::DebertaConfig;
 use super::encoder::DebertaClassifier;
 use crate::model::bert::load::{
-    LoadError, LoadReport, WEIGHTS, check_loaded, head_labels, read_config_json, two_labels_as_one, with_mean_rows,
+    LoadError, LoadReport, Renaming, classifier_weights, load_classifier_tensors, read_config_json, two_labels_as_one,
+    with_mean_rows,
 };
 use crate::model::pretrained::ClassifierStart;
 
@@ -47,35 +47,9 @@ pub fn load_pretrained<B: Backend>(
     device: &B::Device,
 ) -> Result<(DebertaClassifier<B>, LoadReport), LoadError> {
     let config = read_config(dir)?;
-    let path: PathBuf = dir.join(WEIGHTS);
-    if !path.is_file() {
-        return Err(LoadError::Weights { path, message: "no such file".into() });
-    }
-    let fail = |message: String| LoadError::Weights { path: path.clone(), message };
-    let outputs = match start {
-        ClassifierStart::Checkpoint => head_labels(&path, "classifier.weight", config.hidden_size, num_outputs)?
-            .ok_or_else(|| {
-                fail("head = \"checkpoint\", but it has no classification head (`classifier.weight`)".into())
-            })?,
-        ClassifierStart::Fresh => num_outputs,
-    };
+    let (path, outputs) = classifier_weights(dir, config.hidden_size, num_outputs, start)?;
     let mut model = DebertaClassifier::<B>::new(&config, outputs, device);
-    let mut store = SafetensorsStore::from_file(&path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        // A bare `DebertaV2Model` names its tensors without `deberta.`.
-        .with_key_remapping(r"^(embeddings|encoder)\.", "deberta.${1}.")
-        .with_key_remapping(r"\.attention\.self\.", ".attention.self_attention.")
-        .with_key_remapping(r"LayerNorm\.weight$", "layer_norm.gamma")
-        .with_key_remapping(r"LayerNorm\.bias$", "layer_norm.beta");
-    if start == ClassifierStart::Fresh {
-        // Kept out of the model, whatever its shape.
-        store = store.with_key_remapping(r"^classifier\.", "left_out_classifier.");
-    }
-    let result = model.load_from(&mut store.allow_partial(true)).map_err(|e| fail(e.to_string()))?;
-    let drawn = |p: &str| start == ClassifierStart::Fresh && (p.starts_with("classifier.") || p.starts_with("pooler."));
-    let known_unused =
-        ["lm_predictions.", "cls.", "mask_predictions.", "deberta.embeddings.position_ids", "left_out_classifier."];
-    check_loaded(&result, &path, "DeBERTa-v2/v3", drawn, &known_unused)?;
+    let result = load_classifier_tensors(&mut model, &path, &RENAMING, start)?;
     let random_pooler = result.missing.iter().any(|(p, _)| p.starts_with("pooler."));
     let h = config.hidden_size;
     if start == ClassifierStart::Fresh {
@@ -89,6 +63,19 @@ pub fn load_pretrained<B: Backend>(
     let report = LoadReport { unused: result.unused, random_pooler };
     Ok((crate::model::dtype::to_backend_float(model), report))
 }
+
+const RENAMING: Renaming = Renaming {
+    family: "DeBERTa-v2/v3",
+    keys: &[
+        // A bare `DebertaV2Model` names its tensors without `deberta.`.
+        (r"^(embeddings|encoder)\.", "deberta.${1}."),
+        (r"\.attention\.self\.", ".attention.self_attention."),
+        (r"LayerNorm\.weight$", "layer_norm.gamma"),
+        (r"LayerNorm\.bias$", "layer_norm.beta"),
+    ],
+    drawn: &["classifier.", "pooler."],
+    unused: &["lm_predictions.", "cls.", "mask_predictions.", "deberta.embeddings.position_ids"],
+};
 
 /// A `Linear` with an N(0, std²) weight and a zero bias.
 fn normal_linear<B: Backend>(
@@ -120,6 +107,8 @@ pub fn add_word_embeddings<B: Backend>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::backend::Cpu;
     use crate::model::fixture_check::assert_matches_transformers;

@@ -32,44 +32,14 @@ pub fn load<B: Backend>(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use burn::tensor::TensorData;
-
     use crate::backend::Cpu;
     use crate::model::deberta::DebertaClassifier;
-    use crate::model::pretrained::{ClassifierStart, PretrainedClassifier};
-    use crate::model::{Classifier, checkpoint};
-    use crate::text::TextEncoder;
-    use crate::text::subword::SubwordEncoder;
 
-    /// Fine-tuned with shortcut tokens and saved, it loads back through the
-    /// one loader of every architecture as the same classifier.
     #[test]
     fn a_saved_model_loads_back_with_the_same_logits() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/deberta_transformers");
-        let device = Default::default();
-        let tokenizer = SubwordEncoder::from_pretrained_dir(&fixture, &["#0".into(), "#1".into()]).unwrap();
-        let mut rng = rand::SeedableRng::seed_from_u64(3);
-        let (model, report) =
-            DebertaClassifier::<Cpu>::load_pretrained(&fixture, 1, ClassifierStart::Fresh, &mut rng, &device).unwrap();
-        assert!(!report.random_pooler);
-        let added = tokenizer.vocab_size() - model.vocab_size();
-        assert_eq!(added, 2);
-        let model = model.with_added_tokens(added, &mut rng).with_dropout(0.1);
-        let dir = tempfile::tempdir().unwrap();
-        model.save(dir.path(), 1, 24, &tokenizer).unwrap();
-        let loaded = checkpoint::load::<Cpu>(dir.path(), &device).unwrap();
-        assert_eq!(loaded.config.max_length(), 24);
-        let ids: Vec<i64> = tokenizer.encode("a film #1 with #0", 24).ids.iter().map(|&i| i as i64).collect();
-        let time = ids.len();
-        let batch = crate::model::TokenBatch::<Cpu> {
-            ids: burn::tensor::Tensor::from_data(TensorData::new(ids, [1, time]), &device),
-            mask: burn::tensor::Tensor::ones([1, time], &device),
-        };
-        let before: Vec<f32> = model.logits(&batch).into_data().to_vec().unwrap();
-        let after: Vec<f32> = loaded.model.logits(&batch).into_data().to_vec().unwrap();
-        assert_eq!(before, after);
-        assert_eq!(loaded.model.family(), "DeBERTa");
+        crate::model::pretrained::testing::a_saved_model_loads_back::<DebertaClassifier<Cpu>>(
+            "deberta_transformers",
+            "DeBERTa",
+        );
     }
 }

@@ -4,17 +4,17 @@
 //! with a fresh classification layer to fine-tune; and growing its
 //! word-embedding matrix for shortcut tokens.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::nn::Linear;
 use burn::prelude::*;
-use burn_store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::ModernBertConfig;
 use super::encoder::ModernBertClassifier;
 use crate::model::bert::load::{
-    LoadError, LoadReport, WEIGHTS, check_loaded, head_labels, read_config_json, two_labels_as_one, with_mean_rows,
+    LoadError, LoadReport, Renaming, classifier_weights, load_classifier_tensors, read_config_json, two_labels_as_one,
+    with_mean_rows,
 };
 use crate::model::init::truncated_normal;
 pub use crate::model::pretrained::ClassifierStart;
@@ -48,35 +48,9 @@ pub fn load_pretrained<B: Backend>(
     device: &B::Device,
 ) -> Result<(ModernBertClassifier<B>, LoadReport), LoadError> {
     let config = read_config(dir)?;
-    let path: PathBuf = dir.join(WEIGHTS);
-    if !path.is_file() {
-        return Err(LoadError::Weights { path, message: "no such file".into() });
-    }
-    let fail = |message: String| LoadError::Weights { path: path.clone(), message };
-    let outputs = match start {
-        ClassifierStart::Checkpoint => head_labels(&path, "classifier.weight", config.hidden_size, num_outputs)?
-            .ok_or_else(|| {
-                fail("head = \"checkpoint\", but it has no classification head (`classifier.weight`)".into())
-            })?,
-        ClassifierStart::Fresh => num_outputs,
-    };
+    let (path, outputs) = classifier_weights(dir, config.hidden_size, num_outputs, start)?;
     let mut model = ModernBertClassifier::<B>::new(&config, outputs, device);
-    let mut store = SafetensorsStore::from_file(&path)
-        .with_from_adapter(PyTorchToBurnAdapter)
-        // A bare `ModernBertModel` names its tensors without `model.`.
-        .with_key_remapping(r"^(embeddings|layers|final_norm)\.", "model.${1}.")
-        .with_key_remapping(r"\.Wqkv\.", ".wqkv.")
-        .with_key_remapping(r"\.Wo\.", ".wo.")
-        .with_key_remapping(r"\.Wi\.", ".wi.")
-        .with_key_remapping(r"norm\.weight$", "norm.gamma")
-        .with_key_remapping(r"norm\.bias$", "norm.beta");
-    if start == ClassifierStart::Fresh {
-        // Kept out of the model, whatever its shape.
-        store = store.with_key_remapping(r"^classifier\.", "left_out_classifier.");
-    }
-    let result = model.load_from(&mut store.allow_partial(true)).map_err(|e| fail(e.to_string()))?;
-    let drawn = |p: &str| start == ClassifierStart::Fresh && (p.starts_with("classifier.") || p.starts_with("head."));
-    check_loaded(&result, &path, "ModernBERT", drawn, &["decoder.", "left_out_classifier."])?;
+    let result = load_classifier_tensors(&mut model, &path, &RENAMING, start)?;
     let random_head = result.missing.iter().any(|(p, _)| p.starts_with("head."));
     if start == ClassifierStart::Fresh {
         // transformers' `_init_weights`: truncated normals, zero biases; the
@@ -94,6 +68,21 @@ pub fn load_pretrained<B: Backend>(
     let report = LoadReport { unused: result.unused, random_pooler: random_head };
     Ok((crate::model::dtype::to_backend_float(model), report))
 }
+
+const RENAMING: Renaming = Renaming {
+    family: "ModernBERT",
+    keys: &[
+        // A bare `ModernBertModel` names its tensors without `model.`.
+        (r"^(embeddings|layers|final_norm)\.", "model.${1}."),
+        (r"\.Wqkv\.", ".wqkv."),
+        (r"\.Wo\.", ".wo."),
+        (r"\.Wi\.", ".wi."),
+        (r"norm\.weight$", "norm.gamma"),
+        (r"norm\.bias$", "norm.beta"),
+    ],
+    drawn: &["classifier.", "head."],
+    unused: &["decoder."],
+};
 
 /// A `Linear` with a truncated-normal weight and a zero bias.
 fn fresh_linear<B: Backend>(
@@ -128,8 +117,11 @@ pub fn add_word_embeddings<B: Backend>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::backend::Cpu;
+    use crate::model::bert::load::WEIGHTS;
     use crate::model::fixture_check::assert_matches_transformers;
 
     fn fixture() -> PathBuf {

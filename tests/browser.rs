@@ -149,7 +149,7 @@ fn render_report(examples: &[ExampleView]) -> String {
     ];
     let summary = [
         "Recommended: gradl-l1 ranks the shortcut first on every verified cell (precision@k 1.00).".to_string(),
-        "gxil and ig-32 agree with gradl-l1 on 94% of the top-1 tokens.".to_string(),
+        "gxil and igl-zero-32 agree with gradl-l1 on 94% of the top-1 tokens.".to_string(),
         "Warning: tiny-bert failed verification on generated:op; its column is marked †.".to_string(),
     ];
     render(&Page {
@@ -209,7 +209,7 @@ fn tables() -> Vec<DisplayTable> {
 /// A paper-style layout: rows = methods, one column per `dataset:shortcut`.
 fn layout_table(stem: &str, title: &str, columns: [[&str; 4]; 3]) -> DisplayTable {
     let frame = df!(
-        "method" => ["gradl-l1", "gxil", "ig-32", "random"],
+        "method" => ["gradl-l1", "gxil", "igl-zero-32", "random"],
         "generated:st" => columns[0],
         "generated:tic" => columns[1],
         "generated:op" => columns[2],
@@ -239,7 +239,7 @@ fn plot(stem: &str, title: &str, values: &[f64]) -> Plot {
          <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{height}\" fill=\"#FFFFFF\"/>\n\
          <line x1=\"60\" y1=\"190\" x2=\"620\" y2=\"190\" stroke=\"#000000\"/>\n"
     );
-    let names = ["gradl-l1", "gxil", "ig-32", "random"];
+    let names = ["gradl-l1", "gxil", "igl-zero-32", "random"];
     for (i, (v, name)) in values.iter().zip(names).enumerate() {
         let x = 80.0 + i as f64 * (bar + 50.0);
         let h = v * 160.0;
@@ -265,7 +265,7 @@ fn examples() -> Vec<ExampleView> {
             &[
                 ("gradl-l1", vec![0.05, 0.12, 0.93, 0.02, 0.01, 0.31, 0.22, 0.03, 0.05, 0.08, 0.41]),
                 ("gxil", vec![-0.02, 0.10, 0.81, 0.01, -0.03, 0.27, -0.12, 0.0, 0.04, 0.06, 0.35]),
-                ("ig-32", vec![0.01, 0.07, 1.42, -0.01, 0.02, 0.19, -0.2, 0.01, -0.05, 0.11, 0.4]),
+                ("igl-zero-32", vec![0.01, 0.07, 1.42, -0.01, 0.02, 0.19, -0.2, 0.01, -0.05, 0.11, 0.4]),
                 ("random", vec![0.44, -0.1, 0.05, 0.9, -0.62, 0.3, 0.12, -0.75, 0.2, 0.01, -0.33]),
             ],
         ),
@@ -277,7 +277,7 @@ fn examples() -> Vec<ExampleView> {
             &[
                 ("gradl-l1", vec![2.1, 0.1, 0.3, 0.2, 0.1, 0.0, 0.7, 0.9, 0.1, 0.35, 0.05, 0.2, 1.5]),
                 ("gxil", vec![0.9, -0.05, -0.2, 0.3, 0.1, 0.02, 0.6, 0.8, 0.02, 0.4, 0.03, 0.1, -0.4]),
-                ("ig-32", vec![0.0, 0.01, -0.1, 0.4, 0.2, 0.0, 0.5, 0.45, 0.0, 0.6, 0.0, 0.3, 0.0]),
+                ("igl-zero-32", vec![0.0, 0.01, -0.1, 0.4, 0.2, 0.0, 0.5, 0.45, 0.0, 0.6, 0.0, 0.3, 0.0]),
                 ("random", vec![0.3, 0.2, -0.4, 0.1, 0.9, -0.8, 0.05, -0.3, 0.7, 0.0, 0.4, -0.5, 0.2]),
             ],
         ),
@@ -289,7 +289,7 @@ fn examples() -> Vec<ExampleView> {
             &[
                 ("gradl-l1", vec![0.88, 0.02, 0.1, 0.03, 0.25, 0.04, 0.79, 0.01, 0.12, 0.05, 0.2, 0.3]),
                 ("gxil", vec![0.7, 0.01, -0.08, 0.02, -0.3, 0.1, 0.52, 0.0, 0.08, 0.03, 0.1, 0.22]),
-                ("ig-32", vec![0.35, -0.05, 0.12, 0.02, -0.41, 0.06, 0.3, 0.01, 0.2, 0.04, 0.15, 0.5]),
+                ("igl-zero-32", vec![0.35, -0.05, 0.12, 0.02, -0.41, 0.06, 0.3, 0.01, 0.2, 0.04, 0.15, 0.5]),
                 ("random", vec![-0.2, 0.4, 0.05, -0.6, 0.3, 0.9, 0.1, -0.3, 0.5, 0.2, -0.1, 0.7]),
             ],
         ),
@@ -310,7 +310,7 @@ fn example(
     ExampleView {
         model: model.into(),
         dataset: dataset.into(),
-        shortcut: shortcut.into(),
+        shortcut: shortcut.parse().expect("a shortcut kind or `natural`"),
         index,
         label,
         predicted,
@@ -318,7 +318,7 @@ fn example(
         tokens,
         ground_truth: ground_truth.to_vec(),
         distractors: Vec::new(),
-        methods: methods.iter().map(|(n, s)| (n.to_string(), s.clone())).collect(),
+        methods: methods.iter().map(|(n, s)| (n.parse().expect("a method config"), s.clone())).collect(),
     }
 }
 

@@ -27,6 +27,8 @@ use super::markdown::Align;
 use super::tables::FAILED_MARK;
 use super::{DisplayTable, Plot};
 use grid_methods::metrics;
+use grid_methods::salience::Method;
+use grid_methods::shortcut::Regime;
 
 /// One attributed example as the report shows it: its tokens and, per salience
 /// method, one score per token.
@@ -34,7 +36,7 @@ use grid_methods::metrics;
 pub struct ExampleView {
     pub model: String,
     pub dataset: String,
-    pub shortcut: String,
+    pub shortcut: Regime,
     /// The example's index in its split.
     pub index: usize,
     pub label: u32,
@@ -47,8 +49,8 @@ pub struct ExampleView {
     /// Token positions of look-alikes that carry no label (Zhou et al.'s
     /// non-correlating articles); empty for the inserted shortcuts.
     pub distractors: Vec<usize>,
-    /// Method config name and one score per token (missing scores show unscored).
-    pub methods: Vec<(String, Vec<f32>)>,
+    /// Method config and one score per token (missing scores show unscored).
+    pub methods: Vec<(Method, Vec<f32>)>,
 }
 
 /// Everything the HTML report shows.
@@ -245,7 +247,7 @@ fn push_examples(out: &mut String, examples: &[ExampleView]) {
         out.push_str("<p class=\"empty\">No examples.</p>\n");
     } else {
         push_legend(out);
-        if examples.iter().any(|e| e.methods.iter().any(|(m, _)| m == RATIONALE)) {
+        if examples.iter().any(|e| e.methods.iter().any(|(m, _)| *m == Method::Rationale)) {
             push_rationale_legend(out);
         }
         // Filled by the inline script; without JavaScript every method shows.
@@ -274,9 +276,6 @@ fn push_legend(out: &mut String) {
     );
 }
 
-/// The `rationale` method's name: its row shows a selection, not a salience.
-const RATIONALE: &str = "rationale";
-
 fn push_rationale_legend(out: &mut String) {
     out.push_str(
         "<div class=\"legend\">A rationale model's own selection (Zhou et al.'s Figures 10–11): \
@@ -292,8 +291,9 @@ fn push_rationale_legend(out: &mut String) {
 /// rationales; then the row's precision and recall.
 fn push_rationale_row(out: &mut String, ex: &ExampleView, scores: &[f32]) {
     let scores = padded_scores(scores, ex.tokens.len());
-    let _ = writeln!(out, "<div class=\"salience-row\" data-method=\"{RATIONALE}\">");
-    let _ = writeln!(out, "<div class=\"method\">{RATIONALE}</div>");
+    let rationale = Method::Rationale;
+    let _ = writeln!(out, "<div class=\"salience-row\" data-method=\"{rationale}\">");
+    let _ = writeln!(out, "<div class=\"method\">{rationale}</div>");
     out.push_str("<div class=\"tokens\">");
     let (mut selected, mut hits) = (0usize, 0usize);
     for (i, token) in ex.tokens.iter().enumerate() {
@@ -332,12 +332,13 @@ fn push_example(out: &mut String, n: usize, ex: &ExampleView) {
         "<div class=\"example\" id=\"example-{n}\" data-model=\"{}\" data-dataset=\"{}\" data-shortcut=\"{}\">",
         escape(&ex.model),
         escape(&ex.dataset),
-        escape(&ex.shortcut)
+        ex.shortcut.name()
     );
     push_example_header(out, ex);
     out.push_str("<div class=\"salience\">\n");
     for (method, scores) in &ex.methods {
-        if method == RATIONALE {
+        // A rationale model's row shows its selection, not a salience.
+        if *method == Method::Rationale {
             push_rationale_row(out, ex, scores);
         } else {
             push_salience_row(out, ex, method, scores);
@@ -355,7 +356,7 @@ fn push_example_header(out: &mut String, ex: &ExampleView) {
          <span class=\"labels\">label <b>{}</b>, predicted <b>{}</b></span> <span class=\"{class}\">{verdict}</span></div>",
         escape(&ex.model),
         escape(&ex.dataset),
-        escape(&ex.shortcut),
+        ex.shortcut.name(),
         ex.index,
         ex.label,
         ex.predicted
@@ -369,7 +370,7 @@ fn padded_scores(scores: &[f32], n_tokens: usize) -> Vec<f32> {
 
 /// One method's row: its name, the tokens coloured by score, and how well the
 /// method ranks the shortcut (the same precision@k and rank as the tables).
-fn push_salience_row(out: &mut String, ex: &ExampleView, method: &str, scores: &[f32]) {
+fn push_salience_row(out: &mut String, ex: &ExampleView, method: &Method, scores: &[f32]) {
     let scores = padded_scores(scores, ex.tokens.len());
     let is_special = |i: usize| ex.special.get(i).copied().unwrap_or(false);
     let scale = row_scale(&scores, is_special);
@@ -379,7 +380,7 @@ fn push_salience_row(out: &mut String, ex: &ExampleView, method: &str, scores: &
         rank_of[pos] = Some(r + 1);
     }
 
-    let method = escape(method);
+    let method = escape(&method.to_string());
     let _ = writeln!(out, "<div class=\"salience-row\" data-method=\"{method}\">");
     let _ = writeln!(out, "<div class=\"method\">{method}</div>");
     out.push_str("<div class=\"tokens\">");
@@ -648,7 +649,7 @@ mod tests {
         let ex = ExampleView {
             model: "rl".into(),
             dataset: "gen".into(),
-            shortcut: "articles-nc".into(),
+            shortcut: "articles-nc".parse().unwrap(),
             index: 3,
             label: 1,
             predicted: 1,
@@ -656,7 +657,7 @@ mod tests {
             special: vec![false; 6],
             ground_truth: vec![0, 3],
             distractors: vec![4],
-            methods: vec![("rationale".into(), vec![1.0, 0.0, 1.0, 0.0, 0.5, 0.0])],
+            methods: vec![(Method::Rationale, vec![1.0, 0.0, 1.0, 0.0, 0.5, 0.0])],
         };
         let html = render(&Page { title: "t", subtitle: "", summary: &[], tables: &[], plots: &[], examples: &[ex] });
         for (class, token) in [
@@ -679,7 +680,7 @@ mod tests {
         ExampleView {
             model: "lstm".into(),
             dataset: "sst2".into(),
-            shortcut: "st".into(),
+            shortcut: "st".parse().unwrap(),
             index: 17,
             label: 1,
             predicted: 1,
@@ -689,8 +690,8 @@ mod tests {
             distractors: vec![1],
             methods: vec![
                 // The special [CLS] has the largest |score|; it must not set the scale.
-                ("gradl-l1".into(), vec![9.0, 0.1, 0.8, 0.2, -0.4, 5.0]),
-                ("random".into(), vec![0.0, -0.5, 0.1, 0.25, 0.0, 0.0]),
+                ("gradl-l1".parse().unwrap(), vec![9.0, 0.1, 0.8, 0.2, -0.4, 5.0]),
+                (Method::Random, vec![0.0, -0.5, 0.1, 0.25, 0.0, 0.0]),
             ],
         }
     }
@@ -808,9 +809,9 @@ mod tests {
     #[test]
     fn missing_scores_show_unscored_and_metrics_match_the_crate() {
         let mut ex = example();
-        ex.methods = vec![("short".into(), vec![0.0, 0.5, 0.9])];
+        ex.methods = vec![("gradp-l1".parse().unwrap(), vec![0.0, 0.5, 0.9])];
         let html = render(&Page { title: "t", subtitle: "", summary: &[], tables: &[], plots: &[], examples: &[ex] });
-        let spans = token_spans(&html, "short");
+        let spans = token_spans(&html, "gradp-l1");
         assert!(spans[3].starts_with(" unscored\""), "{}", spans[3]);
         assert!(spans[4].starts_with(" unscored\""), "{}", spans[4]);
         // #0 ranks first of the 4 ordinary tokens (NaN sinks): p@k 1, rank 1.

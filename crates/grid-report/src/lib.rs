@@ -223,7 +223,7 @@ impl ReportFormat {
 pub struct AgreementResult {
     /// The model whose methods are compared.
     pub key: CellKey,
-    pub methods: Vec<String>,
+    pub methods: Vec<Method>,
     pub top_k: usize,
     pub examples: usize,
     /// Square, in `methods` order; NaN where undefined.
@@ -581,8 +581,9 @@ fn summary_lines(recommendations: &[paper::Recommendation], verification: &[Veri
 /// below (Lu et al. 2024 Table 1 shows the overlap).
 fn agreement_table(a: &AgreementResult) -> PolarsResult<DisplayTable> {
     let n = a.methods.len();
-    let mut columns = vec![Column::new("method".into(), a.methods.clone())];
-    for (j, name) in a.methods.iter().enumerate() {
+    let names: Vec<String> = a.methods.iter().map(Method::to_string).collect();
+    let mut columns = vec![Column::new("method".into(), names.clone())];
+    for (j, name) in names.iter().enumerate() {
         let cells: Vec<String> = (0..n)
             .map(|i| match i.cmp(&j) {
                 std::cmp::Ordering::Equal => "—".to_string(),

@@ -474,7 +474,7 @@ impl<'g> Planner<'g> {
             let attributed = self.attribute(data, &cell, Method::Random);
             (attributed, self.erasure(data, &cell, Method::Random, attributed))
         });
-        let mut attributed: Vec<(String, usize)> = Vec::new();
+        let mut attributed: Vec<(Method, usize)> = Vec::new();
         for &method in &grid.attribution.methods {
             if let Some(reason) = method.unsupported_reason(architecture.traits()) {
                 let note = format!("{method} on model `{}` ({}): {reason}", model.name, architecture.name());
@@ -490,7 +490,7 @@ impl<'g> Planner<'g> {
                     (attribution, self.wants_erasure.then(|| self.erasure(data, &cell, method, attribution)))
                 }
             };
-            attributed.push((method.to_string(), attribution));
+            attributed.push((method, attribution));
             for &metric in &grid.metrics {
                 if metric.needs_distractors() && !regime.has_distractors() {
                     continue;
@@ -534,7 +534,7 @@ impl<'g> Planner<'g> {
         }
         if let Some(spec) = grid.agreement.as_ref().filter(|_| attributed.len() >= 2) {
             let options = crate::steps::agreement::Options {
-                methods: attributed.iter().map(|(m, _)| m.clone()).collect(),
+                methods: attributed.iter().map(|(m, _)| *m).collect(),
                 top_k: spec.top_k.get(),
                 word_aggregation,
             };

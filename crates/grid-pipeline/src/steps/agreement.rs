@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 use super::attribute::{self, AttributedExample};
 use crate::io::{read_jsonl, write_json};
 use grid_methods::metrics::{WordAggregation, agreement, words};
+use grid_methods::salience::Method;
 
 pub const FILE: &str = "agreement.json";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// The methods compared, in input order.
-    pub methods: Vec<String>,
+    pub methods: Vec<Method>,
     /// k of the top-k overlap (Lu et al. use 40 words).
     pub top_k: usize,
     /// Compare word scores (as Lu et al. do) instead of token scores.
@@ -34,7 +35,7 @@ pub struct Options {
 /// `null` reads back as NaN.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
-    pub methods: Vec<String>,
+    pub methods: Vec<Method>,
     pub top_k: usize,
     /// Examples every method explained (the joined examples).
     pub examples: usize,
@@ -56,13 +57,14 @@ pub fn run(options: &Options, inputs: &[PathBuf], out: &Path) -> Result<()> {
     let attributions: Vec<Vec<AttributedExample>> =
         options.methods.iter().zip(inputs).map(|(method, dir)| load(method, dir)).collect::<Result<_>>()?;
     let result = compare(&options.methods, &attributions, options.top_k, options.word_aggregation);
-    ensure!(result.examples > 0, "agreement: no example was explained by all of {}", options.methods.join(", "));
+    let all = || options.methods.iter().map(Method::to_string).collect::<Vec<_>>().join(", ");
+    ensure!(result.examples > 0, "agreement: no example was explained by all of {}", all());
     write_json(&out.join(FILE), &result)
 }
 
 /// One method's attributions; an empty file is an error, as it would silently
 /// empty the join.
-fn load(method: &str, dir: &Path) -> Result<Vec<AttributedExample>> {
+fn load(method: &Method, dir: &Path) -> Result<Vec<AttributedExample>> {
     let path = dir.join(attribute::FILE);
     let examples: Vec<AttributedExample> =
         read_jsonl(&path).with_context(|| format!("agreement: attributions of `{method}`"))?;
@@ -73,7 +75,7 @@ fn load(method: &str, dir: &Path) -> Result<Vec<AttributedExample>> {
 /// The agreement of `methods[i]`, explained by `attributions[i]`, over the
 /// examples all of them explained.
 pub fn compare(
-    methods: &[String],
+    methods: &[Method],
     attributions: &[Vec<AttributedExample>],
     top_k: usize,
     word_aggregation: Option<WordAggregation>,
@@ -250,6 +252,11 @@ mod tests {
         names.iter().map(|s| s.to_string()).collect()
     }
 
+    /// The first `n` of three distinct method configs.
+    fn methods(n: usize) -> Vec<Method> {
+        ["gradl-l1", "gradp-l1", "gxil"].iter().take(n).map(|m| m.parse().unwrap()).collect()
+    }
+
     fn assert_matrix(actual: &[Vec<f64>], expected: &[[f64; 3]]) {
         assert_eq!(actual.len(), expected.len());
         for (row, want) in actual.iter().zip(expected) {
@@ -282,8 +289,8 @@ mod tests {
 
     #[test]
     fn compares_every_pair_over_the_joined_examples() {
-        let result = compare(&names(&["a", "b", "c"]), &three_methods(), 1, None);
-        assert_eq!(result.methods, names(&["a", "b", "c"]));
+        let result = compare(&methods(3), &three_methods(), 1, None);
+        assert_eq!(result.methods, methods(3));
         assert_eq!((result.top_k, result.examples), (1, 2));
         // Example 0: a = c (top token 1), b reversed (top token 3).
         // Example 1: a = b (top token 1); c constant, whose tie goes to token 1.
@@ -303,7 +310,7 @@ mod tests {
         let a = with_tokens(vec![0.0, 0.2, 0.9, 0.1, 0.0]);
         let b = with_tokens(vec![0.0, 0.3, 0.0, 0.1, 0.0]);
         for aggregation in [None, Some(WordAggregation::Sum)] {
-            let r = compare(&names(&["a", "b"]), &[vec![a.clone()], vec![b.clone()]], 1, aggregation);
+            let r = compare(&methods(2), &[vec![a.clone()], vec![b.clone()]], 1, aggregation);
             // Top word of both, the comma aside: `good`.
             assert_eq!(r.overlap[0][1], 1.0, "{aggregation:?}");
         }
@@ -317,7 +324,7 @@ mod tests {
         let word_of_token = vec![None, Some(0), Some(0), Some(1), Some(2), None];
         let a = example(0, vec![9.0, 0.1, 0.5, 0.3, 0.2, 9.0], word_of_token.clone());
         let b = example(0, vec![0.0, 0.4, -0.3, 0.2, 0.5, 0.0], word_of_token);
-        let methods = names(&["a", "b"]);
+        let methods = methods(2);
         let attributions = vec![vec![a], vec![b]];
         let cell = |r: &Agreement| (r.overlap[0][1], r.spearman[0][1]);
 
@@ -342,7 +349,7 @@ mod tests {
         let a = vec![sentence(0, [0.0, 0.3, 0.2, 0.1, 0.0]), sentence(1, [0.0, 0.3, 0.2, 0.1, 0.0])];
         let mut b = vec![sentence(0, [0.0, 0.1, 0.2, 0.3, 0.0]), sentence(1, [0.0, 0.3, 0.2, 0.1, 0.0])];
         b[0].word_of_token = vec![None, Some(0), Some(0), Some(1), None];
-        let result = compare(&names(&["a", "b"]), &[a, b], 1, None);
+        let result = compare(&methods(2), &[a, b], 1, None);
         // Only example 1 (identical) remains.
         assert_eq!(result.examples, 1);
         assert_eq!((result.overlap[0][1], result.spearman[0][1]), (1.0, 1.0));
@@ -352,7 +359,7 @@ mod tests {
     fn undefined_cells_are_null_in_json_and_nan_again_when_read() {
         let constant = vec![sentence(0, [0.0, 0.5, 0.5, 0.5, 0.0])];
         let varied = vec![sentence(0, [0.0, 0.1, 0.2, 0.3, 0.0])];
-        let result = compare(&names(&["a", "b"]), &[constant, varied], 40, None);
+        let result = compare(&methods(2), &[constant, varied], 40, None);
         assert!(result.spearman[0][1].is_nan() && result.spearman[1][0].is_nan());
         assert_eq!(result.spearman[0][0], 1.0);
         // k = 40 > d = 3, so the top sets are all three tokens.
@@ -373,7 +380,7 @@ mod tests {
             std::fs::create_dir(dir).unwrap();
             write_jsonl(&dir.join(attribute::FILE), &examples).unwrap();
         }
-        let options = Options { methods: names(&["a", "b", "c"]), top_k: 1, word_aggregation: None };
+        let options = Options { methods: methods(3), top_k: 1, word_aggregation: None };
         run(&options, &inputs, root.path()).unwrap();
         let written: Agreement = read_json(&root.path().join(FILE)).unwrap();
         assert_eq!(written, compare(&options.methods, &three_methods(), 1, None));
@@ -389,12 +396,12 @@ mod tests {
         }
         write_jsonl(&inputs[0].join(attribute::FILE), &three_methods()[0]).unwrap();
         write_jsonl::<AttributedExample>(&inputs[1].join(attribute::FILE), &[]).unwrap();
-        let options = Options { methods: names(&["ig", "lime"]), top_k: 1, word_aggregation: None };
+        let options = Options { methods: methods(2), top_k: 1, word_aggregation: None };
         let error = format!("{:#}", run(&options, &inputs, root.path()).unwrap_err());
-        assert!(error.contains("`lime`") && error.contains("no examples"), "{error}");
+        assert!(error.contains("`gradp-l1`") && error.contains("no examples"), "{error}");
         // A missing file names its method too.
         std::fs::remove_file(inputs[0].join(attribute::FILE)).unwrap();
         let error = format!("{:#}", run(&options, &inputs, root.path()).unwrap_err());
-        assert!(error.contains("`ig`"), "{error}");
+        assert!(error.contains("`gradl-l1`"), "{error}");
     }
 }

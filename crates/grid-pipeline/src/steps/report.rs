@@ -19,6 +19,7 @@ use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::context::StepContext;
 use crate::io::{read_json, read_jsonl};
+use grid_methods::salience::Method;
 use grid_methods::shortcut::image::Visibility;
 use grid_methods::shortcut::image::verification::ImageVerification;
 use grid_report::html::ExampleView;
@@ -294,10 +295,10 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
 /// The first examples every method of a model cell explained, with each
 /// method's scores.
 fn example_views(source: &ExampleSource, ctx: &StepContext) -> Result<Vec<ExampleView>> {
-    let mut by_method: Vec<(String, HashMap<usize, AttributedExample>)> = Vec::new();
+    let mut by_method: Vec<(Method, HashMap<usize, AttributedExample>)> = Vec::new();
     for (method, step) in &source.attributions {
         let examples: Vec<AttributedExample> = read_jsonl(&input_dir(ctx, *step)?.join(ATTRIBUTION_FILE))?;
-        by_method.push((method.clone(), examples.into_iter().map(|e| (e.index, e)).collect()));
+        by_method.push((*method, examples.into_iter().map(|e| (e.index, e)).collect()));
     }
     let Some((_, first)) = by_method.first() else { return Ok(Vec::new()) };
     let mut indices: Vec<usize> =
@@ -311,7 +312,7 @@ fn example_views(source: &ExampleSource, ctx: &StepContext) -> Result<Vec<Exampl
             ExampleView {
                 model: source.model.clone(),
                 dataset: source.dataset.clone(),
-                shortcut: source.regime.name().into(),
+                shortcut: source.regime,
                 index,
                 label: e.label,
                 predicted: e.predicted,
@@ -319,7 +320,7 @@ fn example_views(source: &ExampleSource, ctx: &StepContext) -> Result<Vec<Exampl
                 special: e.word_of_token.iter().map(Option::is_none).collect(),
                 ground_truth: e.ground_truth.clone(),
                 distractors: e.distractors.clone(),
-                methods: by_method.iter().map(|(m, examples)| (m.clone(), examples[&index].scores.clone())).collect(),
+                methods: by_method.iter().map(|(m, examples)| (*m, examples[&index].scores.clone())).collect(),
             }
         })
         .collect())

@@ -148,7 +148,7 @@ pub struct ExampleSource {
     pub regime: Regime,
     /// (method, position of its attribute step among the report's inputs),
     /// in grid order.
-    pub attributions: Vec<(String, usize)>,
+    pub attributions: Vec<(Method, usize)>,
 }
 
 /// Where a score lands in the result tables.

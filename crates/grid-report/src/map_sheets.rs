@@ -10,7 +10,8 @@ use std::path::Path;
 use base64::Engine;
 use grid_core::image::decode::encode_png;
 use grid_core::image::{Image, Mask};
-use grid_methods::shortcut::image::Visibility;
+use grid_methods::salience::image::PixelMethod;
+use grid_methods::shortcut::image::{ManipulationKind, Visibility};
 
 use super::{Plot, ReportError, file_safe, write_text};
 
@@ -24,7 +25,7 @@ pub struct SheetExample {
     /// The class the maps explain: the model's prediction.
     pub target: u32,
     /// (method, `height × width` values), in grid order.
-    pub maps: Vec<(String, Vec<f32>)>,
+    pub maps: Vec<(PixelMethod, Vec<f32>)>,
 }
 
 /// A trained model's sheet.
@@ -32,7 +33,7 @@ pub struct SheetExample {
 pub struct MapSheet {
     pub model: String,
     pub dataset: String,
-    pub manipulation: String,
+    pub manipulation: ManipulationKind,
     /// `r`: named in the file when it is not 0.5.
     pub keep_probability: f64,
     /// The visibility level, named in the file when the grid sweeps them.
@@ -59,14 +60,14 @@ impl MapSheet {
         format!(
             "zhou_images_maps_{}_{}{v}{r}_{}",
             file_safe(&self.dataset),
-            file_safe(&self.manipulation),
+            file_safe(self.manipulation.name()),
             file_safe(&self.model)
         )
     }
 
     fn title(&self) -> String {
         let methods: Vec<&str> =
-            self.examples.first().map(|e| e.maps.iter().map(|(m, _)| m.as_str()).collect()).unwrap_or_default();
+            self.examples.first().map(|e| e.maps.iter().map(|(m, _)| m.name()).collect()).unwrap_or_default();
         let mut r =
             if self.keep_probability == 0.5 { String::new() } else { format!(" (r = {})", self.keep_probability) };
         if let Some(v) = self.visibility {
@@ -186,12 +187,12 @@ mod tests {
             manipulated,
             label: 1,
             target: 1,
-            maps: vec![("gradient".into(), map.clone()), ("lime".into(), vec![0.0; 64])],
+            maps: vec![(PixelMethod::Gradient, map.clone()), (PixelMethod::Lime, vec![0.0; 64])],
         };
         MapSheet {
             model: "m".into(),
             dataset: "d".into(),
-            manipulation: "watermark".into(),
+            manipulation: ManipulationKind::Watermark,
             keep_probability: 0.5,
             visibility: None,
             seed: 1,

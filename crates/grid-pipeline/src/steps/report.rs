@@ -20,8 +20,8 @@ use super::work::{ExampleSource, ReportWork};
 use crate::context::StepContext;
 use crate::io::{read_json, read_jsonl};
 use grid_methods::salience::Method;
-use grid_methods::shortcut::image::Visibility;
 use grid_methods::shortcut::image::verification::ImageVerification;
+use grid_methods::shortcut::image::{ManipulationKind, Visibility};
 use grid_report::html::ExampleView;
 use grid_report::images::{ImageAttrRow, ImageClass};
 use grid_report::map_sheets::{MapSheet, SheetExample};
@@ -170,7 +170,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
     for c in &work.images {
         let Some([attribute, synth]) = c.maps else { continue };
         let (index, maps) = read_maps(input_dir(ctx, attribute)?)?;
-        let planted = (c.model.as_str(), c.dataset.as_str(), c.manipulation.name(), c.keep_probability, c.visibility);
+        let planted = (c.model.as_str(), c.dataset.as_str(), c.manipulation, c.keep_probability, c.visibility);
         let same = |s: &GatheredSheet| s.planted() == planted && s.seed == c.seed;
         // One sheet per model and planted manipulation: the first seed's.
         let other_seed = |s: &GatheredSheet| s.planted() == planted && s.seed != c.seed;
@@ -181,7 +181,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
             for example in &mut sheet.examples {
                 let at = index.examples.iter().position(|e| e.index == example.index);
                 let values = at.map(|i| maps[i].values.clone()).unwrap_or_default();
-                example.view.maps.push((c.method.name().to_string(), values));
+                example.view.maps.push((c.method, values));
             }
             continue;
         }
@@ -203,7 +203,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
                         manipulated: e.label.manipulated,
                         label: e.label.label,
                         target: e.target,
-                        maps: vec![(c.method.name().to_string(), maps[i].values.clone())],
+                        maps: vec![(c.method, maps[i].values.clone())],
                     },
                 }
             })
@@ -211,7 +211,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
         sheets.push(GatheredSheet {
             model: c.model.clone(),
             dataset: c.dataset.clone(),
-            manipulation: c.manipulation.to_string(),
+            manipulation: c.manipulation,
             keep_probability: c.keep_probability,
             visibility: c.visibility,
             seed: c.seed,
@@ -226,7 +226,7 @@ fn map_sheets(work: &ReportWork, ctx: &StepContext) -> Result<Vec<MapSheet>> {
 struct GatheredSheet {
     model: String,
     dataset: String,
-    manipulation: String,
+    manipulation: ManipulationKind,
     keep_probability: f64,
     visibility: Option<Visibility>,
     seed: u64,
@@ -241,8 +241,8 @@ struct Indexed {
 
 impl GatheredSheet {
     /// The model and the manipulation as planted, all but the seed.
-    fn planted(&self) -> (&str, &str, &str, f64, Option<Visibility>) {
-        (&self.model, &self.dataset, &self.manipulation, self.keep_probability, self.visibility)
+    fn planted(&self) -> (&str, &str, ManipulationKind, f64, Option<Visibility>) {
+        (&self.model, &self.dataset, self.manipulation, self.keep_probability, self.visibility)
     }
 
     fn into_report(self) -> MapSheet {

@@ -718,9 +718,8 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
 /// channels at 32 pixels on an AMD EPYC). Where the CPU has AVX-512 the
 /// product is [`multiply_strided`], both operands read in place (`gemm`
 /// packs `∂Yᵀ` again for each block: 43–92 GFLOP/s against 88–144), else
-/// `gemm`. A value is its sum over the images in order, in pieces whose
-/// size the layer fixes: the blocks, and so the thread count, do not change
-/// it.
+/// `gemm`. A value is its sum over the images in order, in pieces and
+/// blocks whose sizes the layer fixes: the thread count does not change it.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     dims.check(Some(x), None, Some(grad));
     let (depth, positions, image_len, out_len, outputs) =
@@ -732,7 +731,9 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     let piece = PIECE_COLUMNS.div_ceil(positions).min(dims.batch);
     let columns = piece * positions;
     let cache_rows = (BLOCK_VALUES / columns / 8 * 8).max(8);
-    let block_rows = depth.div_ceil(4 * rayon::current_num_threads()).next_multiple_of(8).min(cache_rows);
+    // Blocks fixed by the layer, not the threads: `gemm` and BLAS may sum a
+    // row differently in blocks of other heights.
+    let block_rows = depth.div_ceil(WEIGHT_BLOCKS).next_multiple_of(8).min(cache_rows);
     let strided = PackedLhs::available();
     // `out [rows, out] (+)= cols [rows, width] · ∂Yᵀ [width, out]`.
     let multiply = |cols: &[f32], grads: &[f32], (rows, width): (usize, usize), out: &mut [f32], accumulate| {
@@ -779,6 +780,9 @@ pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
 /// second-level cache holds it beside the piece of `∂Yᵀ`).
 const PIECE_COLUMNS: usize = 512;
 const BLOCK_VALUES: usize = 1 << 15;
+/// Blocks of patch rows the weight gradient's threads share, at the least
+/// (four per thread on two cores).
+const WEIGHT_BLOCKS: usize = 8;
 
 /// `to [columns, rows] = fromᵀ` for `from` `[rows, columns]`: 8 × 8 tiles
 /// through a local array (which the compiler turns into register shuffles:

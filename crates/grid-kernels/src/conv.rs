@@ -826,9 +826,23 @@ mod tests {
     use super::*;
     use crate::testing::wave;
 
+    /// The input that kernel tap `(i, j)` of channel `c` meets at output
+    /// `(oy, ox)` of image `n`; `None` in the padding.
+    fn met(
+        dims: &Dims,
+        x: &[f32],
+        (n, c): (usize, usize),
+        (oy, ox): (usize, usize),
+        (i, j): (usize, usize),
+    ) -> Option<f32> {
+        let [h, w] = dims.size;
+        let iy = (oy * dims.stride[0] + i).checked_sub(dims.padding[0])?;
+        let ix = (ox * dims.stride[1] + j).checked_sub(dims.padding[1])?;
+        (iy < h && ix < w).then(|| x[((n * dims.inputs + c) * h + iy) * w + ix])
+    }
+
     /// The convolution by its definition, in f64.
     fn direct(dims: &Dims, x: &[f32], weight: &[f32]) -> Vec<f64> {
-        let [h, w] = dims.size;
         let [oh, ow] = dims.out_size();
         let [kh, kw] = dims.kernel;
         let mut y = vec![0.0f64; dims.batch * dims.outputs * oh * ow];
@@ -840,14 +854,10 @@ mod tests {
                         for c in 0..dims.inputs {
                             for i in 0..kh {
                                 for j in 0..kw {
-                                    let iy = (oy * dims.stride[0] + i) as isize - dims.padding[0] as isize;
-                                    let ix = (ox * dims.stride[1] + j) as isize - dims.padding[1] as isize;
-                                    if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
-                                        continue;
+                                    if let Some(xv) = met(dims, x, (n, c), (oy, ox), (i, j)) {
+                                        let wv = weight[((o * dims.inputs + c) * kh + i) * kw + j];
+                                        sum += f64::from(xv) * f64::from(wv);
                                     }
-                                    let xv = x[((n * dims.inputs + c) * h + iy as usize) * w + ix as usize];
-                                    let wv = weight[((o * dims.inputs + c) * kh + i) * kw + j];
-                                    sum += f64::from(xv) * f64::from(wv);
                                 }
                             }
                         }
@@ -1046,7 +1056,7 @@ mod tests {
     /// The weight gradient by its definition, in f64: `Σ` over images and
     /// positions of the output gradient times the input each weight meets.
     fn direct_weight_gradient(dims: &Dims, x: &[f32], grad: &[f32]) -> Vec<f64> {
-        let ([h, w], [kh, kw], [oh, ow]) = (dims.size, dims.kernel, dims.out_size());
+        let ([kh, kw], [oh, ow]) = (dims.kernel, dims.out_size());
         let mut dw = vec![0.0f64; dims.outputs * dims.patch()];
         for n in 0..dims.batch {
             for o in 0..dims.outputs {
@@ -1054,14 +1064,10 @@ mod tests {
                     let (c, i, j) = (k / (kh * kw), k / kw % kh, k % kw);
                     for oy in 0..oh {
                         for ox in 0..ow {
-                            let iy = (oy * dims.stride[0] + i) as isize - dims.padding[0] as isize;
-                            let ix = (ox * dims.stride[1] + j) as isize - dims.padding[1] as isize;
-                            if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
-                                continue;
+                            if let Some(xv) = met(dims, x, (n, c), (oy, ox), (i, j)) {
+                                let gv = grad[((n * dims.outputs + o) * oh + oy) * ow + ox];
+                                *sum += f64::from(xv) * f64::from(gv);
                             }
-                            let xv = x[((n * dims.inputs + c) * h + iy as usize) * w + ix as usize];
-                            let gv = grad[((n * dims.outputs + o) * oh + oy) * ow + ox];
-                            *sum += f64::from(xv) * f64::from(gv);
                         }
                     }
                 }

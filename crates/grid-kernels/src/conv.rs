@@ -331,7 +331,7 @@ thread_local! {
     /// A thread's patch matrices, kept between calls (a ResNet's layers ask
     /// for the same sizes again and again).
     static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
-    /// A thread's block of patch rows in [`streamed_weight_gradient`], which
+    /// A thread's block of patch rows in [`weight_gradient`], which
     /// runs inside [`with_scratch`].
     static BLOCK: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
 }

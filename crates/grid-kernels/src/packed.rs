@@ -144,9 +144,7 @@ impl PackedLhs {
             (0..groups).for_each(run);
         }
     }
-}
 
-impl PackedLhs {
     /// `dst [rows, n] = self · B` where row `k` of `B` is the `n` values of
     /// `b` from `offsets[k]`, read in place: a same-size convolution's padded
     /// image, whose rows for each (channel, kernel tap) are views of it at

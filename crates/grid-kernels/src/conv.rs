@@ -1122,27 +1122,51 @@ mod tests {
         }
     }
 
-    /// The three products' rates on a ResNet-18's 3 × 3 layers at width
-    /// 32 and 32 pixels, a batch of 32, on rayon's threads (what a training
-    /// step runs): `cargo test -p grid-kernels --release conv_rates --
+    /// The three products' rates on a ResNet-18's 3 × 3 layers (small stem,
+    /// a batch of 32) and on the ImageNet stem's layers at 112 pixels (a
+    /// batch of 16), on rayon's threads (what a training step runs): `cargo test -p grid-kernels --release conv_rates --
     /// --ignored --nocapture`. Each makes `2 · batch · out · K · positions`
     /// flops.
     #[test]
     #[ignore]
     fn conv_rates() {
         use std::time::Instant;
-        for (channels, side) in
-            [(8, 32), (16, 16), (32, 32), (64, 16), (128, 8), (256, 4), (32, 64), (64, 56), (128, 28)]
-        {
-            let dims = Dims {
-                batch: 32,
-                inputs: channels,
-                outputs: channels,
-                size: [side, side],
-                kernel: [3, 3],
-                stride: [1, 1],
-                padding: [1, 1],
-            };
+        let same = |channels: usize, side: usize| Dims {
+            batch: 32,
+            inputs: channels,
+            outputs: channels,
+            size: [side, side],
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+        };
+        let layers = [(8, 32), (16, 16), (32, 32), (64, 16), (128, 8), (256, 4), (32, 64), (64, 56), (128, 28)]
+            .map(|(channels, side)| (format!("{channels:>4} ch × {side:>3} px"), same(channels, side)));
+        // The ImageNet stem's layers at 112 pixels, a batch of 16 (what
+        // `resnet_roofline_imagenet.toml` trains): the 7 × 7 stem, the
+        // same-size layers, a stage's first (stride-2) layer and its 1 × 1
+        // shortcut.
+        let batch16 = |dims: Dims| Dims { batch: 16, ..dims };
+        let stride2 = |inputs: usize, side: usize, kernel: usize| Dims {
+            batch: 16,
+            inputs,
+            outputs: 2 * inputs,
+            size: [side, side],
+            kernel: [kernel, kernel],
+            stride: [2, 2],
+            padding: [kernel / 2, kernel / 2],
+        };
+        let imagenet = [
+            ("stem 7 × 7 s2 3 → 64 at 112".to_string(), Dims { outputs: 64, ..stride2(3, 112, 7) }),
+            ("  64 ch ×  28 px, batch 16".to_string(), batch16(same(64, 28))),
+            (" 128 ch ×  14 px, batch 16".to_string(), batch16(same(128, 14))),
+            (" 256 ch ×   7 px, batch 16".to_string(), batch16(same(256, 7))),
+            (" 512 ch ×   4 px, batch 16".to_string(), batch16(same(512, 4))),
+            ("3 × 3 s2 64 → 128 at 28".to_string(), stride2(64, 28, 3)),
+            ("1 × 1 s2 64 → 128 at 28".to_string(), stride2(64, 28, 1)),
+            ("3 × 3 s2 256 → 512 at 7".to_string(), stride2(256, 7, 3)),
+        ];
+        for (name, dims) in layers.into_iter().chain(imagenet) {
             let x = wave(dims.batch * dims.image_len(), 0.37, 0.1);
             let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
             let grad = wave(dims.batch * dims.out_len(), 0.29, 0.3);
@@ -1160,7 +1184,7 @@ mod tests {
             let input = rate(&|| input_gradient(dims, &grad, &weight));
             let weights = rate(&|| weight_gradient(dims, &x, &grad));
             println!(
-                "{channels:>4} ch × {side:>3} px: forward {forward:6.1} GFLOP/s, input gradient {input:6.1}, weight gradient {weights:6.1}"
+                "{name}: forward {forward:6.1} GFLOP/s, input gradient {input:6.1}, weight gradient {weights:6.1}"
             );
         }
     }

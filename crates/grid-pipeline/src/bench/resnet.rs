@@ -19,6 +19,12 @@
 //!
 //! Images are a fixed wave (no RNG). Each rate is the best of passes until
 //! [`SECONDS`] went by, after one untimed pass.
+//!
+//! Each rate is also given as a share of the machine's measured ceiling
+//! ([`super::gemm::peak`]): the model's multiply-adds per image
+//! ([`ResNetConfig::macs_per_image`]) times the forward passes' worth a
+//! phase or map makes ([`Work`]). Where both sides run near the ceiling, no
+//! kernel can give a larger ratio than the headroom left to it.
 
 use std::path::Path;
 use std::time::Instant;
@@ -88,7 +94,7 @@ pub struct Rates {
 /// Maps per second of one method.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MapRate {
-    pub method: String,
+    pub method: PixelMethod,
     pub grid: f64,
     /// Captum's, when measured.
     pub captum: Option<f64>,
@@ -107,6 +113,8 @@ pub struct ResNetRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct ResNetBench {
     pub threads: usize,
+    /// The measured multiply-add ceiling of `threads` threads, GFLOP/s.
+    pub peak: f64,
     pub rows: Vec<ResNetRow>,
     /// Why torch's columns are empty, when they are.
     pub torch_note: Option<String>,
@@ -133,6 +141,41 @@ pub fn shapes(grid: &Grid, filter: Option<&str>) -> Result<Vec<ResNetShape>> {
         .collect())
 }
 
+/// A pass's multiply-adds in forward passes' worth: a backward pass makes
+/// each layer's input gradient (as many multiply-adds as its forward) and,
+/// when training, its weight gradient (as many again). Batch norm, ReLU and
+/// pooling are left out (a few per cent of a ResNet's arithmetic).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Work {
+    Train,
+    Forward,
+    Gradient,
+    Map(PixelMethod),
+}
+
+impl Work {
+    /// Forward passes' worth of multiply-adds per image.
+    fn passes(self, settings: &PixelSettings) -> f64 {
+        match self {
+            Work::Train => 3.0,
+            Work::Forward => 1.0,
+            Work::Gradient | Work::Map(PixelMethod::Gradient) => 2.0,
+            Work::Map(PixelMethod::SmoothGrad) => 2.0 * settings.smoothgrad_samples as f64,
+            Work::Map(PixelMethod::GradientShap) => 2.0 * settings.gradient_shap_samples as f64,
+            // The backward pass stops at the last stage's output: through the
+            // pooling and the head only.
+            Work::Map(PixelMethod::GradCam) => 1.0,
+            Work::Map(PixelMethod::Lime) => settings.perturbation_samples as f64,
+            Work::Map(PixelMethod::KernelShap) => settings.perturbation_samples as f64,
+        }
+    }
+
+    /// GFLOP/s of `rate` images (or maps) per second of `shape`.
+    pub fn gflops(self, shape: &ResNetShape, rate: f64) -> f64 {
+        2.0 * shape.config.macs_per_image(shape.side) * self.passes(&shape.settings) * rate / 1e9
+    }
+}
+
 /// The maps that differentiate the model (what Captum's gradient methods
 /// compute); LIME and KernelSHAP run forward passes, timed as such.
 fn is_gradient_map(method: PixelMethod) -> bool {
@@ -152,6 +195,7 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
             shape, &device
         )))?);
     }
+    let peak = super::gemm::peak(threads);
     let (torch, torch_note): (Option<Vec<TorchRates>>, _) = match python {
         None => (None, Some("--python none".to_string())),
         Some(python) => {
@@ -173,8 +217,8 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
                 .maps
                 .iter()
                 .zip(maps)
-                .map(|(method, rate)| MapRate {
-                    method: method.name().to_string(),
+                .map(|(&method, rate)| MapRate {
+                    method,
                     grid: rate,
                     captum: measured.and_then(|(_, captum)| captum.get(method.name()).copied()),
                 })
@@ -182,7 +226,7 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
             ResNetRow { shape, grid, torch: measured.map(|(rates, _)| *rates), maps }
         })
         .collect();
-    Ok(ResNetBench { threads, rows, torch_note })
+    Ok(ResNetBench { threads, peak, rows, torch_note })
 }
 
 /// A fixed wave of `[n, 3, side, side]` values in [−2, 2], about what
@@ -356,21 +400,52 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
             ratio(row.grid.gradient, torch(|r| r.gradient)),
         ));
     }
+    out.push_str(&format!(
+        "\nShare of the machine's ceiling (measured multiply-adds, {} threads: {:.1} GFLOP/s), each phase's \
+         multiply-adds counted as forward passes' worth (training 3, forward 1, gradient 2):\n\n\
+         | model | side | GMAC per image | train: grid | torch | forward: grid | torch | gradient: grid | torch |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        bench.threads, bench.peak
+    ));
+    let share = |work: Work, shape: &ResNetShape, rate: Option<f64>| {
+        rate.map_or("–".to_string(), |r| format!("{:.0}%", 100.0 * work.gflops(shape, r) / bench.peak))
+    };
+    for row in &bench.rows {
+        let s = &row.shape;
+        let torch = |pick: fn(&Rates) -> f64| row.torch.as_ref().map(pick);
+        out.push_str(&format!(
+            "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} |\n",
+            s.model,
+            s.side,
+            s.config.macs_per_image(s.side) / 1e9,
+            share(Work::Train, s, Some(row.grid.train)),
+            share(Work::Train, s, torch(|r| r.train)),
+            share(Work::Forward, s, Some(row.grid.forward)),
+            share(Work::Forward, s, torch(|r| r.forward)),
+            share(Work::Gradient, s, Some(row.grid.gradient)),
+            share(Work::Gradient, s, torch(|r| r.gradient)),
+        ));
+    }
     if bench.rows.iter().any(|r| !r.maps.is_empty()) {
         out.push_str(&format!(
-            "\nMaps per second, {MAP_IMAGES} images a pass (each its own target), the grid's settings:\n\n\
-             | model | side | method | grid | Captum | grid ÷ Captum |\n|---|---:|---|---:|---:|---:|\n"
+            "\nMaps per second, {MAP_IMAGES} images a pass (each its own target), the grid's settings; \
+             each side's share of the ceiling:\n\n\
+             | model | side | method | grid | Captum | grid ÷ Captum | grid of ceiling | Captum of ceiling |\n\
+             |---|---:|---|---:|---:|---:|---:|---:|\n"
         ));
         for row in &bench.rows {
             for map in &row.maps {
+                let work = Work::Map(map.method);
                 out.push_str(&format!(
-                    "| {} | {} | {} | {:.2} | {} | {} |\n",
+                    "| {} | {} | {} | {:.2} | {} | {} | {} | {} |\n",
                     row.shape.model,
                     row.shape.side,
-                    map.method,
+                    map.method.name(),
                     map.grid,
                     map.captum.map_or("–".to_string(), |c| format!("{c:.2}")),
                     ratio(map.grid, map.captum),
+                    share(work, &row.shape, Some(map.grid)),
+                    share(work, &row.shape, map.captum),
                 ));
             }
         }
@@ -404,6 +479,19 @@ mod tests {
         }
     }
 
+    /// A map's work is its passes: SmoothGrad's and GradientSHAP's samples
+    /// each a gradient, GradCAM one forward pass.
+    #[test]
+    fn a_maps_work_counts_its_passes() {
+        let settings = PixelSettings { smoothgrad_samples: 5, gradient_shap_samples: 7, ..PixelSettings::default() };
+        let passes = |method| Work::Map(method).passes(&settings);
+        assert_eq!(passes(PixelMethod::Gradient), Work::Gradient.passes(&settings));
+        assert_eq!(passes(PixelMethod::SmoothGrad), 10.0);
+        assert_eq!(passes(PixelMethod::GradientShap), 14.0);
+        assert_eq!(passes(PixelMethod::GradCam), Work::Forward.passes(&settings));
+        assert_eq!(Work::Train.passes(&settings), 3.0);
+    }
+
     /// The table gives each phase's ratio to torch, and says why torch's
     /// columns are empty when they are.
     #[test]
@@ -417,18 +505,26 @@ mod tests {
         };
         let grid = Rates { train: 10.0, forward: 30.0, gradient: 20.0 };
         let torch = Rates { train: 20.0, forward: 30.0, gradient: 10.0 };
-        let maps = vec![MapRate { method: "gradient".into(), grid: 30.0, captum: Some(10.0) }];
+        let maps = vec![MapRate { method: PixelMethod::Gradient, grid: 30.0, captum: Some(10.0) }];
         let row = ResNetRow { shape: shape(), grid, torch: Some(torch), maps };
-        let bench = ResNetBench { threads: 2, rows: vec![row], torch_note: None };
+        // A ceiling at which grid's 30 forward passes a second are 100%.
+        let peak = 2.0 * shape().config.macs_per_image(8) * 30.0 / 1e9;
+        let bench = ResNetBench { threads: 2, peak, rows: vec![row], torch_note: None };
         let table = markdown(&context, &bench);
         assert!(table.contains("| r | ResNet-18 width 2 small stem | 8 | 4 | 10.0 | 20.0 | **0.50** | 30.0 | 30.0 | **1.00** | 20.0 | 10.0 | **2.00** |"), "{table}");
-        assert!(table.contains("| r | 8 | gradient | 30.00 | 10.00 | **3.00** |"), "{table}");
+        assert!(table.contains("| r | 8 | gradient | 30.00 | 10.00 | **3.00** | 200% | 67% |"), "{table}");
+        // Training makes three forward passes' worth, a gradient two.
+        let gmacs = shape().config.macs_per_image(8) / 1e9;
+        let shares = format!("| r | 8 | {gmacs:.3} | 100% | 200% | 100% | 100% | 133% | 67% |");
+        assert!(table.contains(&shares), "{shares} in {table}");
         let bench = ResNetBench {
             threads: 2,
+            peak: 1.0,
             rows: vec![ResNetRow { shape: shape(), grid, torch: None, maps: Vec::new() }],
             torch_note: Some("--python none".into()),
         };
         let table = markdown(&context, &bench);
         assert!(table.contains("torch not measured: --python none") && table.contains("| 10.0 | – | – |"), "{table}");
+        assert!(table.contains("% | – | ") && !table.contains("Maps per second"), "{table}");
     }
 }

@@ -17,6 +17,7 @@ pub mod linear;
 pub mod lstm;
 mod math;
 pub mod matmul;
+pub mod max_pool;
 pub mod norm;
 pub mod packed;
 pub mod peak;

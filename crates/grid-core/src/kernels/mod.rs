@@ -39,6 +39,8 @@
 //! - [`batch_norm`]: a ResNet's batch norms with the skip connection's sum
 //!   and the ReLU after them, one pass forward and one backward
 //!   (`grid_kernels::batch_norm`, `normalisation.rs`);
+//! - [`max_pool2d`]: the ImageNet stem's max pooling, its argmaxes kept for
+//!   the backward pass (`grid_kernels::max_pool`, `pooling.rs`);
 //! - [`adamw_step`]: AdamW's update of a parameter and its moments in one
 //!   pass, in place, bit for bit burn's own (`grid_kernels::adamw`,
 //!   `adamw.rs`).
@@ -72,6 +74,7 @@ mod flex;
 #[cfg(feature = "libtorch")]
 mod libtorch;
 mod normalisation;
+mod pooling;
 mod recurrent;
 
 pub use grid_kernels::lstm;
@@ -86,6 +89,7 @@ pub use adamw::{AdamW, Moments, adamw_applies, adamw_step};
 pub use convolution::conv2d;
 pub use encoder::{Activation, Dense, EncoderLayer, Norm, encoder_layer, encoder_layer_applies};
 pub use normalisation::{BatchNormInputs, Normalised, batch_norm};
+pub use pooling::max_pool2d;
 pub use recurrent::{LstmWeights, lstm_block, lstm_block_applies};
 
 thread_local! {

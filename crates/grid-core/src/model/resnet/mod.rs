@@ -213,6 +213,21 @@ fn convolve<B: Backend>(conv: &Conv2d<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
     conv.forward(x)
 }
 
+/// `pool` applied to `x`: through the kernel (`kernels::max_pool2d`) where
+/// one applies, else burn's pooling.
+fn max_pool<B: Backend>(pool: &MaxPool2d, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    if pool.dilation == [1, 1]
+        && !pool.ceil_mode
+        && let PaddingConfig2d::Explicit(top, left, bottom, right) = pool.padding
+        && top == bottom
+        && left == right
+        && let Some(y) = kernels::max_pool2d(x.clone(), pool.kernel_size, pool.stride, [top, left])
+    {
+        return y;
+    }
+    pool.forward(x)
+}
+
 /// Two 3 × 3 convolutions with batch norm and a skip connection.
 #[derive(Module, Debug)]
 pub struct BasicBlock<B: Backend> {
@@ -374,7 +389,7 @@ impl<B: Backend> ResNet<B> {
     fn features_with(&self, images: Tensor<B, 4>, statistics: Statistics) -> Tensor<B, 4> {
         let mut x = norm_then(&self.bn1, convolve(&self.conv1, images), statistics, None, true);
         if let Some(pool) = &self.pool {
-            x = pool.forward(x);
+            x = max_pool(pool, x);
         }
         for block in self.layer1.iter().chain(&self.layer2).chain(&self.layer3).chain(&self.layer4) {
             x = block.forward_with(x, statistics);

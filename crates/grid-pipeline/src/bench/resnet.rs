@@ -159,14 +159,8 @@ impl Work {
         match self {
             Work::Train => 3.0,
             Work::Forward => 1.0,
-            Work::Gradient | Work::Map(PixelMethod::Gradient) => 2.0,
-            Work::Map(PixelMethod::SmoothGrad) => 2.0 * settings.smoothgrad_samples as f64,
-            Work::Map(PixelMethod::GradientShap) => 2.0 * settings.gradient_shap_samples as f64,
-            // The backward pass stops at the last stage's output: through the
-            // pooling and the head only.
-            Work::Map(PixelMethod::GradCam) => 1.0,
-            Work::Map(PixelMethod::Lime) => settings.perturbation_samples as f64,
-            Work::Map(PixelMethod::KernelShap) => settings.perturbation_samples as f64,
+            Work::Gradient => 2.0,
+            Work::Map(method) => method.forward_passes(settings),
         }
     }
 

@@ -84,42 +84,68 @@ pub struct Prior {
     pub threads: usize,
 }
 
-/// A ResNet's convolutions through grid's kernels (`grid_kernels::conv`,
-/// `batch_norm`) on 2 cores of an Intel Xeon (AVX-512), per thread: fitted
-/// so that `images_quick.toml` (width 8, 32 pixels, training and all six
-/// maps) is priced at its steps' seconds summed, and the other widths
-/// scaled from it by `grid bench --resnet`'s training and forward rates at
-/// 32 pixels (the point at 64 between the small stem's and the ImageNet
-/// stem's at 112 pixels, which runs 20% slower). BENCHMARKS, "Convolutions
-/// and batch norm in the kernels crate".
-const CPU_CONVOLUTIONS: &[(f64, f64)] = &[(8.0, 8.3e9), (16.0, 13.0e9), (32.0, 20.0e9), (64.0, 24.0e9)];
+/// A ResNet's multiply-adds per second and thread through grid's kernels
+/// (`grid_kernels::conv`, `batch_norm`, `max_pool`), training and in
+/// inference passes (maps, evaluations), by the channels of its first
+/// stage. The widths' ratios are `grid bench --resnet`'s shares of the
+/// machine's ceiling at 32 pixels (training; an input gradient for
+/// inference) on 2 cores of an AMD EPYC (Zen 4, AVX-512), and the scale is
+/// fitted so that `images_quick.toml` (width 8, 32 pixels) is priced at its
+/// steps' seconds summed there (BENCHMARKS, "The convolution prior
+/// re-fitted").
+const CPU_CONVOLUTIONS: &[WidthRate] = &[
+    WidthRate { width: 8.0, train: 10.6e9, infer: 12.5e9 },
+    WidthRate { width: 16.0, train: 16.5e9, infer: 17.0e9 },
+    WidthRate { width: 32.0, train: 20.5e9, infer: 21.0e9 },
+    WidthRate { width: 64.0, train: 23.5e9, infer: 23.7e9 },
+];
+
+/// Multiply-adds per second and thread of a ResNet whose first stage has
+/// `width` channels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WidthRate {
+    pub width: f64,
+    pub train: f64,
+    pub infer: f64,
+}
+
+/// Which of a prior's rates prices some work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Train,
+    Infer,
+}
 
 /// A convolution's multiply-adds do not run at a GEMM's rate on a CPU: a
-/// narrow layer (8 to 64 channels) gives im2col and the GEMM behind it
-/// small operands, and the rate climbs with the channels. So the rate of a
-/// ResNet is looked up by the channels of its first stage.
+/// narrow layer (8 to 64 channels) gives its products small operands, and
+/// the rate climbs with the channels. So the rate of a ResNet is looked up
+/// by the channels of its first stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ConvolutionRate {
     /// At the GEMM rates above (a GPU's: unchecked, no ResNet has run on one).
     AsGemm,
-    /// Multiply-adds per second and thread, (first-stage channels, rate)
-    /// in rising channels: interpolated on a log scale of the channels,
-    /// and the nearest point's rate outside the measured ones.
-    ByWidth(&'static [(f64, f64)]),
+    /// Per thread, in rising widths: interpolated on a log scale of the
+    /// channels, and the nearest point's rate outside the measured ones.
+    ByWidth(&'static [WidthRate]),
 }
 
 impl ConvolutionRate {
-    /// Multiply-adds per second for a ResNet whose first stage has `width`
-    /// channels, with `threads` threads; `gemm` the rate of the phase.
-    fn macs_per_second(&self, width: f64, threads: usize, gemm: f64) -> f64 {
+    /// Multiply-adds per second in `phase` for a ResNet whose first stage
+    /// has `width` channels, with `threads` threads; `gemm` the rate of the
+    /// phase.
+    fn macs_per_second(&self, width: f64, threads: usize, phase: Phase, gemm: f64) -> f64 {
         let ConvolutionRate::ByWidth(points) = self else { return gemm };
-        let per_thread = match points.iter().position(|&(w, _)| w >= width) {
-            None => points.last().map_or(gemm, |&(_, rate)| rate),
-            Some(0) => points[0].1,
+        let rate = |p: &WidthRate| match phase {
+            Phase::Train => p.train,
+            Phase::Infer => p.infer,
+        };
+        let per_thread = match points.iter().position(|p| p.width >= width) {
+            None => points.last().map_or(gemm, rate),
+            Some(0) => rate(&points[0]),
             Some(i) => {
-                let ((w0, r0), (w1, r1)) = (points[i - 1], points[i]);
-                let t = (width.ln() - w0.ln()) / (w1.ln() - w0.ln());
-                (r0.ln() + t * (r1.ln() - r0.ln())).exp()
+                let (p0, p1) = (&points[i - 1], &points[i]);
+                let t = (width.ln() - p0.width.ln()) / (p1.width.ln() - p0.width.ln());
+                (rate(p0).ln() + t * (rate(p1).ln() - rate(p0).ln())).exp()
             }
         };
         per_thread * threads.max(1) as f64
@@ -191,19 +217,19 @@ struct StepWork {
 
 impl StepWork {
     fn seconds(&self, prior: &Prior) -> f64 {
-        let conv = |macs: f64, gemm: f64| {
+        let conv = |macs: f64, phase: Phase, gemm: f64| {
             if macs == 0.0 {
                 return 0.0;
             }
-            macs / prior.convolutions.macs_per_second(self.conv_width, prior.threads, gemm)
+            macs / prior.convolutions.macs_per_second(self.conv_width, prior.threads, phase, gemm)
         };
         self.train_macs / prior.train_macs_per_second
             + self.optimizer_steps * prior.seconds_per_optimizer_step
             + self.infer_macs / prior.infer_macs_per_second
             + self.example_passes * prior.seconds_per_example_pass
             + self.fixed_seconds
-            + conv(self.conv_train_macs, prior.train_macs_per_second)
-            + conv(self.conv_infer_macs, prior.infer_macs_per_second)
+            + conv(self.conv_train_macs, Phase::Train, prior.train_macs_per_second)
+            + conv(self.conv_infer_macs, Phase::Infer, prior.infer_macs_per_second)
     }
 }
 
@@ -945,23 +971,29 @@ mod tests {
 
     #[test]
     fn convolutions_are_priced_by_the_width_of_the_network() {
-        let rates = ConvolutionRate::ByWidth(&[(8.0, 1.0e9), (32.0, 4.0e9)]);
+        let rates = ConvolutionRate::ByWidth(&[
+            WidthRate { width: 8.0, train: 1.0e9, infer: 3.0e9 },
+            WidthRate { width: 32.0, train: 4.0e9, infer: 12.0e9 },
+        ]);
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b;
-        assert!(close(rates.macs_per_second(8.0, 1, 9.9e10), 1.0e9));
+        let train = |width: f64, threads: usize| rates.macs_per_second(width, threads, Phase::Train, 9.9e10);
+        assert!(close(train(8.0, 1), 1.0e9));
+        assert!(close(rates.macs_per_second(8.0, 1, Phase::Infer, 9.9e10), 3.0e9));
         // Halfway between 8 and 32 on a log scale: the rates' geometric mean.
-        assert!(close(rates.macs_per_second(16.0, 1, 9.9e10), 2.0e9));
+        assert!(close(train(16.0, 1), 2.0e9));
+        assert!(close(rates.macs_per_second(16.0, 1, Phase::Infer, 9.9e10), 6.0e9));
         // Outside the measured widths, the nearest measured rate; threads scale it.
-        assert!(close(rates.macs_per_second(4.0, 2, 9.9e10), 2.0e9));
-        assert!(close(rates.macs_per_second(512.0, 1, 9.9e10), 4.0e9));
-        assert_eq!(ConvolutionRate::AsGemm.macs_per_second(8.0, 4, 3.0e12), 3.0e12);
+        assert!(close(train(4.0, 2), 2.0e9));
+        assert!(close(train(512.0, 1), 4.0e9));
+        assert_eq!(ConvolutionRate::AsGemm.macs_per_second(8.0, 4, Phase::Train, 3.0e12), 3.0e12);
 
         // On this CPU a narrow ResNet's multiply-adds cost more than a
-        // transformer's (8.3 G a second and thread against 22 G); on the
+        // transformer's (10.6 G a second and thread against 22 G); on the
         // GPU the same.
         let conv = StepWork { conv_train_macs: 1.0e12, conv_width: 8.0, ..StepWork::default() };
         let gemm = StepWork { train_macs: 1.0e12, ..StepWork::default() };
         let (cpu, gpu) = (Prior::cpu(2), Prior::gpu());
-        assert!(conv.seconds(&cpu) > 2.0 * gemm.seconds(&cpu));
+        assert!(conv.seconds(&cpu) > 1.5 * gemm.seconds(&cpu));
         assert_eq!(conv.seconds(&gpu), gemm.seconds(&gpu));
         // A wider network goes faster per multiply-add.
         let wide = StepWork { conv_width: 64.0, ..conv };

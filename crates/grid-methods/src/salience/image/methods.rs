@@ -64,6 +64,23 @@ impl PixelMethod {
         matches!(self, PixelMethod::KernelShap | PixelMethod::GradientShap)
     }
 
+    /// A map's multiply-adds in forward passes' worth of its model: an input
+    /// gradient costs about a forward pass again (each layer's input
+    /// gradient, no weight gradients), so a gradient is 2; SmoothGrad and
+    /// GradientSHAP take one per sample; GradCAM's backward pass stops at
+    /// the last block (through the pooling and the head only), so 1; LIME
+    /// and KernelSHAP evaluate their perturbed images. What the cost model
+    /// prices and `grid bench --resnet` divides by.
+    pub fn forward_passes(self, settings: &PixelSettings) -> f64 {
+        match self {
+            PixelMethod::Gradient => 2.0,
+            PixelMethod::SmoothGrad => 2.0 * settings.smoothgrad_samples as f64,
+            PixelMethod::GradientShap => 2.0 * settings.gradient_shap_samples as f64,
+            PixelMethod::GradCam => 1.0,
+            PixelMethod::Lime | PixelMethod::KernelShap => settings.perturbation_samples as f64,
+        }
+    }
+
     /// The settings that change this method's maps (what its cache key
     /// holds): a change to another method's leaves its maps cached.
     pub fn settings_json(self, settings: &PixelSettings) -> serde_json::Value {

@@ -10,9 +10,9 @@ use crate::spec::images::ImageSource;
 use crate::steps::Work;
 use crate::steps::images::ImageWork;
 use grid_core::model::resnet::ResNetConfig;
-use grid_methods::salience::image::PixelMethod;
 
-/// A backward pass costs about two forward ones.
+/// A training step's backward pass costs about two forward ones (each
+/// layer's input gradient and weight gradient).
 const BACKWARD: f64 = 2.0;
 
 /// The work of image step `index`, whose dataset has `counts` images.
@@ -49,12 +49,7 @@ pub(super) fn step_work(plan: &Plan, index: usize, work: &ImageWork, counts: Cou
         ImageWork::Verify { .. } => StepWork { bytes: 1.0e3 + 4.0 * counts.test, ..forward(counts.test, 1.0) },
         ImageWork::Attribute { method, settings, sample, .. } => {
             let images = (*sample as f64).min(counts.test);
-            let passes = match method {
-                PixelMethod::Gradient | PixelMethod::GradCam => 1.0 + BACKWARD,
-                PixelMethod::SmoothGrad => (1.0 + BACKWARD) * settings.smoothgrad_samples as f64,
-                PixelMethod::GradientShap => (1.0 + BACKWARD) * settings.gradient_shap_samples as f64,
-                PixelMethod::Lime | PixelMethod::KernelShap => settings.perturbation_samples as f64,
-            };
+            let passes = method.forward_passes(settings);
             StepWork { fixed_seconds: 0.02, bytes: images * side * side * 4.0, ..forward(images, passes) }
         }
         ImageWork::Score => StepWork { fixed_seconds: 0.01, bytes: 300.0, ..StepWork::default() },

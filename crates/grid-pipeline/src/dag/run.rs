@@ -221,6 +221,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                 bar.enable_steady_tick(Duration::from_millis(200));
                 let tx = done_tx.clone();
                 let executor = executors.for_step(step.kind, model_jobs);
+                let every_core = step.kind.is_model_step() && schedule.lone_model_step();
                 let label = step.label.clone();
                 scope.spawn(move || {
                     let log = move |line: String| {
@@ -228,7 +229,7 @@ pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOu
                             eprintln!("         {label}: {line}");
                         }
                     };
-                    let finished = executor.run(&Job { plan, cache, index: i, progress: &bar, log: &log });
+                    let finished = executor.run(&Job { plan, cache, index: i, progress: &bar, log: &log, every_core });
                     bar.finish_and_clear();
                     let _ = tx.send((i, finished));
                 });

@@ -93,6 +93,20 @@ impl<'a> Schedule<'a> {
         starting
     }
 
+    /// Whether the one model step running is alone: no other model step
+    /// waits to start, and no data step (which could make one ready) runs or
+    /// waits. Such a step may use every core (`Job::every_core`): sharing
+    /// them with model steps that cannot run left half of a 2-core machine
+    /// idle through a chain of model steps.
+    pub fn lone_model_step(&self) -> bool {
+        self.running_models == 1
+            && self.running_data == 0
+            && !self.order.iter().any(|&i| {
+                let kind = self.plan.steps[i].kind;
+                (kind.is_model_step() || kind.is_data_step()) && self.is_ready(i)
+            })
+    }
+
     /// Records how a started step ended.
     pub fn finish(&mut self, i: usize, status: StepStatus) {
         let kind = self.plan.steps[i].kind;
@@ -208,6 +222,35 @@ mod tests {
         s.finish(0, StepStatus::Ran { seconds: 0.0 });
         assert!(s.start_ready(true).is_empty());
         assert_eq!(s.start_ready(false), vec![1]);
+    }
+
+    /// A model step that is the only one able to run is told so (it may
+    /// take every core); model steps that start together, or one that
+    /// another waits behind, are not.
+    #[test]
+    fn a_lone_model_step_is_told_so() {
+        use StepKind::*;
+        let two = Limits { jobs: 2, model_jobs: 2 };
+        // A chain: corpus, training, verification.
+        let chain = plan(&[(Corpus, &[]), (Train, &[0]), (Verify, &[1])]);
+        let mut s = Schedule::new(&chain, &[false; 3], two, false);
+        assert_eq!(s.start_ready(false), vec![0]);
+        assert!(!s.lone_model_step(), "no model step runs");
+        s.finish(0, StepStatus::Ran { seconds: 0.0 });
+        assert_eq!(s.start_ready(false), vec![1]);
+        assert!(s.lone_model_step());
+        s.finish(1, StepStatus::Ran { seconds: 0.0 });
+        assert_eq!(s.start_ready(false), vec![2]);
+        assert!(s.lone_model_step());
+        // Two trainings on one corpus start together and share.
+        let side_by_side = plan(&[(Corpus, &[]), (Train, &[0]), (Train, &[0])]);
+        let mut s = Schedule::new(&side_by_side, &[true, false, false], two, false);
+        assert_eq!(s.start_ready(false), vec![1, 2]);
+        assert!(!s.lone_model_step());
+        // One at a time, the other waiting: not alone either.
+        let mut s = Schedule::new(&side_by_side, &[true, false, false], Limits { jobs: 2, model_jobs: 1 }, false);
+        assert_eq!(s.start_ready(false), vec![1]);
+        assert!(!s.lone_model_step(), "step 2 waits for it");
     }
 
     #[test]

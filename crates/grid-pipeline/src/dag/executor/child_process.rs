@@ -37,12 +37,21 @@ fn threads_per_step(device: DeviceChoice, cores: usize, model_jobs: usize, user_
     }
 }
 
+impl ChildProcess {
+    /// rayon's threads for a child running `job`: every core (rayon's
+    /// default, or the user's `RAYON_NUM_THREADS`) for a lone model step,
+    /// else the share.
+    fn threads_for(&self, every_core: bool) -> Option<usize> {
+        if every_core { None } else { self.threads }
+    }
+}
+
 impl Executor for ChildProcess {
     fn run(&self, job: &Job) -> Finished {
         let step = &job.plan.steps[job.index];
         let program = &self.command.program;
         let mut command = Command::new(program);
-        if let Some(threads) = self.threads {
+        if let Some(threads) = self.threads_for(job.every_core) {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }
         // `GRID_BLAS=auto` was measured here, before any step ran: a child
@@ -110,7 +119,7 @@ impl Executor for ChildProcess {
 
 #[cfg(test)]
 mod tests {
-    use super::threads_per_step;
+    use super::{ChildProcess, StepCommand, threads_per_step};
     use grid_core::backend::DeviceChoice;
 
     #[test]
@@ -121,5 +130,9 @@ mod tests {
         assert_eq!(threads_per_step(DeviceChoice::Cpu, 2, 2, true), None, "the user's setting stands");
         assert_eq!(threads_per_step(DeviceChoice::Cpu, 2, 1, false), None, "one step at a time: every core");
         assert_eq!(threads_per_step(DeviceChoice::Cuda(0), 16, 4, false), None);
+        // A lone model step takes every core; the others their share.
+        let child =
+            ChildProcess { command: StepCommand { program: "grid".into(), args: Vec::new() }, threads: Some(1) };
+        assert_eq!((child.threads_for(true), child.threads_for(false)), (None, Some(1)));
     }
 }

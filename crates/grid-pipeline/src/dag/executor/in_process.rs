@@ -42,7 +42,7 @@ impl Executor for InProcess {
 /// cannot serve (its copy damaged) is computed first, the same way. What
 /// `grid step --key` runs.
 pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
-    let Job { plan, cache, index, progress, log } = *job;
+    let Job { plan, cache, index, progress, log, .. } = *job;
     let step = &plan.steps[index];
     let attempt = || -> anyhow::Result<StepStatus> {
         let _lock = cache.lock(step.kind, &step.key)?;

@@ -25,6 +25,9 @@ pub struct Job<'a> {
     pub progress: &'a ProgressBar,
     /// Progress lines, for logs when no bar is drawn.
     pub log: &'a (dyn Fn(String) + Sync),
+    /// The step may use every core: the only model step that can run now
+    /// (`Schedule::lone_model_step`); else its executor's share of them.
+    pub every_core: bool,
 }
 
 /// How a step went, with everything its computation printed (kept as the log

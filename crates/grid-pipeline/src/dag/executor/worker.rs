@@ -161,7 +161,7 @@ pub fn compute_keys(
             _ if keys.len() > 1 => eprintln!("{label}: {line}"),
             _ => eprintln!("{line}"),
         };
-        let job = Job { plan, cache, index, progress: &bar, log: &log };
+        let job = Job { plan, cache, index, progress: &bar, log: &log, every_core: false };
         // One step at a time in this process: on rayon's pool (see `InProcess`).
         let status =
             grid_core::backend::on_worker_thread(compute.device, || super::in_process::compute_step(&job, compute));

@@ -25,8 +25,9 @@ pub struct Job<'a> {
     pub progress: &'a ProgressBar,
     /// Progress lines, for logs when no bar is drawn.
     pub log: &'a (dyn Fn(String) + Sync),
-    /// The step may use every core: the only model step that can run now
-    /// (`Schedule::lone_model_step`); else its executor's share of them.
+    /// The step may use every core: a training that is the only model step
+    /// able to run now (`Schedule::lone_model_step`); else its executor's
+    /// share of them.
     pub every_core: bool,
 }
 

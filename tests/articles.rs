@@ -3,10 +3,11 @@
 //! the reassignment's bound, Attr% on correlating and non-correlating articles,
 //! and the paper's Table 1 layout.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_methods::shortcut::{ARTICLES, SyntheticExample};
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::GridTest;
 

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use grid_cache::StepKind;
 use grid_core::backend::{BackendKind, Compute, DeviceChoice, Precision};
+use grid_pipeline::step_kind::StepKind;
 
 use crate::shapes::QUICKSTART_SMALL;
 use crate::util::{GridTest, copy_dir};

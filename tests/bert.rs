@@ -6,10 +6,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions, StepStatus};
 use grid_pipeline::io::read_jsonl;
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 use grid_pipeline::steps::attribute::AttributedExample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

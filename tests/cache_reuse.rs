@@ -1,8 +1,9 @@
 //! Issue 2, point 4: the cache recomputes exactly what changed. These tests count
 //! executed steps, never time.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::StepStatus;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::{GridTest, TINY};
 
@@ -143,7 +144,7 @@ fn equal_trainings_write_equal_bytes() {
     assert_eq!(warm, fresh);
 }
 
-fn train_manifests(cache: &Cache) -> Vec<grid_cache::Manifest> {
+fn train_manifests(cache: &Cache) -> Vec<grid_cache::Manifest<StepKind>> {
     cache.manifests(StepKind::Train).unwrap()
 }
 

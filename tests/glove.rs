@@ -2,9 +2,10 @@
 //! file's coverage is recorded, its content is part of the models' keys, and a
 //! file that does not fit the model is refused before anything runs.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::{GridTest, TINY};
 

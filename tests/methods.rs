@@ -4,10 +4,11 @@
 //! architecture cannot run (`[MASK]` on the BiLSTM, `attn` on BERT) are left
 //! out of the plan with a note instead of failing.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::io::read_jsonl;
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 use grid_pipeline::steps::attribute::{AttributedExample, AttributionSummary};
 
 use crate::util::GridTest;

@@ -2,9 +2,10 @@
 //! and their diagnosticity, Attr%, method agreement, two training seeds, the
 //! paper layouts in CSV / Markdown / LaTeX, charts and the HTML page.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::GridTest;
 

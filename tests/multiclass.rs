@@ -1,10 +1,11 @@
 //! More than two classes: a four-class generated corpus through every stage,
 //! and the data problems that doom a grid stopping it before a model trains.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions, StepStatus};
 use grid_pipeline::io::read_jsonl;
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 use grid_pipeline::steps::attribute::AttributedExample;
 use grid_pipeline::steps::verify::Verification;
 

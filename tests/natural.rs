@@ -1,10 +1,11 @@
 //! A natural grid (no `[shortcuts]`): the model learns the task itself and is
 //! explained on the dataset's own test set with the ground-truth-free metrics.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::io::read_jsonl;
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 use grid_pipeline::steps::attribute::AttributedExample;
 
 use crate::util::{GridTest, TINY};

@@ -1,11 +1,12 @@
 //! The whole protocol on tiny data: what each stage leaves in the cache and the
 //! reports folder.
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_methods::shortcut::SyntheticExample;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::io::read_jsonl;
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 use grid_pipeline::steps::attribute::AttributedExample;
 use grid_pipeline::steps::verify::Verification;
 

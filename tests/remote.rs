@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::{GridTest, TINY, report_files};
 
@@ -281,7 +282,7 @@ fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again(
     let store = grid_cache::Remote::open(remote).unwrap();
     let mut damaged = 0;
     for (object, _) in store.list("steps/train").unwrap() {
-        let record: grid_cache::remote::Published =
+        let record: grid_cache::remote::Published<StepKind> =
             serde_json::from_slice(&std::fs::read(remote_dir.path().join(&object)).unwrap()).unwrap();
         if record.manifest.label.contains("/original/") {
             continue;
@@ -322,8 +323,9 @@ fn a_damaged_input_on_the_remote_is_set_aside_computed_here_and_published_again(
     assert!(pull.status.success(), "{}", String::from_utf8_lossy(&pull.stderr));
     let ours = Cache::open(third.cache()).unwrap().manifests(StepKind::Train).unwrap();
     let theirs = Cache::open(first.cache()).unwrap().manifests(StepKind::Train).unwrap();
-    let files = |ms: &[grid_cache::Manifest]| {
-        let weights = |m: &grid_cache::Manifest| m.files.iter().find(|f| f.name == "model.safetensors").cloned();
+    let files = |ms: &[grid_cache::Manifest<StepKind>]| {
+        let weights =
+            |m: &grid_cache::Manifest<StepKind>| m.files.iter().find(|f| f.name == "model.safetensors").cloned();
         let mut v: Vec<_> = ms.iter().map(|m| (m.key.clone(), weights(m))).collect();
         v.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         v

@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_core::backend::Compute;
 use grid_core::buckets::Buckets;
 use grid_pipeline::dag::{self, PlanOptions};
 use grid_pipeline::spec::Grid;
+use grid_pipeline::step_kind::StepKind;
 
 use crate::util::GridTest;
 

@@ -117,7 +117,7 @@ fn slurm_tasks_pull_their_inputs_from_the_remote_and_publish_to_it() {
     let trains = |t: &GridTest| {
         let cache = grid_cache::Cache::open(t.cache()).unwrap();
         let mut m: Vec<_> = cache
-            .manifests(grid_cache::StepKind::Train)
+            .manifests(grid_pipeline::step_kind::StepKind::Train)
             .unwrap()
             .into_iter()
             .map(|m| (m.key.clone(), m.finished_at, m.files.clone()))

@@ -17,18 +17,18 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 
 use super::files::sha256_of;
-use super::{Cache, CacheError, Manifest, StepKey, StepKind, io_err};
+use super::{Cache, CacheError, Kind, Manifest, StepKey, io_err};
 
 /// What the cache holds for one step.
 // Looked at one step at a time and never stored in bulk: boxing the manifest
 // would only add an allocation.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
+pub enum Entry<K> {
     /// Nothing: the step was never published here (or was collected).
     Missing,
     /// A complete result, checked against its manifest.
-    Valid(Manifest),
+    Valid(Manifest<K>),
     /// A folder that cannot be trusted; the step must be computed again.
     Damaged(Damage),
 }
@@ -64,13 +64,13 @@ fn seen(dir: &Path, name: &str) -> io::Result<Seen> {
 
 impl Cache {
     /// `cache/<kind>/<key[0..2]>/<key>.checked`: the files of the last good check.
-    fn checked_path(&self, kind: StepKind, key: &StepKey) -> PathBuf {
+    fn checked_path<K: Kind>(&self, kind: K, key: &StepKey) -> PathBuf {
         self.root.join(kind.name()).join(&key.as_str()[..2]).join(format!("{}.checked", key.as_str()))
     }
 
     /// The step's entry, checked against its manifest. Only an I/O error on the
     /// cache folder itself (not on the step's files) is an error.
-    pub fn entry(&self, kind: StepKind, key: &StepKey) -> Result<Entry, CacheError> {
+    pub fn entry<K: Kind>(&self, kind: K, key: &StepKey) -> Result<Entry<K>, CacheError> {
         let dir = self.step_dir(kind, key);
         let manifest_path = dir.join("manifest.json");
         let bytes = match fs::read(&manifest_path) {
@@ -78,7 +78,7 @@ impl Cache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Entry::Missing),
             Err(e) => return Ok(damaged(&manifest_path, format!("unreadable: {e}"))),
         };
-        let manifest: Manifest = match serde_json::from_slice(&bytes) {
+        let manifest: Manifest<K> = match serde_json::from_slice(&bytes) {
             Ok(m) => m,
             Err(e) => return Ok(damaged(&manifest_path, format!("not a manifest: {e}"))),
         };
@@ -125,7 +125,7 @@ impl Cache {
     /// Moves a damaged step folder to `cache/damaged/<kind>-<key>-<seconds>/`,
     /// so that it can be computed again and nothing is lost. Call it holding
     /// the step's lock. Returns where it went (`None`: there was no folder).
-    pub fn set_aside(&self, kind: StepKind, key: &StepKey) -> Result<Option<PathBuf>, CacheError> {
+    pub fn set_aside<K: Kind>(&self, kind: K, key: &StepKey) -> Result<Option<PathBuf>, CacheError> {
         let dir = self.step_dir(kind, key);
         if !dir.exists() {
             return Ok(None);
@@ -140,13 +140,14 @@ impl Cache {
     }
 }
 
-fn damaged(path: &Path, problem: String) -> Entry {
+fn damaged<K>(path: &Path, problem: String) -> Entry<K> {
     Entry::Damaged(Damage { path: path.to_path_buf(), problem })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::testing::StepKind;
 
     fn published(cache: &Cache) -> (StepKind, StepKey, PathBuf) {
         let kind = StepKind::Attribute;
@@ -161,7 +162,7 @@ mod tests {
         (kind, key, dir)
     }
 
-    fn problem(entry: Entry) -> String {
+    fn problem(entry: Entry<StepKind>) -> String {
         match entry {
             Entry::Damaged(d) => d.to_string(),
             other => panic!("expected damage, got {other:?}"),

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cache, CacheError, StepKey, StepKind, io_err};
+use super::{Cache, CacheError, Kind, StepKey, io_err};
 
 /// The last failed attempt at a step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub kind: StepKind,
+pub struct Failure<K> {
+    pub kind: K,
     pub label: String,
     pub error: String,
     /// Seconds since the Unix epoch when the attempt ended.
@@ -31,14 +31,14 @@ impl Cache {
     }
 
     /// Records a failed attempt, replacing the previous record of the step.
-    pub fn record_failure(
+    pub fn record_failure<K: Kind>(
         &self,
-        kind: StepKind,
+        kind: K,
         key: &StepKey,
         label: &str,
         error: &str,
         output: &[String],
-    ) -> Result<Failure, CacheError> {
+    ) -> Result<Failure<K>, CacheError> {
         let dir = self.failed_dir();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let log = if output.is_empty() {
@@ -54,14 +54,14 @@ impl Cache {
 
     /// Records a failed attempt whose output is already in a file of its own
     /// (a Slurm task's log), replacing the previous record of the step.
-    pub fn record_failure_with_log(
+    pub fn record_failure_with_log<K: Kind>(
         &self,
-        kind: StepKind,
+        kind: K,
         key: &StepKey,
         label: &str,
         error: &str,
         log: Option<PathBuf>,
-    ) -> Result<Failure, CacheError> {
+    ) -> Result<Failure<K>, CacheError> {
         let at = crate::clock::unix_now();
         let failure = Failure { kind, label: label.to_string(), error: error.to_string(), at, log };
         super::write_json_whole(&self.failed_dir().join(format!("{}.json", key.as_str())), &failure)?;
@@ -70,7 +70,7 @@ impl Cache {
 
     /// The last failed attempt at `key` since it was last published, if any.
     /// An unreadable record reads as none: it only ever explains.
-    pub fn failure(&self, key: &StepKey) -> Option<Failure> {
+    pub fn failure<K: Kind>(&self, key: &StepKey) -> Option<Failure<K>> {
         let bytes = fs::read(self.failed_dir().join(format!("{}.json", key.as_str()))).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
@@ -86,16 +86,17 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::testing::StepKind;
 
     #[test]
     fn a_failure_is_remembered_with_its_log_until_the_step_is_published() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let key = StepKey::compute(StepKind::Train, &serde_json::json!({ "a": 1 }), &[]);
-        assert_eq!(cache.failure(&key), None);
+        assert_eq!(cache.failure::<StepKind>(&key), None);
         let lines: Vec<String> = (0..LOG_LINES + 10).map(|i| format!("line {i}")).collect();
         let recorded = cache.record_failure(StepKind::Train, &key, "train/x", "it broke", &lines).unwrap();
-        let read = cache.failure(&key).unwrap();
+        let read = cache.failure::<StepKind>(&key).unwrap();
         assert_eq!(read, recorded);
         assert_eq!((read.label.as_str(), read.error.as_str()), ("train/x", "it broke"));
         let log = fs::read_to_string(read.log.unwrap()).unwrap();
@@ -104,7 +105,7 @@ mod tests {
         let staging = cache.begin(StepKind::Train, &key).unwrap();
         fs::write(staging.dir.join("out.txt"), "x").unwrap();
         cache.publish(staging, "train/x", &serde_json::json!({ "a": 1 }), Vec::new(), 0.1, "cpu").unwrap();
-        assert_eq!(cache.failure(&key), None);
+        assert_eq!(cache.failure::<StepKind>(&key), None);
         assert!(!dir.path().join("failed").join(format!("{}.log", key.as_str())).exists());
     }
 

@@ -16,23 +16,37 @@ use std::collections::HashSet;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use super::{Cache, CacheError, StepKey, StepKind, io_err};
+use super::{Cache, CacheError, Kind, StepKey, io_err};
 
 /// What a collection found, removed (or, dry, would remove) and kept.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct GcSummary {
+#[derive(Debug, Clone, PartialEq)]
+pub struct GcSummary<K> {
     /// Step folders removed (or to remove), with their kind.
-    pub removed: Vec<(StepKind, PathBuf)>,
+    pub removed: Vec<(K, PathBuf)>,
     pub removed_bytes: u64,
     /// Step folders kept because a grid plans them.
     pub kept: usize,
     /// Step folders left because another process holds their lock.
     pub busy: Vec<PathBuf>,
-    /// Staging folders of killed attempts (`tmp/`), removed (or to remove).
+    /// Staging<K> folders of killed attempts (`tmp/`), removed (or to remove).
     pub leftovers: Vec<PathBuf>,
     /// Size of `kernels/`, and whether it was removed.
     pub kernel_bytes: u64,
     pub kernels_removed: bool,
+}
+
+impl<K> Default for GcSummary<K> {
+    fn default() -> Self {
+        GcSummary {
+            removed: Vec::new(),
+            removed_bytes: 0,
+            kept: 0,
+            busy: Vec::new(),
+            leftovers: Vec::new(),
+            kernel_bytes: 0,
+            kernels_removed: false,
+        }
+    }
 }
 
 /// How far `gc` goes.
@@ -49,7 +63,11 @@ pub struct GcOptions {
 
 /// Removes every step folder of `cache` whose key is not in `keep` (when
 /// given), or that finished before `options.older_than` (when given).
-pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOptions) -> Result<GcSummary, CacheError> {
+pub fn collect<K: Kind>(
+    cache: &Cache,
+    keep: Option<&HashSet<StepKey>>,
+    options: GcOptions,
+) -> Result<GcSummary<K>, CacheError> {
     let keep: Option<HashSet<&str>> = keep.map(|keep| keep.iter().map(StepKey::as_str).collect());
     let kept = |name: &str, entry: &Path| {
         let planned = keep.as_ref().is_none_or(|keep| keep.contains(name));
@@ -57,7 +75,7 @@ pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOption
         planned && recent
     };
     let mut summary = GcSummary::default();
-    for kind in StepKind::ALL {
+    for &kind in K::ALL {
         let kind_dir = cache.root().join(kind.name());
         for shard in read_dir_or_empty(&kind_dir)? {
             for entry in read_dir_or_empty(&shard)? {
@@ -87,7 +105,7 @@ pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOption
             }
         }
     }
-    summary.leftovers = cache.sweep_leftovers(options.dry_run)?;
+    summary.leftovers = cache.sweep_leftovers::<K>(options.dry_run)?;
     // Failure records of steps no grid plans explain nothing any more.
     let failed = cache.root().join("failed");
     for record in read_dir_or_empty(&failed)? {
@@ -109,12 +127,18 @@ pub fn collect(cache: &Cache, keep: Option<&HashSet<StepKey>>, options: GcOption
     Ok(summary)
 }
 
+/// The part of a manifest that says when its step finished.
+#[derive(serde::Deserialize)]
+struct Finished {
+    finished_at: u64,
+}
+
 /// When a step folder's step finished: its manifest's `finished_at`, or for
 /// a folder without a readable manifest, the folder's modification time.
 fn finished_at(step_dir: &Path) -> u64 {
     let from_manifest = fs::read(step_dir.join("manifest.json"))
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<super::Manifest>(&bytes).ok())
+        .and_then(|bytes| serde_json::from_slice::<Finished>(&bytes).ok())
         .map(|m| m.finished_at);
     from_manifest.unwrap_or_else(|| modified_at(step_dir))
 }
@@ -178,6 +202,7 @@ fn size_of(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::testing::StepKind;
 
     fn publish(cache: &Cache, kind: StepKind, n: u64) -> StepKey {
         let params = serde_json::json!({ "n": n });
@@ -201,8 +226,12 @@ mod tests {
         fs::write(kernels.join("k.bin"), [0u8; 10]).unwrap();
         let keep: HashSet<StepKey> = [kept.clone()].into();
 
-        let dry =
-            collect(&cache, Some(&keep), GcOptions { dry_run: true, kernels: true, ..GcOptions::default() }).unwrap();
+        let dry = collect::<StepKind>(
+            &cache,
+            Some(&keep),
+            GcOptions { dry_run: true, kernels: true, ..GcOptions::default() },
+        )
+        .unwrap();
         assert_eq!(dry.removed.len(), 2);
         assert_eq!(dry.kept, 1);
         assert!(dry.removed_bytes >= 200, "{dry:?}");
@@ -210,7 +239,7 @@ mod tests {
         assert!(cache.lookup(StepKind::Train, &stale).unwrap().is_some(), "a dry run removes nothing");
         assert!(kernels.exists());
 
-        let done = collect(&cache, Some(&keep), GcOptions::default()).unwrap();
+        let done = collect::<StepKind>(&cache, Some(&keep), GcOptions::default()).unwrap();
         assert_eq!(done.removed, dry.removed);
         assert!(cache.lookup(StepKind::Train, &kept).unwrap().is_some());
         assert!(cache.lookup(StepKind::Train, &stale).unwrap().is_none());
@@ -220,7 +249,8 @@ mod tests {
         assert!(kernels.exists(), "kernels stay unless asked for");
         assert!(!done.kernels_removed);
 
-        let again = collect(&cache, Some(&keep), GcOptions { kernels: true, ..GcOptions::default() }).unwrap();
+        let again =
+            collect::<StepKind>(&cache, Some(&keep), GcOptions { kernels: true, ..GcOptions::default() }).unwrap();
         assert!(again.removed.is_empty());
         assert!(again.kernels_removed && !kernels.exists());
     }
@@ -231,12 +261,12 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         let busy = publish(&cache, StepKind::Attribute, 1);
         let held = cache.lock(StepKind::Attribute, &busy).unwrap();
-        let summary = collect(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
+        let summary = collect::<StepKind>(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
         assert_eq!(summary.busy.len(), 1);
         assert!(summary.removed.is_empty());
         assert!(cache.lookup(StepKind::Attribute, &busy).unwrap().is_some());
         drop(held);
-        let summary = collect(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
+        let summary = collect::<StepKind>(&cache, Some(&HashSet::new()), GcOptions::default()).unwrap();
         assert_eq!(summary.removed.len(), 1);
     }
 
@@ -254,13 +284,15 @@ mod tests {
         fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
         // The file changed, so the step no longer checks out; gc goes by the manifest's date alone.
         let cutoff = Some(finished - 3_600);
-        let by_age = collect(&cache, None, GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
+        let by_age =
+            collect::<StepKind>(&cache, None, GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
         assert_eq!(by_age.removed.len(), 1, "{by_age:?}");
         assert!(by_age.removed[0].1.ends_with(old.as_str()));
         assert!(cache.step_dir(StepKind::Train, &new).exists());
         // With grids too, a step goes when either says so.
         let keep: HashSet<StepKey> = HashSet::new();
-        let both = collect(&cache, Some(&keep), GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
+        let both =
+            collect::<StepKind>(&cache, Some(&keep), GcOptions { older_than: cutoff, ..GcOptions::default() }).unwrap();
         assert_eq!(both.removed.len(), 1);
         assert!(!cache.step_dir(StepKind::Train, &new).exists());
     }

@@ -8,8 +8,8 @@
 //!
 //! | part | what it is |
 //! |---|---|
-//! | `kind` | the step kind (`corpus`, `synth`, `train`, `verify`, `attribute`, `score`, `report`) |
-//! | `version` | the kind's implementation version ([`StepKind::version`]); bump it when a kind's semantics change |
+//! | `kind` | the step kind's name (`corpus`, `synth`, `train`, `verify`, `attribute`, `score`, `report`; the pipeline's) |
+//! | `version` | the kind's implementation version ([`Kind::version`]); bump it when a kind's semantics change |
 //! | `params` | the step's parameters, serialised by a function that destructures the parameter struct field by field (see `dag::params`), so a new field forces a decision |
 //! | `inputs` | the keys of the steps it reads, in a fixed order |
 //!
@@ -45,6 +45,7 @@ mod failures;
 pub mod files;
 mod frozen;
 pub mod gc;
+mod kind;
 mod leftovers;
 pub mod remote;
 mod resume;
@@ -60,6 +61,7 @@ use serde::{Deserialize, Serialize};
 pub use check::{Damage, Entry};
 pub use failures::Failure;
 pub use frozen::{FROZEN_GRACE, FrozenPolicy, collect_frozen};
+pub use kind::Kind;
 pub use remote::Remote;
 pub use reuse::ContentKey;
 
@@ -68,109 +70,6 @@ pub use reuse::ContentKey;
 /// the `grid` crate checks that the two agree.
 pub const KERNELS_FOLDER: &str = "kernels";
 
-/// The kinds of step, one per pipeline stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepKind {
-    Corpus,
-    Synth,
-    Train,
-    Verify,
-    /// A natural model's accuracy and macro-F1 on its test set.
-    Evaluate,
-    Attribute,
-    Erasure,
-    Agreement,
-    Score,
-    Report,
-    /// An imported crowd study's answers, scored (`grid crowd import`). No
-    /// grid plans it, so it is not in [`StepKind::ALL`]: `grid gc` and the
-    /// plan's views leave it alone.
-    Crowd,
-}
-
-impl StepKind {
-    /// Every kind, in pipeline order.
-    pub const ALL: [StepKind; 10] = [
-        StepKind::Corpus,
-        StepKind::Synth,
-        StepKind::Train,
-        StepKind::Verify,
-        StepKind::Evaluate,
-        StepKind::Attribute,
-        StepKind::Erasure,
-        StepKind::Agreement,
-        StepKind::Score,
-        StepKind::Report,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StepKind::Corpus => "corpus",
-            StepKind::Synth => "synth",
-            StepKind::Train => "train",
-            StepKind::Verify => "verify",
-            StepKind::Evaluate => "evaluate",
-            StepKind::Attribute => "attribute",
-            StepKind::Erasure => "erasure",
-            StepKind::Agreement => "agreement",
-            StepKind::Score => "score",
-            StepKind::Report => "report",
-            StepKind::Crowd => "crowd",
-        }
-    }
-
-    /// Steps that run a model (train, verify, attribute, erasure): minutes to
-    /// hours each, and the ones a GPU or a cluster node is for.
-    pub fn is_model_step(self) -> bool {
-        matches!(
-            self,
-            StepKind::Train | StepKind::Verify | StepKind::Evaluate | StepKind::Attribute | StepKind::Erasure
-        )
-    }
-
-    /// Steps that read and shape data (corpus, synth): seconds each, and where
-    /// bad data shows, so they run before any model trains.
-    pub fn is_data_step(self) -> bool {
-        matches!(self, StepKind::Corpus | StepKind::Synth)
-    }
-
-    /// Implementation version: part of every key of this kind.
-    pub fn version(self) -> u32 {
-        match self {
-            StepKind::Corpus => 1,
-            StepKind::Synth => 1,
-            StepKind::Train => 1,
-            // 2: synthetic examples whose shortcut truncation cut are left out.
-            // 3: macro-F1 on the original test set beside accuracy.
-            // 4: 95% intervals and close calls (seconds per step to recompute;
-            //    nothing but the report reads a verification).
-            StepKind::Verify => 4,
-            StepKind::Evaluate => 1,
-            // 2: probability targets differentiate through a stable surrogate.
-            StepKind::Attribute => 2,
-            StepKind::Erasure => 1,
-            // 2: punctuation is left out, as Lu et al. do.
-            StepKind::Agreement => 2,
-            // 2: NS / NC scores carry their means per rationale ratio.
-            // 3: Attr% records the region's share of tokens.
-            // 4: diagnosticity of NS / NC per rationale ratio.
-            StepKind::Score => 4,
-            // 2: seeds, erasure, agreement, paper tables, plots and HTML.
-            // 3: Zhou et al.'s article tables.
-            // 4: report_data.json keeps per-example values (one seed merge).
-            StepKind::Report => 4,
-            StepKind::Crowd => 1,
-        }
-    }
-}
-
-impl std::fmt::Display for StepKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// A step's content hash, 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -178,7 +77,7 @@ pub struct StepKey(String);
 
 impl StepKey {
     /// `sha256` over the canonical JSON of kind, version, params and input keys.
-    pub fn compute(kind: StepKind, params: &serde_json::Value, inputs: &[StepKey]) -> StepKey {
+    pub fn compute<K: Kind>(kind: K, params: &serde_json::Value, inputs: &[StepKey]) -> StepKey {
         // serde_json's default map is ordered by key, so this serialisation is canonical.
         let canonical = serde_json::json!({
             "kind": kind.name(),
@@ -213,20 +112,20 @@ impl std::fmt::Display for StepKey {
 
 /// One input of a step, as recorded in its manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputRef {
-    pub kind: StepKind,
+pub struct InputRef<K> {
+    pub kind: K,
     pub key: StepKey,
     pub label: String,
 }
 
-impl Manifest {
+impl<K: Kind> Manifest<K> {
     /// This step, as a step reading it would record it.
-    pub fn reference(&self) -> InputRef {
+    pub fn reference(&self) -> InputRef<K> {
         InputRef { kind: self.kind, key: self.key.clone(), label: self.label.clone() }
     }
 }
 
-impl InputRef {
+impl<K> InputRef<K> {
     /// `<short key> (<label>)`, for one line of text.
     pub fn short_name(&self) -> String {
         format!("{} ({})", self.key.short(), self.label)
@@ -243,13 +142,14 @@ pub struct PayloadFile {
 
 /// `manifest.json`: everything needed to explain and check a cached step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub kind: StepKind,
+#[serde(bound(deserialize = "K: serde::de::DeserializeOwned"))]
+pub struct Manifest<K> {
+    pub kind: K,
     pub key: StepKey,
     pub version: u32,
     pub label: String,
     pub params: serde_json::Value,
-    pub inputs: Vec<InputRef>,
+    pub inputs: Vec<InputRef<K>>,
     pub files: Vec<PayloadFile>,
     /// Seconds since the Unix epoch when the step finished.
     pub finished_at: u64,
@@ -265,7 +165,7 @@ pub struct Manifest {
     /// The published step whose payload this one took, with the same content
     /// key, instead of computing it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reused_from: Option<InputRef>,
+    pub reused_from: Option<InputRef<K>>,
     /// What the step computed, in the units the pipeline's cost model prices
     /// (`dag::estimate`), so that estimates of other grids learn from it.
     /// Opaque here; absent in manifests written before it existed.
@@ -318,25 +218,25 @@ pub struct StepLock {
 
 /// A step being written: its folder is renamed into place by [`Cache::publish`].
 #[derive(Debug)]
-pub struct Staging {
+pub struct Staging<K> {
     pub dir: PathBuf,
-    kind: StepKind,
+    kind: K,
     key: StepKey,
     /// Recorded in the manifest ([`Manifest::content_key`]).
     pub content_key: Option<ContentKey>,
     /// Set by [`Cache::take_payload`].
-    reused_from: Option<InputRef>,
+    reused_from: Option<InputRef<K>>,
     /// Recorded in the manifest ([`Manifest::work`]).
     pub work: Option<serde_json::Value>,
 }
 
 /// What `cache/labels/<label>.json` remembers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabelRecord {
+pub struct LabelRecord<K> {
     pub key: StepKey,
     pub version: u32,
     pub params: serde_json::Value,
-    pub inputs: Vec<InputRef>,
+    pub inputs: Vec<InputRef<K>>,
 }
 
 impl Cache {
@@ -366,13 +266,13 @@ impl Cache {
     }
 
     /// `cache/<kind>/<key[0..2]>/<key>`
-    pub fn step_dir(&self, kind: StepKind, key: &StepKey) -> PathBuf {
+    pub fn step_dir<K: Kind>(&self, kind: K, key: &StepKey) -> PathBuf {
         self.root.join(kind.name()).join(&key.as_str()[..2]).join(key.as_str())
     }
 
     /// The manifest of a complete step whose payload checks out against it
     /// ([`Cache::entry`]); `None` when missing or damaged.
-    pub fn lookup(&self, kind: StepKind, key: &StepKey) -> Result<Option<Manifest>, CacheError> {
+    pub fn lookup<K: Kind>(&self, kind: K, key: &StepKey) -> Result<Option<Manifest<K>>, CacheError> {
         Ok(match self.entry(kind, key)? {
             Entry::Valid(manifest) => Some(manifest),
             Entry::Missing | Entry::Damaged(_) => None,
@@ -380,12 +280,12 @@ impl Cache {
     }
 
     /// `cache/<kind>/<key[0..2]>/<key>.lock`, held while the step is computed.
-    fn lock_path(&self, kind: StepKind, key: &str) -> PathBuf {
+    fn lock_path<K: Kind>(&self, kind: K, key: &str) -> PathBuf {
         self.root.join(kind.name()).join(&key[..2]).join(format!("{key}.lock"))
     }
 
     /// Blocks until this process holds the step's lock.
-    pub fn lock(&self, kind: StepKind, key: &StepKey) -> Result<StepLock, CacheError> {
+    pub fn lock<K: Kind>(&self, kind: K, key: &StepKey) -> Result<StepLock, CacheError> {
         let path = self.lock_path(kind, key.as_str());
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -396,7 +296,7 @@ impl Cache {
     }
 
     /// A fresh temporary folder for a step's payload.
-    pub fn begin(&self, kind: StepKind, key: &StepKey) -> Result<Staging, CacheError> {
+    pub fn begin<K: Kind>(&self, kind: K, key: &StepKey) -> Result<Staging<K>, CacheError> {
         let dir = self.root.join("tmp").join(Self::staging_name(kind, key));
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
@@ -406,15 +306,15 @@ impl Cache {
     }
 
     /// Checksums the payload, writes the manifest and renames the folder into place.
-    pub fn publish(
+    pub fn publish<K: Kind>(
         &self,
-        staging: Staging,
+        staging: Staging<K>,
         label: &str,
         params: &serde_json::Value,
-        inputs: Vec<InputRef>,
+        inputs: Vec<InputRef<K>>,
         seconds: f64,
         device: &str,
-    ) -> Result<Manifest, CacheError> {
+    ) -> Result<Manifest<K>, CacheError> {
         let mut files = Vec::new();
         let mut names: Vec<PathBuf> = fs::read_dir(&staging.dir)
             .map_err(io_err(&staging.dir))?
@@ -454,7 +354,7 @@ impl Cache {
     /// the caller has checked against it) and renames the folder into place,
     /// durably: payload, manifest and folder are synced to the device before
     /// the rename, and the folder receiving it after (`durable`).
-    pub(crate) fn install(&self, staging: Staging, manifest: &Manifest) -> Result<(), CacheError> {
+    pub(crate) fn install<K: Kind>(&self, staging: Staging<K>, manifest: &Manifest<K>) -> Result<(), CacheError> {
         let manifest_path = staging.dir.join("manifest.json");
         let json = serde_json::to_vec_pretty(manifest)
             .map_err(|source| CacheError::Manifest { path: manifest_path.clone(), source })?;
@@ -487,7 +387,7 @@ impl Cache {
         self.root.join("labels").join(format!("{safe}.json"))
     }
 
-    fn remember_label(&self, label: &str, manifest: &Manifest) -> Result<(), CacheError> {
+    fn remember_label<K: Kind>(&self, label: &str, manifest: &Manifest<K>) -> Result<(), CacheError> {
         let path = self.label_path(label);
         let record = LabelRecord {
             key: manifest.key.clone(),
@@ -499,13 +399,13 @@ impl Cache {
     }
 
     /// What was last computed under this label, if anything.
-    pub fn label_record(&self, label: &str) -> Option<LabelRecord> {
+    pub fn label_record<K: Kind>(&self, label: &str) -> Option<LabelRecord<K>> {
         let bytes = fs::read(self.label_path(label)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Whether another process is computing this step now (holds its lock).
-    pub fn is_computing(&self, kind: StepKind, key: &StepKey) -> Result<bool, CacheError> {
+    pub fn is_computing<K: Kind>(&self, kind: K, key: &StepKey) -> Result<bool, CacheError> {
         Ok(matches!(gc::try_lock(&self.lock_path(kind, key.as_str()))?, gc::Lock::Busy))
     }
 }
@@ -513,6 +413,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::testing::StepKind;
 
     #[test]
     fn key_depends_on_everything_and_only_that() {
@@ -544,7 +445,7 @@ mod tests {
         assert_eq!(m.files[0].sha256, files::sha256_hex(b"hello"));
         assert_eq!(cache.lookup(StepKind::Corpus, &key).unwrap(), Some(m));
         assert!(!cache.has_leftover(StepKind::Corpus, &key));
-        assert_eq!(cache.label_record("corpus/x").unwrap().key, key);
+        assert_eq!(cache.label_record::<StepKind>("corpus/x").unwrap().key, key);
     }
 
     #[test]
@@ -590,7 +491,7 @@ mod tests {
         );
         assert_eq!(v["kind"], "score");
         assert_eq!(v["inputs"][0]["kind"], "attribute");
-        let back: Manifest = serde_json::from_value(v).unwrap();
+        let back: Manifest<StepKind> = serde_json::from_value(v).unwrap();
         assert_eq!(back, m);
 
         // A step that took another's payload says so under two more names.
@@ -606,6 +507,6 @@ mod tests {
         let v = serde_json::to_value(&taken).unwrap();
         assert_eq!(v["reused_from"]["label"], "score/k");
         assert_eq!(v["content_key"].as_str().map(str::len), Some(64));
-        assert_eq!(serde_json::from_value::<Manifest>(v).unwrap(), taken);
+        assert_eq!(serde_json::from_value::<Manifest<StepKind>>(v).unwrap(), taken);
     }
 }

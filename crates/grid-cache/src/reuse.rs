@@ -15,7 +15,7 @@ use std::fs;
 use serde::{Deserialize, Serialize};
 
 use super::gc::read_dir_or_empty;
-use super::{Cache, CacheError, Entry, Manifest, Staging, StepKey, StepKind, io_err};
+use super::{Cache, CacheError, Entry, Kind, Manifest, Staging, StepKey, io_err};
 
 /// `sha256` over the canonical JSON of what a step computes from, by content.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,13 +32,13 @@ impl ContentKey {
 impl Cache {
     /// The manifest of a published step as written, without checking its
     /// payload; `None` when missing or unreadable.
-    pub fn manifest(&self, kind: StepKind, key: &StepKey) -> Option<Manifest> {
+    pub fn manifest<K: Kind>(&self, kind: K, key: &StepKey) -> Option<Manifest<K>> {
         let bytes = fs::read(self.step_dir(kind, key).join("manifest.json")).ok()?;
-        serde_json::from_slice::<Manifest>(&bytes).ok().filter(|m| m.kind == kind && &m.key == key)
+        serde_json::from_slice::<Manifest<K>>(&bytes).ok().filter(|m| m.kind == kind && &m.key == key)
     }
 
     /// The manifests of every published step of `kind`, unchecked, in key order.
-    pub fn manifests(&self, kind: StepKind) -> Result<Vec<Manifest>, CacheError> {
+    pub fn manifests<K: Kind>(&self, kind: K) -> Result<Vec<Manifest<K>>, CacheError> {
         let mut found = Vec::new();
         for shard in read_dir_or_empty(&self.root.join(kind.name()))? {
             for entry in read_dir_or_empty(&shard)? {
@@ -54,13 +54,13 @@ impl Cache {
     /// The first published step of `kind` other than `except` whose content
     /// key (`content_key_of` a manifest) is `wanted` and whose payload checks
     /// out against its manifest. A damaged one is passed over.
-    pub fn find_same_work(
+    pub fn find_same_work<K: Kind>(
         &self,
-        kind: StepKind,
+        kind: K,
         except: &StepKey,
         wanted: &ContentKey,
-        content_key_of: impl Fn(&Manifest) -> Option<ContentKey>,
-    ) -> Result<Option<Manifest>, CacheError> {
+        content_key_of: impl Fn(&Manifest<K>) -> Option<ContentKey>,
+    ) -> Result<Option<Manifest<K>>, CacheError> {
         for candidate in self.manifests(kind)? {
             if &candidate.key == except || content_key_of(&candidate).as_ref() != Some(wanted) {
                 continue;
@@ -76,7 +76,7 @@ impl Cache {
     /// (hard links, or copies across file systems) and records where it came
     /// from. `from` should have just been checked ([`Cache::find_same_work`]);
     /// [`Cache::publish`] checksums the files again.
-    pub fn take_payload(&self, staging: &mut Staging, from: &Manifest) -> Result<(), CacheError> {
+    pub fn take_payload<K: Kind>(&self, staging: &mut Staging<K>, from: &Manifest<K>) -> Result<(), CacheError> {
         let source = self.step_dir(from.kind, &from.key);
         for file in &from.files {
             let (src, dst) = (source.join(&file.name), staging.dir.join(&file.name));
@@ -92,8 +92,9 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::testing::StepKind;
 
-    fn publish(cache: &Cache, label: &str, content: &str, body: &str) -> Manifest {
+    fn publish(cache: &Cache, label: &str, content: &str, body: &str) -> Manifest<StepKind> {
         let params = serde_json::json!({ "label": label });
         let key = StepKey::compute(StepKind::Train, &params, &[]);
         let _lock = cache.lock(StepKind::Train, &key).unwrap();
@@ -109,7 +110,7 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         let first = publish(&cache, "train/a", "work-1", "weights");
         publish(&cache, "train/b", "work-2", "other weights");
-        let by_record = |m: &Manifest| m.content_key.clone();
+        let by_record = |m: &Manifest<StepKind>| m.content_key.clone();
         let wanted = ContentKey::of(&serde_json::json!("work-1"));
 
         let params = serde_json::json!({ "label": "train/c" });

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::crowd::import::Imported;
+use crate::step_kind::StepKind;
 use crate::steps::report::{DATA, ReportData};
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_report::{ReportError, compare};
 
 use crate::dag::Plan;

@@ -9,16 +9,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use super::{Published, Remote};
-use crate::{CacheError, StepKey, StepKind};
+use crate::{CacheError, Kind, StepKey};
 
 /// How old an upload no record names must be before it is removed.
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// What a remote collection removed (or, dry, would remove) and kept.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct RemoteGcSummary {
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteGcSummary<K> {
     /// Steps whose records were removed, with their kind and label.
-    pub removed: Vec<(StepKind, String)>,
+    pub removed: Vec<(K, String)>,
     /// Bytes of the payloads removed with them, and of orphaned uploads.
     pub removed_bytes: u64,
     pub kept: usize,
@@ -29,6 +29,19 @@ pub struct RemoteGcSummary {
     /// Damaged records readers set aside (`damaged/…`), removed once older
     /// than the grace.
     pub set_aside: Vec<String>,
+}
+
+impl<K> Default for RemoteGcSummary<K> {
+    fn default() -> Self {
+        RemoteGcSummary {
+            removed: Vec::new(),
+            removed_bytes: 0,
+            kept: 0,
+            orphans: Vec::new(),
+            unreadable: Vec::new(),
+            set_aside: Vec::new(),
+        }
+    }
 }
 
 /// Which records go: those not in `keep` (when given) or finished before
@@ -45,10 +58,10 @@ pub struct RemoteGcOptions<'a> {
 impl Remote {
     /// Removes the records (and payloads) `options` does not keep, and old
     /// orphaned uploads.
-    pub fn collect(&self, options: RemoteGcOptions) -> Result<RemoteGcSummary, CacheError> {
+    pub fn collect<K: Kind>(&self, options: RemoteGcOptions) -> Result<RemoteGcSummary<K>, CacheError> {
         let mut summary = RemoteGcSummary::default();
         let mut kept_payloads = HashSet::new();
-        let mut doomed: Vec<(String, Published)> = Vec::new();
+        let mut doomed: Vec<(String, Published<K>)> = Vec::new();
         for (object, _) in self.list("steps")? {
             let Some((kind, key)) = record_key(&object) else {
                 summary.unreadable.push(object);
@@ -133,9 +146,9 @@ impl Remote {
 }
 
 /// The kind and key of a record's object path, `steps/<kind>/<xx>/<key>.json`.
-fn record_key(object: &str) -> Option<(StepKind, StepKey)> {
+fn record_key<K: Kind>(object: &str) -> Option<(K, StepKey)> {
     let mut parts = object.strip_prefix("steps/")?.split('/');
-    let kind: StepKind = serde_json::from_value(serde_json::Value::String(parts.next()?.to_string())).ok()?;
+    let kind: K = serde_json::from_value(serde_json::Value::String(parts.next()?.to_string())).ok()?;
     let _shard = parts.next()?;
     let key = StepKey::parse(parts.next()?.strip_suffix(".json")?)?;
     parts.next().is_none().then_some((kind, key))
@@ -158,6 +171,7 @@ mod tests {
 
     use super::*;
     use crate::Cache;
+    use crate::kind::testing::StepKind;
 
     fn publish(cache: &Cache, remote: &Remote, n: u32) -> StepKey {
         let params = serde_json::json!({ "n": n });
@@ -221,11 +235,11 @@ mod tests {
     fn record_paths_parse_and_others_do_not() {
         let key = "ef".repeat(32);
         assert_eq!(
-            record_key(&format!("steps/train/ef/{key}.json")),
+            record_key::<StepKind>(&format!("steps/train/ef/{key}.json")),
             Some((StepKind::Train, StepKey::parse(&key).unwrap()))
         );
-        assert_eq!(record_key(&format!("steps/nonsense/ef/{key}.json")), None);
-        assert_eq!(record_key("steps/train/ef/short.json"), None);
+        assert_eq!(record_key::<StepKind>(&format!("steps/nonsense/ef/{key}.json")), None);
+        assert_eq!(record_key::<StepKind>("steps/train/ef/short.json"), None);
         assert_eq!(upload_started("payloads/train/ef/k/1764382000-0123abcd"), Some(1_764_382_000));
         assert_eq!(set_aside_at(&format!("damaged/train/ef/{key}.1764382000-0123abcd.json")), Some(1_764_382_000));
         assert_eq!(set_aside_at(&format!("damaged/train/ef/{key}.json")), None);

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Created, Remote, RemoteEntry};
-use crate::{CacheError, StepKey, StepKind};
+use crate::{CacheError, Kind, StepKey};
 
 /// How long a lease lasts unless renewed: `GRID_LEASE_SECONDS`, else 120 s.
 pub fn lease_term() -> Duration {
@@ -107,15 +107,15 @@ fn read(remote: &Remote, path: &str) -> Result<Option<LeaseRecord>, CacheError> 
 
 impl Remote {
     /// `leases/<kind>/<key[0..2]>/<key>.json`
-    fn lease_path(kind: StepKind, key: &StepKey) -> String {
+    fn lease_path<K: Kind>(kind: K, key: &StepKey) -> String {
         format!("leases/{}/{}/{}.json", kind.name(), &key.as_str()[..2], key.as_str())
     }
 
     /// Takes the step's lease for `term`, waiting while another live
     /// holder's runs; `on_wait` hears once whom it waits for.
-    pub fn lease(
+    pub fn lease<K: Kind>(
         self: &Arc<Self>,
-        kind: StepKind,
+        kind: K,
         key: &StepKey,
         label: &str,
         term: Duration,
@@ -207,6 +207,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+    use crate::kind::testing::StepKind;
 
     fn key(n: u32) -> StepKey {
         StepKey::compute(StepKind::Train, &serde_json::json!({ "n": n }), &[])

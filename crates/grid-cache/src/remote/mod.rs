@@ -41,32 +41,36 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cache, CacheError, Manifest, StepKey, StepKind};
+use super::{Cache, CacheError, Kind, Manifest, StepKey};
 pub use store::Created;
 use store::{Store, StoreError};
 
 /// A step's record on the remote: written last, after its payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Published {
+#[serde(bound(deserialize = "K: serde::de::DeserializeOwned"))]
+pub struct Published<K> {
     /// The folder (relative to the remote's root) holding the payload files.
     pub payload: String,
-    pub manifest: Manifest,
+    pub manifest: Manifest<K>,
 }
 
 /// What the remote holds for one step.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RemoteEntry {
+pub enum RemoteEntry<K> {
     Missing,
-    Published(Box<Published>),
+    Published(Box<Published<K>>),
     /// A record that cannot be trusted (unreadable, or not this step's).
     Damaged(String),
 }
 
+/// A step's record as judged ([`Remote::entry`]), with the bytes read.
+type Judged<K> = (RemoteEntry<K>, Vec<u8>);
+
 /// How a pull went.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Pulled {
+pub enum Pulled<K> {
     /// Installed in the local cache, with the bytes that came.
-    Installed { manifest: Box<Manifest>, bytes: u64 },
+    Installed { manifest: Box<Manifest<K>>, bytes: u64 },
     /// The remote does not hold the step.
     Missing,
     /// The remote's copy failed its check; nothing was installed, and the
@@ -102,7 +106,7 @@ pub struct Remote {
     store: Store,
     /// Answers [`prefetch`](Remote::prefetch) read ahead for
     /// [`entry`](Remote::entry), each served once.
-    prefetched: std::sync::Mutex<std::collections::HashMap<(StepKind, StepKey), RemoteEntry>>,
+    prefetched: std::sync::Mutex<std::collections::HashMap<String, Option<Vec<u8>>>>,
 }
 
 impl Remote {
@@ -172,16 +176,18 @@ impl Remote {
     }
 
     /// `steps/<kind>/<key[0..2]>/<key>.json`
-    fn record_path(kind: StepKind, key: &StepKey) -> String {
+    fn record_path<K: Kind>(kind: K, key: &StepKey) -> String {
         format!("steps/{}/{}/{}.json", kind.name(), &key.as_str()[..2], key.as_str())
     }
 
     /// What the remote holds for the step: its record, read and checked
     /// against the step (its payload is checked when pulled).
-    pub fn entry(&self, kind: StepKind, key: &StepKey) -> Result<RemoteEntry, CacheError> {
-        let ahead = self.prefetched.lock().ok().and_then(|mut read| read.remove(&(kind, key.clone())));
+    pub fn entry<K: Kind>(&self, kind: K, key: &StepKey) -> Result<RemoteEntry<K>, CacheError> {
+        let path = Self::record_path(kind, key);
+        let ahead = self.prefetched.lock().ok().and_then(|mut read| read.remove(&path));
         match ahead {
-            Some(entry) => Ok(entry),
+            Some(Some(bytes)) => Ok(Self::judge(kind, key, &path, &bytes)),
+            Some(None) => Ok(RemoteEntry::Missing),
             None => Ok(self.read_record(kind, key)?.map_or(RemoteEntry::Missing, |(entry, _)| entry)),
         }
     }
@@ -192,23 +198,22 @@ impl Remote {
     /// step the local cache lacks. Each answer serves once; pulls and pushes
     /// always read afresh. A record that cannot be read now is asked again
     /// when its entry is.
-    pub fn prefetch(&self, steps: &[(StepKind, &StepKey)]) {
+    pub fn prefetch<K: Kind>(&self, steps: &[(K, &StepKey)]) {
         let paths: Vec<String> = steps.iter().map(|(kind, key)| Self::record_path(*kind, key)).collect();
         let read = self.store.get_many(&paths);
         let Ok(mut prefetched) = self.prefetched.lock() else { return };
-        for ((path, (kind, key)), bytes) in paths.iter().zip(steps).zip(read) {
-            let entry = match bytes {
-                Ok(Some(bytes)) => Self::judge(*kind, key, path, &bytes),
-                Ok(None) => RemoteEntry::Missing,
-                Err(_) => continue,
-            };
-            prefetched.insert((*kind, (*key).clone()), entry);
+        // Kept as read, judged when asked for: what the cache stores of a
+        // step does not depend on its kind's type.
+        for (path, bytes) in paths.into_iter().zip(read) {
+            if let Ok(bytes) = bytes {
+                prefetched.insert(path, bytes);
+            }
         }
     }
 
     /// The step's record as [`entry`](Self::entry) judges it, with its bytes
     /// (`None`: there is none).
-    fn read_record(&self, kind: StepKind, key: &StepKey) -> Result<Option<(RemoteEntry, Vec<u8>)>, CacheError> {
+    fn read_record<K: Kind>(&self, kind: K, key: &StepKey) -> Result<Option<Judged<K>>, CacheError> {
         let path = Self::record_path(kind, key);
         let Some(bytes) = self.store.get(&path).map_err(|e| self.error(e))? else {
             return Ok(None);
@@ -217,8 +222,8 @@ impl Remote {
     }
 
     /// A record's bytes, checked against the step it should be.
-    fn judge(kind: StepKind, key: &StepKey, path: &str, bytes: &[u8]) -> RemoteEntry {
-        match serde_json::from_slice::<Published>(bytes) {
+    fn judge<K: Kind>(kind: K, key: &StepKey, path: &str, bytes: &[u8]) -> RemoteEntry<K> {
+        match serde_json::from_slice::<Published<K>>(bytes) {
             Err(e) => RemoteEntry::Damaged(format!("{path}: not a step record: {e}")),
             Ok(published) => {
                 let manifest = &published.manifest;
@@ -239,7 +244,7 @@ impl Remote {
     /// can publish the step afresh; where it went, or `None` when the record
     /// changed or went meanwhile. The payload it named is left to
     /// `grid gc --remote`, as an upload no record names.
-    fn set_aside(&self, kind: StepKind, key: &StepKey, found: &[u8]) -> Result<Option<String>, CacheError> {
+    fn set_aside<K: Kind>(&self, kind: K, key: &StepKey, found: &[u8]) -> Result<Option<String>, CacheError> {
         let path = Self::record_path(kind, key);
         if self.store.get(&path).map_err(|e| self.error(e))?.as_deref() != Some(found) {
             return Ok(None);
@@ -251,15 +256,15 @@ impl Remote {
     }
 
     /// Whether the remote holds a record for the step.
-    pub fn holds(&self, kind: StepKind, key: &StepKey) -> Result<bool, CacheError> {
+    pub fn holds<K: Kind>(&self, kind: K, key: &StepKey) -> Result<bool, CacheError> {
         Ok(matches!(self.entry(kind, key)?, RemoteEntry::Published(_)))
     }
 
     /// Downloads the step into `cache` (which must not hold it; the caller
     /// holds the step's lock) and installs it there once every file checks out.
     /// A copy that fails its check is set aside (see the module's notes).
-    pub fn pull(&self, cache: &Cache, kind: StepKind, key: &StepKey) -> Result<Pulled, CacheError> {
-        let damaged = |why: String, found: &[u8]| -> Result<Pulled, CacheError> {
+    pub fn pull<K: Kind>(&self, cache: &Cache, kind: K, key: &StepKey) -> Result<Pulled<K>, CacheError> {
+        let damaged = |why: String, found: &[u8]| -> Result<Pulled<K>, CacheError> {
             Ok(Pulled::Damaged { why, set_aside: self.set_aside(kind, key, found)? })
         };
         let (published, found) = match self.read_record(kind, key)? {
@@ -292,7 +297,7 @@ impl Remote {
 
     /// Publishes a step of `cache` (valid there) to the remote: its payload
     /// into a folder of this writer's, then its record, create-only.
-    pub fn push(&self, cache: &Cache, manifest: &Manifest) -> Result<Pushed, CacheError> {
+    pub fn push<K: Kind>(&self, cache: &Cache, manifest: &Manifest<K>) -> Result<Pushed, CacheError> {
         let (kind, key) = (manifest.kind, &manifest.key);
         let record = Self::record_path(kind, key);
         match self.read_record(kind, key)? {
@@ -378,34 +383,34 @@ impl Remote {
 impl Cache {
     /// Whether the step is in this cache, or on the remote behind it; a
     /// remote that cannot be asked counts as not holding it.
-    pub fn available(&self, kind: StepKind, key: &StepKey) -> bool {
+    pub fn available<K: Kind>(&self, kind: K, key: &StepKey) -> bool {
         matches!(self.lookup(kind, key), Ok(Some(_)))
             || self.remote().is_some_and(|remote| matches!(remote.holds(kind, key), Ok(true)))
     }
 
     /// Reads ahead the remote's records of those of `steps` this cache
     /// lacks (see [`Remote::prefetch`]); nothing without a remote.
-    pub fn prefetch_remote<'a>(&self, steps: impl IntoIterator<Item = (StepKind, &'a StepKey)>) {
+    pub fn prefetch_remote<'a, K: Kind>(&self, steps: impl IntoIterator<Item = (K, &'a StepKey)>) {
         let Some(remote) = self.remote() else { return };
-        let lacking: Vec<(StepKind, &StepKey)> =
+        let lacking: Vec<(K, &StepKey)> =
             steps.into_iter().filter(|(kind, key)| !matches!(self.lookup(*kind, key), Ok(Some(_)))).collect();
         remote.prefetch(&lacking);
     }
 
     /// `cache/<kind>/<key[0..2]>/<key>.published`: the remotes known to hold
     /// the step (their locations, one per line), so that a run does not ask.
-    fn published_path(&self, kind: StepKind, key: &StepKey) -> std::path::PathBuf {
+    fn published_path<K: Kind>(&self, kind: K, key: &StepKey) -> std::path::PathBuf {
         self.root.join(kind.name()).join(&key.as_str()[..2]).join(format!("{}.published", key.as_str()))
     }
 
     /// Whether this cache remembers that the remote at `location` holds the step.
-    pub fn known_published(&self, kind: StepKind, key: &StepKey, location: &str) -> bool {
+    pub fn known_published<K: Kind>(&self, kind: K, key: &StepKey, location: &str) -> bool {
         std::fs::read_to_string(self.published_path(kind, key)).is_ok_and(|text| text.lines().any(|l| l == location))
     }
 
     /// Remembers that the remote at `location` holds the step. Only saves a
     /// question later: a lost write costs one request.
-    fn mark_published(&self, kind: StepKind, key: &StepKey, location: &str) {
+    fn mark_published<K: Kind>(&self, kind: K, key: &StepKey, location: &str) {
         if self.known_published(kind, key, location) {
             return;
         }

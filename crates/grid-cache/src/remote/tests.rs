@@ -2,16 +2,17 @@ use std::fs;
 use std::path::Path;
 
 use super::*;
+use crate::kind::testing::StepKind;
 use crate::{InputRef, StepKey};
 
-fn publish(cache: &Cache, params: serde_json::Value, payload: &[(&str, &str)]) -> Manifest {
+fn publish(cache: &Cache, params: serde_json::Value, payload: &[(&str, &str)]) -> Manifest<StepKind> {
     let key = StepKey::compute(StepKind::Train, &params, &[]);
     let _lock = cache.lock(StepKind::Train, &key).unwrap();
     let staging = cache.begin(StepKind::Train, &key).unwrap();
     for (name, body) in payload {
         fs::write(staging.dir.join(name), body).unwrap();
     }
-    cache.publish(staging, "train/x", &params, Vec::<InputRef>::new(), 2.5, "cpu").unwrap()
+    cache.publish(staging, "train/x", &params, Vec::<InputRef<StepKind>>::new(), 2.5, "cpu").unwrap()
 }
 
 /// The objects of the remote folder, relative to it.
@@ -140,7 +141,7 @@ fn a_record_naming_another_step_or_a_path_outside_its_folder_is_damaged() {
     let manifest = publish(&cache, serde_json::json!({"x": 4}), &[("model.bin", "w")]);
     remote.push(&cache, &manifest).unwrap();
     let record_path = remote_dir.join(Remote::record_path(StepKind::Train, &manifest.key));
-    let mut record: Published = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
+    let mut record: Published<StepKind> = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
     record.manifest.files[0].name = "../../escape".into();
     fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
     assert!(matches!(remote.entry(StepKind::Train, &manifest.key).unwrap(), RemoteEntry::Damaged(_)));
@@ -226,5 +227,5 @@ fn prefetched_records_answer_once_and_then_the_remote_is_asked_again() {
     let with_remote = Cache::open(dir.path().join("a")).unwrap().with_remote(Remote::folder(&remote_dir).unwrap());
     with_remote.prefetch_remote([(StepKind::Train, &held.key), (StepKind::Train, &absent)]);
     let read_ahead = with_remote.remote().unwrap().prefetched.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    assert_eq!(read_ahead, [(StepKind::Train, absent)]);
+    assert_eq!(read_ahead, [Remote::record_path(StepKind::Train, &absent)]);
 }

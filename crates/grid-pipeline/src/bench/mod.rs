@@ -20,9 +20,10 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::Serialize;
 
 use crate::dag::Plan;
+use crate::step_kind::StepKind;
 use crate::steps::Work;
 use crate::steps::attribute::{self, Options, Prepared};
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_core::backend::Compute;
 use grid_core::buckets::Buckets;
 use grid_core::model::checkpoint;

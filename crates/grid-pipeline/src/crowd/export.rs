@@ -12,8 +12,9 @@ use super::html;
 use super::study::{self, ExplainedExample, ExportOptions, Study, TaskKind};
 use crate::dag::Plan;
 use crate::io::read_jsonl;
+use crate::step_kind::StepKind;
 use crate::steps::attribute::{self, AttributedExample};
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_methods::metrics::{WordAggregation, words};
 
 pub const TASKS_CSV: &str = "tasks.csv";

@@ -17,7 +17,8 @@ use super::study::{self, Study};
 use super::tables;
 use crate::dag::Plan;
 use crate::spec::Grid;
-use grid_cache::{Cache, StepKey, StepKind};
+use crate::step_kind::StepKind;
+use grid_cache::{Cache, StepKey};
 
 const IMPORTED: &str = "imported.json";
 

@@ -38,9 +38,10 @@ mod images;
 
 use super::Plan;
 use crate::spec::DatasetSpec;
+use crate::step_kind::StepKind;
 use crate::steps::Work;
 use crate::steps::corpus::{self, ResolvedFiles};
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_core::backend::placement::Measurements;
 use grid_methods::metrics::erasure;
 
@@ -395,7 +396,7 @@ struct Finished {
 /// manifest, or (a manifest from before records) counted from `plan`.
 fn history(plan: &Plan, cache: &Cache, inputs: &Inputs) -> Vec<Finished> {
     let in_plan: HashMap<&str, usize> = plan.steps.iter().enumerate().map(|(i, s)| (s.key.as_str(), i)).collect();
-    let manifests: Vec<grid_cache::Manifest> =
+    let manifests: Vec<grid_cache::Manifest<StepKind>> =
         StepKind::ALL.iter().flat_map(|&kind| cache.manifests(kind).unwrap_or_default()).collect();
     let shares = wall_shares(&manifests);
     manifests
@@ -508,7 +509,7 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
 /// among the steps that ran at the same time (`grid run -j 2` runs two steps
 /// at once, each slower than alone, and the run takes about the sum of the
 /// shares). From the manifests' finish times and durations.
-fn wall_shares(finished: &[grid_cache::Manifest]) -> Vec<f64> {
+fn wall_shares(finished: &[grid_cache::Manifest<StepKind>]) -> Vec<f64> {
     let mut shares = vec![0.0; finished.len()];
     // (time, starts, step): ends sort before starts at the same instant.
     let mut events: Vec<(f64, bool, usize)> = Vec::new();
@@ -1017,7 +1018,7 @@ mod tests {
                 "kind": "train", "key": "00", "version": 1, "label": "x", "params": {}, "inputs": [],
                 "files": [], "finished_at": finished_at, "seconds": seconds, "grid_version": "0", "device": "cpu",
             });
-            serde_json::from_value::<grid_cache::Manifest>(text).unwrap()
+            serde_json::from_value::<grid_cache::Manifest<StepKind>>(text).unwrap()
         };
         // 0–10 alone, 10–20 with the second (which ran 10–30), 30–35 a third alone.
         let shares = wall_shares(&[manifest(20, 20.0), manifest(30, 20.0), manifest(35, 5.0)]);

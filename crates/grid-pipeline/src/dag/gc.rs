@@ -13,15 +13,16 @@ use grid_cache::{Cache, CacheError, FrozenPolicy, collect_frozen};
 use grid_core::backend::Precision;
 
 use super::{PlanError, PlanOptions, plan};
+use crate::step_kind::StepKind;
 
 /// What a collection removed (or, dry, would remove).
 #[derive(Debug)]
 pub struct Collected {
-    pub steps: GcSummary,
+    pub steps: GcSummary<StepKind>,
     /// Frozen grid texts no run has used for [`grid_cache::FROZEN_GRACE`].
     pub frozen: Vec<PathBuf>,
     /// The remote cache's collection, when the cache has one (`--remote`).
-    pub remote: Option<grid_cache::remote::gc::RemoteGcSummary>,
+    pub remote: Option<grid_cache::remote::gc::RemoteGcSummary<StepKind>>,
 }
 
 #[derive(Debug, thiserror::Error)]

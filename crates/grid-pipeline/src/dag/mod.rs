@@ -27,8 +27,9 @@ pub mod slurm;
 pub mod stale;
 pub mod status;
 
+use crate::step_kind::StepKind;
 use crate::steps::Work;
-use grid_cache::{StepKey, StepKind};
+use grid_cache::StepKey;
 
 pub use plan::{PlanError, PlanOptions, plan};
 pub use run::{RunOptions, RunOutcome, StepStatus, Verbosity, execute};

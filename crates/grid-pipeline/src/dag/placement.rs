@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 
 use super::{Plan, Step};
+use crate::step_kind::StepKind;
 use crate::steps::Work;
-use grid_cache::{Cache, StepKind};
+use grid_cache::Cache;
 use grid_core::backend::DeviceChoice;
 use grid_core::backend::placement::{self, Measurements, Model, ModelWork, Placed};
 

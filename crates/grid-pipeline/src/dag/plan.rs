@@ -5,8 +5,9 @@ mod images;
 use std::path::{Path, PathBuf};
 
 use crate::architectures::AssetError;
+use crate::step_kind::StepKind;
 use crate::steps::verify::Chance;
-use grid_cache::{Cache, CacheError, StepKey, StepKind};
+use grid_cache::{Cache, CacheError, StepKey};
 use grid_core::backend::Precision;
 use grid_methods::shortcut::{Regime, ShortcutKind, ShortcutOptions, ShortcutTokens};
 

@@ -12,7 +12,8 @@
 use serde_json::{Value, json};
 
 use super::{Plan, Step};
-use grid_cache::{Cache, CacheError, ContentKey, Manifest, StepKind};
+use crate::step_kind::StepKind;
+use grid_cache::{Cache, CacheError, ContentKey, Manifest};
 
 /// The payload files a step of `kind` reads from each of its inputs, for the
 /// kinds that read less than the whole payload.
@@ -35,7 +36,7 @@ fn files_read(kind: StepKind) -> Option<&'static [&'static str]> {
 /// The content key of a step of `kind` at `version` with `params`, from the
 /// manifests of its inputs (in input order); `None` for a kind that reads its
 /// inputs whole, or when an input lacks a file the kind reads.
-pub fn content_key(kind: StepKind, version: u32, params: &Value, inputs: &[Manifest]) -> Option<ContentKey> {
+pub fn content_key(kind: StepKind, version: u32, params: &Value, inputs: &[Manifest<StepKind>]) -> Option<ContentKey> {
     let files = files_read(kind)?;
     let read = inputs
         .iter()
@@ -70,7 +71,7 @@ pub fn content_key(kind: StepKind, version: u32, params: &Value, inputs: &[Manif
 /// the same work under another key.
 pub struct SameWork {
     pub content_key: ContentKey,
-    pub published: Option<Manifest>,
+    pub published: Option<Manifest<StepKind>>,
 }
 
 /// For a step whose inputs are published: its content key and a result to
@@ -79,7 +80,7 @@ pub fn find(plan: &Plan, cache: &Cache, step: &Step) -> Result<Option<SameWork>,
     if files_read(step.kind).is_none() {
         return Ok(None);
     }
-    let inputs: Option<Vec<Manifest>> = step
+    let inputs: Option<Vec<Manifest<StepKind>>> = step
         .inputs
         .iter()
         .map(|&j| {
@@ -114,11 +115,11 @@ pub fn outlook(plan: &Plan, cache: &Cache, step: &Step) -> Result<Option<String>
 /// A published step's content key: as its manifest records it, or (for a
 /// manifest written before content keys) from the manifests of its inputs,
 /// while the cache still holds them.
-fn recorded(cache: &Cache, step: &Manifest) -> Option<ContentKey> {
+fn recorded(cache: &Cache, step: &Manifest<StepKind>) -> Option<ContentKey> {
     if let Some(key) = &step.content_key {
         return Some(key.clone());
     }
-    let inputs: Vec<Manifest> =
+    let inputs: Vec<Manifest<StepKind>> =
         step.inputs.iter().map(|input| cache.manifest(input.kind, &input.key)).collect::<Option<_>>()?;
     content_key(step.kind, step.version, &step.params, &inputs)
 }
@@ -128,7 +129,7 @@ mod tests {
     use super::*;
     use grid_cache::{PayloadFile, StepKey};
 
-    fn data(kind: StepKind, params: Value, files: &[(&str, &str)]) -> Manifest {
+    fn data(kind: StepKind, params: Value, files: &[(&str, &str)]) -> Manifest<StepKind> {
         Manifest {
             kind,
             key: StepKey::compute(kind, &params, &[]),
@@ -150,7 +151,7 @@ mod tests {
         }
     }
 
-    fn synth(kind: &str, test: &str) -> Manifest {
+    fn synth(kind: &str, test: &str) -> Manifest<StepKind> {
         data(
             StepKind::Synth,
             json!({ "kind": kind, "test": test }),
@@ -161,7 +162,7 @@ mod tests {
     #[test]
     fn a_training_is_keyed_by_the_splits_it_reads_not_by_the_test_split() {
         let params = json!({ "lr": 0.001 });
-        let key = |input: Manifest| content_key(StepKind::Train, 1, &params, &[input]).unwrap();
+        let key = |input: Manifest<StepKind>| content_key(StepKind::Train, 1, &params, &[input]).unwrap();
         let base = key(synth("st", "a"));
         assert_eq!(base, key(synth("st", "b")), "another test split, another synth key: the same training");
         assert_ne!(base, key(synth("tic", "a")), "the planted rule decides which examples are marked");

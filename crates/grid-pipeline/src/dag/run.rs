@@ -13,8 +13,9 @@ use super::Plan;
 use super::executor::in_process::InputPull;
 use super::executor::{ChildProcess, Executors, Finished, InProcess, Job, StepCommand};
 use super::schedule::{Limits, Schedule};
+use crate::step_kind::StepKind;
 use crate::steps;
-use grid_cache::{Cache, CacheError, StepKind};
+use grid_cache::{Cache, CacheError};
 use grid_core::backend::Compute;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,7 +57,7 @@ pub enum StepStatus {
     /// inputs differ only in what it does not read; see `dag::reuse`).
     Reused {
         /// The step whose result it took.
-        from: grid_cache::InputRef,
+        from: grid_cache::InputRef<StepKind>,
     },
     Failed {
         error: String,
@@ -69,7 +70,7 @@ pub enum StepStatus {
 
 impl StepStatus {
     /// How a step this run published went, from its manifest.
-    pub fn of_published(manifest: &grid_cache::Manifest) -> StepStatus {
+    pub fn of_published(manifest: &grid_cache::Manifest<StepKind>) -> StepStatus {
         match &manifest.reused_from {
             Some(from) => StepStatus::Reused { from: from.clone() },
             None => StepStatus::Ran { seconds: manifest.seconds },
@@ -86,7 +87,7 @@ impl StepStatus {
 }
 
 /// Where a reused step's result came from, for a run's log.
-pub fn reused_from(from: &grid_cache::InputRef) -> String {
+pub fn reused_from(from: &grid_cache::InputRef<StepKind>) -> String {
     format!("cached as {}, whose inputs differ only in what this step does not read", from.short_name())
 }
 
@@ -170,7 +171,7 @@ fn bar_style() -> ProgressStyle {
 /// Runs every step the cache lacks.
 pub fn execute(plan: &Plan, cache: &Cache, options: &RunOptions) -> Result<RunOutcome, CacheError> {
     // What killed processes left half-written; the steps themselves rerun.
-    for leftover in cache.sweep_leftovers(false)? {
+    for leftover in cache.sweep_leftovers::<StepKind>(false)? {
         if options.verbosity >= Verbosity::Verbose {
             eprintln!("removed {} (left by an interrupted step)", leftover.display());
         }

@@ -7,7 +7,7 @@
 //! shows, so a doomed grid fails before any model trains).
 
 use super::{Plan, StepStatus};
-use grid_cache::StepKind;
+use crate::step_kind::StepKind;
 
 /// How many steps may run at once.
 #[derive(Debug, Clone, Copy)]

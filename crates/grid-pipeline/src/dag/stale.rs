@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use grid_cache::{Cache, StepKey, StepKind};
+use crate::step_kind::StepKind;
+use grid_cache::{Cache, StepKey};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum StaleReason {
@@ -100,7 +101,7 @@ pub fn explain(
     if cache.has_leftover(kind, key) {
         return StaleReason::Incomplete;
     }
-    let Some(previous) = cache.label_record(label) else {
+    let Some(previous) = cache.label_record::<StepKind>(label) else {
         return StaleReason::NeverRun;
     };
     if previous.key == *key {

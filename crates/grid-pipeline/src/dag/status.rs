@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use super::Plan;
 use super::slurm::OnSlurm;
 use super::stale;
-use grid_cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile, StepKind};
+use crate::step_kind::StepKind;
+use grid_cache::{Cache, CacheError, Entry, Failure, InputRef, Manifest, PayloadFile};
 
 /// One step's state, most telling first: a result that can be served, one that
 /// is being computed, one that failed, one that cannot be trusted, or none.
@@ -104,7 +105,7 @@ pub fn state_of(
     cache: &Cache,
     index: usize,
     slurm: &HashMap<usize, OnSlurm>,
-) -> Result<(StepState, Option<Manifest>), CacheError> {
+) -> Result<(StepState, Option<Manifest<StepKind>>), CacheError> {
     let step = &plan.steps[index];
     let entry = cache.entry(step.kind, &step.key)?;
     if let Entry::Valid(manifest) = entry {
@@ -136,7 +137,7 @@ pub fn state_of(
         let progress = stale::kept_progress(cache, step.kind, &step.key).map(|kept| kept.to_string());
         return Ok((StepState::Running { progress }, None));
     }
-    if let Some(Failure { error, at, log, .. }) = cache.failure(&step.key) {
+    if let Some(Failure { error, at, log, .. }) = cache.failure::<StepKind>(&step.key) {
         let log = log.map(|p| p.display().to_string());
         return Ok((StepState::Failed { error, at, log }, None));
     }

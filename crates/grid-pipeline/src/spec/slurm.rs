@@ -20,7 +20,7 @@
 
 use serde::Deserialize;
 
-use grid_cache::StepKind;
+use crate::step_kind::StepKind;
 
 /// Resources of one job; unset keys are left to the cluster's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -7,10 +7,11 @@ use super::{Executor, Finished, Job};
 use crate::context::StepContext;
 use crate::dag::StepStatus;
 use crate::dag::reuse::SameWork;
+use crate::step_kind::StepKind;
 use crate::steps;
 use grid_cache::remote::lease::{Lease, Leased, lease_term};
 use grid_cache::remote::{Pulled, Pushed, set_aside_note};
-use grid_cache::{Cache, Entry, InputRef, Manifest, StepKey, StepKind};
+use grid_cache::{Cache, Entry, InputRef, Manifest, StepKey};
 use grid_core::backend::Compute;
 use grid_core::train::Snapshots;
 
@@ -209,7 +210,7 @@ fn take_lease(
 /// Publishes a step just computed here to the remote cache, if there is
 /// one. A failure there is a warning: the result is safe in the local
 /// cache, and the next run publishes it.
-fn push(cache: &Cache, manifest: &Manifest, label: &str, log: &(dyn Fn(String) + Sync)) {
+fn push(cache: &Cache, manifest: &Manifest<StepKind>, label: &str, log: &(dyn Fn(String) + Sync)) {
     let Some(remote) = cache.remote() else { return };
     match remote.push(cache, manifest) {
         Ok(Pushed::Uploaded { bytes }) => {

@@ -11,7 +11,8 @@ pub mod worker;
 use indicatif::ProgressBar;
 
 use super::{Plan, StepStatus};
-use grid_cache::{Cache, StepKind};
+use crate::step_kind::StepKind;
+use grid_cache::Cache;
 
 pub use child_process::ChildProcess;
 pub use in_process::InProcess;

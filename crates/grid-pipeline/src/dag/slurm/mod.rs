@@ -30,6 +30,7 @@ use super::Plan;
 use super::executor::StepCommand;
 use super::run::{RunOutcome, StepStatus, Verbosity, outcome};
 use crate::spec::slurm::SlurmSpec;
+use crate::step_kind::StepKind;
 use grid_cache::Cache;
 
 pub struct SlurmOptions<'a> {
@@ -70,7 +71,7 @@ impl Submission {
 /// Submits every step the cache lacks and no queued or running task
 /// computes already.
 pub fn submit(plan: &Plan, cache: &Cache, options: &SlurmOptions) -> Result<Submission> {
-    cache.sweep_leftovers(false)?;
+    cache.sweep_leftovers::<StepKind>(false)?;
     let queue = sbatch::queued_tasks()?;
     let mut pending = Vec::with_capacity(plan.steps.len());
     let mut tasks = HashMap::new();
@@ -213,7 +214,7 @@ pub fn wait(
                     let input = &plan.steps[j];
                     cache.lookup(input.kind, &input.key).ok().flatten().is_none()
                 });
-                Some(match cache.failure(&step.key) {
+                Some(match cache.failure::<StepKind>(&step.key) {
                     Some(f) => StepStatus::Failed {
                         error: match f.log {
                             Some(log) => format!("{} (Slurm task {task}, log {})", f.error, log.display()),

@@ -51,7 +51,7 @@ pub fn read(cache: &Cache, key: &StepKey) -> Option<Queued> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grid_cache::StepKind;
+    use crate::step_kind::StepKind;
 
     #[test]
     fn a_submission_is_remembered_per_key() {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dag::Plan;
-use grid_cache::StepKind;
+use crate::step_kind::StepKind;
 
 /// Steps of a `small` array task: each starts a `grid step` that plans the
 /// grid once and then runs them one after the other.

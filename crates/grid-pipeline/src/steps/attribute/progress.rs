@@ -164,7 +164,7 @@ impl Progress {
 pub fn inputs_digest(inputs: &[PathBuf]) -> String {
     let mut text = String::new();
     for folder in inputs {
-        match crate::io::read_json::<grid_cache::Manifest>(&folder.join("manifest.json")) {
+        match crate::io::read_json::<grid_cache::Manifest<crate::step_kind::StepKind>>(&folder.join("manifest.json")) {
             Ok(manifest) => {
                 for file in manifest.files {
                     text.push_str(&format!("{} {} {}\n", file.name, file.bytes, file.sha256));
@@ -393,17 +393,17 @@ mod binding {
     fn the_inputs_digest_follows_the_payload_checksums() {
         let dir = tempfile::tempdir().unwrap();
         let cache = grid_cache::Cache::open(dir.path()).unwrap();
-        let key = grid_cache::StepKey::compute(grid_cache::StepKind::Train, &serde_json::json!({}), &[]);
-        let staging = cache.begin(grid_cache::StepKind::Train, &key).unwrap();
+        let key = grid_cache::StepKey::compute(crate::step_kind::StepKind::Train, &serde_json::json!({}), &[]);
+        let staging = cache.begin(crate::step_kind::StepKind::Train, &key).unwrap();
         fs::write(staging.dir.join("model.safetensors"), "weights").unwrap();
         cache.publish(staging, "train/x", &serde_json::json!({}), Vec::new(), 1.0, "cpu").unwrap();
-        let folder = cache.step_dir(grid_cache::StepKind::Train, &key);
+        let folder = cache.step_dir(crate::step_kind::StepKind::Train, &key);
         let first = inputs_digest(std::slice::from_ref(&folder));
         assert_eq!(first, inputs_digest(std::slice::from_ref(&folder)));
 
         // Trained again under the same key: other weights, another digest.
         fs::remove_dir_all(&folder).unwrap();
-        let staging = cache.begin(grid_cache::StepKind::Train, &key).unwrap();
+        let staging = cache.begin(crate::step_kind::StepKind::Train, &key).unwrap();
         fs::write(staging.dir.join("model.safetensors"), "other weights").unwrap();
         cache.publish(staging, "train/x", &serde_json::json!({}), Vec::new(), 1.0, "cpu").unwrap();
         assert_ne!(first, inputs_digest(std::slice::from_ref(&folder)));

@@ -721,7 +721,8 @@ def main():
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
 
-    lines = [json.loads(line) for line in pathlib.Path(args.dump).read_text().splitlines() if line.strip()]
+    # "\n" only: `splitlines` also splits at U+2028 inside a JSON string.
+    lines = [json.loads(line) for line in pathlib.Path(args.dump).read_text().split("\n") if line.strip()]
     cells = sorted({line["cell"] for line in lines})
     cell = args.cell or (cells[0] if len(cells) == 1 else None)
     if cell not in cells:

@@ -81,7 +81,9 @@ def main():
     index = {w: i for i, w in enumerate(words)}
     unk = index["[UNK]"]
     examples = []
-    for number, line in enumerate(args.data.read_text().splitlines(), 1):
+    # Lines end at "\n" only: `splitlines` also splits at U+2028 and U+0085,
+    # which IMDB's reviews hold inside their JSON strings.
+    for number, line in enumerate(args.data.read_text().split("\n"), 1):
         if not line.strip():
             continue
         try:

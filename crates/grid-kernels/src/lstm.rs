@@ -21,11 +21,51 @@ use crate::dispatch::{Loop, widest};
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
 use crate::math::{self, GROUP, load_group, store_group};
 use crate::matmul::gemm;
+use crate::packed::{PackedLhs, multiply_strided};
 use crate::rescale::NEAR;
 
 /// Rows × hidden units from which a step's element-wise pass is split over
 /// threads.
 const PARALLEL_ELEMENTS: usize = 8192;
+
+/// Rows of a step's product per task on the threads: one block of the
+/// packed kernel.
+const ROWS_PER_TASK: usize = 8;
+
+/// `dst [m, n] = a [m, k] · b [k, n]`, all row-major: one time step's
+/// product with the recurrent weight (or its transpose). The weight is the
+/// same at every step, yet `gemm` packed it again at each, and through
+/// strides for its transpose: packing took 1.3–1.8× the multiply-adds' time
+/// in the recurrence's products (perf, the IMDB BiLSTM at 128 units). Where
+/// the CPU has AVX-512 the packed kernel reads both operands in place
+/// ([`multiply_strided`]), its blocks of rows on the threads; a value is
+/// the sum over `k` in order, whatever the threads. Elsewhere `gemm`.
+fn step_product((m, n, k): (usize, usize, usize), dst: &mut [f32], a: &[f32], b: &[f32]) {
+    if !PackedLhs::available() {
+        gemm(false, (m, n, k), (dst, n), a, (k, 1), b, (n, 1));
+        return;
+    }
+    let task = |(block, dst): (usize, &mut [f32])| {
+        let rows = dst.len() / n;
+        multiply_strided((&a[block * ROWS_PER_TASK * k..], k), (b, n), (rows, n, k), dst, false);
+    };
+    if m * n * k >= 1 << 20 {
+        dst[..m * n].par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(task);
+    } else {
+        dst[..m * n].chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(task);
+    }
+}
+
+/// `w` `[rows, columns]` transposed, `[columns, rows]`.
+fn transposed(w: &[f32], (rows, columns): (usize, usize)) -> Vec<f32> {
+    let mut out = vec![0.0f32; rows * columns];
+    for (c, out) in out.chunks_exact_mut(rows).enumerate() {
+        for (r, value) in out.iter_mut().enumerate() {
+            *value = w[r * columns + c];
+        }
+    }
+    out
+}
 
 /// Sizes of one recurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,7 +226,7 @@ pub fn forward(dims: Dims, order: Order, projected: &[f32], weight_hh: &[f32], k
         // taken alone, not accumulated onto the inputs, so that its rounding
         // does not depend on how many rows the batch has.
         if step > 0 {
-            gemm(false, (batch, width, hidden), (&mut gates, width), &previous, (hidden, 1), weight_hh, (width, 1));
+            step_product((batch, width, hidden), &mut gates, &previous, weight_hh);
         }
         let update = |(row, (((((g, pre), c), tc), h), all)): (usize, RowOfStep)| {
             let at = order.position(row, step);
@@ -267,6 +307,8 @@ pub fn backward(
     let mut grad_gates = vec![0.0f32; batch * width];
     let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
     let mut grad_cell = vec![0.0f32; batch * hidden];
+    // W_hhᵀ `[4h, h]`, once for every step's product.
+    let weight_t = transposed(weight_hh, (hidden, width));
     if tape.pre_activations.is_some() {
         assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
     }
@@ -302,17 +344,9 @@ pub fn backward(
                 .enumerate()
                 .for_each(row_gradients);
         }
-        // dh_{t-1} = dgates_t · W_hhᵀ (W_hhᵀ read through strides).
+        // dh_{t-1} = dgates_t · W_hhᵀ.
         if step > 0 {
-            gemm(
-                false,
-                (batch, hidden, width),
-                (&mut grad_hidden, hidden),
-                &grad_gates,
-                (width, 1),
-                weight_hh,
-                (1, width),
-            );
+            step_product((batch, hidden, width), &mut grad_hidden, &grad_gates, &weight_t);
         }
     }
     if !weight_grad {
@@ -492,5 +526,57 @@ fn gate_multipliers(pair: &[StepValues; 2], grads: StepGradients, grad_cell: &mu
         store(out, 2 * hidden + j, dc * mean(own.gates, other.gates, j) * m_g);
         store(out, 3 * hidden + j, dh * mean(own.tanh_cells, other.tanh_cells, j) * m_o);
         store(grad_cell, j, dc * mean(own.gates, other.gates, hidden + j));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::wave;
+
+    /// `a · b` in f64, row-major.
+    fn naive((m, n, k): (usize, usize, usize), a: &[f32], b: &[f32]) -> Vec<f64> {
+        let mut out = vec![0.0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j])).sum();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_steps_product_is_the_product_on_one_thread_or_many() {
+        // A step of the forward recurrence and of the backward one (the
+        // transposed weight), the second large enough to run on the threads,
+        // and rows that do not fill the last block.
+        for (m, n, k) in [(5, 48, 12), (13, 20, 80), (64, 512, 128), (64, 128, 512)] {
+            let (a, b) = (wave(m * k, 0.3, 0.1), wave(k * n, 0.7, 0.2));
+            let mut dst = vec![f32::NAN; m * n];
+            step_product((m, n, k), &mut dst, &a, &b);
+            // f32 sums of k terms of magnitude ≤ 1.
+            let tolerance = 1e-6 * k as f64;
+            for (got, want) in dst.iter().zip(naive((m, n, k), &a, &b)) {
+                assert!((f64::from(*got) - want).abs() <= tolerance, "{m}×{n}×{k}: {got} vs {want}");
+            }
+            let mut on_one = vec![0.0f32; m * n];
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(|| step_product((m, n, k), &mut on_one, &a, &b));
+            assert_eq!(on_one, dst, "{m}×{n}×{k}: the threads change no value");
+        }
+    }
+
+    #[test]
+    fn transposed_swaps_rows_and_columns() {
+        let w = wave(3 * 5, 0.1, 0.0);
+        let t = transposed(&w, (3, 5));
+        for r in 0..3 {
+            for c in 0..5 {
+                assert_eq!(t[c * 3 + r], w[r * 5 + c]);
+            }
+        }
     }
 }

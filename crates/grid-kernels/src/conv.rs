@@ -40,6 +40,7 @@ use std::thread::LocalKey;
 use rayon::prelude::*;
 
 use crate::chunks::{as_uninit, written};
+use crate::layout::transpose;
 use crate::matmul::{Threads, product, product_into};
 use crate::packed::{PackedLhs, multiply_strided};
 
@@ -784,43 +785,6 @@ const BLOCK_VALUES: usize = 1 << 15;
 /// (four per thread on two cores).
 const WEIGHT_BLOCKS: usize = 8;
 
-/// `to [columns, rows] = fromᵀ` for `from` `[rows, columns]`: 8 × 8 tiles
-/// through a local array (which the compiler turns into register shuffles:
-/// element by element, this was 7% of the ResNet layers' products), in
-/// bands of tiles that keep both sides' lines in the cache; the edges one
-/// value at a time.
-fn transpose(from: &[f32], (rows, columns): (usize, usize), to: &mut [f32]) {
-    const T: usize = 8;
-    const BAND: usize = 32;
-    assert!(from.len() >= rows * columns && to.len() >= rows * columns, "transpose: sizes");
-    let (tiled_rows, tiled_columns) = (rows / T * T, columns / T * T);
-    for c1 in (0..tiled_columns).step_by(BAND) {
-        for r0 in (0..tiled_rows).step_by(T) {
-            for c0 in (c1..tiled_columns.min(c1 + BAND)).step_by(T) {
-                let mut tile = [[0.0f32; T]; T];
-                for (i, row) in tile.iter_mut().enumerate() {
-                    row.copy_from_slice(&from[(r0 + i) * columns + c0..][..T]);
-                }
-                for j in 0..T {
-                    let out: &mut [f32; T] = (&mut to[(c0 + j) * rows + r0..][..T]).try_into().unwrap();
-                    *out = std::array::from_fn(|i| tile[i][j]);
-                }
-            }
-        }
-    }
-    let one = |r: usize, c: usize, to: &mut [f32]| to[c * rows + r] = from[r * columns + c];
-    for r in 0..rows {
-        for c in tiled_columns..columns {
-            one(r, c, to);
-        }
-    }
-    for r in tiled_rows..rows {
-        for c in 0..tiled_columns {
-            one(r, c, to);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1036,21 +1000,6 @@ mod tests {
         let rhs = probed(&dims, &v, &weight, &probe);
         assert!((lhs - rhs).abs() < 1e-6 * rhs.abs().max(1.0) + 1e-3, "⟨∂x, v⟩ {lhs} vs ⟨probe, conv(v)⟩ {rhs}");
         batch_independence(dims);
-    }
-
-    /// The transpose of matrices with and without whole tiles.
-    #[test]
-    fn transpose_swaps_rows_and_columns() {
-        for (rows, columns) in [(8, 16), (13, 21), (3, 5), (32, 1024), (1, 9)] {
-            let from = wave(rows * columns, 0.31, 0.2);
-            let mut to = vec![f32::NAN; rows * columns];
-            transpose(&from, (rows, columns), &mut to);
-            for r in 0..rows {
-                for c in 0..columns {
-                    assert_eq!(to[c * rows + r], from[r * columns + c], "{rows} × {columns} at ({r}, {c})");
-                }
-            }
-        }
     }
 
     /// The weight gradient by its definition, in f64: `Σ` over images and

@@ -19,6 +19,7 @@ use wide::f32x8;
 
 use crate::dispatch::{Loop, widest};
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
+use crate::layout::transpose;
 use crate::math::{self, GROUP, load_group, store_group};
 use crate::matmul::gemm;
 use crate::packed::{PackedLhs, multiply_strided};
@@ -54,17 +55,6 @@ fn step_product((m, n, k): (usize, usize, usize), dst: &mut [f32], a: &[f32], b:
     } else {
         dst[..m * n].chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(task);
     }
-}
-
-/// `w` `[rows, columns]` transposed, `[columns, rows]`.
-fn transposed(w: &[f32], (rows, columns): (usize, usize)) -> Vec<f32> {
-    let mut out = vec![0.0f32; rows * columns];
-    for (c, out) in out.chunks_exact_mut(rows).enumerate() {
-        for (r, value) in out.iter_mut().enumerate() {
-            *value = w[r * columns + c];
-        }
-    }
-    out
 }
 
 /// Sizes of one recurrence.
@@ -308,7 +298,8 @@ pub fn backward(
     let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
     let mut grad_cell = vec![0.0f32; batch * hidden];
     // W_hhᵀ `[4h, h]`, once for every step's product.
-    let weight_t = transposed(weight_hh, (hidden, width));
+    let mut weight_t = vec![0.0f32; hidden * width];
+    transpose(weight_hh, (hidden, width), &mut weight_t);
     if tape.pre_activations.is_some() {
         assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
     }
@@ -566,17 +557,6 @@ mod tests {
                 .unwrap()
                 .install(|| step_product((m, n, k), &mut on_one, &a, &b));
             assert_eq!(on_one, dst, "{m}×{n}×{k}: the threads change no value");
-        }
-    }
-
-    #[test]
-    fn transposed_swaps_rows_and_columns() {
-        let w = wave(3 * 5, 0.1, 0.0);
-        let t = transposed(&w, (3, 5));
-        for r in 0..3 {
-            for c in 0..5 {
-                assert_eq!(t[c * 3 + r], w[r * 5 + c]);
-            }
         }
     }
 }

@@ -28,7 +28,7 @@ pub struct GcSummary<K> {
     pub kept: usize,
     /// Step folders left because another process holds their lock.
     pub busy: Vec<PathBuf>,
-    /// Staging<K> folders of killed attempts (`tmp/`), removed (or to remove).
+    /// Staging folders of killed attempts (`tmp/`), removed (or to remove).
     pub leftovers: Vec<PathBuf>,
     /// Size of `kernels/`, and whether it was removed.
     pub kernel_bytes: u64,

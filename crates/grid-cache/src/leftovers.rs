@@ -1,4 +1,4 @@
-//! Staging<K> folders that killed processes left behind. A step is written into
+//! Staging folders that killed processes left behind. A step is written into
 //! `<cache>/tmp/<kind>-<key>-<pid>` while its lock is held, then renamed into
 //! place; a process killed in between leaves the folder. Whoever can take the
 //! step's lock knows nobody is writing it, so the folder is garbage: the next

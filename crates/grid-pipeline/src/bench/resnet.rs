@@ -159,7 +159,8 @@ impl Work {
         match self {
             Work::Train => 3.0,
             Work::Forward => 1.0,
-            Work::Gradient => 2.0,
+            // An input gradient is a gradient map's work.
+            Work::Gradient => PixelMethod::Gradient.forward_passes(settings),
             Work::Map(method) => method.forward_passes(settings),
         }
     }

@@ -2,9 +2,28 @@
 //! for the same reason as [`super::init`]: reproducible under any backend and any
 //! number of concurrent steps.
 
+use std::cell::Cell;
+
 use burn::prelude::*;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+
+thread_local! {
+    /// Masks drawn from the backend's RNG so far on this thread (a training
+    /// run's forward passes run on its thread): a run snapshots itself
+    /// between evaluations only while this has not moved since it seeded
+    /// the backend (`crate::train::snapshot::Interrupted`).
+    static DEVICE_DRAWS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// See [`DEVICE_DRAWS`].
+pub fn device_draws() -> u64 {
+    DEVICE_DRAWS.get()
+}
+
+fn count_device_draw() {
+    DEVICE_DRAWS.set(DEVICE_DRAWS.get() + 1);
+}
 
 /// Dropout with masks from a host RNG. `None` (inference) is the identity.
 pub struct Noise<'a> {
@@ -49,6 +68,7 @@ impl<'a> Noise<'a> {
             return x;
         }
         let keep = 1.0 - p;
+        count_device_draw();
         let mask = x.random_like(burn::tensor::Distribution::Bernoulli(keep));
         x * mask.div_scalar(keep)
     }
@@ -71,6 +91,7 @@ impl<'a> Noise<'a> {
         let mut whole = x.dims();
         let rows = whole[dim];
         whole[dim] = len;
+        count_device_draw();
         let mask = Tensor::<B, D>::random(whole, burn::tensor::Distribution::Bernoulli(keep), &x.device());
         x * mask.narrow(dim, 0, rows).div_scalar(keep)
     }

@@ -18,8 +18,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, Schedule, TrainingSpec};
-use super::snapshot::LoopState;
+use super::snapshot::{DeviceSeed, Interrupted, LoopState};
 use super::{Diverged, Evaluation, LogEntry, RATE_TOLERANCE, Snapshots, Stopped, TrainSummary, adamw};
+use crate::model::noise::device_draws;
 use crate::model::shapes::ShapeLog;
 use crate::values::Share;
 
@@ -91,6 +92,14 @@ where
 
 /// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
 /// run's seed and the step).
+/// The value a [`DeviceSeed`] stands for.
+fn seed_value(seed: u64, seeded: DeviceSeed) -> u64 {
+    match seeded {
+        DeviceSeed::Start => seed,
+        DeviceSeed::Step(step) => device_seed(seed, step),
+    }
+}
+
 fn device_seed(seed: u64, step: usize) -> u64 {
     let mut z = seed ^ (step as u64).rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -128,6 +137,9 @@ where
     } = Settings::of(spec);
     #[cfg(test)]
     let _turn = super::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // What the backend's RNG was last seeded with, and its draws then (a
+    // snapshot between evaluations needs none since: see `Interrupted`).
+    let mut device_seeded = (DeviceSeed::Start, device_draws());
     B::seed(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
@@ -146,10 +158,19 @@ where
         optimizer = optimizer.load_record(loaded.optimizer);
         best = best.load_record(loaded.best);
         let batches_done = loaded.state.batches_done;
+        let interrupted = loaded.state.interrupted;
         tally = Tally::restored(loaded.state, shapes);
         rng.set_word_pos(loaded.epoch_rng_position);
         resume_in_epoch = Some((loaded.rng_position, batches_done));
-        B::seed(device, device_seed(seed, tally.step));
+        let reseed = match interrupted {
+            Some(Interrupted { loss_sum: sum, losses, device_seed }) => {
+                (loss_sum, loss_count) = (sum, losses);
+                device_seed
+            }
+            None => DeviceSeed::Step(tally.step),
+        };
+        B::seed(device, seed_value(seed, reseed));
+        device_seeded = (reseed, device_draws());
         last_snapshot.1 = Some(tally.step);
         (control.log)(format!("resuming from the snapshot at step {}", tally.step));
     }
@@ -166,7 +187,25 @@ where
         for batch_indices in batches.into_iter().skip(batches_done) {
             let step = tally.step;
             if (control.stop)() {
-                return Err(Stopped::Interrupted { step: step + 1, resumes_from: last_snapshot.1 });
+                // A snapshot of this step, unless one exists or the backend's
+                // RNG was drawn from since it was seeded (a resumed run could
+                // not put it back where it is).
+                let mut resumes_from = last_snapshot.1;
+                if let Some(snapshots) = snapshots
+                    && step > 0
+                    && last_snapshot.1 != Some(step)
+                    && device_draws() == device_seeded.1
+                {
+                    let position = [epoch_rng_position, rng.get_word_pos()];
+                    let mut state = tally.loop_state(position, batches_done, started.elapsed().as_secs_f64(), shapes);
+                    let (loss_sum, losses, device_seed) = (loss_sum, loss_count, device_seeded.0);
+                    state.interrupted = Some(Interrupted { loss_sum, losses, device_seed });
+                    match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
+                        Ok(()) => resumes_from = Some(step),
+                        Err(e) => (control.log)(format!("snapshot at step {step} not written: {e:#}")),
+                    }
+                }
+                return Err(Stopped::Interrupted { step: step + 1, resumes_from });
             }
             let Objective { loss: batch_loss, shape: [rows, time] } =
                 data.objective(&model, &batch_indices, &mut rng, device);
@@ -222,6 +261,7 @@ where
                 // be saved, so it starts again here from a seed of its own: a
                 // run resumed at this step draws what an unbroken run draws.
                 B::seed(device, device_seed(seed, step));
+                device_seeded = (DeviceSeed::Step(step), device_draws());
                 if let Some(snapshots) = snapshots
                     && step < max_steps
                     && snapshots.due(last_snapshot.0)
@@ -375,6 +415,7 @@ impl Tally {
             seconds: self.earlier_seconds + seconds,
             validation_seconds: self.validation_seconds,
             shapes: shapes.shapes(),
+            interrupted: None,
         }
     }
 }

@@ -230,7 +230,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let snapshots = Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
         let stopped = run(40, Some(&snapshots), Some(25));
-        assert!(matches!(stopped, Err(Stopped::Interrupted { resumes_from: Some(20), .. })), "{stopped:?}");
+        assert!(matches!(stopped, Err(Stopped::Interrupted { resumes_from: Some(25), .. })), "{stopped:?}");
         let (_, resumed) = run(40, Some(&snapshots), None).unwrap();
         let (_, unbroken) = run(40, None, None).unwrap();
         assert_eq!(resumed.log, unbroken.log);

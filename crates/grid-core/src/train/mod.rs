@@ -453,15 +453,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let snapshots = Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
         let stopped = fit_run(run(Some(&snapshots), Some(100)), |m| m).expect_err("stopped");
-        assert_eq!(stopped, Stopped::Interrupted { step: 101, resumes_from: Some(90) });
-        assert!(stopped.to_string().contains("resumes from the snapshot at step 90"), "{stopped}");
-        assert_eq!(Snapshots::step_in(&snapshots.dir), Some(90));
+        // The snapshot is the step it stopped at, between two evaluations
+        // (the BiLSTM draws its masks on the host).
+        assert_eq!(stopped, Stopped::Interrupted { step: 101, resumes_from: Some(100) });
+        assert!(stopped.to_string().contains("resumes from the snapshot at step 100"), "{stopped}");
+        assert_eq!(Snapshots::step_in(&snapshots.dir), Some(100));
         let folders = std::fs::read_dir(&snapshots.dir).unwrap().count();
-        assert_eq!(folders, 2, "snapshot.json and step-90 only");
+        assert_eq!(folders, 2, "snapshot.json and step-100 only");
 
         lines.lock().unwrap().clear();
         let (resumed, summary) = fit_run(run(Some(&snapshots), None), |m| m).unwrap();
-        assert_eq!(lines.lock().unwrap()[0], "resuming from the snapshot at step 90");
+        assert_eq!(lines.lock().unwrap()[0], "resuming from the snapshot at step 100");
         assert_eq!(summary.log, whole.log);
         assert_eq!((summary.steps, summary.best_step), (whole.steps, whole.best_step));
         assert_eq!(logits(&resumed), logits(&unbroken));
@@ -469,7 +471,7 @@ mod tests {
         // Stopped again, then a byte of the weights flipped.
         snapshots.clear();
         fit_run(run(Some(&snapshots), Some(70)), |m| m).expect_err("stopped");
-        let weights = snapshots.dir.join("step-60").join("model.mpk");
+        let weights = snapshots.dir.join("step-70").join("model.mpk");
         let mut bytes = std::fs::read(&weights).unwrap();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 1;

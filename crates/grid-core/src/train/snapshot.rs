@@ -4,7 +4,9 @@
 //! never stopped would have: bit for bit on one machine.
 //!
 //! A snapshot is taken at an evaluation step, at most every
-//! [`Snapshots::every`]: the weights, the optimizer's state (momentum, Adam's
+//! [`Snapshots::every`], and at the step a run is asked to stop (Ctrl-C,
+//! SIGTERM: a cluster's time limit, `timeout`) where that resumes exactly
+//! ([`Interrupted`]): the weights, the optimizer's state (momentum, Adam's
 //! moments), the best weights so far, and the loop's state — the step, the
 //! position of the host RNG at the start of the epoch and now, the batch the
 //! epoch is at, the log and the early-stopping state. On disk:
@@ -34,8 +36,10 @@ use super::LogEntry;
 use sha2::{Digest, Sha256};
 
 /// Bumped when the layout or the loop state changes: an older snapshot is then
-/// not used.
-const FORMAT: u32 = 1;
+/// not used, unless this version still reads it ([`READS`]). Format 2 added
+/// [`LoopState::interrupted`] (absent, format 1 reads the same).
+const FORMAT: u32 = 2;
+const READS: [u32; 2] = [1, FORMAT];
 
 const MANIFEST: &str = "snapshot.json";
 
@@ -68,6 +72,32 @@ pub struct LoopState {
     pub seconds: f64,
     pub validation_seconds: f64,
     pub shapes: Vec<[usize; 2]>,
+    /// Set on a snapshot taken between evaluations, when the run was asked
+    /// to stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+/// What a snapshot taken between two evaluations also needs: the training
+/// loss summed since the last evaluation (the next log line's), and what the
+/// backend's RNG was last seeded with. Such a snapshot is only taken when
+/// nothing was drawn from that RNG since (no dropout on the device: the
+/// BiLSTMs, ResNets and rationale models draw their masks on the host), so
+/// that seeding it again as it was puts it where the run left it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interrupted {
+    pub loss_sum: f64,
+    pub losses: usize,
+    pub device_seed: DeviceSeed,
+}
+
+/// What the backend's RNG was seeded with: the run's seed at its start, or
+/// the seed of an evaluation step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceSeed {
+    Start,
+    Step(usize),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -109,7 +139,7 @@ impl Snapshots {
     pub fn step_in(dir: &Path) -> Option<usize> {
         let text = fs::read_to_string(dir.join(MANIFEST)).ok()?;
         let manifest: Manifest = serde_json::from_str(&text).ok()?;
-        (manifest.format == FORMAT).then_some(manifest.state.step)
+        READS.contains(&manifest.format).then_some(manifest.state.step)
     }
 
     /// Whether a snapshot is due, `last` being when the previous one was taken.
@@ -189,8 +219,8 @@ impl Snapshots {
     {
         let manifest: Manifest = serde_json::from_str(text)
             .with_context(|| format!("{} does not parse", self.dir.join(MANIFEST).display()))?;
-        if manifest.format != FORMAT {
-            bail!("snapshot format {} (this version reads {FORMAT})", manifest.format);
+        if !READS.contains(&manifest.format) {
+            bail!("snapshot format {} (this version reads {READS:?})", manifest.format);
         }
         let position = |text: &str| -> Result<u128> {
             text.parse().with_context(|| format!("snapshot.json: RNG position `{text}` is not a number"))
@@ -266,11 +296,42 @@ mod tests {
             seconds: 1.0 / 3.0,
             validation_seconds: 0.1,
             shapes: vec![[16, 32]],
+            interrupted: Some(Interrupted { loss_sum: awkward, losses: 3, device_seed: DeviceSeed::Step(50) }),
         };
         let manifest = Manifest { format: FORMAT, state: state.clone(), files: Vec::new() };
         let text = serde_json::to_string_pretty(&manifest).unwrap();
         let back: Manifest = serde_json::from_str(&text).unwrap();
         assert_eq!(back.state, state);
         assert_eq!(back.state.best_accuracy.to_bits(), awkward.to_bits());
+    }
+
+    /// A snapshot of format 1 (taken at an evaluation step, before
+    /// snapshots between evaluations existed) still resumes a run; a format
+    /// this version does not know does not.
+    #[test]
+    fn format_1_snapshots_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = LoopState {
+            step: 250,
+            epoch_rng_position: "0".into(),
+            rng_position: "64".into(),
+            batches_done: 250,
+            best_step: 250,
+            best_accuracy: 0.5,
+            log: Vec::new(),
+            last_finite: Some(0.69),
+            seen: 16_000,
+            seconds: 60.0,
+            validation_seconds: 5.0,
+            shapes: Vec::new(),
+            interrupted: None,
+        };
+        for (format, readable) in [(1, true), (FORMAT, true), (FORMAT + 1, false)] {
+            let manifest = Manifest { format, state: state.clone(), files: Vec::new() };
+            let text = serde_json::to_string(&manifest).unwrap();
+            assert!(!text.contains("interrupted"), "format 1's fields only: {text}");
+            fs::write(dir.path().join(MANIFEST), text).unwrap();
+            assert_eq!(Snapshots::step_in(dir.path()), readable.then_some(250), "format {format}");
+        }
     }
 }

@@ -320,7 +320,9 @@ mod tests {
 
     /// With dropout drawn on the device, a run stopped part way and resumed
     /// from its snapshot ends with the weights of an unbroken run: the
-    /// backend's RNG is re-seeded at every evaluation step.
+    /// backend's RNG is re-seeded at every evaluation step, and a run that
+    /// drew from it since is not snapshotted where it stopped (it resumes
+    /// from the evaluation step). Without dropout it is, and resumes there.
     #[test]
     fn training_with_device_dropout_resumes_exactly() {
         use crate::train::recipe::{Optimizer, Schedule, TrainingSpec};
@@ -381,7 +383,13 @@ mod tests {
         assert_eq!(outputs(&resumed), outputs(&unbroken));
         // The masks matter: the same run without dropout ends elsewhere, so
         // the resumed run matched because it drew the same masks.
-        let (other, _) = run(0.0, None, None).unwrap();
+        let (other, other_summary) = run(0.0, None, None).unwrap();
         assert_ne!(outputs(&other), outputs(&unbroken));
+        let snapshots = Snapshots { dir: dir.path().join("resume without dropout"), ..snapshots };
+        let stopped = run(0.0, Some(&snapshots), Some(30)).expect_err("stopped");
+        assert_eq!(stopped, Stopped::Interrupted { step: 31, resumes_from: Some(30) });
+        let (resumed, summary) = run(0.0, Some(&snapshots), None).unwrap();
+        assert_eq!(summary.log, other_summary.log);
+        assert_eq!(outputs(&resumed), outputs(&other));
     }
 }

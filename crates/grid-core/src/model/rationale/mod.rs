@@ -544,7 +544,9 @@ mod tests {
 
     /// Training resumes from a snapshot and ends as an unbroken run does:
     /// the same log (selection rates included) and the same weights, the
-    /// selections sampled from the run's own stream.
+    /// selections sampled from the run's own stream. The snapshot is the
+    /// step the run was stopped at, between two evaluations (its masks come
+    /// from the host's RNG).
     #[test]
     fn a_stopped_run_resumes_and_ends_as_an_unbroken_one() {
         for selector in [SelectorKind::Rl, SelectorKind::Hardkuma] {
@@ -552,7 +554,8 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let snapshots =
                 crate::train::Snapshots { dir: dir.path().join("resume"), every: std::time::Duration::ZERO };
-            fit_resumable(config(selector), 3, 120, Some(&snapshots), Some(70)).expect_err("stopped");
+            let stopped = fit_resumable(config(selector), 3, 120, Some(&snapshots), Some(70)).expect_err("stopped");
+            assert_eq!(stopped, crate::train::Stopped::Interrupted { step: 71, resumes_from: Some(70) });
             let (resumed, summary) = fit_resumable(config(selector), 3, 120, Some(&snapshots), None).unwrap();
             assert_eq!(summary.log, whole.log, "{selector}");
             let probe = articles(20, 9);

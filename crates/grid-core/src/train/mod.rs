@@ -468,6 +468,14 @@ mod tests {
         assert_eq!((summary.steps, summary.best_step), (whole.steps, whole.best_step));
         assert_eq!(logits(&resumed), logits(&unbroken));
 
+        // Stopped before the first evaluation: resumed there all the same.
+        snapshots.clear();
+        let stopped = fit_run(run(Some(&snapshots), Some(10)), |m| m).expect_err("stopped");
+        assert_eq!(stopped, Stopped::Interrupted { step: 11, resumes_from: Some(10) });
+        let (resumed, summary) = fit_run(run(Some(&snapshots), None), |m| m).unwrap();
+        assert_eq!(summary.log, whole.log);
+        assert_eq!(logits(&resumed), logits(&unbroken));
+
         // Stopped again, then a byte of the weights flipped.
         snapshots.clear();
         fit_run(run(Some(&snapshots), Some(70)), |m| m).expect_err("stopped");

@@ -64,6 +64,7 @@ pub struct LoopState {
     /// Batches of the current epoch already taken.
     pub batches_done: usize,
     pub best_step: usize,
+    #[serde(with = "best_score")]
     pub best_accuracy: f64,
     pub log: Vec<LogEntry>,
     pub last_finite: Option<f64>,
@@ -76,6 +77,21 @@ pub struct LoopState {
     /// to stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interrupted>,
+}
+
+/// The best score so far: −∞ before the first evaluation, which JSON cannot
+/// hold (serde_json writes `null` and then refuses to read it back), so it
+/// is written as `null` and read back as −∞.
+mod best_score {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(score: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if score.is_finite() { serializer.serialize_some(score) } else { serializer.serialize_none() }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NEG_INFINITY))
+    }
 }
 
 /// What a snapshot taken between two evaluations also needs: the training
@@ -303,6 +319,12 @@ mod tests {
         let back: Manifest = serde_json::from_str(&text).unwrap();
         assert_eq!(back.state, state);
         assert_eq!(back.state.best_accuracy.to_bits(), awkward.to_bits());
+        // Before the first evaluation (a run stopped early): no best score yet.
+        let early = LoopState { best_accuracy: f64::NEG_INFINITY, log: Vec::new(), ..state };
+        let text =
+            serde_json::to_string(&Manifest { format: FORMAT, state: early.clone(), files: Vec::new() }).unwrap();
+        let back: Manifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.state, early);
     }
 
     /// A snapshot of format 1 (taken at an evaluation step, before

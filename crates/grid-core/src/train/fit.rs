@@ -90,8 +90,6 @@ where
     }
 }
 
-/// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
-/// run's seed and the step).
 /// The value a [`DeviceSeed`] stands for.
 fn seed_value(seed: u64, seeded: DeviceSeed) -> u64 {
     match seeded {
@@ -100,6 +98,8 @@ fn seed_value(seed: u64, seeded: DeviceSeed) -> u64 {
     }
 }
 
+/// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
+/// run's seed and the step).
 fn device_seed(seed: u64, step: usize) -> u64 {
     let mut z = seed ^ (step as u64).rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -124,17 +124,9 @@ where
     O: Optimizer<M, B>,
     D: Batches<B, M>,
 {
-    let Settings {
-        batch_size,
-        learning_rate,
-        schedule,
-        max_steps,
-        eval_every,
-        patience,
-        best_by,
-        stop_at_accuracy,
-        seed,
-    } = Settings::of(spec);
+    let settings = Settings::of(spec);
+    let Settings { batch_size, learning_rate, schedule, max_steps, eval_every, .. } = settings;
+    let Settings { patience, best_by, stop_at_accuracy, seed, .. } = settings;
     #[cfg(test)]
     let _turn = super::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // What the backend's RNG was last seeded with, and its draws then (a
@@ -157,18 +149,14 @@ where
         model = model.load_record(loaded.model);
         optimizer = optimizer.load_record(loaded.optimizer);
         best = best.load_record(loaded.best);
-        let batches_done = loaded.state.batches_done;
-        let interrupted = loaded.state.interrupted;
+        let (batches_done, interrupted) = (loaded.state.batches_done, loaded.state.interrupted);
         tally = Tally::restored(loaded.state, shapes);
         rng.set_word_pos(loaded.epoch_rng_position);
         resume_in_epoch = Some((loaded.rng_position, batches_done));
-        let reseed = match interrupted {
-            Some(Interrupted { loss_sum: sum, losses, device_seed }) => {
-                (loss_sum, loss_count) = (sum, losses);
-                device_seed
-            }
-            None => DeviceSeed::Step(tally.step),
-        };
+        // Taken between evaluations: the losses since the last one, and the
+        // seed the backend's RNG had (nothing was drawn from it since).
+        let reseed = interrupted.map_or(DeviceSeed::Step(tally.step), |i| i.device_seed);
+        (loss_sum, loss_count) = interrupted.map_or((0.0, 0), |i| (i.loss_sum, i.losses));
         B::seed(device, seed_value(seed, reseed));
         device_seeded = (reseed, device_draws());
         last_snapshot.1 = Some(tally.step);
@@ -190,21 +178,13 @@ where
                 // A snapshot of this step, unless one exists or the backend's
                 // RNG was drawn from since it was seeded (a resumed run could
                 // not put it back where it is).
-                let mut resumes_from = last_snapshot.1;
-                if let Some(snapshots) = snapshots
-                    && step > 0
-                    && last_snapshot.1 != Some(step)
-                    && device_draws() == device_seeded.1
-                {
-                    let position = [epoch_rng_position, rng.get_word_pos()];
-                    let mut state = tally.loop_state(position, batches_done, started.elapsed().as_secs_f64(), shapes);
-                    let (loss_sum, losses, device_seed) = (loss_sum, loss_count, device_seeded.0);
-                    state.interrupted = Some(Interrupted { loss_sum, losses, device_seed });
-                    match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
-                        Ok(()) => resumes_from = Some(step),
-                        Err(e) => (control.log)(format!("snapshot at step {step} not written: {e:#}")),
-                    }
-                }
+                let exact = step > 0 && last_snapshot.1 != Some(step) && device_draws() == device_seeded.1;
+                let seconds = started.elapsed().as_secs_f64();
+                let mut state =
+                    tally.loop_state([epoch_rng_position, rng.get_word_pos()], batches_done, seconds, shapes);
+                state.interrupted = Some(Interrupted { loss_sum, losses: loss_count, device_seed: device_seeded.0 });
+                let saved = exact && snapshots.is_some_and(|s| save(s, (&model, &optimizer, &best), &state, control));
+                let resumes_from = if saved { Some(step) } else { last_snapshot.1 };
                 return Err(Stopped::Interrupted { step: step + 1, resumes_from });
             }
             let Objective { loss: batch_loss, shape: [rows, time] } =
@@ -229,15 +209,9 @@ where
             control.progress.inc(1);
 
             if step % eval_every == 0 || step == max_steps {
-                let evaluation_started = Instant::now();
                 let candidate = model.valid();
-                let evaluation = evaluate(step, &candidate);
-                tally.validation_seconds += evaluation_started.elapsed().as_secs_f64();
-                let train_loss = loss_sum / loss_count.max(1) as f64;
-                tally.log.push(log_entry(step, train_loss, &evaluation));
-                let line = progress_line(step, max_steps, train_loss, &evaluation);
-                (control.log)(line.clone());
-                control.progress.set_message(line);
+                let evaluation =
+                    tally.evaluated(step, max_steps, &|| evaluate(step, &candidate), loss_sum, loss_count, control);
                 (loss_sum, loss_count) = (0.0, 0);
                 // `last` keeps every evaluation: the final one is what it returns.
                 // `best_accuracy` holds the best score by `best_by`.
@@ -268,9 +242,8 @@ where
                 {
                     let position = [epoch_rng_position, rng.get_word_pos()];
                     let state = tally.loop_state(position, batches_done, started.elapsed().as_secs_f64(), shapes);
-                    match snapshots.save::<B, M, O>(&model, &optimizer, &best, &state) {
-                        Ok(()) => last_snapshot = (Instant::now(), Some(step)),
-                        Err(e) => (control.log)(format!("snapshot at step {step} not written: {e:#}")),
+                    if save(snapshots, (&model, &optimizer, &best), &state, control) {
+                        last_snapshot = (Instant::now(), Some(step));
                     }
                 }
             }
@@ -378,6 +351,29 @@ impl Tally {
         }
     }
 
+    /// The evaluation at `step` (what `evaluate` says), logged with the
+    /// training loss since the last one (`loss_sum` over `losses` batches),
+    /// its seconds counted.
+    fn evaluated(
+        &mut self,
+        step: usize,
+        max_steps: usize,
+        evaluate: &dyn Fn() -> Evaluation,
+        loss_sum: f64,
+        losses: usize,
+        control: &Control,
+    ) -> Evaluation {
+        let evaluation_started = Instant::now();
+        let evaluation = evaluate();
+        self.validation_seconds += evaluation_started.elapsed().as_secs_f64();
+        let train_loss = loss_sum / losses.max(1) as f64;
+        self.log.push(log_entry(step, train_loss, &evaluation));
+        let line = progress_line(step, max_steps, train_loss, &evaluation);
+        (control.log)(line.clone());
+        control.progress.set_message(line);
+        evaluation
+    }
+
     /// The run's summary, `seconds` spent by this attempt.
     fn summary(self, stopped_early: bool, seconds: f64, shapes: &ShapeLog) -> TrainSummary {
         let seconds = self.earlier_seconds + seconds;
@@ -418,6 +414,26 @@ impl Tally {
             interrupted: None,
         }
     }
+}
+
+/// Writes a snapshot of `state`; whether it was (a failure is logged: the
+/// run goes on, resumable from the snapshot before).
+fn save<B, M, O>(
+    snapshots: &Snapshots,
+    (model, optimizer, best): (&M, &O, &M::InnerModule),
+    state: &LoopState,
+    control: &Control,
+) -> bool
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+    O: Optimizer<M, B>,
+{
+    let written = snapshots.save::<B, M, O>(model, optimizer, best, state);
+    if let Err(e) = &written {
+        (control.log)(format!("snapshot at step {} not written: {e:#}", state.step));
+    }
+    written.is_ok()
 }
 
 /// A snapshot that loaded; one that did not is logged and ignored (the

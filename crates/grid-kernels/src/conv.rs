@@ -193,31 +193,9 @@ impl Patches {
             shift.zero_wrapped(&mut out[start..end], w);
             return;
         }
-        let cols = tap.cols.clone();
         out[..rows.start * ow].fill(0.0);
         out[rows.end * ow..].fill(0.0);
-        if dims.stride[1] == 2 {
-            widest(EveryOther { patches: self, tap, plane, out });
-            return;
-        }
-        for oy in rows {
-            let iy = oy * dims.stride[0] + tap.ki - dims.padding[0];
-            let src = &plane[iy * w..(iy + 1) * w];
-            let dst = &mut out[oy * ow..(oy + 1) * ow];
-            dst[..cols.start].fill(0.0);
-            dst[cols.end..].fill(0.0);
-            if cols.is_empty() {
-                continue;
-            }
-            let first = cols.start * dims.stride[1] + tap.kj - dims.padding[1];
-            if dims.stride[1] == 1 {
-                dst[cols.clone()].copy_from_slice(&src[first..first + cols.len()]);
-            } else {
-                for (value, &v) in dst[cols.clone()].iter_mut().zip(src[first..].iter().step_by(dims.stride[1])) {
-                    *value = v;
-                }
-            }
-        }
+        widest(TapRows { patches: self, tap, plane, out });
     }
 
     /// One image's patch matrix `[K, P]` into `cols`.
@@ -284,24 +262,24 @@ impl Patches {
     }
 }
 
-/// The rows of a patch row inside the plane for a tap of a convolution of
-/// column stride 2 (the ImageNet stem and each stage's first layer): every
-/// other input value, read as pairs so that the compiler loads whole
-/// vectors and shuffles them, in the CPU's widest lanes. Element by
+/// The output rows of a patch row (a tap without a [`Shift`]) whose input
+/// lies inside the plane, in the CPU's widest lanes. Column stride 2 (the
+/// ImageNet stem and each stage's first layer) reads the input as pairs, so
+/// that the compiler loads whole vectors and shuffles them: element by
 /// element through `step_by` this was a fifth of the stem's forward pass.
-struct EveryOther<'a> {
+struct TapRows<'a> {
     patches: &'a Patches,
     tap: &'a Tap,
     plane: &'a [f32],
     out: &'a mut [f32],
 }
 
-impl Loop for EveryOther<'_> {
+impl Loop for TapRows<'_> {
     #[inline(always)]
     fn run(self) {
-        let EveryOther { patches, tap, plane, out } = self;
+        let TapRows { patches, tap, plane, out } = self;
         let dims = &patches.dims;
-        let (w, ow) = (dims.size[1], patches.out[1]);
+        let (w, ow, stride) = (dims.size[1], patches.out[1], dims.stride[1]);
         let cols = tap.cols.clone();
         for oy in tap.rows.clone() {
             let iy = oy * dims.stride[0] + tap.ki - dims.padding[0];
@@ -312,12 +290,23 @@ impl Loop for EveryOther<'_> {
             let Some(last) = cols.len().checked_sub(1) else {
                 continue;
             };
-            let first = cols.start * 2 + tap.kj - dims.padding[1];
-            let (body, end) = dst[cols.clone()].split_at_mut(last);
-            for (value, pair) in body.iter_mut().zip(src[first..first + 2 * last].chunks_exact(2)) {
-                *value = pair[0];
+            let first = cols.start * stride + tap.kj - dims.padding[1];
+            let dst = &mut dst[cols.clone()];
+            match stride {
+                1 => dst.copy_from_slice(&src[first..first + cols.len()]),
+                2 => {
+                    let (body, end) = dst.split_at_mut(last);
+                    for (value, pair) in body.iter_mut().zip(src[first..first + 2 * last].chunks_exact(2)) {
+                        *value = pair[0];
+                    }
+                    end[0] = src[first + 2 * last];
+                }
+                _ => {
+                    for (value, &v) in dst.iter_mut().zip(src[first..].iter().step_by(stride)) {
+                        *value = v;
+                    }
+                }
             }
-            end[0] = src[first + 2 * last];
         }
     }
 }

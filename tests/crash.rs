@@ -160,6 +160,54 @@ fn a_killed_training_resumes_from_its_snapshot() {
     assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
 }
 
+/// `timeout`, like a terminal's Ctrl-C, signals the whole process group: a
+/// `grid step` worker training a model has the signal from it and again from
+/// `grid run` a moment later, and still snapshots the step it stopped at. No
+/// evaluation was due a snapshot (`GRID_SNAPSHOT_SECONDS` is an hour), so the
+/// rerun resuming at all shows the stop's own snapshot; its tables are a clean
+/// run's.
+#[cfg(unix)]
+#[test]
+fn a_worker_stopped_with_its_run_snapshots_the_step_it_stopped_at() {
+    use std::os::unix::process::CommandExt;
+    let grid_text = TINY
+        .replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
+        .replace("max_steps = 120", "max_steps = 1200")
+        .replace("patience = 80", "patience = 1200");
+    let clean = clean_run(&grid_text);
+    let t = GridTest::new(&grid_text);
+    let mut run = grid(t.path())
+        .args(["run", "grid.toml", "-q", "-j", "2"])
+        .env("GRID_SNAPSHOT_SECONDS", "3600")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !states(&t).iter().any(|(label, state)| label.starts_with("train/") && state == "running") {
+        assert!(run.try_wait().unwrap().is_none(), "the run ended before its training");
+        assert!(started.elapsed() < Duration::from_secs(300), "no training after 5 minutes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = Command::new("kill").args(["-TERM", "--", &format!("-{}", run.id())]).status();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(130), "{said}");
+    assert!(!states(&t).iter().any(|(_, state)| state == "running" || state == "failed"), "{said}");
+
+    let plan = grid(t.path()).args(["plan", "grid.toml"]).output().unwrap();
+    let planned = String::from_utf8_lossy(&plan.stdout);
+    assert!(planned.contains("training resumes from its snapshot at step"), "{planned}");
+    let rerun = grid(t.path()).args(["run", "grid.toml", "-v"]).output().unwrap();
+    let again = String::from_utf8_lossy(&rerun.stderr);
+    assert!(rerun.status.success(), "{again}");
+    assert!(again.contains("resuming from the snapshot at step"), "{again}");
+    assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+}
+
 /// An attribution step killed with `kill -9` part way goes on, on the next
 /// run, after the examples it had explained — `grid plan` says how many — and
 /// the run ends with tables byte-identical to an unbroken run's.

@@ -82,6 +82,7 @@ pub(super) fn run(action: Action, common: Common) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::SUCCESS);
         }
         Action::Step { keys } => {
+            grid_core::interrupt::install_in_worker();
             return match worker::compute_keys(&plan, &cache, keys, &common.grid, compute, verbosity) {
                 Ok(()) => Ok(ExitCode::SUCCESS),
                 Err(e @ WorkerError::UnknownKey { .. }) => Err(usage(e)),

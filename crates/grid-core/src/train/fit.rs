@@ -164,6 +164,8 @@ where
     }
     control.progress.set_length(max_steps as u64);
     control.progress.set_position(tally.step as u64);
+    // A worker's watchdog leaves a signal to this loop, which asks before every step.
+    let _polling = crate::interrupt::Polling::start();
     'epochs: while tally.step < max_steps && data.examples() > 0 {
         let epoch_rng_position = rng.get_word_pos();
         let batches = data.epoch(batch_size, &mut rng);

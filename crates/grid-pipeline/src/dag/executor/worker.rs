@@ -146,6 +146,10 @@ pub fn compute_keys(
     let mut failed = Vec::new();
     for index in indices {
         let step = &plan.steps[index];
+        if grid_core::interrupt::requested() {
+            failed.push((step.label.as_str(), "not started: stopped on request".to_string()));
+            continue;
+        }
         // Under Slurm a task starts once its input tasks ended, however they
         // ended: a step whose inputs are not there is skipped, not failed.
         let missing =

@@ -118,6 +118,9 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
     for &[rows, time] in &resumed.shapes {
         shapes.record(rows, time);
     }
+    // A worker's watchdog leaves a signal to this loop, which asks after
+    // every chunk when it has a journal to keep them in.
+    let polling = journal.is_some().then(grid_core::interrupt::Polling::start);
     let explained = explain_chunks(
         &checkpoint,
         options,
@@ -142,6 +145,7 @@ fn run_on<B: AutodiffBackend>(options: &Options, ctx: &StepContext, out: &Path, 
         // error that stopped it is the one to report).
         let _ = journal.write(&shapes.shapes());
     }
+    drop(polling);
     explained?;
     let records: Vec<AttributedExample> = examples.into_iter().map(|e| e.record).collect();
     // JSON has no NaN: it would be cached as `null` and fail every consumer.

@@ -1,4 +1,4 @@
-"""RoBERTa, DistilBERT, ELECTRA, ModernBERT and DeBERTa-v3 folders exactly as transformers writes them, with the
+"""RoBERTa, DistilBERT, ELECTRA, ModernBERT, DeBERTa-v3 and MPNet folders exactly as transformers writes them, with the
 outputs transformers computes, for the model-family equivalence tests
 (tests/families.rs).
 
@@ -14,7 +14,7 @@ classification logits.
 Regenerate (needs torch, transformers and tokenizers; a CPU is enough), all
 families or the ones named:
 
-    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra] [modernbert] [deberta]
+    python scripts/family_fixtures.py tests/fixtures [roberta] [distilbert] [electra] [modernbert] [deberta] [mpnet]
 """
 
 import json
@@ -37,6 +37,9 @@ from transformers import (
     ElectraTokenizerFast,
     ModernBertConfig,
     ModernBertForSequenceClassification,
+    MPNetConfig,
+    MPNetForSequenceClassification,
+    MPNetTokenizerFast,
     PreTrainedTokenizerFast,
     RobertaConfig,
     RobertaForSequenceClassification,
@@ -212,7 +215,53 @@ def deberta(out_dir: pathlib.Path) -> None:
     write(out_dir / "deberta_transformers", model, tokenizer, lambda m, **kw: m.deberta(**kw))
 
 
-def write(out_dir, model, tokenizer, encoder) -> None:
+# Long enough for keys 30 positions from their query: MPNet's relative
+# positions past 8 fall into logarithmic buckets (9, 10, 11 here).
+LONG_SENTENCES = SENTENCES + [
+    "a moving , funny and clever story about two brothers ; the film was great , honestly , and I loved the "
+    "music , the acting was not bad and the plot was not boring"
+]
+
+
+def mpnet(out_dir: pathlib.Path) -> None:
+    # MPNet's tokenizer is BERT's WordPiece with RoBERTa's specials around a
+    # sequence ("<s> … </s>", `<pad>` at 1) and BERT's `[UNK]` for unknown pieces.
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    special = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]", "<mask>"]
+    wordpiece.train_from_iterator(CORPUS, vocab_size=200, min_frequency=1, special_tokens=special)
+    wordpiece._tokenizer.model.unk_token = "[UNK]"
+    wordpiece._tokenizer.post_processor = tokenizers.processors.RobertaProcessing(
+        ("</s>", wordpiece.token_to_id("</s>")), ("<s>", wordpiece.token_to_id("<s>"))
+    )
+    tokenizer = MPNetTokenizerFast(
+        tokenizer_object=wordpiece._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="[UNK]",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
+    config = MPNetConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        relative_attention_num_buckets=32,
+        layer_norm_eps=1e-5,
+        num_labels=2,
+    )
+    model = MPNetForSequenceClassification(config).eval()
+    write(out_dir / "mpnet_transformers", model, tokenizer, lambda m, **kw: m.mpnet(**kw), LONG_SENTENCES)
+
+
+def write(out_dir, model, tokenizer, encoder, sentences=SENTENCES) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -220,7 +269,7 @@ def write(out_dir, model, tokenizer, encoder) -> None:
                 parameter.add_(0.2 * torch.randn_like(parameter))
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
-    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
     ids, mask = batch["input_ids"], batch["attention_mask"]
     with torch.no_grad():
         hidden = encoder(model, input_ids=ids, attention_mask=mask).last_hidden_state
@@ -237,7 +286,7 @@ def write(out_dir, model, tokenizer, encoder) -> None:
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "tokenizers": tokenizers.__version__,
-            "sentences": json.dumps(SENTENCES),
+            "sentences": json.dumps(sentences),
         },
     )
     print(f"wrote {out_dir} (transformers {transformers.__version__}, torch {torch.__version__})")
@@ -249,6 +298,7 @@ FAMILIES = {
     "electra": electra,
     "modernbert": modernbert,
     "deberta": deberta,
+    "mpnet": mpnet,
 }
 
 
@@ -264,6 +314,8 @@ def main(out: str, names: list[str]) -> None:
             torch.manual_seed(22)
         if name == "deberta":
             torch.manual_seed(23)
+        if name == "mpnet":
+            torch.manual_seed(24)
         FAMILIES[name](out_dir)
 
 

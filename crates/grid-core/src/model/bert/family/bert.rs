@@ -18,6 +18,7 @@ impl Family for Bert {
             head_activation: HeadActivation::Tanh,
             dropout_before_head: false,
             attention_output_dropout: true,
+            relative_attention_buckets: None,
         }
     }
 

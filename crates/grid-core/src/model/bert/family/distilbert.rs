@@ -97,6 +97,7 @@ impl Family for DistilBert {
             head_activation: HeadActivation::Relu,
             dropout_before_head: false,
             attention_output_dropout: false,
+            relative_attention_buckets: None,
         }
     }
 

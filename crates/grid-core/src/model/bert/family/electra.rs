@@ -23,6 +23,7 @@ impl Family for Electra {
             head_activation: HeadActivation::Gelu,
             dropout_before_head: true,
             attention_output_dropout: true,
+            relative_attention_buckets: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The `transformers` model families that share BERT's encoder computation:
 //! post-LayerNorm self-attention layers over word + position (+ segment)
-//! embeddings, and a two-layer head on the first token. What differs between
+//! embeddings (+ MPNet's relative-position bias on the attention scores), and
+//! a two-layer head on the first token. What differs between
 //! them is how `config.json` names the hyper-parameters, how the checkpoint
 //! names the tensors, where positions start, and the head's nonlinearity: each
 //! family states those in its own file, and [`FAMILIES`] registers it. A new
@@ -9,9 +10,11 @@
 mod bert;
 mod distilbert;
 mod electra;
+mod mpnet;
 mod roberta;
 
 use super::config::BertConfig;
+pub use mpnet::relative_bucket;
 
 /// What one family of checkpoints is.
 pub trait Family: Sync {
@@ -56,6 +59,10 @@ pub struct Layout {
     pub dropout_before_head: bool,
     /// Dropout after the attention's output projection (BERT and RoBERTa).
     pub attention_output_dropout: bool,
+    /// MPNet: a learned bias on every layer's attention scores by the
+    /// relative position of query and key, from a table of this many rows
+    /// (`relative_attention_num_buckets`) shared by the layers.
+    pub relative_attention_buckets: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,7 +82,8 @@ fn read_bert_names(json: &[u8]) -> Result<BertConfig, String> {
 }
 
 /// Every family `grid` reads, by `model_type`.
-pub static FAMILIES: &[&dyn Family] = &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert, &electra::Electra];
+pub static FAMILIES: &[&dyn Family] =
+    &[&bert::Bert, &roberta::Roberta, &distilbert::DistilBert, &electra::Electra, &mpnet::MpNet];
 
 /// Checkpoints a grid's `bert` model also takes whose computation has its
 /// own room (`model::modernbert`, `model::deberta`; see
@@ -119,7 +127,7 @@ mod tests {
         let error = family("xlnet").err().unwrap();
         assert!(
             error.contains(
-                "`xlnet` is not supported (supported: bert, roberta, distilbert, electra, modernbert, deberta-v2)"
+                "`xlnet` is not supported (supported: bert, roberta, distilbert, electra, mpnet, modernbert, deberta-v2)"
             ),
             "{error}"
         );

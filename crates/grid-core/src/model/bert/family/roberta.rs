@@ -37,6 +37,7 @@ impl Family for Roberta {
             head_activation: HeadActivation::Tanh,
             dropout_before_head: true,
             attention_output_dropout: true,
+            relative_attention_buckets: None,
         }
     }
 

@@ -281,6 +281,20 @@ pub(crate) fn weight_gradient_on(library: Library, dims: Dims, x: &[f32], grad: 
     if outputs == 0 {
         return Vec::new();
     }
+    if library.is_none() && one_product_takes_the_blocks_path(dims) {
+        // `gemm` packs `∂y` once here, where each block packs all of it again
+        // (wide layers: 1.5–3× the blocks' rate on an Intel Xeon).
+        return written(inputs * outputs, |dst| {
+            product_into(Threads::Pool, (inputs, outputs, rows), dst, x, (1, inputs), grad, (outputs, 1))
+        });
+    }
+    weight_gradient_in_blocks(library, dims, x, grad)
+}
+
+/// [`weight_gradient_on`] in fixed blocks of [`BLOCK`] input features, each
+/// one product (a CBLAS library runs on one thread; the blocks share them).
+fn weight_gradient_in_blocks(library: Library, dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
+    let Dims { rows, inputs, outputs } = dims;
     let parallel = rows * inputs * outputs >= PARALLEL_WORK;
     let blocks = |(block, dst): (usize, &mut [MaybeUninit<f32>])| {
         let first = block * BLOCK;
@@ -298,6 +312,20 @@ pub(crate) fn weight_gradient_on(library: Library, dims: Dims, x: &[f32], grad: 
     };
     // Each block's product writes all of its features' rows.
     written(inputs * outputs, |dst| for_each_chunk(dst, BLOCK * outputs, parallel, blocks))
+}
+
+/// Whether `∂W` as one `gemm` product gives the fixed blocks' values bit for
+/// bit. `gemm` sums each value over the depth (the rows) in order, in chunks
+/// whose length depends on the depth alone, except on its paths for small
+/// products (at most 64 rows and columns: chunks of 512) and for one row (a
+/// matrix-vector product); so a block of [`BLOCK`] features and the whole
+/// product agree when both take the general path (`outputs` over 64), both
+/// the small one (`inputs` at most 64), or the depth fits one chunk, and no
+/// block is a single feature.
+fn one_product_takes_the_blocks_path(Dims { rows, inputs, outputs }: Dims) -> bool {
+    let same_chunks = outputs > 64 || inputs <= 64 || rows <= 512;
+    let no_single_feature = inputs % BLOCK != 1 || inputs == 1;
+    same_chunks && no_single_feature
 }
 
 /// `∂b`, the sum of `grad`'s `[rows, outputs]` rows, added in row order.
@@ -325,6 +353,45 @@ pub fn bias_gradient(dims: Dims, grad: &[f32]) -> Vec<f32> {
 mod tests {
     use super::*;
     use crate::testing::wave;
+
+    /// A dense layer's three products on rayon's threads, and the weight
+    /// gradient as one product over the pool beside its fixed blocks:
+    /// `cargo test -p grid-kernels --release dense_layer_rates -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a test"]
+    fn dense_layer_rates() {
+        use std::time::Instant;
+        for (rows, inputs, outputs) in [(416, 384, 384), (416, 384, 1536), (416, 1536, 384), (416, 768, 3072)] {
+            let dims = Dims { rows, inputs, outputs };
+            let (x, w, b) = (wave(rows * inputs, 0.3, 0.1), wave(inputs * outputs, 0.7, 0.2), wave(outputs, 0.1, 0.0));
+            let g = wave(rows * outputs, 0.5, 0.3);
+            let flops = 2.0 * (rows * inputs * outputs) as f64;
+            let reps = (6e9 / flops).ceil() as usize;
+            let rate = |f: &dyn Fn() -> Vec<f32>| {
+                std::hint::black_box(f());
+                let start = Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(f());
+                }
+                flops * reps as f64 / start.elapsed().as_secs_f64() / 1e9
+            };
+            let forward = rate(&|| forward_on(None, dims, &x, &w, &b));
+            let input = rate(&|| input_gradient_on(None, dims, &g, &w));
+            let weight = rate(&|| weight_gradient_on(None, dims, &x, &g));
+            let one = rate(&|| {
+                written(inputs * outputs, |dst| {
+                    product_into(Threads::Pool, (inputs, outputs, rows), dst, &x, (1, inputs), &g, (outputs, 1))
+                })
+            });
+            let same = weight_gradient_on(None, dims, &x, &g)
+                == written(inputs * outputs, |dst| {
+                    product_into(Threads::Pool, (inputs, outputs, rows), dst, &x, (1, inputs), &g, (outputs, 1))
+                });
+            println!(
+                "{rows} × {inputs} → {outputs}: forward {forward:6.1}, input gradient {input:6.1}, weight gradient {weight:6.1} GFLOP/s (as one product {one:6.1}, same bits: {same})"
+            );
+        }
+    }
 
     /// `GRID_BLAS=auto` times the dense layers' own products: with no
     /// library to try, `gemm` alone, at a rate, and kept.
@@ -426,6 +493,34 @@ mod tests {
                 same(&g_part, &x_grad[first * inputs..(first + count) * inputs], &format!("input gradients of {what}"));
             }
         }
+    }
+
+    /// Where the weight gradient is one product, its values are the fixed
+    /// blocks' bit for bit (a cache's trained models stay what they were).
+    #[test]
+    fn one_weight_gradient_product_keeps_the_blocks_values() {
+        let shapes = [
+            (300, 96, 80),
+            (416, 384, 1536),
+            (416, 1536, 384),
+            (832, 64, 256),
+            (832, 256, 64),
+            (700, 48, 40),
+            (500, 100, 30),
+            (33, 66, 129),
+        ];
+        let mut compared = 0;
+        for (rows, inputs, outputs) in shapes {
+            let dims = Dims { rows, inputs, outputs };
+            if !one_product_takes_the_blocks_path(dims) {
+                continue;
+            }
+            let (x, grad) = (wave(rows * inputs, 0.41, 0.3), wave(rows * outputs, 0.29, 0.2));
+            let blocks = weight_gradient_in_blocks(None, dims, &x, &grad);
+            assert_eq!(weight_gradient_on(None, dims, &x, &grad), blocks, "{rows} × {inputs} → {outputs}");
+            compared += 1;
+        }
+        assert_eq!(compared, 7, "(832, 256, 64) alone sums in other chunks");
     }
 
     /// The blocks are fixed, not per thread: one thread and many give the

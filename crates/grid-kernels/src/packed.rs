@@ -707,4 +707,41 @@ mod rates {
             );
         }
     }
+
+    /// The dense layers' products (MiniLM's and BERT-base's: 16 examples of
+    /// 26 pieces), one thread: `gemm`, the packed product packing `x` each
+    /// time, and [`super::multiply_strided`] reading both in place.
+    #[test]
+    #[ignore = "a measurement, not a test"]
+    fn dense_rates() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in [(416, 384, 384), (416, 1536, 384), (416, 384, 1536), (416, 3072, 768), (416, 768, 3072)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.53).sin()).collect();
+            let mut out = vec![0.0f32; m * n];
+            let reps = (4e9 / (2.0 * (m * n * k) as f64)).ceil() as usize;
+            let mut time = |f: &mut dyn FnMut(&mut [f32])| {
+                f(&mut out);
+                let start = Instant::now();
+                for _ in 0..reps {
+                    f(&mut out);
+                }
+                2.0 * (m * n * k * reps) as f64 / start.elapsed().as_secs_f64() / 1e9
+            };
+            let gemm = time(&mut |out| {
+                product_into(Threads::One, (m, n, k), crate::chunks::as_uninit(out), &a, (k, 1), &b, (n, 1))
+            });
+            let packed = time(&mut |out| {
+                PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, crate::chunks::as_uninit(out), false)
+            });
+            let strided = time(&mut |out| super::multiply_strided((&a, k), (&b, n), (m, n, k), out, false));
+            println!(
+                "{m:>4} × {n:>5} × {k:>5}: gemm {gemm:6.1} GFLOP/s, packed {packed:6.1} ({:.2}×), strided {strided:6.1} ({:.2}×)",
+                packed / gemm,
+                strided / gemm
+            );
+        }
+    }
 }

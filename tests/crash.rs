@@ -116,17 +116,23 @@ fn a_failed_write_publishes_nothing_and_loses_nothing_else() {
     assert!(states(&t).iter().all(|(_, s)| s == "cached"));
 }
 
+/// The tiny grid cut to one shortcut model and one method, its training long
+/// enough (1,200 steps) to be stopped part way.
+#[cfg(unix)]
+fn one_long_training() -> String {
+    TINY.replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
+        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
+        .replace("max_steps = 120", "max_steps = 1200")
+        .replace("patience = 80", "patience = 1200")
+}
+
 /// A training step killed with `kill -9` part way goes on from its last
 /// snapshot on the next run — `grid plan` says from which step — and the run
 /// ends with tables byte-identical to an unbroken run's.
 #[cfg(unix)]
 #[test]
 fn a_killed_training_resumes_from_its_snapshot() {
-    let grid_text = TINY
-        .replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
-        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
-        .replace("max_steps = 120", "max_steps = 1200")
-        .replace("patience = 80", "patience = 1200");
+    let grid_text = one_long_training();
     let clean = clean_run(&grid_text);
     let t = GridTest::new(&grid_text);
     let mut child = killable_run(&t);
@@ -170,11 +176,7 @@ fn a_killed_training_resumes_from_its_snapshot() {
 #[test]
 fn a_worker_stopped_with_its_run_snapshots_the_step_it_stopped_at() {
     use std::os::unix::process::CommandExt;
-    let grid_text = TINY
-        .replace(r#"kinds = ["st", "tic", "op"]"#, r#"kinds = ["st"]"#)
-        .replace(r#"methods = ["gradl-l1", "gxil", "random"]"#, r#"methods = ["gxil"]"#)
-        .replace("max_steps = 120", "max_steps = 1200")
-        .replace("patience = 80", "patience = 1200");
+    let grid_text = one_long_training();
     let clean = clean_run(&grid_text);
     let t = GridTest::new(&grid_text);
     let mut run = grid(t.path())

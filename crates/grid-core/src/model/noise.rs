@@ -2,10 +2,11 @@
 //! for the same reason as [`super::init`]: reproducible under any backend and any
 //! number of concurrent steps.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use burn::prelude::*;
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 thread_local! {
@@ -14,6 +15,42 @@ thread_local! {
     /// between evaluations only while this has not moved since it seeded
     /// the backend (`crate::train::snapshot::Interrupted`).
     static DEVICE_DRAWS: Cell<u64> = const { Cell::new(0) };
+}
+
+thread_local! {
+    /// burn's CPU backend RNG as [`seed_device`] left it, kept here: burn-flex
+    /// seeds a `StdRng` from the same `u64` but keeps it private, and draws a
+    /// dropout mask one Bernoulli sampler per element (most of dropout's cost
+    /// in a MiniLM step). Drawn here in one fill, the masks are burn's bit
+    /// for bit (`the_cpu_masks_are_burns`), so cached models stay valid.
+    static CPU_BACKEND_RNG: RefCell<Option<StdRng>> = const { RefCell::new(None) };
+}
+
+/// Seeds the backend's RNG (`B::seed`) for this thread's dropout masks. Every
+/// seeding of a training's masks goes through here, so the CPU's masks
+/// ([`CPU_BACKEND_RNG`]) follow the same stream burn's would.
+pub fn seed_device<B: Backend>(device: &B::Device, seed: u64) {
+    B::seed(device, seed);
+    CPU_BACKEND_RNG.set(Some(StdRng::seed_from_u64(seed)));
+}
+
+/// Inverted dropout's mask for `n` elements as burn's CPU backend draws it
+/// (`Distribution::Bernoulli(keep)`, then divided by `keep`): element `i`
+/// keeps when the stream's `i`-th `u64` is below `keep · 2⁶⁴` (rand's
+/// `Bernoulli`), and is then `1 / keep` in f32 (burn's `div_scalar`).
+/// `None` where the backend is not the CPU one or was never seeded here.
+fn cpu_mask<B: Backend, const D: usize>(like: &Tensor<B, D>, n: usize, keep: f64) -> Option<Vec<f32>> {
+    if !crate::kernels::applies(like) {
+        return None;
+    }
+    CPU_BACKEND_RNG.with_borrow_mut(|rng| {
+        let rng = rng.as_mut()?;
+        let threshold = (keep * 2.0 * (1u64 << 63) as f64) as u64;
+        let scale = 1.0f32 / keep as f32;
+        let mut words = vec![0u64; n];
+        rng.fill(words.as_mut_slice());
+        Some(words.iter().map(|&word| if word < threshold { scale } else { 0.0 }).collect())
+    })
 }
 
 /// See [`DEVICE_DRAWS`].
@@ -60,17 +97,22 @@ impl<'a> Noise<'a> {
         words.iter().map(|&word| if unit_interval(word) < keep { scale } else { 0.0 }).collect()
     }
 
-    /// Inverted dropout with the mask drawn on the device from the backend's RNG
-    /// (seeded once per run with `B::seed`). For large activations (a transformer's
-    /// attention probabilities) a host mask would cost a host→device copy per layer.
+    /// Inverted dropout with the mask drawn from the backend's RNG (seeded with
+    /// [`seed_device`]): on the device, where a host mask would cost a
+    /// host→device copy per layer for large activations (a transformer's
+    /// attention probabilities); on the CPU backend, burn's mask drawn in one
+    /// fill ([`cpu_mask`]).
     pub fn dropout_on_device<B: Backend, const D: usize>(&mut self, x: Tensor<B, D>, p: f64) -> Tensor<B, D> {
         if p <= 0.0 {
             return x;
         }
         let keep = 1.0 - p;
         count_device_draw();
-        let mask = x.random_like(burn::tensor::Distribution::Bernoulli(keep));
-        x * mask.div_scalar(keep)
+        let mask = match cpu_mask(&x, x.shape().num_elements(), keep) {
+            Some(mask) => Tensor::from_data(TensorData::new(mask, x.shape()), &x.device()),
+            None => x.random_like(burn::tensor::Distribution::Bernoulli(keep)).div_scalar(keep),
+        };
+        x * mask
     }
 
     /// [`Self::dropout_on_device`] on the first rows along `dim` of a tensor
@@ -92,8 +134,12 @@ impl<'a> Noise<'a> {
         let rows = whole[dim];
         whole[dim] = len;
         count_device_draw();
-        let mask = Tensor::<B, D>::random(whole, burn::tensor::Distribution::Bernoulli(keep), &x.device());
-        x * mask.narrow(dim, 0, rows).div_scalar(keep)
+        let n = whole.iter().product();
+        let mask = match cpu_mask(&x, n, keep) {
+            Some(mask) => Tensor::<B, D>::from_data(TensorData::new(mask, whole), &x.device()),
+            None => Tensor::random(whole, burn::tensor::Distribution::Bernoulli(keep), &x.device()).div_scalar(keep),
+        };
+        x * mask.narrow(dim, 0, rows)
     }
 
     /// `n` uniform draws in `(0, 1)`, from the same stream as the masks: a
@@ -150,6 +196,50 @@ mod tests {
             assert_eq!(mask, expected, "seed {seed}, {n} values");
             assert_eq!(ours.next_u64(), calls.next_u64(), "the stream goes on alike");
             assert!(mask.contains(&0.0) || n < 10, "some are dropped");
+        }
+    }
+
+    /// The CPU backend's dropout drawn here in one fill gives burn's own
+    /// values bit for bit (`random_like(Bernoulli)`, `div_scalar`, the
+    /// product), mask after mask of odd sizes, whole and cut.
+    #[test]
+    fn the_cpu_masks_are_burns() {
+        use burn::backend::Flex;
+        use burn::prelude::*;
+        use burn::tensor::Distribution;
+
+        type Ad = burn::backend::Autodiff<Flex>;
+        // burn's RNG is global: no training may draw from it meanwhile.
+        let _turn = crate::train::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let device = Default::default();
+        let x = Tensor::<Ad, 3>::random([3, 7, 11], Distribution::Normal(0.0, 1.0), &device);
+        for (seed, p) in [(21, 0.1), (5, 0.5), (8, 0.37)] {
+            let keep = 1.0 - p;
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut noise = Noise::new(&mut rng);
+            super::seed_device::<Ad>(&device, seed);
+            let ours = [
+                noise.dropout_on_device(x.clone(), p),
+                noise.dropout_on_device_part(x.clone(), 9, 1, p),
+                noise.dropout_on_device(x.clone(), p),
+            ];
+            Ad::seed(&device, seed);
+            let burns = [
+                x.clone() * x.random_like(Distribution::Bernoulli(keep)).div_scalar(keep),
+                x.clone()
+                    * Tensor::random([3, 9, 11], Distribution::Bernoulli(keep), &device)
+                        .narrow(1, 0, 7)
+                        .div_scalar(keep),
+                x.clone() * x.random_like(Distribution::Bernoulli(keep)).div_scalar(keep),
+            ];
+            for (i, (ours, burns)) in ours.into_iter().zip(burns).enumerate() {
+                let bits = |t: Tensor<Ad, 3>| {
+                    t.into_data().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                let (ours, burns) = (bits(ours), bits(burns));
+                assert_eq!(ours, burns, "seed {seed}, p {p}, mask {i}");
+                assert!(ours.iter().any(|&b| b == 0 || b == 1 << 31), "some are dropped");
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, Schedule, TrainingSpec};
 use super::snapshot::{DeviceSeed, Interrupted, LoopState};
 use super::{Diverged, Evaluation, LogEntry, RATE_TOLERANCE, Snapshots, Stopped, TrainSummary, adamw};
-use crate::model::noise::device_draws;
+use crate::model::noise::{device_draws, seed_device};
 use crate::model::shapes::ShapeLog;
 use crate::values::Share;
 
@@ -132,7 +132,7 @@ where
     // What the backend's RNG was last seeded with, and its draws then (a
     // snapshot between evaluations needs none since: see `Interrupted`).
     let mut device_seeded = (DeviceSeed::Start, device_draws());
-    B::seed(device, seed);
+    seed_device::<B>(device, seed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
     let mut best = model.valid();
@@ -157,7 +157,7 @@ where
         // seed the backend's RNG had (nothing was drawn from it since).
         let reseed = interrupted.map_or(DeviceSeed::Step(tally.step), |i| i.device_seed);
         (loss_sum, loss_count) = interrupted.map_or((0.0, 0), |i| (i.loss_sum, i.losses));
-        B::seed(device, seed_value(seed, reseed));
+        seed_device::<B>(device, seed_value(seed, reseed));
         device_seeded = (reseed, device_draws());
         last_snapshot.1 = Some(tally.step);
         (control.log)(format!("resuming from the snapshot at step {}", tally.step));
@@ -236,7 +236,7 @@ where
                 // The backend's RNG (dropout masks drawn on the device) cannot
                 // be saved, so it starts again here from a seed of its own: a
                 // run resumed at this step draws what an unbroken run draws.
-                B::seed(device, device_seed(seed, step));
+                seed_device::<B>(device, device_seed(seed, step));
                 device_seeded = (DeviceSeed::Step(step), device_draws());
                 if let Some(snapshots) = snapshots
                     && step < max_steps

@@ -222,7 +222,7 @@ mod tests {
         let model = BertClassifier::<Ad>::new(&config, 2, &mut ChaCha8Rng::seed_from_u64(8), &device);
         let batch = TokenBatch::<Ad>::from_sequences(&[&[2, 5, 7, 3], &[2, 9, 8, 9, 9, 6, 4, 3]], 0, &device);
         let run = |full: bool| {
-            Ad::seed(&device, 21);
+            crate::model::noise::seed_device::<Ad>(&device, 21);
             let mut rng = ChaCha8Rng::seed_from_u64(1);
             let mut noise = Noise::new(&mut rng);
             let words = model.embed(batch.ids.clone());

@@ -94,11 +94,15 @@ pub fn lstm_recurrence<B: Backend>(
 /// autodiff wrapper), f32, kernels not turned off. A caller can skip
 /// preparing for a kernel otherwise.
 pub fn applies<B: Backend, const D: usize>(tensor: &Tensor<B, D>) -> bool {
+    tensor.dtype() == burn::tensor::DType::F32 && backend_applies::<B>()
+}
+
+/// Whether the kernels here run on backend `B` at all: burn's CPU backend
+/// or its autodiff wrapper, kernels not turned off.
+pub fn backend_applies<B: Backend>() -> bool {
     use std::any::TypeId;
     let backend = TypeId::of::<B>();
-    super::enabled()
-        && tensor.dtype() == burn::tensor::DType::F32
-        && (backend == TypeId::of::<Flex>() || backend == TypeId::of::<Ad>())
+    super::enabled() && (backend == TypeId::of::<Flex>() || backend == TypeId::of::<Ad>())
 }
 
 /// Whether a batch of `batch` rows can run under `rules`: DeepLift's stack

@@ -80,7 +80,7 @@ mod recurrent;
 pub use grid_kernels::lstm;
 
 pub use flex::{
-    applies, attention, attention_softmax, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence,
+    applies, attention, attention_softmax, backend_applies, dense, gelu, gelu_derivative, layer_norm, lstm_recurrence,
     rescaled_attention_softmax, rescaled_gelu, rescaled_matmul, rescaled_softmax, rescaled_tanh, swap_middle, tanh,
     weighted_sum,
 };

@@ -5,9 +5,8 @@
 use std::cell::{Cell, RefCell};
 
 use burn::prelude::*;
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand_chacha::{ChaCha8Rng, ChaCha12Rng};
 
 thread_local! {
     /// Masks drawn from the backend's RNG so far on this thread (a training
@@ -17,38 +16,65 @@ thread_local! {
     static DEVICE_DRAWS: Cell<u64> = const { Cell::new(0) };
 }
 
+/// burn's CPU backend RNG as [`seed_device`] left it, kept here: burn-flex
+/// seeds a `StdRng` (ChaCha12) from the same `u64` but keeps it private, and
+/// draws a dropout mask one Bernoulli sampler per element (most of
+/// dropout's cost in a MiniLM step). Drawn here in one fill, the masks are
+/// burn's bit for bit (`the_cpu_masks_are_burns`), so cached models stay
+/// valid; and unlike burn's, this stream's position can be saved, so a
+/// training stopped between evaluations resumes where it stopped.
+struct CpuStream {
+    rng: ChaCha12Rng,
+    /// Whether a mask since the last seeding came from burn's own RNG
+    /// instead (another backend, or kernels turned off): this stream's
+    /// position then says nothing of where the masks are.
+    burn_drew: bool,
+}
+
 thread_local! {
-    /// burn's CPU backend RNG as [`seed_device`] left it, kept here: burn-flex
-    /// seeds a `StdRng` from the same `u64` but keeps it private, and draws a
-    /// dropout mask one Bernoulli sampler per element (most of dropout's cost
-    /// in a MiniLM step). Drawn here in one fill, the masks are burn's bit
-    /// for bit (`the_cpu_masks_are_burns`), so cached models stay valid.
-    static CPU_BACKEND_RNG: RefCell<Option<StdRng>> = const { RefCell::new(None) };
+    static CPU_STREAM: RefCell<Option<CpuStream>> = const { RefCell::new(None) };
 }
 
 /// Seeds the backend's RNG (`B::seed`) for this thread's dropout masks. Every
 /// seeding of a training's masks goes through here, so the CPU's masks
-/// ([`CPU_BACKEND_RNG`]) follow the same stream burn's would.
+/// ([`CpuStream`]) follow the same stream burn's would.
 pub fn seed_device<B: Backend>(device: &B::Device, seed: u64) {
     B::seed(device, seed);
-    CPU_BACKEND_RNG.set(Some(StdRng::seed_from_u64(seed)));
+    CPU_STREAM.set(Some(CpuStream { rng: ChaCha12Rng::seed_from_u64(seed), burn_drew: false }));
+}
+
+/// The word position of this thread's CPU mask stream, where every mask
+/// since the last [`seed_device`] came from it; `None` otherwise.
+pub fn cpu_stream_position() -> Option<u128> {
+    CPU_STREAM.with_borrow(|stream| stream.as_ref().filter(|s| !s.burn_drew).map(|s| s.rng.get_word_pos()))
+}
+
+/// Puts this thread's CPU mask stream (seeded by [`seed_device`]) at
+/// `position`, where [`cpu_stream_position`] read it in an earlier run.
+/// `false` where `B` does not draw its masks from it (the position would
+/// mean nothing there).
+pub fn restore_cpu_stream<B: Backend>(position: u128) -> bool {
+    crate::kernels::backend_applies::<B>()
+        && CPU_STREAM.with_borrow_mut(|stream| stream.as_mut().map(|s| s.rng.set_word_pos(position)).is_some())
 }
 
 /// Inverted dropout's mask for `n` elements as burn's CPU backend draws it
 /// (`Distribution::Bernoulli(keep)`, then divided by `keep`): element `i`
 /// keeps when the stream's `i`-th `u64` is below `keep · 2⁶⁴` (rand's
 /// `Bernoulli`), and is then `1 / keep` in f32 (burn's `div_scalar`).
-/// `None` where the backend is not the CPU one or was never seeded here.
+/// `None` where the backend is not the CPU one or was never seeded here;
+/// burn's RNG draws that mask, which the stream notes.
 fn cpu_mask<B: Backend, const D: usize>(like: &Tensor<B, D>, n: usize, keep: f64) -> Option<Vec<f32>> {
-    if !crate::kernels::applies(like) {
-        return None;
-    }
-    CPU_BACKEND_RNG.with_borrow_mut(|rng| {
-        let rng = rng.as_mut()?;
+    CPU_STREAM.with_borrow_mut(|stream| {
+        let stream = stream.as_mut()?;
+        if !crate::kernels::applies(like) {
+            stream.burn_drew = true;
+            return None;
+        }
         let threshold = (keep * 2.0 * (1u64 << 63) as f64) as u64;
         let scale = 1.0f32 / keep as f32;
         let mut words = vec![0u64; n];
-        rng.fill(words.as_mut_slice());
+        stream.rng.fill(words.as_mut_slice());
         Some(words.iter().map(|&word| if word < threshold { scale } else { 0.0 }).collect())
     })
 }

@@ -18,9 +18,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::recipe::{BestBy, Keep, Optimizer as OptimizerSpec, Schedule, TrainingSpec};
-use super::snapshot::{DeviceSeed, Interrupted, LoopState};
+use super::snapshot::{DeviceSeed, Interrupted, Loaded, LoopState};
 use super::{Diverged, Evaluation, LogEntry, RATE_TOLERANCE, Snapshots, Stopped, TrainSummary, adamw};
-use crate::model::noise::{device_draws, seed_device};
+use crate::model::noise::{cpu_stream_position, device_draws, restore_cpu_stream, seed_device};
 use crate::model::shapes::ShapeLog;
 use crate::values::Share;
 
@@ -98,6 +98,33 @@ fn seed_value(seed: u64, seeded: DeviceSeed) -> u64 {
     }
 }
 
+/// What the backend's RNG was last seeded with, and its draws then: a
+/// snapshot between evaluations puts it back by seeding it again, and on
+/// the CPU by moving its mask stream to where it stood (see `Interrupted`).
+#[derive(Debug, Clone, Copy)]
+struct DeviceRng {
+    seeded: DeviceSeed,
+    draws: u64,
+}
+
+impl DeviceRng {
+    fn seed<B: Backend>(device: &B::Device, run_seed: u64, seeded: DeviceSeed) -> Self {
+        seed_device::<B>(device, seed_value(run_seed, seeded));
+        Self { seeded, draws: device_draws() }
+    }
+
+    /// What a snapshot taken now needs to resume where the run is, with the
+    /// losses since the last evaluation; `None` where it cannot: masks were
+    /// drawn since the seeding, and not all from the CPU stream.
+    fn interrupted(&self, loss_sum: f64, losses: usize) -> Option<Interrupted> {
+        let device_position = match device_draws() == self.draws {
+            true => None,
+            false => Some(cpu_stream_position()?.to_string()),
+        };
+        Some(Interrupted { loss_sum, losses, device_seed: self.seeded, device_position })
+    }
+}
+
 /// The backend RNG's seed from evaluation step `step` on (splitmix64 of the
 /// run's seed and the step).
 fn device_seed(seed: u64, step: usize) -> u64 {
@@ -129,10 +156,7 @@ where
     let Settings { patience, best_by, stop_at_accuracy, seed, .. } = settings;
     #[cfg(test)]
     let _turn = super::ONE_TRAINING_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    // What the backend's RNG was last seeded with, and its draws then (a
-    // snapshot between evaluations needs none since: see `Interrupted`).
-    let mut device_seeded = (DeviceSeed::Start, device_draws());
-    seed_device::<B>(device, seed);
+    let mut device_rng = DeviceRng::seed::<B>(device, seed, DeviceSeed::Start);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
     let mut best = model.valid();
@@ -145,20 +169,24 @@ where
     // once its batches are drawn again.
     let mut resume_in_epoch = None;
     let mut last_snapshot = (Instant::now(), None);
-    if let Some(loaded) = snapshots.and_then(|s| usable(s.load::<B, M, O>(device), control)) {
+    if let Some(loaded) = snapshots.and_then(|s| load_snapshot::<B, M, O>(s, device, control)) {
         model = model.load_record(loaded.model);
         optimizer = optimizer.load_record(loaded.optimizer);
         best = best.load_record(loaded.best);
-        let (batches_done, interrupted) = (loaded.state.batches_done, loaded.state.interrupted);
+        let (batches_done, interrupted) = (loaded.state.batches_done, loaded.state.interrupted.clone());
         tally = Tally::restored(loaded.state, shapes);
         rng.set_word_pos(loaded.epoch_rng_position);
         resume_in_epoch = Some((loaded.rng_position, batches_done));
         // Taken between evaluations: the losses since the last one, and the
-        // seed the backend's RNG had (nothing was drawn from it since).
-        let reseed = interrupted.map_or(DeviceSeed::Step(tally.step), |i| i.device_seed);
-        (loss_sum, loss_count) = interrupted.map_or((0.0, 0), |i| (i.loss_sum, i.losses));
-        seed_device::<B>(device, seed_value(seed, reseed));
-        device_seeded = (reseed, device_draws());
+        // seed the backend's RNG had, and where its CPU stream stood if masks
+        // were drawn since.
+        let reseed = interrupted.as_ref().map_or(DeviceSeed::Step(tally.step), |i| i.device_seed);
+        (loss_sum, loss_count) = interrupted.as_ref().map_or((0.0, 0), |i| (i.loss_sum, i.losses));
+        device_rng = DeviceRng::seed::<B>(device, seed, reseed);
+        if let Some(position) = loaded.device_position {
+            let restored = restore_cpu_stream::<B>(position);
+            debug_assert!(restored, "load_snapshot checked the backend");
+        }
         last_snapshot.1 = Some(tally.step);
         (control.log)(format!("resuming from the snapshot at step {}", tally.step));
     }
@@ -177,14 +205,14 @@ where
         for batch_indices in batches.into_iter().skip(batches_done) {
             let step = tally.step;
             if (control.stop)() {
-                // A snapshot of this step, unless one exists or the backend's
-                // RNG was drawn from since it was seeded (a resumed run could
-                // not put it back where it is).
-                let exact = step > 0 && last_snapshot.1 != Some(step) && device_draws() == device_seeded.1;
+                // A snapshot of this step, unless one exists or a resumed run
+                // could not put the backend's RNG back where it is.
+                let interrupted = device_rng.interrupted(loss_sum, loss_count);
+                let exact = step > 0 && last_snapshot.1 != Some(step) && interrupted.is_some();
                 let seconds = started.elapsed().as_secs_f64();
                 let mut state =
                     tally.loop_state([epoch_rng_position, rng.get_word_pos()], batches_done, seconds, shapes);
-                state.interrupted = Some(Interrupted { loss_sum, losses: loss_count, device_seed: device_seeded.0 });
+                state.interrupted = interrupted;
                 let saved = exact && snapshots.is_some_and(|s| save(s, (&model, &optimizer, &best), &state, control));
                 let resumes_from = if saved { Some(step) } else { last_snapshot.1 };
                 return Err(Stopped::Interrupted { step: step + 1, resumes_from });
@@ -236,8 +264,7 @@ where
                 // The backend's RNG (dropout masks drawn on the device) cannot
                 // be saved, so it starts again here from a seed of its own: a
                 // run resumed at this step draws what an unbroken run draws.
-                seed_device::<B>(device, device_seed(seed, step));
-                device_seeded = (DeviceSeed::Step(step), device_draws());
+                device_rng = DeviceRng::seed::<B>(device, seed, DeviceSeed::Step(step));
                 if let Some(snapshots) = snapshots
                     && step < max_steps
                     && snapshots.due(last_snapshot.0)
@@ -440,6 +467,25 @@ where
 
 /// A snapshot that loaded; one that did not is logged and ignored (the
 /// run trains from step 0).
+/// The run's snapshot, if there is one this run can use: one whose dropout
+/// masks came from the CPU backend's stream resumes only on that backend
+/// (the stream's position means nothing to another's RNG).
+fn load_snapshot<B, M, O>(snapshots: &Snapshots, device: &B::Device, control: &Control) -> Option<Loaded<B, M, O>>
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B>,
+    O: Optimizer<M, B>,
+{
+    let loaded = usable(snapshots.load::<B, M, O>(device), control)?;
+    if loaded.device_position.is_some() && !crate::kernels::backend_applies::<B>() {
+        (control.log)(
+            "snapshot not used (its dropout masks came from the CPU backend's stream); training from step 0".into(),
+        );
+        return None;
+    }
+    Some(loaded)
+}
+
 fn usable<T>(loaded: anyhow::Result<Option<T>>, control: &Control) -> Option<T> {
     loaded.unwrap_or_else(|e| {
         (control.log)(format!("snapshot not used ({e:#}); training from step 0"));

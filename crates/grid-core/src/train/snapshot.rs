@@ -37,9 +37,11 @@ use sha2::{Digest, Sha256};
 
 /// Bumped when the layout or the loop state changes: an older snapshot is then
 /// not used, unless this version still reads it ([`READS`]). Format 2 added
-/// [`LoopState::interrupted`] (absent, format 1 reads the same).
-const FORMAT: u32 = 2;
-const READS: [u32; 2] = [1, FORMAT];
+/// [`LoopState::interrupted`] (absent, format 1 reads the same); format 3
+/// its [`Interrupted::device_position`], which an older version would ignore
+/// and so resume with other masks.
+const FORMAT: u32 = 3;
+const READS: [u32; 3] = [1, 2, FORMAT];
 
 const MANIFEST: &str = "snapshot.json";
 
@@ -97,14 +99,20 @@ mod best_score {
 /// What a snapshot taken between two evaluations also needs: the training
 /// loss summed since the last evaluation (the next log line's), and what the
 /// backend's RNG was last seeded with. Such a snapshot is only taken when
-/// nothing was drawn from that RNG since (no dropout on the device: the
-/// BiLSTMs, ResNets and rationale models draw their masks on the host), so
-/// that seeding it again as it was puts it where the run left it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// seeding that RNG again as it was, and moving it to `device_position`, puts
+/// it where the run left it: nothing was drawn from it since (the BiLSTMs,
+/// ResNets and rationale models draw their masks on the host), or every mask
+/// since came from the CPU backend's stream (`model::noise`), whose position
+/// is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interrupted {
     pub loss_sum: f64,
     pub losses: usize,
     pub device_seed: DeviceSeed,
+    /// The CPU mask stream's word position (a decimal string, as the host
+    /// RNG's), when masks were drawn since the seeding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_position: Option<String>,
 }
 
 /// What the backend's RNG was seeded with: the run's seed at its start, or
@@ -142,6 +150,8 @@ where
     pub state: LoopState,
     pub epoch_rng_position: u128,
     pub rng_position: u128,
+    /// [`Interrupted::device_position`], read.
+    pub device_position: Option<u128>,
     pub model: <M as Module<B>>::Record,
     pub optimizer: O::Record,
     pub best: <M::InnerModule as Module<B::InnerBackend>>::Record,
@@ -243,6 +253,10 @@ impl Snapshots {
         };
         let epoch_rng_position = position(&manifest.state.epoch_rng_position)?;
         let rng_position = position(&manifest.state.rng_position)?;
+        let device_position = match manifest.state.interrupted.as_ref().and_then(|i| i.device_position.as_deref()) {
+            Some(text) => Some(position(text)?),
+            None => None,
+        };
         let folder = self.dir.join(format!("step-{}", manifest.state.step));
         let read = |name: &str| -> Result<Vec<u8>> {
             let sum = manifest
@@ -261,7 +275,7 @@ impl Snapshots {
         let model = Recorder::<B>::load(&recorder, read("model.mpk")?, device).context("model.mpk")?;
         let optimizer = Recorder::<B>::load(&recorder, read("optimizer.mpk")?, device).context("optimizer.mpk")?;
         let best = Recorder::<B::InnerBackend>::load(&recorder, read("best.mpk")?, device).context("best.mpk")?;
-        Ok(Loaded { state: manifest.state, epoch_rng_position, rng_position, model, optimizer, best })
+        Ok(Loaded { state: manifest.state, epoch_rng_position, rng_position, device_position, model, optimizer, best })
     }
 
     /// Removes every snapshot (the run finished, or one could not be used).
@@ -312,7 +326,12 @@ mod tests {
             seconds: 1.0 / 3.0,
             validation_seconds: 0.1,
             shapes: vec![[16, 32]],
-            interrupted: Some(Interrupted { loss_sum: awkward, losses: 3, device_seed: DeviceSeed::Step(50) }),
+            interrupted: Some(Interrupted {
+                loss_sum: awkward,
+                losses: 3,
+                device_seed: DeviceSeed::Step(50),
+                device_position: Some(u128::MAX.to_string()),
+            }),
         };
         let manifest = Manifest { format: FORMAT, state: state.clone(), files: Vec::new() };
         let text = serde_json::to_string_pretty(&manifest).unwrap();

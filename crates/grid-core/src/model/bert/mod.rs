@@ -318,11 +318,11 @@ mod tests {
         assert!(summary.best_validation_accuracy > 0.9, "{summary:?}");
     }
 
-    /// With dropout drawn on the device, a run stopped part way and resumed
-    /// from its snapshot ends with the weights of an unbroken run: the
-    /// backend's RNG is re-seeded at every evaluation step, and a run that
-    /// drew from it since is not snapshotted where it stopped (it resumes
-    /// from the evaluation step). Without dropout it is, and resumes there.
+    /// With dropout drawn from the backend's RNG, a run stopped part way and
+    /// resumed from its snapshot ends with the weights of an unbroken run:
+    /// the RNG is re-seeded at every evaluation step, and on the CPU backend
+    /// the snapshot keeps where its mask stream stood, so the run resumes
+    /// where it stopped, with or without dropout.
     #[test]
     fn training_with_device_dropout_resumes_exactly() {
         use crate::train::recipe::{Optimizer, Schedule, TrainingSpec};
@@ -377,7 +377,7 @@ mod tests {
         };
         let (unbroken, whole) = run(0.2, None, None).unwrap();
         let stopped = run(0.2, Some(&snapshots), Some(30)).expect_err("stopped");
-        assert_eq!(stopped, Stopped::Interrupted { step: 31, resumes_from: Some(20) });
+        assert_eq!(stopped, Stopped::Interrupted { step: 31, resumes_from: Some(30) });
         let (resumed, summary) = run(0.2, Some(&snapshots), None).unwrap();
         assert_eq!(summary.log, whole.log);
         assert_eq!(outputs(&resumed), outputs(&unbroken));

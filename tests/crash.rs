@@ -175,7 +175,17 @@ fn a_killed_training_resumes_from_its_snapshot() {
 #[cfg(unix)]
 #[test]
 fn a_worker_stopped_with_its_run_snapshots_the_step_it_stopped_at() {
-    stopped_training_resumes_where_it_stopped(&one_long_training(), "2");
+    stopped_training_resumes_where_it_stopped(&one_long_training(), "2", 1);
+}
+
+/// `grid run` itself (`-j 1`, the training in its own process) takes a
+/// second signal a moment after the first as the same stop, as `timeout`
+/// passing on a terminal's Ctrl-C sends it: the training still snapshots
+/// the step it stopped at.
+#[cfg(unix)]
+#[test]
+fn grid_run_signalled_twice_at_once_still_stops_cleanly() {
+    stopped_training_resumes_where_it_stopped(&one_long_training(), "1", 2);
 }
 
 /// A BERT with dropout, stopped in `grid run`'s own process between two
@@ -220,15 +230,16 @@ patience = 1000
 methods = ["gxil"]
 sample = 20
 "#;
-    stopped_training_resumes_where_it_stopped(grid_text, "1");
+    stopped_training_resumes_where_it_stopped(grid_text, "1", 1);
 }
 
-/// Runs `grid_text` with `jobs`, sends the run's process group SIGTERM once
-/// a training is under way, and checks that the rerun resumes the training
-/// from a snapshot (none was due at an evaluation: `GRID_SNAPSHOT_SECONDS`
-/// is an hour) and ends with a clean run's tables.
+/// Runs `grid_text` with `jobs`, sends the run's process group SIGTERM
+/// `signals` times at once when a training is under way, and checks
+/// that the rerun resumes the training from a snapshot (none was due at an
+/// evaluation: `GRID_SNAPSHOT_SECONDS` is an hour) and ends with a clean
+/// run's tables.
 #[cfg(unix)]
-fn stopped_training_resumes_where_it_stopped(grid_text: &str, jobs: &str) {
+fn stopped_training_resumes_where_it_stopped(grid_text: &str, jobs: &str, signals: usize) {
     use std::os::unix::process::CommandExt;
     let clean = clean_run(grid_text);
     let t = GridTest::new(grid_text);
@@ -247,7 +258,10 @@ fn stopped_training_resumes_where_it_stopped(grid_text: &str, jobs: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    let _ = Command::new("kill").args(["-TERM", "--", &format!("-{}", run.id())]).status();
+    // The shell's own `kill`, so that a second signal follows the first
+    // within microseconds, as `timeout` passes one on.
+    let kill = format!("kill -TERM -- -{}", run.id());
+    let _ = Command::new("bash").args(["-c", &vec![kill.as_str(); signals].join("; ")]).status();
     let mut said = String::new();
     std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut said).unwrap();
     assert_eq!(run.wait().unwrap().code(), Some(130), "{said}");

@@ -4,12 +4,16 @@
 //! step, and the run says what finished before it exits with 130. Nothing
 //! half-written is ever published (a step is renamed into the cache only when
 //! complete), so a rerun computes only what is missing. A second signal ends
-//! the process at once.
+//! the process at once, unless it came within [`ECHO`] of the first: a
+//! process is often signalled twice for one stop. `grid run` under
+//! `timeout` has a terminal's Ctrl-C from the terminal and again from
+//! `timeout`, which passes it on (taken as two, a training in `grid run`'s
+//! own process lost what it had done since its last snapshot).
 //!
-//! A worker ([`install_in_worker`]) is often signalled twice for one stop:
-//! `timeout` and a terminal's Ctrl-C signal the whole process group, and
-//! `grid run` then signals its children again. So a second signal within
-//! [`ECHO`] of the first is the same stop. And since most steps never ask
+//! A worker ([`install_in_worker`]) too: `timeout` and a terminal's Ctrl-C
+//! signal the whole process group, and `grid run` then signals its children
+//! again. So there as well a second signal within [`ECHO`] of the first is
+//! the same stop. And since most steps never ask
 //! whether to stop, a watchdog ends the worker at once unless a loop that
 //! does ask ([`Polling`]) is running or has seen the request: a training
 //! loop stops at its next step and snapshots it, anything else ends as if no
@@ -33,7 +37,7 @@ static POLLING: AtomicUsize = AtomicUsize::new(0);
 /// Whether [`requested`] has answered yes: someone is stopping cleanly.
 static SEEN: AtomicBool = AtomicBool::new(false);
 
-/// How far apart two signals may be and still be one stop, in a worker.
+/// How far apart two signals may be and still be one stop.
 pub const ECHO: Duration = Duration::from_secs(1);
 
 /// How long a worker's watchdog lets a request go unseen with no polling
@@ -59,7 +63,10 @@ fn monotonic_ms() -> u64 {
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
-    if REQUESTED.swap(true, Ordering::SeqCst) {
+    let now = monotonic_ms();
+    if !REQUESTED.swap(true, Ordering::SeqCst) {
+        SIGNALLED_AT_MS.store(now, Ordering::SeqCst);
+    } else if !echoes(SIGNALLED_AT_MS.load(Ordering::SeqCst), now) {
         die(signal);
     }
 }

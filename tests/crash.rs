@@ -196,41 +196,29 @@ fn grid_run_signalled_twice_at_once_still_stops_cleanly() {
 #[cfg(unix)]
 #[test]
 fn a_stopped_bert_with_dropout_resumes_where_it_stopped() {
-    let grid_text = r#"
-name = "tiny"
-metrics = ["precision", "rank"]
-
-[[datasets]]
-name = "gen"
-generated = { train = 400, validation = 100, test = 80, seed = 3 }
-max_length = 40
-
-[shortcuts]
-kinds = ["st"]
-seed = 5
-
-[[models]]
-name = "bert"
+    let lstm = r#"name = "lstm"
+architecture = "bilstm"
+embedding_dim = 16
+hidden_size = 16
+attention_size = 16
+mlp_size = 16
+dropout = 0.1"#;
+    let bert = r#"name = "bert"
 architecture = "bert"
 hidden_size = 16
 num_hidden_layers = 1
 num_attention_heads = 2
 intermediate_size = 32
 wordpiece_vocab_size = 200
-dropout = 0.2
-
-[models.training]
-batch_size = 16
-learning_rate = 1e-3
-max_steps = 1000
-eval_every = 1000
-patience = 1000
-
-[attribution]
-methods = ["gxil"]
-sample = 20
-"#;
-    stopped_training_resumes_where_it_stopped(grid_text, "1", 1);
+dropout = 0.2"#;
+    assert!(TINY.contains(lstm), "the tiny grid's model");
+    let grid_text = one_long_training()
+        .replace(lstm, bert)
+        .replace("learning_rate = 0.1", "learning_rate = 1e-3")
+        .replace("max_steps = 1200", "max_steps = 1000")
+        .replace("eval_every = 40", "eval_every = 1000")
+        .replace("patience = 1200", "patience = 1000");
+    stopped_training_resumes_where_it_stopped(&grid_text, "1", 1);
 }
 
 /// Runs `grid_text` with `jobs`, sends the run's process group SIGTERM

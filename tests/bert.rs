@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use safetensors::{Dtype, serialize, tensor::TensorView};
 
-use crate::util::{GridTest, serve_as_hub};
+use crate::util::{GridTest, RANDOM_BERT, serve_as_hub};
 
 fn grid_with(model: &str) -> String {
     format!(
@@ -51,8 +51,6 @@ sample = 30
 "#
     )
 }
-
-const RANDOM_BERT: &str = "hidden_size = 16\nnum_hidden_layers = 1\nnum_attention_heads = 2\nintermediate_size = 32\nwordpiece_vocab_size = 200";
 
 /// Checks every attribution of the run: one score per token, and the ground
 /// truth is the shortcut token itself, as one whole token.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 
-use crate::util::{GridTest, TINY, report_files};
+use crate::util::{GridTest, RANDOM_BERT, TINY, report_files};
 
 const KILLS: usize = 20;
 
@@ -203,17 +203,10 @@ hidden_size = 16
 attention_size = 16
 mlp_size = 16
 dropout = 0.1"#;
-    let bert = r#"name = "bert"
-architecture = "bert"
-hidden_size = 16
-num_hidden_layers = 1
-num_attention_heads = 2
-intermediate_size = 32
-wordpiece_vocab_size = 200
-dropout = 0.2"#;
+    let bert = format!("name = \"bert\"\narchitecture = \"bert\"\n{RANDOM_BERT}\ndropout = 0.2");
     assert!(TINY.contains(lstm), "the tiny grid's model");
     let grid_text = one_long_training()
-        .replace(lstm, bert)
+        .replace(lstm, &bert)
         .replace("learning_rate = 0.1", "learning_rate = 1e-3")
         .replace("max_steps = 1200", "max_steps = 1000")
         .replace("eval_every = 40", "eval_every = 1000")

@@ -45,6 +45,10 @@ methods = ["gradl-l1", "gxil", "random"]
 sample = 40
 "#;
 
+/// A randomly initialised BERT small enough for a test: its size keys in a
+/// grid's `[[models]]` entry (a WordPiece vocabulary learnt from the corpus).
+pub const RANDOM_BERT: &str = "hidden_size = 16\nnum_hidden_layers = 1\nnum_attention_heads = 2\nintermediate_size = 32\nwordpiece_vocab_size = 200";
+
 pub struct GridTest {
     pub dir: tempfile::TempDir,
 }

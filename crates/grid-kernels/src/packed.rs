@@ -656,11 +656,31 @@ mod tests {
 /// --release packed_rates -- --ignored --nocapture`.
 #[cfg(test)]
 mod rates {
-    use std::mem::MaybeUninit;
     use std::time::Instant;
 
     use super::PackedLhs;
+    use crate::chunks::as_uninit;
     use crate::matmul::{Threads, product_into};
+
+    /// `a [m, k]` and `b [k, n]`, row-major, of arbitrary values.
+    fn operands((m, n, k): (usize, usize, usize)) -> (Vec<f32>, Vec<f32>) {
+        let a = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b = (0..k * n).map(|i| (i as f32 * 0.53).sin()).collect();
+        (a, b)
+    }
+
+    /// GFLOP/s of `f` writing an `m × n` product of depth `k`, after a first
+    /// call, over calls worth about `flops` floating-point operations.
+    fn gflops((m, n, k): (usize, usize, usize), flops: f64, f: &mut dyn FnMut(&mut [f32])) -> f64 {
+        let mut out = vec![0.0f32; m * n];
+        let reps = (flops / (2.0 * (m * n * k) as f64)).ceil() as usize;
+        f(&mut out);
+        let start = Instant::now();
+        for _ in 0..reps {
+            f(&mut out);
+        }
+        2.0 * (m * n * k * reps) as f64 / start.elapsed().as_secs_f64() / 1e9
+    }
 
     #[test]
     #[ignore = "a measurement, not a test"]
@@ -685,22 +705,13 @@ mod rates {
             (16, 1024, 72),
             (8, 1024, 27),
         ] {
-            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.53).sin()).collect();
-            let mut out = vec![MaybeUninit::new(0.0f32); m * n];
-            let reps = (2e9 / (2.0 * (m * n * k) as f64)).ceil() as usize;
-            let mut time = |f: &mut dyn FnMut(&mut [MaybeUninit<f32>])| {
-                f(&mut out);
-                let start = Instant::now();
-                for _ in 0..reps {
-                    f(&mut out);
-                }
-                2.0 * (m * n * k * reps) as f64 / start.elapsed().as_secs_f64() / 1e9
-            };
-            let gemm = time(&mut |out| product_into(Threads::One, (m, n, k), out, &a, (k, 1), &b, (n, 1)));
+            let (a, b) = operands((m, n, k));
+            let time = |f: &mut dyn FnMut(&mut [f32])| gflops((m, n, k), 2e9, f);
+            let gemm = time(&mut |out| product_into(Threads::One, (m, n, k), as_uninit(out), &a, (k, 1), &b, (n, 1)));
             let lhs = PackedLhs::of(&a, m, k, (k, 1));
-            let packed = time(&mut |out| lhs.multiply_into(&b, n, n, out, false));
-            let with_packing = time(&mut |out| PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, out, false));
+            let packed = time(&mut |out| lhs.multiply_into(&b, n, n, as_uninit(out), false));
+            let with_packing =
+                time(&mut |out| PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, as_uninit(out), false));
             println!(
                 "{m:>4} × {n:>5} × {k:>5}: gemm {gemm:6.1} GFLOP/s, packed {packed:6.1} ({:.2}×), packing A each time {with_packing:6.1}",
                 packed / gemm
@@ -718,24 +729,11 @@ mod rates {
             return;
         }
         for (m, n, k) in [(416, 384, 384), (416, 1536, 384), (416, 384, 1536), (416, 3072, 768), (416, 768, 3072)] {
-            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.53).sin()).collect();
-            let mut out = vec![0.0f32; m * n];
-            let reps = (4e9 / (2.0 * (m * n * k) as f64)).ceil() as usize;
-            let mut time = |f: &mut dyn FnMut(&mut [f32])| {
-                f(&mut out);
-                let start = Instant::now();
-                for _ in 0..reps {
-                    f(&mut out);
-                }
-                2.0 * (m * n * k * reps) as f64 / start.elapsed().as_secs_f64() / 1e9
-            };
-            let gemm = time(&mut |out| {
-                product_into(Threads::One, (m, n, k), crate::chunks::as_uninit(out), &a, (k, 1), &b, (n, 1))
-            });
-            let packed = time(&mut |out| {
-                PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, crate::chunks::as_uninit(out), false)
-            });
+            let (a, b) = operands((m, n, k));
+            let time = |f: &mut dyn FnMut(&mut [f32])| gflops((m, n, k), 4e9, f);
+            let gemm = time(&mut |out| product_into(Threads::One, (m, n, k), as_uninit(out), &a, (k, 1), &b, (n, 1)));
+            let packed =
+                time(&mut |out| PackedLhs::of(&a, m, k, (k, 1)).multiply_into(&b, n, n, as_uninit(out), false));
             let strided = time(&mut |out| super::multiply_strided((&a, k), (&b, n), (m, n, k), out, false));
             println!(
                 "{m:>4} × {n:>5} × {k:>5}: gemm {gemm:6.1} GFLOP/s, packed {packed:6.1} ({:.2}×), strided {strided:6.1} ({:.2}×)",

@@ -117,10 +117,8 @@ impl DeviceRng {
     /// losses since the last evaluation; `None` where it cannot: masks were
     /// drawn since the seeding, and not all from the CPU stream.
     fn interrupted(&self, loss_sum: f64, losses: usize) -> Option<Interrupted> {
-        let device_position = match device_draws() == self.draws {
-            true => None,
-            false => Some(cpu_stream_position()?.to_string()),
-        };
+        let drew = device_draws() != self.draws;
+        let device_position = if drew { Some(cpu_stream_position()?.to_string()) } else { None };
         Some(Interrupted { loss_sum, losses, device_seed: self.seeded, device_position })
     }
 }
@@ -262,8 +260,9 @@ where
                     break 'epochs;
                 }
                 // The backend's RNG (dropout masks drawn on the device) cannot
-                // be saved, so it starts again here from a seed of its own: a
-                // run resumed at this step draws what an unbroken run draws.
+                // be saved on a GPU, so it starts again here from a seed of its
+                // own: a run resumed at this step draws what an unbroken run
+                // draws.
                 device_rng = DeviceRng::seed::<B>(device, seed, DeviceSeed::Step(step));
                 if let Some(snapshots) = snapshots
                     && step < max_steps
@@ -465,8 +464,6 @@ where
     written.is_ok()
 }
 
-/// A snapshot that loaded; one that did not is logged and ignored (the
-/// run trains from step 0).
 /// The run's snapshot, if there is one this run can use: one whose dropout
 /// masks came from the CPU backend's stream resumes only on that backend
 /// (the stream's position means nothing to another's RNG).
@@ -486,6 +483,8 @@ where
     Some(loaded)
 }
 
+/// A snapshot that loaded; one that did not is logged and ignored (the
+/// run trains from step 0).
 fn usable<T>(loaded: anyhow::Result<Option<T>>, control: &Control) -> Option<T> {
     loaded.unwrap_or_else(|e| {
         (control.log)(format!("snapshot not used ({e:#}); training from step 0"));

@@ -693,13 +693,17 @@ fn grouped_forward(dims: Dims, x: &[f32], weight: &[f32], group: usize) -> Vec<f
 /// ResNet's last stage: 16 at 32 pixels) and the patches are longer, the
 /// product is computed transposed, `∂colsᵀ = ∂Yᵀ · W`, and copied back (the
 /// ResNet-18 of width 64 at 32 pixels: 1.1× the training rate; the same
-/// turn for the output made it 0.65× as fast, so it has none). Every image
-/// of a layer takes the same path.
+/// turn for the output made it 0.65× as fast, so it has none). A deep layer
+/// of few positions puts images in groups instead ([`gradient_group`]).
+/// Every image of a layer takes the same path.
 pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
     dims.check(None, Some(weight), Some(grad));
     let turned = Dims { inputs: dims.outputs, outputs: dims.inputs, ..dims };
     if let Some(padded) = PaddedImage::paying(&turned) {
         return padded_input_gradient(&padded, grad, weight);
+    }
+    if let Some(group) = gradient_group(&dims) {
+        return grouped_input_gradient(dims, grad, weight, group);
     }
     let (depth, positions, out_len, image_len) = (dims.patch(), dims.positions(), dims.out_len(), dims.image_len());
     let packed = (positions >= PACKED_POSITIONS && PackedLhs::available())
@@ -737,6 +741,87 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
                     // SAFETY: every value was just written.
                     let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
                     patches.add_back(cols, image);
+                }
+            })
+        });
+    })
+}
+
+/// Images per product of the input gradient where grouping them pays, a
+/// choice of the layer's shape alone (so an image's gradient does not
+/// depend on its batch): few positions (at most
+/// [`GROUPED_GRADIENT_POSITIONS`]) and a weight of at least
+/// [`GROUPED_GRADIENT_WEIGHT`] values, which `gemm` packs again for each
+/// image's product of a few rows, where grouped it is packed once per call.
+/// On a 2-core Intel Xeon (2 MB of second-level cache per core;
+/// BENCHMARKS.md "The input gradient of few positions in groups"), batches
+/// of 16–32: 512 channels at 2–6 px 1.3–1.6×, 256 channels at 4 px 1.25×,
+/// a stage's first layer onto 4 px 1.2–1.5×; not taken: 512 channels at
+/// 7 px (0.8×), 64–128 channels at 2–4 px (0.75–1.05×). A batch of 8 of
+/// 256 channels at 4 px runs 0.7× (the packing is paid by fewer images).
+fn gradient_group(dims: &Dims) -> Option<usize> {
+    let positions = dims.positions();
+    let pays = positions > 0
+        && positions <= GROUPED_GRADIENT_POSITIONS
+        && dims.outputs * dims.patch() >= GROUPED_GRADIENT_WEIGHT;
+    pays.then(|| FEW_POSITIONS.div_ceil(positions))
+}
+
+const GROUPED_GRADIENT_POSITIONS: usize = 36;
+const GROUPED_GRADIENT_WEIGHT: usize = 1 << 19;
+
+/// [`input_gradient`] for images of few positions, `group` images per
+/// product as in [`grouped_forward`]: `∂cols [K, group · P] = Wᵀ · ∂Y`, the
+/// images' output gradients side by side and the last group padded with
+/// zero images, so every image of a layer is computed by a product of the
+/// same shape; each image's columns then go back onto it. Where the CPU has
+/// AVX-512, `Wᵀ` is packed once per call: a deep layer's weight (512
+/// channels: 9 MB) is the product's largest operand.
+fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize) -> Vec<f32> {
+    let (depth, positions, image_len, out_len, outputs) =
+        (dims.patch(), dims.positions(), dims.image_len(), dims.out_len(), dims.outputs);
+    let width = group * positions;
+    let threads = if dims.batch > group { Threads::One } else { Threads::Pool };
+    let patches = Patches::of(&dims);
+    // Wᵀ [K, out]: element (k, o) = weight[o · K + k].
+    let weight_t = if PackedLhs::available() {
+        Weight::Packed(PackedLhs::of(weight, depth, outputs, (1, depth)))
+    } else {
+        Weight::Gemm { values: weight, strides: (1, depth) }
+    };
+    written(dims.batch * image_len, |dx| {
+        if image_len == 0 {
+            return;
+        }
+        per_image(dx, group * image_len, |g, out| {
+            let first = g * group;
+            with_scratch(outputs * width + depth * width + depth * positions, |buffer| {
+                let (grads, rest) = buffer.split_at_mut(outputs * width);
+                let (cols, one) = rest.split_at_mut(depth * width);
+                for (o, row) in grads.chunks_exact_mut(width).enumerate() {
+                    for (i, values) in row.chunks_exact_mut(positions).enumerate() {
+                        match grad.get((first + i) * out_len..(first + i + 1) * out_len) {
+                            Some(image) => values.copy_from_slice(&image[o * positions..(o + 1) * positions]),
+                            None => values.fill(0.0),
+                        }
+                    }
+                }
+                weight_t.times(threads, (depth, width, outputs), grads, as_uninit(cols));
+                for (i, image) in out.chunks_exact_mut(image_len).enumerate() {
+                    // Image i's columns of ∂cols, `[K, P]`.
+                    for (row, values) in one.chunks_exact_mut(positions).enumerate() {
+                        values.copy_from_slice(&cols[row * width + i * positions..][..positions]);
+                    }
+                    if dims.is_pointwise() {
+                        for (value, &g) in image.iter_mut().zip(one.iter()) {
+                            value.write(g);
+                        }
+                    } else {
+                        image.fill(MaybeUninit::new(0.0));
+                        // SAFETY: every value was just written.
+                        let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
+                        patches.add_back(one, image);
+                    }
                 }
             })
         });
@@ -993,8 +1078,50 @@ mod tests {
         let last = Dims { inputs: 128, outputs: 128, size: [4, 4], ..wide };
         // Groups of four images: one group, and several (on the threads).
         let more = Dims { batch: 9, ..last };
-        for dims in [wide, last, more] {
+        // A weight large enough for the input gradient in groups too.
+        let deep = Dims { inputs: 256, outputs: 256, ..more };
+        assert_eq!(gradient_group(&deep), Some(4));
+        for dims in [wide, last, more, deep] {
             batch_independence(dims);
+        }
+    }
+
+    /// The input gradient computed in groups of images (a deep layer of few
+    /// positions; the last group short, and a stage's first layer of stride
+    /// 2) is its definition: `∂x[n, c, iy, ix] = Σ` over outputs and taps of
+    /// the weight times the output gradient where the tap meets the pixel.
+    #[test]
+    fn the_input_gradient_in_groups_is_its_definition() {
+        let deep =
+            Dims { batch: 6, inputs: 64, outputs: 1024, size: [4, 4], kernel: [3; 2], stride: [1; 2], padding: [1; 2] };
+        let first = Dims { batch: 5, inputs: 256, outputs: 512, size: [7, 7], stride: [2; 2], ..deep };
+        for dims in [deep, first] {
+            assert!(gradient_group(&dims).is_some_and(|group| dims.batch % group != 0), "{dims:?}");
+            let weight = wave(dims.outputs * dims.patch(), 0.53, 0.7);
+            let grad = wave(dims.batch * dims.out_len(), 0.29, 0.4);
+            let dx = input_gradient(dims, &grad, &weight);
+            let ([kh, kw], [oh, ow], [h, w]) = (dims.kernel, dims.out_size(), dims.size);
+            let mut direct = vec![0.0f64; dx.len()];
+            for n in 0..dims.batch {
+                for o in 0..dims.outputs {
+                    for c in 0..dims.inputs {
+                        for (i, j) in (0..kh).flat_map(|i| (0..kw).map(move |j| (i, j))) {
+                            let wv = f64::from(weight[((o * dims.inputs + c) * kh + i) * kw + j]);
+                            for (oy, ox) in (0..oh).flat_map(|oy| (0..ow).map(move |ox| (oy, ox))) {
+                                let iy = (oy * dims.stride[0] + i).checked_sub(dims.padding[0]);
+                                let ix = (ox * dims.stride[1] + j).checked_sub(dims.padding[1]);
+                                if let (Some(iy), Some(ix)) = (iy.filter(|&iy| iy < h), ix.filter(|&ix| ix < w)) {
+                                    let gv = f64::from(grad[((n * dims.outputs + o) * oh + oy) * ow + ox]);
+                                    direct[((n * dims.inputs + c) * h + iy) * w + ix] += wv * gv;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (got, exact) in dx.iter().zip(&direct) {
+                assert!((f64::from(*got) - exact).abs() < 1e-4 * exact.abs().max(1.0), "{dims:?}: {got} vs {exact}");
+            }
         }
     }
 

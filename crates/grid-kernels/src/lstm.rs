@@ -25,36 +25,36 @@ use crate::matmul::gemm;
 use crate::packed::{PackedLhs, multiply_strided};
 use crate::rescale::NEAR;
 
-/// Rows × hidden units from which a step's element-wise pass is split over
-/// threads.
-const PARALLEL_ELEMENTS: usize = 8192;
+/// Rows of the batch per part at the least: the parts' products keep the
+/// packed kernel's 8-row blocks full.
+const MIN_PART_ROWS: usize = 8;
 
-/// Rows of a step's product per task on the threads: one block of the
-/// packed kernel.
-const ROWS_PER_TASK: usize = 8;
+/// Rows per part of a batch. A row's recurrence depends on its own earlier
+/// steps alone, so each part runs its rows through the whole sequence on
+/// one thread and the threads meet once per pass. Shared out step by step
+/// (each step's product and gate pass on the threads), they met twice per
+/// step: two threads trained the IMDB BiLSTM (128 units, batches of 64
+/// reviews of up to 500 words) 1.3× as fast as one. A value does not
+/// depend on the parts: every row gets the same arithmetic in any of them.
+fn part_rows(batch: usize) -> usize {
+    let parts = rayon::current_num_threads().min(batch / MIN_PART_ROWS).max(1);
+    batch.div_ceil(parts).max(1)
+}
 
 /// `dst [m, n] = a [m, k] · b [k, n]`, all row-major: one time step's
-/// product with the recurrent weight (or its transpose). The weight is the
-/// same at every step, yet `gemm` packed it again at each, and through
-/// strides for its transpose: packing took 1.3–1.8× the multiply-adds' time
-/// in the recurrence's products (perf, the IMDB BiLSTM at 128 units). Where
-/// the CPU has AVX-512 the packed kernel reads both operands in place
-/// ([`multiply_strided`]), its blocks of rows on the threads; a value is
-/// the sum over `k` in order, whatever the threads. Elsewhere `gemm`.
+/// product with the recurrent weight (or its transpose), on this thread.
+/// The weight is the same at every step, yet `gemm` packed it again at
+/// each, and through strides for its transpose: packing took 1.3–1.8× the
+/// multiply-adds' time in the recurrence's products (perf, the IMDB BiLSTM
+/// at 128 units). Where the CPU has AVX-512 the packed kernel reads both
+/// operands in place ([`multiply_strided`]); a value is the sum over `k` in
+/// order. Elsewhere `gemm`.
 fn step_product((m, n, k): (usize, usize, usize), dst: &mut [f32], a: &[f32], b: &[f32]) {
     if !PackedLhs::available() {
         gemm(false, (m, n, k), (dst, n), a, (k, 1), b, (n, 1));
         return;
     }
-    let task = |(block, dst): (usize, &mut [f32])| {
-        let rows = dst.len() / n;
-        multiply_strided((&a[block * ROWS_PER_TASK * k..], k), (b, n), (rows, n, k), dst, false);
-    };
-    if m * n * k >= 1 << 20 {
-        dst[..m * n].par_chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(task);
-    } else {
-        dst[..m * n].chunks_mut(ROWS_PER_TASK * n).enumerate().for_each(task);
-    }
+    multiply_strided((a, k), (b, n), (m, n, k), &mut dst[..m * n], false);
 }
 
 /// Sizes of one recurrence.
@@ -115,15 +115,25 @@ pub enum Keep {
 }
 
 /// What the backward pass needs from the forward: the activated gates and
-/// the cell states (and their tanh) of every step, time-major.
+/// the cell states (and their tanh) of every step, time-major, per part of
+/// the batch's rows (see [`part_rows`]).
 #[derive(Debug, Clone)]
 pub struct Tape {
-    /// `[time, batch, 4h]`: σ(i), σ(f), tanh(g), σ(o).
+    /// Rows per part: part `p` holds rows `p · rows ..`.
+    rows: usize,
+    parts: Vec<TapePart>,
+}
+
+/// One part's tape, its `rows` rows.
+#[derive(Debug, Clone)]
+struct TapePart {
+    rows: usize,
+    /// `[time, rows, 4h]`: σ(i), σ(f), tanh(g), σ(o).
     gates: Vec<f32>,
-    /// `[time, batch, h]`.
+    /// `[time, rows, h]`.
     cells: Vec<f32>,
     tanh_cells: Vec<f32>,
-    /// `[time, batch, 4h]`, the gates before their activations
+    /// `[time, rows, 4h]`, the gates before their activations
     /// ([`Keep::Multipliers`] only).
     pre_activations: Option<Vec<f32>>,
 }
@@ -182,95 +192,94 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + math::exp(-x))
 }
 
-/// One row's slices in a step: gates, their pre-activations, cell,
-/// tanh(cell), state, and all its states.
-type RowOfStep<'a> = (((((&'a mut [f32], &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]), &'a mut [f32]);
-
 /// Runs the recurrence, visiting each row's positions in `order`; keeps what
 /// [`backward`] needs as `keep` says.
 pub fn forward(dims: Dims, order: Order, projected: &[f32], weight_hh: &[f32], keep: Keep) -> (Vec<f32>, Option<Tape>) {
     let Dims { batch, time, hidden } = dims;
-    let width = dims.gates();
-    assert_eq!(projected.len(), batch * time * width, "projected inputs");
-    assert_eq!(weight_hh.len(), hidden * width, "recurrent weights");
+    assert_eq!(projected.len(), batch * time * dims.gates(), "projected inputs");
+    assert_eq!(weight_hh.len(), hidden * dims.gates(), "recurrent weights");
     order.check(dims);
     let mut states = vec![0.0f32; batch * time * hidden];
-    let mut gates = vec![0.0f32; batch * width];
-    let mut cells = vec![0.0f32; batch * hidden];
-    // h_{t-1} of every row, contiguous whatever the positions visited.
-    let mut previous = vec![0.0f32; batch * hidden];
-    let multipliers = keep == Keep::Multipliers;
-    let mut tape = (keep != Keep::Nothing).then(|| Tape {
-        gates: Vec::with_capacity(time * batch * width),
-        cells: Vec::with_capacity(time * batch * hidden),
-        tanh_cells: Vec::with_capacity(time * batch * hidden),
-        pre_activations: multipliers.then(|| Vec::with_capacity(time * batch * width)),
-    });
-    let mut tanh_cells = vec![0.0f32; batch * hidden];
-    // The step's pre-activations, kept for DeepLift's secants only; otherwise
-    // one unused value per row, so that the rows still zip with the others.
-    let pre_len = if multipliers { width } else { 1 };
-    let mut pre = vec![0.0f32; batch * pre_len];
-    for step in 0..time {
-        // gates = h_{t-1} W_hh, then + the step's inputs. The product is
-        // taken alone, not accumulated onto the inputs, so that its rounding
-        // does not depend on how many rows the batch has.
-        if step > 0 {
-            step_product((batch, width, hidden), &mut gates, &previous, weight_hh);
-        }
-        let update = |(row, (((((g, pre), c), tc), h), all)): (usize, RowOfStep)| {
-            let at = order.position(row, step);
-            let from = (row * time + at) * width;
-            let inputs = &projected[from..from + width];
-            if step > 0 {
-                g.iter_mut().zip(inputs).for_each(|(g, x)| *g += x);
-            } else {
-                g.copy_from_slice(inputs);
-            }
-            if multipliers {
-                pre.copy_from_slice(g);
-            }
-            update_cell(g, c, tc, h);
-            all[at * hidden..(at + 1) * hidden].copy_from_slice(h);
+    let rows = part_rows(batch);
+    let parts: Vec<TapePart> = if time * hidden == 0 {
+        Vec::new()
+    } else {
+        let run = Recurrence { dims, order, projected, weight_hh, keep };
+        states.par_chunks_mut(rows * time * hidden).enumerate().map(|(p, states)| run.part(p * rows, states)).collect()
+    };
+    (states, (keep != Keep::Nothing).then_some(Tape { rows, parts }))
+}
+
+/// One forward pass's inputs, shared by its parts.
+#[derive(Clone, Copy)]
+struct Recurrence<'a> {
+    dims: Dims,
+    order: Order<'a>,
+    projected: &'a [f32],
+    weight_hh: &'a [f32],
+    keep: Keep,
+}
+
+impl Recurrence<'_> {
+    /// The rows from `first` on (as many as `states` `[rows, time, h]`
+    /// holds) through every step, on this thread.
+    fn part(self, first: usize, states: &mut [f32]) -> TapePart {
+        let Recurrence { dims, order, projected, weight_hh, keep } = self;
+        let Dims { time, hidden, .. } = dims;
+        let width = dims.gates();
+        let rows = states.len() / (time * hidden);
+        let mut gates = vec![0.0f32; rows * width];
+        let mut cells = vec![0.0f32; rows * hidden];
+        // h_{t-1} of every row, contiguous whatever the positions visited.
+        let mut previous = vec![0.0f32; rows * hidden];
+        let mut tanh_cells = vec![0.0f32; rows * hidden];
+        let multipliers = keep == Keep::Multipliers;
+        let kept = |len: usize| if keep == Keep::Nothing { Vec::new() } else { Vec::with_capacity(time * rows * len) };
+        let mut tape = TapePart {
+            rows,
+            gates: kept(width),
+            cells: kept(hidden),
+            tanh_cells: kept(hidden),
+            pre_activations: multipliers.then(|| kept(width)),
         };
-        // Rows are independent: split over threads when there are enough of
-        // them (each row's arithmetic is the same either way).
-        if batch * hidden >= PARALLEL_ELEMENTS {
-            gates
-                .par_chunks_mut(width)
-                .zip(pre.par_chunks_mut(pre_len))
-                .zip(cells.par_chunks_mut(hidden))
-                .zip(tanh_cells.par_chunks_mut(hidden))
-                .zip(previous.par_chunks_mut(hidden))
-                .zip(states.par_chunks_mut(time * hidden))
-                .enumerate()
-                .for_each(update);
-        } else {
-            gates
+        for step in 0..time {
+            // gates = h_{t-1} W_hh, then + the step's inputs. The product is
+            // taken alone, not accumulated onto the inputs, so that its
+            // rounding does not depend on how many rows the batch has.
+            if step > 0 {
+                step_product((rows, width, hidden), &mut gates, &previous, weight_hh);
+            }
+            let rows_of_step = gates
                 .chunks_mut(width)
-                .zip(pre.chunks_mut(pre_len))
                 .zip(cells.chunks_mut(hidden))
                 .zip(tanh_cells.chunks_mut(hidden))
                 .zip(previous.chunks_mut(hidden))
-                .zip(states.chunks_mut(time * hidden))
-                .enumerate()
-                .for_each(update);
-        }
-        if let Some(tape) = tape.as_mut() {
-            tape.gates.extend_from_slice(&gates);
-            tape.cells.extend_from_slice(&cells);
-            tape.tanh_cells.extend_from_slice(&tanh_cells);
-            if let Some(kept) = tape.pre_activations.as_mut() {
-                kept.extend_from_slice(&pre);
+                .zip(states.chunks_mut(time * hidden));
+            for (local, ((((g, c), tc), h), all)) in rows_of_step.enumerate() {
+                let row = first + local;
+                let at = order.position(row, step);
+                let from = (row * time + at) * width;
+                let inputs = &projected[from..from + width];
+                if step > 0 {
+                    g.iter_mut().zip(inputs).for_each(|(g, x)| *g += x);
+                } else {
+                    g.copy_from_slice(inputs);
+                }
+                if let Some(pre) = tape.pre_activations.as_mut() {
+                    pre.extend_from_slice(g);
+                }
+                update_cell(g, c, tc, h);
+                all[at * hidden..(at + 1) * hidden].copy_from_slice(h);
+            }
+            if keep != Keep::Nothing {
+                tape.gates.extend_from_slice(&gates);
+                tape.cells.extend_from_slice(&cells);
+                tape.tanh_cells.extend_from_slice(&tanh_cells);
             }
         }
+        tape
     }
-    (states, tape)
 }
-
-/// One row's slices in a backward step: its gate gradients, its cell's
-/// gradient, and all its input gradients.
-type RowOfBackwardStep<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
 
 /// Gradients of the inputs (`[batch, time, 4h]`) and, with `weight_grad`, of
 /// the recurrent weights (`[h, 4h]`) from the gradient of the states
@@ -278,7 +287,8 @@ type RowOfBackwardStep<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
 /// differentiates the inputs alone (the weights are not tracked), and
 /// skipping `dW_hh` saves a third of the recurrence's products. On a tape
 /// kept with [`Keep::Multipliers`], DeepLift's multipliers instead of the
-/// gradients (rows `[0, n)` paired with `[n, 2n)`).
+/// gradients (each row paired with its counterpart half a batch away). The
+/// parts of the batch's rows run apart, as in [`forward`].
 pub fn backward(
     dims: Dims,
     order: Order,
@@ -293,52 +303,18 @@ pub fn backward(
     assert_eq!(grad_states.len(), batch * time * hidden, "state gradients");
     order.check(dims);
     let mut grad_projected = vec![0.0f32; batch * time * width];
-    // The step's gate gradients, contiguous whatever the positions visited.
-    let mut grad_gates = vec![0.0f32; batch * width];
-    let mut grad_hidden = vec![0.0f32; batch * hidden]; // from step t+1 through W_hh
-    let mut grad_cell = vec![0.0f32; batch * hidden];
     // W_hhᵀ `[4h, h]`, once for every step's product.
     let mut weight_t = vec![0.0f32; hidden * width];
     transpose(weight_hh, (hidden, width), &mut weight_t);
-    if tape.pre_activations.is_some() {
+    if tape.parts.iter().any(|part| part.pre_activations.is_some()) {
         assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
     }
-    for step in (0..time).rev() {
-        let row_gradients = |(row, ((out, grad_cell), all)): (usize, RowOfBackwardStep)| {
-            let at = order.position(row, step);
-            let grads = StepGradients {
-                states: &grad_states[(row * time + at) * hidden..(row * time + at + 1) * hidden],
-                hidden: &grad_hidden[row * hidden..(row + 1) * hidden],
-            };
-            match tape.pre_activations {
-                None => gate_gradients(&tape.step(dims, step, row), grads, grad_cell, out),
-                Some(_) => {
-                    let counterpart = (row + batch / 2) % batch;
-                    let pair = [tape.step(dims, step, row), tape.step(dims, step, counterpart)];
-                    gate_multipliers(&pair, grads, grad_cell, out);
-                }
-            }
-            all[at * width..(at + 1) * width].copy_from_slice(out);
-        };
-        if batch * hidden >= PARALLEL_ELEMENTS {
-            grad_gates
-                .par_chunks_mut(width)
-                .zip(grad_cell.par_chunks_mut(hidden))
-                .zip(grad_projected.par_chunks_mut(time * width))
-                .enumerate()
-                .for_each(row_gradients);
-        } else {
-            grad_gates
-                .chunks_mut(width)
-                .zip(grad_cell.chunks_mut(hidden))
-                .zip(grad_projected.chunks_mut(time * width))
-                .enumerate()
-                .for_each(row_gradients);
-        }
-        // dh_{t-1} = dgates_t · W_hhᵀ.
-        if step > 0 {
-            step_product((batch, hidden, width), &mut grad_hidden, &grad_gates, &weight_t);
-        }
+    if time * hidden > 0 {
+        let run = BackwardPass { dims, order, weight_t: &weight_t, tape, grad_states };
+        grad_projected
+            .par_chunks_mut(tape.rows * time * width)
+            .enumerate()
+            .for_each(|(p, grad_projected)| run.part(p * tape.rows, grad_projected));
     }
     if !weight_grad {
         return (grad_projected, None);
@@ -380,6 +356,59 @@ pub fn backward(
     (grad_projected, Some(grad_weight))
 }
 
+/// One backward pass's inputs, shared by its parts.
+#[derive(Clone, Copy)]
+struct BackwardPass<'a> {
+    dims: Dims,
+    order: Order<'a>,
+    /// W_hhᵀ `[4h, h]`.
+    weight_t: &'a [f32],
+    tape: &'a Tape,
+    grad_states: &'a [f32],
+}
+
+impl BackwardPass<'_> {
+    /// The rows from `first` on (as many as `grad_projected` `[rows, time,
+    /// 4h]` holds) back through every step, on this thread.
+    fn part(self, first: usize, grad_projected: &mut [f32]) {
+        let BackwardPass { dims, order, weight_t, tape, grad_states } = self;
+        let Dims { batch, time, hidden } = dims;
+        let width = dims.gates();
+        let rows = grad_projected.len() / (time * width);
+        let multipliers = tape.parts.iter().any(|part| part.pre_activations.is_some());
+        // The step's gate gradients, contiguous whatever the positions visited.
+        let mut grad_gates = vec![0.0f32; rows * width];
+        let mut grad_hidden = vec![0.0f32; rows * hidden]; // from step t+1 through W_hh
+        let mut grad_cell = vec![0.0f32; rows * hidden];
+        for step in (0..time).rev() {
+            let rows_of_step = grad_gates
+                .chunks_mut(width)
+                .zip(grad_cell.chunks_mut(hidden))
+                .zip(grad_projected.chunks_mut(time * width));
+            for (local, ((out, grad_cell), all)) in rows_of_step.enumerate() {
+                let row = first + local;
+                let at = order.position(row, step);
+                let grads = StepGradients {
+                    states: &grad_states[(row * time + at) * hidden..(row * time + at + 1) * hidden],
+                    hidden: &grad_hidden[local * hidden..(local + 1) * hidden],
+                };
+                if multipliers {
+                    let counterpart = (row + batch / 2) % batch;
+                    let pair = [tape.step(dims, step, row), tape.step(dims, step, counterpart)];
+                    gate_multipliers(&pair, grads, grad_cell, out);
+                } else {
+                    gate_gradients(&tape.step(dims, step, row), grads, grad_cell, out);
+                }
+                all[at * width..(at + 1) * width].copy_from_slice(out);
+            }
+            // dh_{t-1} = dgates_t · W_hhᵀ.
+            if step > 0 {
+                step_product((rows, hidden, width), &mut grad_hidden, &grad_gates, weight_t);
+            }
+        }
+    }
+}
+
 /// One row's values of one step on the tape.
 struct StepValues<'a> {
     /// σ(i), σ(f), tanh(g), σ(o).
@@ -395,14 +424,16 @@ struct StepValues<'a> {
 impl Tape {
     fn step(&self, dims: Dims, step: usize, row: usize) -> StepValues<'_> {
         let (hidden, width) = (dims.hidden, dims.gates());
-        let gates = (step * dims.batch + row) * width..(step * dims.batch + row + 1) * width;
-        let units = |step: usize| (step * dims.batch + row) * hidden..(step * dims.batch + row + 1) * hidden;
+        let part = &self.parts[row / self.rows];
+        let (row, rows) = (row % self.rows, part.rows);
+        let gates = (step * rows + row) * width..(step * rows + row + 1) * width;
+        let units = |step: usize| (step * rows + row) * hidden..(step * rows + row + 1) * hidden;
         StepValues {
-            gates: &self.gates[gates.clone()],
-            pre_activations: self.pre_activations.as_ref().map_or(&[][..], |pre| &pre[gates]),
-            cells: &self.cells[units(step)],
-            tanh_cells: &self.tanh_cells[units(step)],
-            previous_cells: (step > 0).then(|| &self.cells[units(step - 1)]),
+            gates: &part.gates[gates.clone()],
+            pre_activations: part.pre_activations.as_ref().map_or(&[][..], |pre| &pre[gates]),
+            cells: &part.cells[units(step)],
+            tanh_cells: &part.tanh_cells[units(step)],
+            previous_cells: (step > 0).then(|| &part.cells[units(step - 1)]),
         }
     }
 }
@@ -537,10 +568,9 @@ mod tests {
     }
 
     #[test]
-    fn a_steps_product_is_the_product_on_one_thread_or_many() {
+    fn a_steps_product_is_the_product() {
         // A step of the forward recurrence and of the backward one (the
-        // transposed weight), the second large enough to run on the threads,
-        // and rows that do not fill the last block.
+        // transposed weight), and rows that do not fill the last block.
         for (m, n, k) in [(5, 48, 12), (13, 20, 80), (64, 512, 128), (64, 128, 512)] {
             let (a, b) = (wave(m * k, 0.3, 0.1), wave(k * n, 0.7, 0.2));
             let mut dst = vec![f32::NAN; m * n];
@@ -550,13 +580,37 @@ mod tests {
             for (got, want) in dst.iter().zip(naive((m, n, k), &a, &b)) {
                 assert!((f64::from(*got) - want).abs() <= tolerance, "{m}×{n}×{k}: {got} vs {want}");
             }
-            let mut on_one = vec![0.0f32; m * n];
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap()
-                .install(|| step_product((m, n, k), &mut on_one, &a, &b));
-            assert_eq!(on_one, dst, "{m}×{n}×{k}: the threads change no value");
+        }
+    }
+
+    /// The batch's rows in one part (one thread) or in several (three
+    /// threads, the last part short) give the same bits: states, input
+    /// gradients and the weight's gradient, both orders, gradients and
+    /// DeepLift's multipliers.
+    #[test]
+    fn the_parts_of_a_batch_change_no_value() {
+        let dims = Dims { batch: 26, time: 7, hidden: 20 };
+        let width = dims.gates();
+        let projected = wave(dims.batch * dims.time * width, 0.37, 0.1);
+        let weight_hh = wave(dims.hidden * width, 0.11, 0.3);
+        let grad_states = wave(dims.batch * dims.time * dims.hidden, 0.29, 0.4);
+        let lengths: Vec<usize> = (0..dims.batch).map(|row| 1 + row % dims.time).collect();
+        let run = |threads: usize, order: Order, keep: Keep| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                assert_eq!(part_rows(dims.batch), if threads == 1 { 26 } else { 9 });
+                let (states, tape) = forward(dims, order, &projected, &weight_hh, keep);
+                let tape = tape.expect("kept");
+                let (grad_projected, grad_weight) =
+                    backward(dims, order, &weight_hh, &states, &tape, &grad_states, true);
+                let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                (bits(&states), bits(&grad_projected), bits(&grad_weight.expect("asked for")))
+            })
+        };
+        for order in [Order::Forward, Order::Reversed(&lengths)] {
+            for keep in [Keep::Gradients, Keep::Multipliers] {
+                assert_eq!(run(1, order, keep), run(3, order, keep), "{order:?}, {keep:?}");
+            }
         }
     }
 }

@@ -206,6 +206,22 @@ impl Patches {
         }
     }
 
+    /// One image's gradient `[inputs, h, w]`, every value written, from its
+    /// patch-matrix gradient `[K, P]` (scratch, as in [`Patches::add_back`]):
+    /// the values themselves where the image is its own patch matrix.
+    fn image_gradient(&self, cols: &mut [f32], image: &mut [MaybeUninit<f32>]) {
+        if self.dims.is_pointwise() {
+            for (value, &g) in image.iter_mut().zip(cols.iter()) {
+                value.write(g);
+            }
+        } else {
+            image.fill(MaybeUninit::new(0.0));
+            // SAFETY: every value was just written.
+            let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
+            self.add_back(cols, image);
+        }
+    }
+
     /// `col2im`: adds one image's patch-matrix gradient `[K, P]` onto its
     /// gradient `[inputs, h, w]` (which the caller zeroed), each patch
     /// value's gradient to the pixel [`Patches::row`] read it from. `cols` is
@@ -732,16 +748,7 @@ pub fn input_gradient(dims: Dims, grad: &[f32], weight: &[f32]) -> Vec<f32> {
                     let shape = (depth, positions, dims.outputs);
                     product(threads, false, shape, (cols, positions), weight, (1, depth), grad, (positions, 1));
                 }
-                if dims.is_pointwise() {
-                    for (value, &g) in image.iter_mut().zip(cols.iter()) {
-                        value.write(g);
-                    }
-                } else {
-                    image.fill(MaybeUninit::new(0.0));
-                    // SAFETY: every value was just written.
-                    let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
-                    patches.add_back(cols, image);
-                }
+                patches.image_gradient(cols, image);
             })
         });
     })
@@ -812,16 +819,7 @@ fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize
                     for (row, values) in one.chunks_exact_mut(positions).enumerate() {
                         values.copy_from_slice(&cols[row * width + i * positions..][..positions]);
                     }
-                    if dims.is_pointwise() {
-                        for (value, &g) in image.iter_mut().zip(one.iter()) {
-                            value.write(g);
-                        }
-                    } else {
-                        image.fill(MaybeUninit::new(0.0));
-                        // SAFETY: every value was just written.
-                        let image = unsafe { &mut *(image as *mut [MaybeUninit<f32>] as *mut [f32]) };
-                        patches.add_back(one, image);
-                    }
+                    patches.image_gradient(one, image);
                 }
             })
         });

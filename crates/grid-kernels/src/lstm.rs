@@ -306,7 +306,7 @@ pub fn backward(
     // W_hhᵀ `[4h, h]`, once for every step's product.
     let mut weight_t = vec![0.0f32; hidden * width];
     transpose(weight_hh, (hidden, width), &mut weight_t);
-    if tape.parts.iter().any(|part| part.pre_activations.is_some()) {
+    if tape.keeps_multipliers() {
         assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
     }
     if time * hidden > 0 {
@@ -375,7 +375,7 @@ impl BackwardPass<'_> {
         let Dims { batch, time, hidden } = dims;
         let width = dims.gates();
         let rows = grad_projected.len() / (time * width);
-        let multipliers = tape.parts.iter().any(|part| part.pre_activations.is_some());
+        let multipliers = tape.keeps_multipliers();
         // The step's gate gradients, contiguous whatever the positions visited.
         let mut grad_gates = vec![0.0f32; rows * width];
         let mut grad_hidden = vec![0.0f32; rows * hidden]; // from step t+1 through W_hh
@@ -422,6 +422,12 @@ struct StepValues<'a> {
 }
 
 impl Tape {
+    /// Whether the forward pass kept DeepLift's pre-activations
+    /// ([`Keep::Multipliers`]): the backward pass then gives multipliers.
+    fn keeps_multipliers(&self) -> bool {
+        self.parts.iter().any(|part| part.pre_activations.is_some())
+    }
+
     fn step(&self, dims: Dims, step: usize, row: usize) -> StepValues<'_> {
         let (hidden, width) = (dims.hidden, dims.gates());
         let part = &self.parts[row / self.rows];

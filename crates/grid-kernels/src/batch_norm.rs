@@ -19,6 +19,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use crate::chunks::{for_each_chunk, written};
+use crate::dispatch::{Loop, widest};
 
 /// The shape of a batch: `batch` images of `channels` planes of `positions`
 /// values.
@@ -104,35 +105,106 @@ fn new_planes(dims: &Dims, f: impl Fn(usize, usize, &mut [MaybeUninit<f32>]) + S
 /// The order depends only on where the values are, never on the threads.
 const SUM_LANES: usize = 16;
 
-/// `Σ f(v)` over `planes` in f64, in [`SUM_LANES`] interleaved lanes.
+/// `(Σ (v − pivot), Σ (v − pivot)²)` over `planes` in f64, in
+/// [`SUM_LANES`] interleaved lanes each: one read of the values for both.
 #[inline(always)]
-fn lane_sum<'a>(planes: impl Iterator<Item = &'a [f32]>, f: impl Fn(f64) -> f64) -> f64 {
-    let mut lanes = [0.0f64; SUM_LANES];
+fn lane_moments<'a>(planes: impl Iterator<Item = &'a [f32]>, pivot: f64) -> (f64, f64) {
+    let (mut sums, mut squares) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES]);
+    // A plane's last values (fewer than a chunk) have sums of their own:
+    // indexing the lanes by a count kept them in memory, not in registers.
+    let mut tail = (0.0f64, 0.0f64);
     for plane in planes {
         let mut chunks = plane.chunks_exact(SUM_LANES);
         for chunk in &mut chunks {
             let chunk: &[f32; SUM_LANES] = chunk.try_into().expect("a whole chunk");
             for i in 0..SUM_LANES {
-                lanes[i] += f(f64::from(chunk[i]));
+                let d = f64::from(chunk[i]) - pivot;
+                sums[i] += d;
+                squares[i] += d * d;
             }
         }
-        for (lane, &v) in lanes.iter_mut().zip(chunks.remainder()) {
-            *lane += f(f64::from(v));
+        for &v in chunks.remainder() {
+            let d = f64::from(v) - pivot;
+            tail.0 += d;
+            tail.1 += d * d;
         }
     }
-    lanes.iter().sum()
+    (sums.iter().sum::<f64>() + tail.0, squares.iter().sum::<f64>() + tail.1)
 }
 
-/// The batch's μ and biased σ² of every channel.
+/// One channel's [`lane_moments`] over the batch's planes, compiled for
+/// the CPU's widest vectors (the lanes are f64: a baseline build runs them
+/// two at a time).
+struct ChannelMoments<'a> {
+    dims: &'a Dims,
+    x: &'a [f32],
+    channel: usize,
+    pivot: f64,
+    out: &'a mut (f64, f64),
+}
+
+impl Loop for ChannelMoments<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let ChannelMoments { dims, x, channel, pivot, out } = self;
+        *out = lane_moments((0..dims.batch).map(|n| plane(x, dims, n, channel)), pivot);
+    }
+}
+
+/// The batch's μ and biased σ² of every channel, in one read of `x`: the
+/// moments about the channel's first value, whose difference from μ is a
+/// value's typical size, so `E[d²] − E[d]²` cancels no more than the
+/// two-pass form does (in f64, of f32 values).
 fn batch_statistics(dims: &Dims, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let count = dims.count().max(1) as f64;
-    let stats = per_channel(dims, |c| {
-        let planes = || (0..dims.batch).map(|n| plane(x, dims, n, c));
-        let mean = lane_sum(planes(), |v| v) / count;
-        let squares = lane_sum(planes(), |v| (v - mean) * (v - mean));
-        (mean as f32, (squares / count) as f32)
+    let stats = per_channel(dims, |channel| {
+        let pivot = (0..dims.batch).find_map(|n| plane(x, dims, n, channel).first()).map_or(0.0, |&v| f64::from(v));
+        let mut moments = (0.0, 0.0);
+        widest(ChannelMoments { dims, x, channel, pivot, out: &mut moments });
+        let (sum, squares) = moments;
+        let shift = sum / count;
+        ((pivot + shift) as f32, (squares / count - shift * shift).max(0.0) as f32)
     });
     stats.into_iter().unzip()
+}
+
+/// A plane of the forward's output, `relu?(x · a + b + skip?)`, with
+/// `affine` `(a, b)`.
+struct Normalised<'a> {
+    x: &'a [f32],
+    skip: Option<&'a [f32]>,
+    affine: (f32, f32),
+    relu: bool,
+    out: &'a mut [MaybeUninit<f32>],
+}
+
+impl Loop for Normalised<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let Normalised { x, skip, affine: (a, b), relu, out } = self;
+        match (skip, relu) {
+            (Some(skip), true) => {
+                for ((y, &v), &s) in out.iter_mut().zip(x).zip(skip) {
+                    y.write((v * a + b + s).max(0.0));
+                }
+            }
+            (Some(skip), false) => {
+                for ((y, &v), &s) in out.iter_mut().zip(x).zip(skip) {
+                    y.write(v * a + b + s);
+                }
+            }
+            (None, true) => {
+                for (y, &v) in out.iter_mut().zip(x) {
+                    y.write((v * a + b).max(0.0));
+                }
+            }
+            (None, false) => {
+                for (y, &v) in out.iter_mut().zip(x) {
+                    y.write(v * a + b);
+                }
+            }
+        }
+    }
 }
 
 /// The forward pass: `x` and the optional `residual` `[batch, channels,
@@ -163,25 +235,121 @@ pub fn forward(
     let scale: Vec<f32> = (0..dims.channels).map(|c| gamma[c] / (var[c] + epsilon).sqrt()).collect();
     let shift: Vec<f32> = (0..dims.channels).map(|c| beta[c] - mean[c] * scale[c]).collect();
     let positions = dims.positions;
-    let relu = |v: f32| if epilogue.relu { v.max(0.0) } else { v };
     let y = new_planes(&dims, |c, start, out| {
-        let (a, b) = (scale[c], shift[c]);
         let x = &x[start..start + positions];
-        match residual {
-            Some(skip) => {
-                let skip = &skip[start..start + positions];
-                for ((y, &v), &s) in out.iter_mut().zip(x).zip(skip) {
-                    y.write(relu(v * a + b + s));
+        let skip = residual.map(|skip| &skip[start..start + positions]);
+        widest(Normalised { x, skip, affine: (scale[c], shift[c]), relu: epilogue.relu, out });
+    });
+    Forward { y, mean, var }
+}
+
+/// The ReLU's gradient from its output's `g` and its output `y`.
+#[inline(always)]
+fn relu_gradient(g: f32, y: f32) -> f32 {
+    if y > 0.0 { g } else { 0.0 }
+}
+
+/// Adds a plane's `g` (through the ReLU's mask `y > 0` when `MASKED`) and
+/// `g · x̂` to their lanes, `x̂ = (x − m) s`.
+#[inline(always)]
+fn add_moments<const MASKED: bool>(
+    (g, y, x): (&[f32], &[f32], &[f32]),
+    (m, s): (f32, f32),
+    (sum, dot, tail): (&mut [f64; SUM_LANES], &mut [f64; SUM_LANES], &mut (f64, f64)),
+) {
+    let value = |g: f32, y: f32| if MASKED { relu_gradient(g, y) } else { g };
+    let (mut gs, mut ys, mut xs) = (g.chunks_exact(SUM_LANES), y.chunks_exact(SUM_LANES), x.chunks_exact(SUM_LANES));
+    for ((g, y), x) in (&mut gs).zip(&mut ys).zip(&mut xs) {
+        let g: &[f32; SUM_LANES] = g.try_into().expect("a whole chunk");
+        let y: &[f32; SUM_LANES] = y.try_into().expect("a whole chunk");
+        let x: &[f32; SUM_LANES] = x.try_into().expect("a whole chunk");
+        for i in 0..SUM_LANES {
+            let g = value(g[i], y[i]);
+            sum[i] += f64::from(g);
+            dot[i] += f64::from(g) * f64::from((x[i] - m) * s);
+        }
+    }
+    // As in `lane_moments`, the last values have sums of their own.
+    for ((&g, &y), &v) in gs.remainder().iter().zip(ys.remainder()).zip(xs.remainder()) {
+        let g = value(g, y);
+        tail.0 += f64::from(g);
+        tail.1 += f64::from(g) * f64::from((v - m) * s);
+    }
+}
+
+/// One channel's `(Σ g, Σ g · x̂)` over the batch's planes, `g` through
+/// the ReLU's `mask` where it is read through one; compiled for the CPU's
+/// widest vectors.
+struct GradientMoments<'a> {
+    dims: &'a Dims,
+    grad: &'a [f32],
+    mask: Option<&'a [f32]>,
+    x: &'a [f32],
+    channel: usize,
+    /// μ and σ⁻¹.
+    centre: (f32, f32),
+    out: &'a mut (f64, f64),
+}
+
+impl Loop for GradientMoments<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let GradientMoments { dims, grad, mask, x, channel, centre, out } = self;
+        let (mut sum, mut dot, mut tail) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES], (0.0f64, 0.0f64));
+        for n in 0..dims.batch {
+            let (g, x) = (plane(grad, dims, n, channel), plane(x, dims, n, channel));
+            match mask {
+                Some(y) => {
+                    add_moments::<true>((g, plane(y, dims, n, channel), x), centre, (&mut sum, &mut dot, &mut tail))
+                }
+                None => add_moments::<false>((g, g, x), centre, (&mut sum, &mut dot, &mut tail)),
+            }
+        }
+        *out = (sum.iter().sum::<f64>() + tail.0, dot.iter().sum::<f64>() + tail.1);
+    }
+}
+
+/// A plane of the input's gradient: `a (g − mean_g − x̂ · mean_gx)` with
+/// the batch's statistics (`x` given), `a g` with given ones; `g` through
+/// the ReLU's `mask` where it is read through one.
+struct InputGradient<'a> {
+    grad: &'a [f32],
+    mask: Option<&'a [f32]>,
+    x: Option<&'a [f32]>,
+    /// `a = γ σ⁻¹`, the means of `g` and of `g · x̂`.
+    terms: (f32, f32, f32),
+    /// μ and σ⁻¹.
+    centre: (f32, f32),
+    out: &'a mut [MaybeUninit<f32>],
+}
+
+impl Loop for InputGradient<'_> {
+    #[inline(always)]
+    fn run(self) {
+        let InputGradient { grad, mask, x, terms: (a, mean_g, mean_gx), centre: (m, s), out } = self;
+        match (mask, x) {
+            (None, None) => {
+                for (dx, &g) in out.iter_mut().zip(grad) {
+                    dx.write(g * a);
                 }
             }
-            None => {
-                for (y, &v) in out.iter_mut().zip(x) {
-                    y.write(relu(v * a + b));
+            (Some(y), None) => {
+                for ((dx, &g), &y) in out.iter_mut().zip(grad).zip(y) {
+                    dx.write(relu_gradient(g, y) * a);
+                }
+            }
+            (None, Some(x)) => {
+                for ((dx, &g), &v) in out.iter_mut().zip(grad).zip(x) {
+                    dx.write(a * (g - mean_g - (v - m) * s * mean_gx));
+                }
+            }
+            (Some(y), Some(x)) => {
+                for (((dx, &g), &y), &v) in out.iter_mut().zip(grad).zip(y).zip(x) {
+                    dx.write(a * (relu_gradient(g, y) - mean_g - (v - m) * s * mean_gx));
                 }
             }
         }
-    });
-    Forward { y, mean, var }
+    }
 }
 
 /// The backward pass's gradients.
@@ -214,39 +382,26 @@ pub fn backward(
     epilogue: Epilogue,
 ) -> Backward {
     assert!(x.len() == dims.len() && y.len() == dims.len() && grad.len() == dims.len(), "batch norm: sizes");
-    // The gradient at the normalisation's output: through the ReLU.
-    let masked: Cow<[f32]> = if epilogue.relu {
-        let through = |(&g, &v): (&f32, &f32)| if v > 0.0 { g } else { 0.0 };
-        if dims.len() >= PARALLEL_VALUES {
-            Cow::Owned(grad.par_iter().zip(y).map(through).collect())
-        } else {
-            Cow::Owned(grad.iter().zip(y).map(through).collect())
+    // The gradient at the normalisation's output is `grad` where the ReLU
+    // passed (`y > 0`). With a skip connection it is that one's gradient
+    // too, so it is written out once; else each pass reads it through the
+    // mask (a pass over the activations fewer).
+    let through = |(&g, &y): (&f32, &f32)| relu_gradient(g, y);
+    let (grad, mask): (Cow<[f32]>, Option<&[f32]>) = match (epilogue.relu, epilogue.residual) {
+        (true, true) if dims.len() >= PARALLEL_VALUES => {
+            (Cow::Owned(grad.par_iter().zip(y).map(through).collect()), None)
         }
-    } else {
-        Cow::Borrowed(grad)
+        (true, true) => (Cow::Owned(grad.iter().zip(y).map(through).collect()), None),
+        (true, false) => (Cow::Borrowed(grad), Some(y)),
+        (false, _) => (Cow::Borrowed(grad), None),
     };
     let inv_std: Vec<f32> = var.iter().map(|&v| 1.0 / (v + epsilon).sqrt()).collect();
     // Σ g and Σ g · x̂ per channel.
-    let sums = per_channel(&dims, |c| {
-        let (mut sum, mut dot) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES]);
-        let (m, s) = (mean[c], inv_std[c]);
-        for n in 0..dims.batch {
-            let (g, x) = (plane(&masked, &dims, n, c), plane(x, &dims, n, c));
-            let (mut gs, mut xs) = (g.chunks_exact(SUM_LANES), x.chunks_exact(SUM_LANES));
-            for (g, x) in (&mut gs).zip(&mut xs) {
-                let g: &[f32; SUM_LANES] = g.try_into().expect("a whole chunk");
-                let x: &[f32; SUM_LANES] = x.try_into().expect("a whole chunk");
-                for i in 0..SUM_LANES {
-                    sum[i] += f64::from(g[i]);
-                    dot[i] += f64::from(g[i]) * f64::from((x[i] - m) * s);
-                }
-            }
-            for (i, (&g, &v)) in gs.remainder().iter().zip(xs.remainder()).enumerate() {
-                sum[i] += f64::from(g);
-                dot[i] += f64::from(g) * f64::from((v - m) * s);
-            }
-        }
-        (sum.iter().sum::<f64>(), dot.iter().sum::<f64>())
+    let sums = per_channel(&dims, |channel| {
+        let mut sums = (0.0, 0.0);
+        let (grad, centre) = (&*grad, (mean[channel], inv_std[channel]));
+        widest(GradientMoments { dims: &dims, grad, mask, x, channel, centre, out: &mut sums });
+        sums
     });
     let count = dims.count().max(1) as f64;
     // ∂x = γ σ⁻¹ (g − [batch] (Σg + x̂ Σ g x̂) / N).
@@ -259,25 +414,16 @@ pub fn backward(
         .collect();
     let positions = dims.positions;
     let dx = new_planes(&dims, |c, start, out| {
-        let (a, mean_g, mean_gx) = terms[c];
-        let g = &masked[start..start + positions];
-        if !batch {
-            for (dx, &g) in out.iter_mut().zip(g) {
-                dx.write(g * a);
-            }
-            return;
-        }
-        let x = &x[start..start + positions];
-        let (m, s) = (mean[c], inv_std[c]);
-        for ((dx, &g), &v) in out.iter_mut().zip(g).zip(x) {
-            dx.write(a * (g - mean_g - (v - m) * s * mean_gx));
-        }
+        let range = start..start + positions;
+        let (x, mask) = (batch.then(|| &x[range.clone()]), mask.map(|y| &y[range.clone()]));
+        let (grad, centre) = (&grad[range], (mean[c], inv_std[c]));
+        widest(InputGradient { grad, mask, x, terms: terms[c], centre, out });
     });
     Backward {
         x: dx,
         gamma: sums.iter().map(|&(_, dot)| dot as f32).collect(),
         beta: sums.iter().map(|&(sum, _)| sum as f32).collect(),
-        residual: epilogue.residual.then(|| masked.into_owned()),
+        residual: epilogue.residual.then(|| grad.into_owned()),
     }
 }
 
@@ -324,6 +470,29 @@ mod tests {
         let given = forward(dims, &x, (&gamma, &beta), 0.0, Statistics::Given { mean: &mean, var: &var }, none, None);
         let i = (2 * dims.channels + 3) * dims.positions + 5;
         assert!((given.y[i] - (x[i] - 2.0) / 3.0).abs() < 1e-6);
+    }
+
+    /// One read's moments against the two-pass definition in f64, where a
+    /// channel's mean is 10⁵ of its spread (naive `E[x²] − μ²` in f32 would
+    /// read a variance of noise), and a constant channel's variance is 0.
+    #[test]
+    fn the_batch_statistics_are_the_definitions_far_from_zero() {
+        let dims = Dims { batch: 3, channels: 2, positions: 37 };
+        let mut x: Vec<f32> = wave(dims.len(), 0.37, 0.1).iter().map(|v| 1000.0 + v * 0.01).collect();
+        for n in 0..dims.batch {
+            let start = (n * dims.channels + 1) * dims.positions;
+            x[start..start + dims.positions].fill(-3.5);
+        }
+        let (mean, var) = batch_statistics(&dims, &x);
+        for c in 0..dims.channels {
+            let values: Vec<f64> =
+                (0..dims.batch).flat_map(|n| plane(&x, &dims, n, c).to_vec()).map(f64::from).collect();
+            let m = values.iter().sum::<f64>() / values.len() as f64;
+            let v = values.iter().map(|x| (x - m).powi(2)).sum::<f64>() / values.len() as f64;
+            assert!((f64::from(mean[c]) - m).abs() <= m.abs() * 1e-7, "channel {c}: μ {} vs {m}", mean[c]);
+            assert!((f64::from(var[c]) - v).abs() <= v * 1e-5, "channel {c}: σ² {} vs {v}", var[c]);
+        }
+        assert_eq!(var[1], 0.0);
     }
 
     /// Every gradient against finite differences in f64, for each
@@ -380,6 +549,47 @@ mod tests {
                     check("∂β", grads.beta[c], f(&x, &gamma, &up, skip), f(&x, &gamma, &down, skip));
                 }
             }
+        }
+    }
+
+    /// Batch norm's rates on a ResNet's training shapes (batch 32, 32 px and
+    /// deeper; the ImageNet stem's 64 channels at 56 px, batch 16), in GB/s
+    /// of activations it must touch at the least (forward: `x` read, `y`
+    /// written; backward: `x`, `y` and `grad` read, `∂x` written; the
+    /// batch's statistics alone: `x` read), on
+    /// rayon's threads: `cargo test -p grid-kernels --release
+    /// batch_norm_rates -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn batch_norm_rates() {
+        use std::time::Instant;
+        let shapes = [(32, 32, 1024), (32, 64, 256), (32, 128, 64), (32, 256, 16), (16, 64, 3136)];
+        let fused = Epilogue { residual: false, relu: true };
+        for (batch, channels, positions) in shapes {
+            let dims = Dims { batch, channels, positions };
+            let x = wave(dims.len(), 0.37, 0.1);
+            let grad = wave(dims.len(), 0.29, 0.3);
+            let (gamma, beta) = (vec![1.1; channels], vec![0.1; channels]);
+            let bytes = 4.0 * dims.len() as f64;
+            let rate = |f: &dyn Fn() -> usize, passes: f64| {
+                let _ = f();
+                let reps = (4e9 / bytes).ceil() as usize;
+                let start = Instant::now();
+                for _ in 0..reps {
+                    std::hint::black_box(f());
+                }
+                passes * bytes * reps as f64 / start.elapsed().as_secs_f64() / 1e9
+            };
+            let out = forward(dims, &x, (&gamma, &beta), 1e-5, Statistics::Batch, fused, None);
+            let forward_rate =
+                rate(&|| forward(dims, &x, (&gamma, &beta), 1e-5, Statistics::Batch, fused, None).y.len(), 2.0);
+            let stats_rate = rate(&|| batch_statistics(&dims, &x).0.len(), 1.0);
+            let stats = (out.mean.as_slice(), out.var.as_slice());
+            let backward_rate =
+                rate(&|| backward(dims, &x, &out.y, &grad, &gamma, stats, 1e-5, true, fused).x.len(), 4.0);
+            println!(
+                "{batch:>3} × {channels:>4} ch × {positions:>5} positions: statistics {stats_rate:5.1}, forward {forward_rate:5.1}, backward {backward_rate:5.1} GB/s"
+            );
         }
     }
 }

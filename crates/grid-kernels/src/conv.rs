@@ -843,7 +843,7 @@ fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize
 /// `gemm`. A value is its sum over the images in order, in pieces and
 /// blocks whose sizes the layer fixes: the thread count does not change it.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
-    weight_gradient_in_blocks(dims, x, grad, BLOCK_VALUES)
+    weight_gradient_in_blocks(dims, x, grad, block_values(&dims))
 }
 
 /// [`weight_gradient`] with thread blocks of at most `block_values` patch
@@ -904,12 +904,26 @@ fn weight_gradient_in_blocks(dims: Dims, x: &[f32], grad: &[f32], block_values: 
 }
 
 /// Columns of a piece of the weight gradient's patch rows, at the least
-/// (whole images), and patch values in a thread's block of them (256 KB: a
-/// second-level cache holds it beside the piece of `∂Yᵀ`; on an Intel Xeon
-/// with 2 MB of it, 256 KB ran the layers of 28–112 pixels 1.1–1.45× faster
-/// than 128 KB, those of ≤ 32 pixels about the same, BENCHMARKS.md).
+/// (whole images).
 const PIECE_COLUMNS: usize = 512;
-const BLOCK_VALUES: usize = 1 << 16;
+
+/// Patch values in a thread's block of the weight gradient's rows: 1 MB,
+/// where a second-level cache of 2 MB holds it beside the piece of `∂Yᵀ`
+/// it meets (an Intel Xeon), so `∂Yᵀ` is read fewer times; 256 KB for 256
+/// outputs and more, whose `∂Yᵀ` pieces are as large. Measured there
+/// (`conv_rates`, medians of three or more sittings against 256 KB
+/// throughout): 64 channels at 56 px 134 → 184 GFLOP/s, 128 at 28 px
+/// 222 → 245, 128 at 14 px 217 → 248, 128 at 8 px 208 → 230, the others
+/// within the spread; 1 MB for 256 and 512 outputs at 4 px, batch 32, was
+/// 183 → 159 and 192 → 146 (BENCHMARKS.md). On an AMD EPYC with 1 MB of
+/// that cache, 128 KB was tuned, 256 KB ran the same.
+fn block_values(dims: &Dims) -> usize {
+    if dims.outputs >= WIDE_OUTPUTS { WIDE_BLOCK_VALUES } else { BLOCK_VALUES }
+}
+
+const BLOCK_VALUES: usize = 1 << 18;
+const WIDE_BLOCK_VALUES: usize = 1 << 16;
+const WIDE_OUTPUTS: usize = 256;
 /// Blocks of patch rows the weight gradient's threads share, at the least
 /// (four per thread on two cores).
 const WEIGHT_BLOCKS: usize = 8;

@@ -840,8 +840,13 @@ fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize
 /// channels at 32 pixels on an AMD EPYC). Where the CPU has AVX-512 the
 /// product is [`multiply_strided`], both operands read in place (`gemm`
 /// packs `∂Yᵀ` again for each block: 43–92 GFLOP/s against 88–144), else
-/// `gemm`. A value is its sum over the images in order, in pieces and
-/// blocks whose sizes the layer fixes: the thread count does not change it.
+/// `gemm`. Each thread takes a run of blocks and goes through the images
+/// once, building and multiplying all its blocks for each piece while that
+/// piece's `∂Yᵀ` stays in its cache: a block after another, each reading
+/// the whole batch's `∂Yᵀ` again, ran 0.8–0.9× this on layers of 28–64
+/// pixels, the same on smaller ones (BENCHMARKS.md). A
+/// value is its sum over the images in order, in pieces whose size the
+/// layer fixes: the blocks and the thread count do not change it.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     weight_gradient_in_blocks(dims, x, grad, block_values(&dims))
 }
@@ -880,21 +885,29 @@ fn weight_gradient_in_blocks(dims: Dims, x: &[f32], grad: &[f32], block_values: 
             transpose(image, (outputs, positions), out);
         });
         let grads = &*grads;
-        transposed.par_chunks_mut(block_rows * outputs).enumerate().for_each(|(block, out)| {
-            let (first_row, rows) = (block * block_rows, out.len() / outputs);
-            with_buffer(&BLOCK, rows * columns, |cols| {
+        // Each thread takes a run of blocks and goes through the images once,
+        // all its blocks for each piece, so the piece's `∂Yᵀ` is read from
+        // memory once a thread, not once a block.
+        let blocks = depth.div_ceil(block_rows);
+        let per_group = blocks.div_ceil(rayon::current_num_threads().clamp(1, blocks));
+        transposed.par_chunks_mut(per_group * block_rows * outputs).enumerate().for_each(|(group, out)| {
+            let first_block_row = group * per_group * block_rows;
+            with_buffer(&BLOCK, block_rows * columns, |cols| {
                 for first in (0..dims.batch).step_by(piece) {
                     let images = piece.min(dims.batch - first);
                     let width = images * positions;
-                    let cols = &mut cols[..rows * width];
-                    for (row, values) in cols.chunks_exact_mut(width).enumerate() {
-                        for (i, values) in values.chunks_exact_mut(positions).enumerate() {
-                            let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
-                            patches.row(image, first_row + row, values);
-                        }
-                    }
                     let grads = &grads[first * out_len..(first + images) * out_len];
-                    multiply(cols, grads, (rows, width), out, first > 0);
+                    for (block, out) in out.chunks_mut(block_rows * outputs).enumerate() {
+                        let (first_row, rows) = (first_block_row + block * block_rows, out.len() / outputs);
+                        let cols = &mut cols[..rows * width];
+                        for (row, values) in cols.chunks_exact_mut(width).enumerate() {
+                            for (i, values) in values.chunks_exact_mut(positions).enumerate() {
+                                let image = &x[(first + i) * image_len..(first + i + 1) * image_len];
+                                patches.row(image, first_row + row, values);
+                            }
+                        }
+                        multiply(cols, grads, (rows, width), out, first > 0);
+                    }
                 }
             });
         });
@@ -1256,8 +1269,9 @@ mod tests {
         }
     }
 
-    /// The weight gradient's thread blocks change no value: blocks of 16 to
-    /// 512 KB give the same bits (cached models stay valid).
+    /// The weight gradient's thread blocks and thread count change no value:
+    /// blocks of 16 to 512 KB and 1 to 3 threads give the same bits (cached
+    /// models stay valid).
     #[test]
     fn the_weight_gradient_does_not_depend_on_its_blocks() {
         let shapes = [(8, 32, 1, 4), (32, 16, 1, 3), (16, 24, 2, 2), (64, 8, 1, 5)];
@@ -1279,6 +1293,11 @@ mod tests {
             let reference = bits(1 << 15);
             for block_values in [1 << 12, 1 << 16, 1 << 17] {
                 assert_eq!(bits(block_values), reference, "{channels} channels at {side} px, {block_values} values");
+            }
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+                let bits = pool.install(|| bits(1 << 15));
+                assert_eq!(bits, reference, "{channels} channels at {side} px, {threads} threads");
             }
         }
     }

@@ -844,9 +844,9 @@ fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize
 /// once, building and multiplying all its blocks for each piece while that
 /// piece's `∂Yᵀ` stays in its cache: a block after another, each reading
 /// the whole batch's `∂Yᵀ` again, ran 0.8–0.9× this on layers of 28–64
-/// pixels, the same on smaller ones (BENCHMARKS.md). A
-/// value is its sum over the images in order, in pieces whose size the
-/// layer fixes: the blocks and the thread count do not change it.
+/// pixels, the same on smaller ones (BENCHMARKS.md). A value is its sum
+/// over the images in order, in pieces whose size the layer fixes: the
+/// blocks and the thread count do not change it.
 pub fn weight_gradient(dims: Dims, x: &[f32], grad: &[f32]) -> Vec<f32> {
     weight_gradient_in_blocks(dims, x, grad, block_values(&dims))
 }

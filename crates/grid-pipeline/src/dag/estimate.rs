@@ -92,7 +92,7 @@ pub struct Prior {
 /// stage, fitted on 2 cores of an Intel Xeon (AVX-512) so that a run's
 /// wall time is its estimate: `images_quick.toml` (width 8, 32 pixels, `-j
 /// 2`, 40.3 s) and a cut of `images_scaled.toml` (width 32 at 64 pixels, `-j
-/// 1`: 40 training steps 22.1 s, 30 maps 22.7 s). They are 21–50% of that
+/// 1`: 40 training steps 22.1 s, 30 maps 22.7 s). They are 21–57% of that
 /// CPU's multiply-add ceiling, as `grid bench --resnet`'s shares at 32
 /// pixels are (BENCHMARKS, "The convolution prior fitted to wall time").
 /// An AMD EPYC (Zen 4) ran the same steps about 1.4 times slower a thread.

@@ -105,31 +105,61 @@ fn new_planes(dims: &Dims, f: impl Fn(usize, usize, &mut [MaybeUninit<f32>]) + S
 /// The order depends only on where the values are, never on the threads.
 const SUM_LANES: usize = 16;
 
+/// Two sums over the same values, `(Σ a, Σ a · b)`, in [`SUM_LANES`]
+/// interleaved lanes. A plane's last values (fewer than a chunk) go to sums
+/// of their own: indexing the lanes by a count kept them in memory, not in
+/// registers.
+struct LaneSums {
+    first: [f64; SUM_LANES],
+    second: [f64; SUM_LANES],
+    tail: (f64, f64),
+}
+
+impl LaneSums {
+    fn new() -> LaneSums {
+        LaneSums { first: [0.0; SUM_LANES], second: [0.0; SUM_LANES], tail: (0.0, 0.0) }
+    }
+
+    /// Adds a chunk's value `i` (`a`, and `a · b`) to lane `i`.
+    #[inline(always)]
+    fn add(&mut self, i: usize, a: f64, b: f64) {
+        self.first[i] += a;
+        self.second[i] += a * b;
+    }
+
+    /// Adds a value past a plane's last whole chunk.
+    #[inline(always)]
+    fn add_tail(&mut self, a: f64, b: f64) {
+        self.tail.0 += a;
+        self.tail.1 += a * b;
+    }
+
+    /// The two sums, the lanes added in order.
+    fn totals(&self) -> (f64, f64) {
+        (self.first.iter().sum::<f64>() + self.tail.0, self.second.iter().sum::<f64>() + self.tail.1)
+    }
+}
+
 /// `(Σ (v − pivot), Σ (v − pivot)²)` over `planes` in f64, in
 /// [`SUM_LANES`] interleaved lanes each: one read of the values for both.
 #[inline(always)]
 fn lane_moments<'a>(planes: impl Iterator<Item = &'a [f32]>, pivot: f64) -> (f64, f64) {
-    let (mut sums, mut squares) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES]);
-    // A plane's last values (fewer than a chunk) have sums of their own:
-    // indexing the lanes by a count kept them in memory, not in registers.
-    let mut tail = (0.0f64, 0.0f64);
+    let mut lanes = LaneSums::new();
     for plane in planes {
         let mut chunks = plane.chunks_exact(SUM_LANES);
         for chunk in &mut chunks {
             let chunk: &[f32; SUM_LANES] = chunk.try_into().expect("a whole chunk");
-            for i in 0..SUM_LANES {
-                let d = f64::from(chunk[i]) - pivot;
-                sums[i] += d;
-                squares[i] += d * d;
+            for (i, &v) in chunk.iter().enumerate() {
+                let d = f64::from(v) - pivot;
+                lanes.add(i, d, d);
             }
         }
         for &v in chunks.remainder() {
             let d = f64::from(v) - pivot;
-            tail.0 += d;
-            tail.1 += d * d;
+            lanes.add_tail(d, d);
         }
     }
-    (sums.iter().sum::<f64>() + tail.0, squares.iter().sum::<f64>() + tail.1)
+    lanes.totals()
 }
 
 /// One channel's [`lane_moments`] over the batch's planes, compiled for
@@ -252,11 +282,7 @@ fn relu_gradient(g: f32, y: f32) -> f32 {
 /// Adds a plane's `g` (through the ReLU's mask `y > 0` when `MASKED`) and
 /// `g · x̂` to their lanes, `x̂ = (x − m) s`.
 #[inline(always)]
-fn add_moments<const MASKED: bool>(
-    (g, y, x): (&[f32], &[f32], &[f32]),
-    (m, s): (f32, f32),
-    (sum, dot, tail): (&mut [f64; SUM_LANES], &mut [f64; SUM_LANES], &mut (f64, f64)),
-) {
+fn add_moments<const MASKED: bool>((g, y, x): (&[f32], &[f32], &[f32]), (m, s): (f32, f32), lanes: &mut LaneSums) {
     let value = |g: f32, y: f32| if MASKED { relu_gradient(g, y) } else { g };
     let (mut gs, mut ys, mut xs) = (g.chunks_exact(SUM_LANES), y.chunks_exact(SUM_LANES), x.chunks_exact(SUM_LANES));
     for ((g, y), x) in (&mut gs).zip(&mut ys).zip(&mut xs) {
@@ -264,16 +290,11 @@ fn add_moments<const MASKED: bool>(
         let y: &[f32; SUM_LANES] = y.try_into().expect("a whole chunk");
         let x: &[f32; SUM_LANES] = x.try_into().expect("a whole chunk");
         for i in 0..SUM_LANES {
-            let g = value(g[i], y[i]);
-            sum[i] += f64::from(g);
-            dot[i] += f64::from(g) * f64::from((x[i] - m) * s);
+            lanes.add(i, f64::from(value(g[i], y[i])), f64::from((x[i] - m) * s));
         }
     }
-    // As in `lane_moments`, the last values have sums of their own.
     for ((&g, &y), &v) in gs.remainder().iter().zip(ys.remainder()).zip(xs.remainder()) {
-        let g = value(g, y);
-        tail.0 += f64::from(g);
-        tail.1 += f64::from(g) * f64::from((v - m) * s);
+        lanes.add_tail(f64::from(value(g, y)), f64::from((v - m) * s));
     }
 }
 
@@ -295,17 +316,15 @@ impl Loop for GradientMoments<'_> {
     #[inline(always)]
     fn run(self) {
         let GradientMoments { dims, grad, mask, x, channel, centre, out } = self;
-        let (mut sum, mut dot, mut tail) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES], (0.0f64, 0.0f64));
+        let mut lanes = LaneSums::new();
         for n in 0..dims.batch {
             let (g, x) = (plane(grad, dims, n, channel), plane(x, dims, n, channel));
             match mask {
-                Some(y) => {
-                    add_moments::<true>((g, plane(y, dims, n, channel), x), centre, (&mut sum, &mut dot, &mut tail))
-                }
-                None => add_moments::<false>((g, g, x), centre, (&mut sum, &mut dot, &mut tail)),
+                Some(y) => add_moments::<true>((g, plane(y, dims, n, channel), x), centre, &mut lanes),
+                None => add_moments::<false>((g, g, x), centre, &mut lanes),
             }
         }
-        *out = (sum.iter().sum::<f64>() + tail.0, dot.iter().sum::<f64>() + tail.1);
+        *out = lanes.totals();
     }
 }
 

@@ -133,10 +133,16 @@ impl<B: Backend> LstmDirection<B> {
     /// `x W_ih + b_ih + b_hh`, `[batch, time, 4h]`: every step's input to the
     /// gates, in one product.
     fn project(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let bias = self.bias_ih.val() + self.bias_hh.val();
+        // The fused dense layer adds the bias inside its product (burn's
+        // broadcast add is another pass over `[batch, time, 4h]`).
+        if let Some(projected) = crate::kernels::dense(x.clone(), self.weight_ih.val(), Some(bias.clone())) {
+            return projected;
+        }
         let [batch, time, d_input] = x.dims();
         let hidden = self.hidden_size();
-        let bias = (self.bias_ih.val() + self.bias_hh.val()).reshape([1, 1, 4 * hidden]);
-        x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden]) + bias
+        x.reshape([batch * time, d_input]).matmul(self.weight_ih.val()).reshape([batch, time, 4 * hidden])
+            + bias.reshape([1, 1, 4 * hidden])
     }
 }
 

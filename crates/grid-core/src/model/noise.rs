@@ -185,8 +185,6 @@ impl<'a> Noise<'a> {
     }
 }
 
-/// rand's `StandardUniform` f64 from one 64-bit word: its top 53 bits, scaled
-/// to `[0, 1)`.
 /// `f` of each of the stream's next `n` 64-bit words, drawn a cache-sized
 /// run at a time: the same words as one fill of `n` (the stream's bytes in
 /// order), without writing and reading back 8 bytes per element (a BiLSTM's
@@ -203,6 +201,8 @@ fn map_words(rng: &mut impl rand::Rng, n: usize, f: impl Fn(u64) -> f32) -> Vec<
     out
 }
 
+/// rand's `StandardUniform` f64 from one 64-bit word: its top 53 bits, scaled
+/// to `[0, 1)`.
 fn unit_interval(word: u64) -> f64 {
     (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }

@@ -37,6 +37,8 @@ committed=(
     experiments/zhou_rationale_each.toml
     experiments/zhou_rationale_cn_nc.toml
     experiments/zhou_rationale_cn_nc_each.toml
+    experiments/images_quick.toml
+    experiments/images_scaled.toml
 )
 grids=("${committed[@]}")
 if [ "${1:-}" = --grids ]; then

@@ -5,8 +5,9 @@
 //! 6% of the tiny BERT's training through GELU).
 
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
-use crate::chunks::{for_each_chunk, for_each_chunk_pair};
+use crate::chunks::{for_each_chunk, for_each_chunk_pair, written};
 use crate::dispatch::{Loop, widest};
 use crate::math::{erf, tanh as tanh_one};
 
@@ -166,24 +167,25 @@ const HALF: f32 = 0.5;
 const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
 
 /// `F` of every input, in the CPU's widest lanes, split over threads for long
-/// inputs.
+/// inputs. The output is not zero-filled first (a pass over it as long as
+/// the map's own on a BiLSTM's attention): every value is written.
 fn map<F: Unary<Output = f32>>(inputs: &[f32]) -> Vec<f32> {
-    let mut out = vec![0.0f32; inputs.len()];
-    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
-        widest(One::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, f: PhantomData })
-    });
-    out
+    written(inputs.len(), |out| {
+        for_each_chunk(out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
+            widest(One::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, f: PhantomData })
+        })
+    })
 }
 
 /// [`map`] over two inputs of the same length.
 fn map2<F: Binary>(inputs: &[f32], others: &[f32]) -> Vec<f32> {
     assert_eq!(inputs.len(), others.len(), "one value of each per output");
-    let mut out = vec![0.0f32; inputs.len()];
-    for_each_chunk(&mut out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
-        let (inputs, others) = (&inputs[at * CHUNK..][..out.len()], &others[at * CHUNK..][..out.len()]);
-        widest(Two::<F> { inputs, others, out, f: PhantomData })
-    });
-    out
+    written(inputs.len(), |out| {
+        for_each_chunk(out, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, out)| {
+            let (inputs, others) = (&inputs[at * CHUNK..][..out.len()], &others[at * CHUNK..][..out.len()]);
+            widest(Two::<F> { inputs, others, out, f: PhantomData })
+        })
+    })
 }
 
 /// [`map`] with two results per input: the first returned, the second
@@ -200,7 +202,7 @@ fn map_with<F: Unary<Output = (f32, f32)>>(inputs: &[f32], second: &mut [f32]) -
 
 struct One<'a, F> {
     inputs: &'a [f32],
-    out: &'a mut [f32],
+    out: &'a mut [MaybeUninit<f32>],
     f: PhantomData<F>,
 }
 
@@ -208,7 +210,7 @@ impl<F: Unary<Output = f32>> Loop for One<'_, F> {
     #[inline(always)]
     fn run(self) {
         for (out, &x) in self.out.iter_mut().zip(self.inputs) {
-            *out = F::of(x);
+            out.write(F::of(x));
         }
     }
 }
@@ -216,7 +218,7 @@ impl<F: Unary<Output = f32>> Loop for One<'_, F> {
 struct Two<'a, F> {
     inputs: &'a [f32],
     others: &'a [f32],
-    out: &'a mut [f32],
+    out: &'a mut [MaybeUninit<f32>],
     f: PhantomData<F>,
 }
 
@@ -224,7 +226,7 @@ impl<F: Binary> Loop for Two<'_, F> {
     #[inline(always)]
     fn run(self) {
         for ((out, &x), &y) in self.out.iter_mut().zip(self.inputs).zip(self.others) {
-            *out = F::of(x, y);
+            out.write(F::of(x, y));
         }
     }
 }

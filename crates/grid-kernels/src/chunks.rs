@@ -40,13 +40,13 @@ pub(crate) fn for_each_chunk<T: Send>(
 /// [`for_each_chunk`] over two outputs split alike: the `i`-th `chunk_a`-long
 /// piece of `a` with the `i`-th `chunk_b`-long piece of `b` (per-value and
 /// per-row outputs of the same rows).
-pub(crate) fn for_each_chunk_pair(
-    a: &mut [f32],
+pub(crate) fn for_each_chunk_pair<A: Send, B: Send>(
+    a: &mut [A],
     chunk_a: usize,
-    b: &mut [f32],
+    b: &mut [B],
     chunk_b: usize,
     parallel: bool,
-    f: impl Fn((usize, (&mut [f32], &mut [f32]))) + Sync + Send,
+    f: impl Fn((usize, (&mut [A], &mut [B]))) + Sync + Send,
 ) {
     if parallel {
         a.par_chunks_mut(chunk_a).zip(b.par_chunks_mut(chunk_b)).enumerate().for_each(f);

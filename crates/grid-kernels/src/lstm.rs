@@ -14,8 +14,12 @@
 //! and its counterpart, each product's by the pair's mean (see
 //! `grid::model::rules`).
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 use wide::f32x8;
+
+use crate::chunks::written;
 
 use crate::dispatch::{Loop, widest};
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
@@ -199,14 +203,20 @@ pub fn forward(dims: Dims, order: Order, projected: &[f32], weight_hh: &[f32], k
     assert_eq!(projected.len(), batch * time * dims.gates(), "projected inputs");
     assert_eq!(weight_hh.len(), hidden * dims.gates(), "recurrent weights");
     order.check(dims);
-    let mut states = vec![0.0f32; batch * time * hidden];
     let rows = part_rows(batch);
-    let parts: Vec<TapePart> = if time * hidden == 0 {
-        Vec::new()
-    } else {
-        let run = Recurrence { dims, order, projected, weight_hh, keep };
-        states.par_chunks_mut(rows * time * hidden).enumerate().map(|(p, states)| run.part(p * rows, states)).collect()
-    };
+    let mut parts: Vec<TapePart> = Vec::new();
+    // Every state is written (each row visits each of its positions once):
+    // zero-filling them first was a pass over 16 MB a direction.
+    let states = written(batch * time * hidden, |states| {
+        if time * hidden > 0 {
+            let run = Recurrence { dims, order, projected, weight_hh, keep };
+            parts = states
+                .par_chunks_mut(rows * time * hidden)
+                .enumerate()
+                .map(|(p, states)| run.part(p * rows, states))
+                .collect();
+        }
+    });
     (states, (keep != Keep::Nothing).then_some(Tape { rows, parts }))
 }
 
@@ -222,8 +232,8 @@ struct Recurrence<'a> {
 
 impl Recurrence<'_> {
     /// The rows from `first` on (as many as `states` `[rows, time, h]`
-    /// holds) through every step, on this thread.
-    fn part(self, first: usize, states: &mut [f32]) -> TapePart {
+    /// holds) through every step, on this thread; every state written.
+    fn part(self, first: usize, states: &mut [MaybeUninit<f32>]) -> TapePart {
         let Recurrence { dims, order, projected, weight_hh, keep } = self;
         let Dims { time, hidden, .. } = dims;
         let width = dims.gates();
@@ -269,7 +279,7 @@ impl Recurrence<'_> {
                     pre.extend_from_slice(g);
                 }
                 update_cell(g, c, tc, h);
-                all[at * hidden..(at + 1) * hidden].copy_from_slice(h);
+                all[at * hidden..(at + 1) * hidden].write_copy_of_slice(h);
             }
             if keep != Keep::Nothing {
                 tape.gates.extend_from_slice(&gates);
@@ -302,20 +312,22 @@ pub fn backward(
     let width = dims.gates();
     assert_eq!(grad_states.len(), batch * time * hidden, "state gradients");
     order.check(dims);
-    let mut grad_projected = vec![0.0f32; batch * time * width];
     // W_hhᵀ `[4h, h]`, once for every step's product.
     let mut weight_t = vec![0.0f32; hidden * width];
     transpose(weight_hh, (hidden, width), &mut weight_t);
     if tape.keeps_multipliers() {
         assert_eq!(batch % 2, 0, "DeepLift stacks inputs over references");
     }
-    if time * hidden > 0 {
-        let run = BackwardPass { dims, order, weight_t: &weight_t, tape, grad_states };
-        grad_projected
-            .par_chunks_mut(tape.rows * time * width)
-            .enumerate()
-            .for_each(|(p, grad_projected)| run.part(p * tape.rows, grad_projected));
-    }
+    // Every position's gate gradients are written, as in `forward`.
+    let grad_projected = written(batch * time * width, |grad_projected| {
+        if time * hidden > 0 {
+            let run = BackwardPass { dims, order, weight_t: &weight_t, tape, grad_states };
+            grad_projected
+                .par_chunks_mut(tape.rows * time * width)
+                .enumerate()
+                .for_each(|(p, grad_projected)| run.part(p * tape.rows, grad_projected));
+        }
+    });
     if !weight_grad {
         return (grad_projected, None);
     }
@@ -369,8 +381,9 @@ struct BackwardPass<'a> {
 
 impl BackwardPass<'_> {
     /// The rows from `first` on (as many as `grad_projected` `[rows, time,
-    /// 4h]` holds) back through every step, on this thread.
-    fn part(self, first: usize, grad_projected: &mut [f32]) {
+    /// 4h]` holds) back through every step, on this thread; every value
+    /// written.
+    fn part(self, first: usize, grad_projected: &mut [MaybeUninit<f32>]) {
         let BackwardPass { dims, order, weight_t, tape, grad_states } = self;
         let Dims { batch, time, hidden } = dims;
         let width = dims.gates();
@@ -399,7 +412,7 @@ impl BackwardPass<'_> {
                 } else {
                     gate_gradients(&tape.step(dims, step, row), grads, grad_cell, out);
                 }
-                all[at * width..(at + 1) * width].copy_from_slice(out);
+                all[at * width..(at + 1) * width].write_copy_of_slice(out);
             }
             // dh_{t-1} = dgates_t · W_hhᵀ.
             if step > 0 {

@@ -8,7 +8,7 @@
 //! (weight exactly 0) add exactly 0: a row's values do not depend on how far
 //! its batch is padded.
 
-use crate::chunks::{for_each_chunk, for_each_chunk_pair};
+use crate::chunks::{for_each_chunk, for_each_chunk_pair, written};
 
 /// From this many state values, split over threads (in whole examples).
 const PARALLEL_VALUES: usize = 1 << 15;
@@ -67,24 +67,26 @@ pub fn backward(dims: Dims, states: &[f32], weights: &[f32], grad: &[f32]) -> Gr
     dims.check(states, weights);
     let Dims { batch, time, width } = dims;
     assert_eq!(grad.len(), batch * width, "pool: gradient size");
-    let mut d_states = vec![0.0f32; batch * time * width];
     let mut d_weights = vec![0.0f32; batch * time];
     if width == 0 || time == 0 {
-        return Gradients { states: d_states, weights: d_weights };
+        return Gradients { states: vec![0.0; batch * time * width], weights: d_weights };
     }
     let parallel = dims.parallel();
-    for_each_chunk_pair(&mut d_states, time * width, &mut d_weights, time, parallel, |(b, (d_states, d_weights))| {
-        let g = &grad[b * width..][..width];
-        for (t, (d_h, d_alpha)) in d_states.chunks_exact_mut(width).zip(d_weights.iter_mut()).enumerate() {
-            let alpha = weights[b * time + t];
-            let h = &states[(b * time + t) * width..][..width];
-            let mut dot = 0.0f32;
-            for ((d_h, &g), &h) in d_h.iter_mut().zip(g).zip(h) {
-                *d_h = alpha * g;
-                dot += h * g;
+    // Every state's gradient is written: not zero-filled first.
+    let d_states = written(batch * time * width, |d_states| {
+        for_each_chunk_pair(d_states, time * width, &mut d_weights, time, parallel, |(b, (d_states, d_weights))| {
+            let g = &grad[b * width..][..width];
+            for (t, (d_h, d_alpha)) in d_states.chunks_exact_mut(width).zip(d_weights.iter_mut()).enumerate() {
+                let alpha = weights[b * time + t];
+                let h = &states[(b * time + t) * width..][..width];
+                let mut dot = 0.0f32;
+                for ((d_h, &g), &h) in d_h.iter_mut().zip(g).zip(h) {
+                    d_h.write(alpha * g);
+                    dot += h * g;
+                }
+                *d_alpha = dot;
             }
-            *d_alpha = dot;
-        }
+        })
     });
     Gradients { states: d_states, weights: d_weights }
 }

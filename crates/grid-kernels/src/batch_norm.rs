@@ -376,18 +376,28 @@ impl Loop for InputGradient<'_> {
 pub struct Backward {
     /// Of the input.
     pub x: Vec<f32>,
-    /// Of γ and β, per channel.
-    pub gamma: Vec<f32>,
-    pub beta: Vec<f32>,
+    /// Of γ and β, when asked for.
+    pub affine: Option<AffineGradients>,
     /// Of the residual (the output's gradient through the ReLU), when the
     /// epilogue added one.
     pub residual: Option<Vec<f32>>,
 }
 
+/// The gradients of γ and β, per channel.
+#[derive(Debug, Clone)]
+pub struct AffineGradients {
+    pub gamma: Vec<f32>,
+    pub beta: Vec<f32>,
+}
+
 /// The backward pass from the output's gradient `grad`, with the forward's
 /// input `x`, output `y` (the ReLU's mask) and statistics (`forward`'s
 /// `mean` and `var`); `batch`: whether they were the batch's (and so
-/// depend on `x`).
+/// depend on `x`); `affine`: whether γ's and β's gradients are wanted. With
+/// given statistics and no γ or β to train (a saliency map's gradient
+/// through a model in evaluation) the input's gradient is one scaled pass,
+/// and the per-channel sums, a pass over the gradient and the input, are
+/// not taken.
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
     dims: Dims,
@@ -398,6 +408,7 @@ pub fn backward(
     (mean, var): (&[f32], &[f32]),
     epsilon: f32,
     batch: bool,
+    affine: bool,
     epilogue: Epilogue,
 ) -> Backward {
     assert!(x.len() == dims.len() && y.len() == dims.len() && grad.len() == dims.len(), "batch norm: sizes");
@@ -416,19 +427,23 @@ pub fn backward(
     };
     let inv_std: Vec<f32> = var.iter().map(|&v| 1.0 / (v + epsilon).sqrt()).collect();
     // Σ g and Σ g · x̂ per channel.
-    let sums = per_channel(&dims, |channel| {
-        let mut sums = (0.0, 0.0);
-        let (grad, centre) = (&*grad, (mean[channel], inv_std[channel]));
-        widest(GradientMoments { dims: &dims, grad, mask, x, channel, centre, out: &mut sums });
-        sums
+    let sums = (batch || affine).then(|| {
+        per_channel(&dims, |channel| {
+            let mut sums = (0.0, 0.0);
+            let (grad, centre) = (&*grad, (mean[channel], inv_std[channel]));
+            widest(GradientMoments { dims: &dims, grad, mask, x, channel, centre, out: &mut sums });
+            sums
+        })
     });
     let count = dims.count().max(1) as f64;
     // ∂x = γ σ⁻¹ (g − [batch] (Σg + x̂ Σ g x̂) / N).
     let terms: Vec<(f32, f32, f32)> = (0..dims.channels)
         .map(|c| {
-            let (sum, dot) = sums[c];
             let a = gamma[c] * inv_std[c];
-            if batch { (a, (sum / count) as f32, (dot / count) as f32) } else { (a, 0.0, 0.0) }
+            match &sums {
+                Some(sums) if batch => (a, (sums[c].0 / count) as f32, (sums[c].1 / count) as f32),
+                _ => (a, 0.0, 0.0),
+            }
         })
         .collect();
     let positions = dims.positions;
@@ -438,12 +453,11 @@ pub fn backward(
         let (grad, centre) = (&grad[range], (mean[c], inv_std[c]));
         widest(InputGradient { grad, mask, x, terms: terms[c], centre, out });
     });
-    Backward {
-        x: dx,
+    let affine = sums.filter(|_| affine).map(|sums| AffineGradients {
         gamma: sums.iter().map(|&(_, dot)| dot as f32).collect(),
         beta: sums.iter().map(|&(sum, _)| sum as f32).collect(),
-        residual: epilogue.residual.then(|| grad.into_owned()),
-    }
+    });
+    Backward { x: dx, affine, residual: epilogue.residual.then(|| grad.into_owned()) }
 }
 
 #[cfg(test)]
@@ -532,7 +546,14 @@ mod tests {
                 let skip = residual.then_some(skip.as_slice());
                 let out = forward(dims, &x, (&gamma, &beta), 1e-5, statistics, epilogue, skip);
                 let batch = matches!(statistics, Statistics::Batch);
-                let grads = backward(dims, &x, &out.y, &probe, &gamma, (&out.mean, &out.var), 1e-5, batch, epilogue);
+                let stats = (out.mean.as_slice(), out.var.as_slice());
+                let grads = backward(dims, &x, &out.y, &probe, &gamma, stats, 1e-5, batch, true, epilogue);
+                // Without γ and β the input's gradient is the same, bit for bit.
+                let alone = backward(dims, &x, &out.y, &probe, &gamma, stats, 1e-5, batch, false, epilogue);
+                assert!(alone.affine.is_none());
+                assert_eq!(alone.x, grads.x, "{statistics:?}, {epilogue:?}");
+                assert_eq!(alone.residual, grads.residual);
+                let affine = grads.affine.as_ref().expect("γ and β asked for");
                 let f = |x: &[f32], gamma: &[f32], beta: &[f32], skip: Option<&[f32]>| {
                     probed(dims, x, (gamma, beta), statistics, epilogue, skip, &probe)
                 };
@@ -561,11 +582,11 @@ mod tests {
                     let (mut up, mut down) = (gamma.clone(), gamma.clone());
                     up[c] += h;
                     down[c] -= h;
-                    check("∂γ", grads.gamma[c], f(&x, &up, &beta, skip), f(&x, &down, &beta, skip));
+                    check("∂γ", affine.gamma[c], f(&x, &up, &beta, skip), f(&x, &down, &beta, skip));
                     let (mut up, mut down) = (beta.clone(), beta.clone());
                     up[c] += h;
                     down[c] -= h;
-                    check("∂β", grads.beta[c], f(&x, &gamma, &up, skip), f(&x, &gamma, &down, skip));
+                    check("∂β", affine.beta[c], f(&x, &gamma, &up, skip), f(&x, &gamma, &down, skip));
                 }
             }
         }
@@ -605,7 +626,7 @@ mod tests {
             let stats_rate = rate(&|| batch_statistics(&dims, &x).0.len(), 1.0);
             let stats = (out.mean.as_slice(), out.var.as_slice());
             let backward_rate =
-                rate(&|| backward(dims, &x, &out.y, &grad, &gamma, stats, 1e-5, true, fused).x.len(), 4.0);
+                rate(&|| backward(dims, &x, &out.y, &grad, &gamma, stats, 1e-5, true, true, fused).x.len(), 4.0);
             println!(
                 "{batch:>3} × {channels:>4} ch × {positions:>5} positions: statistics {stats_rate:5.1}, forward {forward_rate:5.1}, backward {backward_rate:5.1} GB/s"
             );

@@ -132,7 +132,8 @@ struct NormState {
 }
 
 impl NormState {
-    fn gradients(&self, grad: &[f32]) -> batch_norm::Backward {
+    /// The gradients, of γ and β only when `affine`.
+    fn gradients(&self, grad: &[f32], affine: bool) -> batch_norm::Backward {
         batch_norm::backward(
             self.dims,
             &values(&self.x),
@@ -142,6 +143,7 @@ impl NormState {
             (&self.mean, &self.var),
             self.epsilon,
             self.batch,
+            affine,
             self.epilogue,
         )
     }
@@ -150,16 +152,19 @@ impl NormState {
 /// Registers the gradients of `[x, γ, β, skip?]` for the parents that are
 /// tracked (their node ids).
 fn register(parents: &[Option<NodeId>], state: &NormState, grads: &mut Gradients, grad: &[f32]) {
-    let out = state.gradients(grad);
+    // A model in evaluation explained by its gradient tracks neither γ nor β.
+    let out = state.gradients(grad, parents[1].is_some() || parents[2].is_some());
     let channels = [state.dims.channels];
     if let Some(id) = parents[0] {
         grads.register::<Flex>(id, flex_tensor(out.x, state.shape));
     }
-    if let Some(id) = parents[1] {
-        grads.register::<Flex>(id, flex_tensor(out.gamma, channels));
-    }
-    if let Some(id) = parents[2] {
-        grads.register::<Flex>(id, flex_tensor(out.beta, channels));
+    if let Some(affine) = out.affine {
+        if let Some(id) = parents[1] {
+            grads.register::<Flex>(id, flex_tensor(affine.gamma, channels));
+        }
+        if let Some(id) = parents[2] {
+            grads.register::<Flex>(id, flex_tensor(affine.beta, channels));
+        }
     }
     if let (Some(Some(id)), Some(residual)) = (parents.get(3), out.residual) {
         grads.register::<Flex>(*id, flex_tensor(residual, state.shape));

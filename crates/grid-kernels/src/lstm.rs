@@ -602,6 +602,22 @@ mod tests {
         }
     }
 
+    /// Each row's steps visit each of its positions once, in both orders:
+    /// what lets `forward` and `backward` write their outputs without
+    /// zero-filling them first.
+    #[test]
+    fn every_position_is_visited_once() {
+        let time = 9;
+        let lengths: Vec<usize> = (0..=time).collect();
+        for order in [Order::Forward, Order::Reversed(&lengths)] {
+            for row in 0..lengths.len() {
+                let mut seen: Vec<usize> = (0..time).map(|step| order.position(row, step)).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..time).collect::<Vec<_>>(), "{order:?}, row {row}");
+            }
+        }
+    }
+
     /// The batch's rows in one part (one thread) or in several (three
     /// threads, the last part short) give the same bits: states, input
     /// gradients and the weight's gradient, both orders, gradients and

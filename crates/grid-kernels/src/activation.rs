@@ -46,8 +46,8 @@ pub fn gelu(inputs: &[f32]) -> Vec<f32> {
 /// differentiated keeps, so that its backward is one product
 /// ([`times_derivative`]) instead of a second erf.
 pub fn gelu_with_derivative(inputs: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let mut derivative = vec![0.0f32; inputs.len()];
-    let values = map_with::<GeluAndSlope>(inputs, &mut derivative);
+    let mut values = Vec::new();
+    let derivative = written(inputs.len(), |derivative| values = map_with::<GeluAndSlope>(inputs, derivative));
     (values, derivative)
 }
 
@@ -189,15 +189,14 @@ fn map2<F: Binary>(inputs: &[f32], others: &[f32]) -> Vec<f32> {
 }
 
 /// [`map`] with two results per input: the first returned, the second
-/// written to `second` (the same length).
-fn map_with<F: Unary<Output = (f32, f32)>>(inputs: &[f32], second: &mut [f32]) -> Vec<f32> {
+/// written to `second` (the same length; every value of both written).
+fn map_with<F: Unary<Output = (f32, f32)>>(inputs: &[f32], second: &mut [MaybeUninit<f32>]) -> Vec<f32> {
     assert_eq!(inputs.len(), second.len(), "one second value per input");
-    let mut out = vec![0.0f32; inputs.len()];
-    let apply = |(at, (out, second)): (usize, (&mut [f32], &mut [f32]))| {
-        widest(Pair::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, second, f: PhantomData })
-    };
-    for_each_chunk_pair(&mut out, CHUNK, second, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, apply);
-    out
+    written(inputs.len(), |out| {
+        for_each_chunk_pair(out, CHUNK, second, CHUNK, inputs.len() >= PARALLEL_ELEMENTS, |(at, (out, second))| {
+            widest(Pair::<F> { inputs: &inputs[at * CHUNK..][..out.len()], out, second, f: PhantomData })
+        })
+    })
 }
 
 struct One<'a, F> {
@@ -233,8 +232,8 @@ impl<F: Binary> Loop for Two<'_, F> {
 
 struct Pair<'a, F> {
     inputs: &'a [f32],
-    out: &'a mut [f32],
-    second: &'a mut [f32],
+    out: &'a mut [MaybeUninit<f32>],
+    second: &'a mut [MaybeUninit<f32>],
     f: PhantomData<F>,
 }
 
@@ -242,7 +241,9 @@ impl<F: Unary<Output = (f32, f32)>> Loop for Pair<'_, F> {
     #[inline(always)]
     fn run(self) {
         for ((out, second), &x) in self.out.iter_mut().zip(self.second.iter_mut()).zip(self.inputs) {
-            (*out, *second) = F::of(x);
+            let (first, other) = F::of(x);
+            out.write(first);
+            second.write(other);
         }
     }
 }

@@ -20,7 +20,6 @@ use rayon::prelude::*;
 use wide::f32x8;
 
 use crate::chunks::written;
-
 use crate::dispatch::{Loop, widest};
 use crate::lanes::{groups, load_lanes, store_lanes, tanh};
 use crate::layout::transpose;

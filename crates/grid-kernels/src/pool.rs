@@ -69,7 +69,8 @@ pub fn backward(dims: Dims, states: &[f32], weights: &[f32], grad: &[f32]) -> Gr
     assert_eq!(grad.len(), batch * width, "pool: gradient size");
     let mut d_weights = vec![0.0f32; batch * time];
     if width == 0 || time == 0 {
-        return Gradients { states: vec![0.0; batch * time * width], weights: d_weights };
+        // No state values (and `chunks_mut(0)` would panic).
+        return Gradients { states: Vec::new(), weights: d_weights };
     }
     let parallel = dims.parallel();
     // Every state's gradient is written: not zero-filled first.

@@ -16,8 +16,10 @@
 
 use rayon::prelude::*;
 
-use crate::chunks::for_each_chunk_pair;
-use crate::matmul::gemm;
+use std::mem::MaybeUninit;
+
+use crate::chunks::{Unwritten, for_each_chunk_pair, written};
+use crate::matmul::{gemm, gemm_into};
 use crate::softmax::{row_backward_in_place, row_in_place};
 
 /// From this many multiply-adds in a pass (over all heads and examples),
@@ -73,22 +75,30 @@ pub fn forward(
     assert_eq!(bias.len(), dims.batch * dims.time, "one bias row per example");
     let Dims { time, head_size: d, .. } = dims;
     let (width, n, np) = (dims.width(), dims.example(), dims.example_probs());
-    let mut context = vec![0.0f32; dims.batch * n];
-    let mut probs = vec![0.0f32; dims.batch * np];
-    let example = |(b, (context, probs)): (usize, (&mut [f32], &mut [f32]))| {
+    // Each head's products write its probabilities and its band of the
+    // context's columns; the heads together write every value, so neither
+    // output is zero-filled first.
+    let example = |(b, (context, probs)): (usize, (Unwritten, Unwritten))| {
         let (q, k, v) = (&query[b * n..][..n], &key[b * n..][..n], &value[b * n..][..n]);
         let bias = &bias[b * time..][..time];
         for (h, p) in probs.chunks_mut(time * time).enumerate() {
             let head = h * d;
             // Scores Q_h K_hᵀ: K_h read transposed through its strides.
-            gemm(false, (time, time, d), (p, time), &q[head..], (width, 1), &k[head..], (1, width));
+            gemm_into((time, time, d), (p, time), &q[head..], (width, 1), &k[head..], (1, width));
+            // SAFETY: the product wrote every score.
+            let p = unsafe { &mut *(p as *mut [MaybeUninit<f32>] as *mut [f32]) };
             for row in p.chunks_mut(time) {
                 row_in_place(row, bias, divisor);
             }
-            gemm(false, (time, d, time), (&mut context[head..], width), p, (time, 1), &v[head..], (width, 1));
+            gemm_into((time, d, time), (&mut context[head..], width), p, (time, 1), &v[head..], (width, 1));
         }
     };
-    for_each_chunk_pair(&mut context, n.max(1), &mut probs, np.max(1), dims.parallel(), example);
+    let mut context = Vec::new();
+    let probs = written(dims.batch * np, |probs| {
+        context = written(dims.batch * n, |context| {
+            for_each_chunk_pair(context, n.max(1), probs, np.max(1), dims.parallel(), example)
+        });
+    });
     (context, probs)
 }
 
@@ -101,7 +111,7 @@ pub struct Gradients {
 }
 
 /// One example's share of the three inputs' gradients: query and key, value.
-type InputGradients<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
+type InputGradients<'a> = ((Unwritten<'a>, Unwritten<'a>), Unwritten<'a>);
 
 /// The inputs' gradients from the context's, `grad`, and the probabilities
 /// [`forward`] returned.
@@ -118,8 +128,8 @@ pub fn backward(
     assert_eq!(probs.len(), dims.batch * dims.example_probs(), "[batch, heads, time, time] probabilities");
     let Dims { time, head_size: d, .. } = dims;
     let (width, n, np) = (dims.width(), dims.example(), dims.example_probs());
-    let zeros = || vec![0.0f32; dims.batch * n];
-    let (mut dq, mut dk, mut dv) = (zeros(), zeros(), zeros());
+    // Each head's products write its band of the three gradients' columns;
+    // the heads together write every value (none is zero-filled first).
     let example = |(b, ((dq, dk), dv)): (usize, InputGradients)| {
         let (q, k, v, g) = (&query[b * n..][..n], &key[b * n..][..n], &value[b * n..][..n], &grad[b * n..][..n]);
         // The scores' gradient of one head at a time.
@@ -127,23 +137,39 @@ pub fn backward(
         for (h, p) in probs[b * np..][..np].chunks(time * time).enumerate() {
             let head = h * d;
             // dV_h = P_hᵀ dO_h (P_h read transposed).
-            gemm(false, (time, d, time), (&mut dv[head..], width), p, (1, time), &g[head..], (width, 1));
+            gemm_into((time, d, time), (&mut dv[head..], width), p, (1, time), &g[head..], (width, 1));
             // dP_h = dO_h V_hᵀ, then the softmax's backward row by row: dS_h.
             gemm(false, (time, time, d), (&mut scores, time), &g[head..], (width, 1), &v[head..], (1, width));
             for (p, s) in p.chunks(time).zip(scores.chunks_mut(time)) {
                 row_backward_in_place(p, s, divisor);
             }
             // dQ_h = dS_h K_h, dK_h = dS_hᵀ Q_h.
-            gemm(false, (time, d, time), (&mut dq[head..], width), &scores, (time, 1), &k[head..], (width, 1));
-            gemm(false, (time, d, time), (&mut dk[head..], width), &scores, (1, time), &q[head..], (width, 1));
+            gemm_into((time, d, time), (&mut dq[head..], width), &scores, (time, 1), &k[head..], (width, 1));
+            gemm_into((time, d, time), (&mut dk[head..], width), &scores, (1, time), &q[head..], (width, 1));
         }
     };
-    if dims.parallel() {
-        dq.par_chunks_mut(n).zip(dk.par_chunks_mut(n)).zip(dv.par_chunks_mut(n)).enumerate().for_each(example);
-    } else {
-        let chunk = n.max(1);
-        dq.chunks_mut(chunk).zip(dk.chunks_mut(chunk)).zip(dv.chunks_mut(chunk)).enumerate().for_each(example);
-    }
+    let len = dims.batch * n;
+    let (mut dq, mut dk) = (Vec::new(), Vec::new());
+    let dv = written(len, |dv| {
+        dk = written(len, |dk| {
+            dq = written(len, |dq| {
+                let chunk = n.max(1);
+                if dims.parallel() {
+                    dq.par_chunks_mut(n)
+                        .zip(dk.par_chunks_mut(n))
+                        .zip(dv.par_chunks_mut(n))
+                        .enumerate()
+                        .for_each(example);
+                } else {
+                    dq.chunks_mut(chunk)
+                        .zip(dk.chunks_mut(chunk))
+                        .zip(dv.chunks_mut(chunk))
+                        .enumerate()
+                        .for_each(example);
+                }
+            })
+        })
+    });
     Gradients { query: dq, key: dk, value: dv }
 }
 

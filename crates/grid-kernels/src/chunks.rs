@@ -4,9 +4,12 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+/// A destination not yet written (what [`written`] hands its `fill`, in pieces).
+pub(crate) type Unwritten<'a, T = f32> = &'a mut [MaybeUninit<T>];
+
 /// `len` values written by `fill` (every one of them) without zeroing them first.
-pub(crate) fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
-    let mut values: Vec<f32> = Vec::with_capacity(len);
+pub(crate) fn written<T>(len: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut values: Vec<T> = Vec::with_capacity(len);
     fill(&mut values.spare_capacity_mut()[..len]);
     // SAFETY: `fill` wrote every value (the callers' contract).
     unsafe { values.set_len(len) };
@@ -59,12 +62,12 @@ pub(crate) fn for_each_chunk_pair<A: Send, B: Send>(
 /// whole rows (about `share_values` values each; at least one row), on
 /// rayon's threads when `parallel`. Rows are computed alone, so the split
 /// never changes a value.
-pub(crate) fn for_each_row(
-    out: &mut [f32],
+pub(crate) fn for_each_row<T: Send>(
+    out: &mut [T],
     len: usize,
     share_values: usize,
     parallel: bool,
-    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
     let rows = rows_per_share(len, share_values);
     for_each_chunk(out, rows * len, parallel, |(share, chunk)| {
@@ -76,13 +79,13 @@ pub(crate) fn for_each_row(
 
 /// [`for_each_row`] with one more output of one value per row:
 /// `f(row, values, &mut that row's value)`.
-pub(crate) fn for_each_row_with_scalar(
-    out: &mut [f32],
+pub(crate) fn for_each_row_with_scalar<T: Send>(
+    out: &mut [T],
     len: usize,
     per_row: &mut [f32],
     share_values: usize,
     parallel: bool,
-    f: impl Fn(usize, &mut [f32], &mut f32) + Sync + Send,
+    f: impl Fn(usize, &mut [T], &mut f32) + Sync + Send,
 ) {
     let rows = rows_per_share(len, share_values);
     for_each_chunk_pair(out, rows * len, per_row, rows, parallel, |(share, (chunk, scalars))| {

@@ -81,19 +81,51 @@ pub(crate) fn product_into(
     (rhs_rs, rhs_cs): (usize, usize),
 ) {
     assert_eq!(dst.len(), m * n, "gemm: a destination of m × n");
-    check((m, n, k), (dst.len(), n), (lhs.len(), lhs_rs, lhs_cs), (rhs.len(), rhs_rs, rhs_cs));
+    strided_into(threads, (m, n, k), (dst, n), lhs, (lhs_rs, lhs_cs), rhs, (rhs_rs, rhs_cs));
+}
+
+/// [`gemm`] without accumulation into an uninitialised `dst` of row stride
+/// `dst_rs`: the `m × n` values it names are written, the rest of `dst`
+/// (between rows) left as it was.
+pub(crate) fn gemm_into(
+    (m, n, k): (usize, usize, usize),
+    (dst, dst_rs): (&mut [MaybeUninit<f32>], usize),
+    lhs: &[f32],
+    (lhs_rs, lhs_cs): (usize, usize),
+    rhs: &[f32],
+    (rhs_rs, rhs_cs): (usize, usize),
+) {
+    let threads = if m * n * k >= 1 << 21 { Threads::Pool } else { Threads::One };
+    strided_into(threads, (m, n, k), (dst, dst_rs), lhs, (lhs_rs, lhs_cs), rhs, (rhs_rs, rhs_cs));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn strided_into(
+    threads: Threads,
+    (m, n, k): (usize, usize, usize),
+    (dst, dst_rs): (&mut [MaybeUninit<f32>], usize),
+    lhs: &[f32],
+    (lhs_rs, lhs_cs): (usize, usize),
+    rhs: &[f32],
+    (rhs_rs, rhs_cs): (usize, usize),
+) {
     if k == 0 {
-        dst.fill(MaybeUninit::new(0.0));
+        // An empty sum: zeros, written here since no product runs.
+        assert!(m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len(), "gemm: destination too small");
+        for row in 0..m {
+            dst[row * dst_rs..][..n].fill(MaybeUninit::new(0.0));
+        }
         return;
     }
+    check((m, n, k), (dst.len(), dst_rs), (lhs.len(), lhs_rs, lhs_cs), (rhs.len(), rhs_rs, rhs_cs));
     // SAFETY: as in `product`; without accumulation neither `gemm` nor BLAS
-    // reads the destination, and with k > 0 both write all of it.
+    // reads the destination, and with k > 0 both write every value named.
     unsafe {
         raw(
             threads,
             false,
             (m, n, k),
-            (dst.as_mut_ptr().cast(), n),
+            (dst.as_mut_ptr().cast(), dst_rs),
             (lhs.as_ptr(), lhs_rs, lhs_cs),
             (rhs.as_ptr(), rhs_rs, rhs_cs),
         )

@@ -13,6 +13,8 @@
 
 use rayon::prelude::*;
 
+use crate::chunks::{Unwritten, for_each_chunk_pair, written};
+
 /// From this many input values, planes are split over threads.
 const PARALLEL_VALUES: usize = 1 << 15;
 
@@ -92,15 +94,15 @@ pub fn forward(dims: Dims, x: &[f32]) -> Pooled {
     let (plane_len, out_len) = (dims.plane_len(), dims.out_plane_len());
     dims.check(x.len(), dims.planes() * out_len);
     assert!(plane_len <= u32::MAX as usize, "max pool: a plane of over 2³² values");
-    let mut values = vec![0.0f32; dims.planes() * out_len];
-    let mut argmax = vec![0u32; values.len()];
+    let len = dims.planes() * out_len;
     if out_len == 0 {
-        return Pooled { values, argmax };
+        return Pooled { values: Vec::new(), argmax: Vec::new() };
     }
     let [oh, ow] = dims.out_size();
     let w = dims.size[1];
     let columns: Vec<_> = (0..ow).map(|o| dims.window(1, o)).collect();
-    let pool_plane = |(plane, (out, at)): (usize, (&mut [f32], &mut [u32]))| {
+    // Every output and argmax is written (one per window): not zero-filled first.
+    let pool_plane = |(plane, (out, at)): (usize, (Unwritten, Unwritten<u32>))| {
         let input = &x[plane * plane_len..(plane + 1) * plane_len];
         for oy in 0..oh {
             let rows = dims.window(0, oy);
@@ -120,16 +122,16 @@ pub fn forward(dims: Dims, x: &[f32]) -> Pooled {
                         best_at = if greater { y * w + x } else { best_at };
                     }
                 }
-                out[oy * ow + ox] = best;
-                at[oy * ow + ox] = best_at as u32;
+                out[oy * ow + ox].write(best);
+                at[oy * ow + ox].write(best_at as u32);
             }
         }
     };
-    if dims.parallel() {
-        values.par_chunks_mut(out_len).zip(argmax.par_chunks_mut(out_len)).enumerate().for_each(pool_plane);
-    } else {
-        values.chunks_mut(out_len).zip(argmax.chunks_mut(out_len)).enumerate().for_each(pool_plane);
-    }
+    let mut argmax = Vec::new();
+    let values = written(len, |values| {
+        argmax =
+            written(len, |argmax| for_each_chunk_pair(values, out_len, argmax, out_len, dims.parallel(), pool_plane));
+    });
     Pooled { values, argmax }
 }
 

@@ -4,9 +4,11 @@
 //! tensor of the input's size, and their backward passes as many again; a
 //! BERT layer normalises twice. Here a row is one pass of each.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
-use crate::chunks::{for_each_row, for_each_row_with_scalar, rows_per_share};
+use crate::chunks::{for_each_row, for_each_row_with_scalar, rows_per_share, written};
 use crate::rescale::NEAR;
 
 /// From this many values, split over threads (in whole rows).
@@ -32,28 +34,45 @@ pub fn forward(x: &[f32], gamma: &[f32], beta: &[f32], epsilon: f32, save: bool)
     let len = gamma.len();
     assert!(len > 0 && beta.len() == len, "γ and β of the row's length");
     assert_eq!(x.len() % len, 0, "whole rows");
-    let mut out = vec![0.0f32; x.len()];
     let mut deviation = vec![0.0f32; x.len() / len];
     let parallel = x.len() >= PARALLEL_ELEMENTS;
-    // The normalised values land in `out` first; y is made from them in place.
-    for_each_row_with_scalar(&mut out, len, &mut deviation, CHUNK_VALUES, parallel, |row, out, sigma| {
-        let x = &x[row * len..(row + 1) * len];
-        let mean = x.iter().sum::<f32>() / len as f32;
-        let mut variance = 0.0f32;
-        for (out, &x) in out.iter_mut().zip(x) {
-            *out = x - mean;
-            variance += *out * *out;
-        }
-        *sigma = (variance / len as f32 + epsilon).sqrt();
-        out.iter_mut().for_each(|v| *v /= *sigma);
+    // Every output is written row by row, never zero-filled first. `x − μ` is
+    // computed once for the variance and again for `x̂`: the same value both
+    // times, so `x̂` and `y = x̂ · γ + β` are what one stored pass computes.
+    let rows = |out: &mut [MaybeUninit<f32>], deviation: &mut [f32], affine: Option<(&[f32], &[f32])>| {
+        for_each_row_with_scalar(out, len, deviation, CHUNK_VALUES, parallel, |row, out, sigma| {
+            let x = &x[row * len..(row + 1) * len];
+            let mean = x.iter().sum::<f32>() / len as f32;
+            let variance: f32 = x.iter().map(|&x| (x - mean) * (x - mean)).sum();
+            *sigma = (variance / len as f32 + epsilon).sqrt();
+            match affine {
+                Some((gamma, beta)) => {
+                    for (((out, &x), &g), &b) in out.iter_mut().zip(x).zip(gamma).zip(beta) {
+                        out.write((x - mean) / *sigma * g + b);
+                    }
+                }
+                None => {
+                    for (out, &x) in out.iter_mut().zip(x) {
+                        out.write((x - mean) / *sigma);
+                    }
+                }
+            }
+        })
+    };
+    if !save {
+        let y = written(x.len(), |out| rows(out, &mut deviation, Some((gamma, beta))));
+        return (y, None);
+    }
+    let normalized = written(x.len(), |out| rows(out, &mut deviation, None));
+    let y = written(x.len(), |out| {
+        for_each_row(out, len, CHUNK_VALUES, parallel, |row, out| {
+            let normalized = &normalized[row * len..(row + 1) * len];
+            for (((y, &n), &g), &b) in out.iter_mut().zip(normalized).zip(gamma).zip(beta) {
+                y.write(n * g + b);
+            }
+        })
     });
-    let saved = save.then(|| Saved { normalized: out.clone(), deviation });
-    for_each_row(&mut out, len, CHUNK_VALUES, parallel, |_, row| {
-        for ((y, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
-            *y = *y * g + b;
-        }
-    });
-    (out, saved)
+    (y, Some(Saved { normalized, deviation }))
 }
 
 /// The gradients of γ and β.

@@ -121,6 +121,55 @@ fn an_image_grid_runs_to_zhous_figure_3_table() {
     assert_eq!(again.cached(), plan.steps.len());
 }
 
+/// A model that stops at an accuracy bar cannot know its checkpoints' steps
+/// before it trains: they are positions, log-spaced over the evaluations
+/// the run made, resolved when it ends (not steps it may never reach).
+#[test]
+fn checkpoints_of_a_run_that_stops_early_are_spaced_over_the_steps_it_ran() {
+    let grid = GRID
+        .replace(
+            "training = { max_steps = 150, eval_every = 25 }",
+            "training = { max_steps = 1000, eval_every = 25, stop_at_accuracy = 0.9 }",
+        )
+        .replace(r#"methods = ["gradient", "gradcam", "kernel-shap"]"#, r#"methods = ["gradient"]"#)
+        .replace("checkpoints = 2", "checkpoints = 3");
+    let t = GridTest::new(&grid);
+    let plan = dag::plan(
+        &Grid::load(&t.grid_file()).expect("valid grid"),
+        &Cache::open(t.cache()).unwrap(),
+        &PlanOptions::default(),
+    )
+    .expect("plan");
+    let labels: Vec<&str> = plan.steps.iter().map(|s| s.label.as_str()).collect();
+    for k in 1..=3 {
+        let label = format!("score/images/photos/watermark/r18w8/gradient/checkpoint-{k}-of-3/attr");
+        assert!(labels.contains(&label.as_str()), "{label} not in {labels:?}");
+    }
+    let outcome = t.run();
+    assert!(outcome.succeeded(), "{:?}", outcome.failures().collect::<Vec<_>>());
+
+    let data: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.reports().join("images").join("report_data.json")).unwrap()).unwrap();
+    let mut steps: Vec<u64> = data["images"]
+        .as_array()
+        .expect("image rows")
+        .iter()
+        .filter(|r| r["class"] == "manipulated")
+        .filter_map(|r| r["checkpoint"].as_u64())
+        .collect();
+    steps.sort();
+    // The watermark is learned in well under 1,000 steps; the positions
+    // fall on the first evaluation, one in between and the last.
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    let end = steps[2];
+    assert!(end < 1000 && end.is_multiple_of(25), "stopped at the bar: {steps:?}");
+    assert_eq!(steps[0], 25, "{steps:?}");
+    assert!(steps[0] <= steps[1] && steps[1] <= end, "{steps:?}");
+    let again = t.run();
+    assert!(again.succeeded());
+    assert_eq!(again.executed().count(), 0);
+}
+
 #[test]
 fn a_bad_images_section_names_the_key_and_its_line() {
     let t = GridTest::new(&GRID.replace("[\"watermark\"]", "[\"watermark\", \"glitter\"]"));

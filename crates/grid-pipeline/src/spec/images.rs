@@ -28,10 +28,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::image_checkpoints::{Checkpoints, evaluation_steps, spaced_evaluation};
 use super::values::{Positive, Share};
 use crate::architectures::table::{RawTraining, SpanError, image_training};
 use grid_core::model::resnet::{Depth, ResNetConfig, Stem};
-use grid_core::train::recipe::TrainingSpec;
+use grid_core::train::recipe::{Keep, TrainingSpec};
 use grid_methods::salience::image::{PixelMethod, PixelSettings};
 use grid_methods::shortcut::image::verification::ImageThresholds;
 use grid_methods::shortcut::image::{ImageShortcut, Manipulation, Visibility};
@@ -100,21 +101,31 @@ impl ImageModelSpec {
     /// a log scale from the first evaluation to the last: accuracy moves
     /// most early in training, where Figure 4's curves need their points.
     pub fn checkpoint_steps(&self, checkpoints: usize) -> Vec<usize> {
-        let (max_steps, every) = (self.training.max_steps.get(), self.training.eval_every.get());
-        let mut evaluations: Vec<usize> = (1..=max_steps / every).map(|j| j * every).collect();
-        if evaluations.last() != Some(&max_steps) {
-            evaluations.push(max_steps);
-        }
-        let last = evaluations.len() as f64;
+        let evaluations = evaluation_steps(self.training.max_steps.get(), self.training.eval_every.get());
         let n = checkpoints.min(evaluations.len());
-        let mut steps: Vec<usize> = (0..n)
-            .map(|k| {
-                let at = if n == 1 { last } else { last.powf(k as f64 / (n - 1) as f64) };
-                evaluations[(at.round() as usize).clamp(1, evaluations.len()) - 1]
-            })
-            .collect();
+        let mut steps: Vec<usize> =
+            (0..n).map(|k| evaluations[spaced_evaluation(k, n, evaluations.len()) - 1]).collect();
         steps.dedup();
         steps
+    }
+
+    /// Whether training can end before `max_steps`: at an accuracy bar, or
+    /// out of patience.
+    pub fn may_stop_early(&self) -> bool {
+        let t = &self.training;
+        t.stop_at_accuracy.is_some()
+            || matches!(t.keep, Keep::Best { patience, .. } if patience.get() < t.max_steps.get())
+    }
+
+    /// The checkpoints training keeps for `checkpoints = n`: steps known
+    /// now for a run of fixed length, positions resolved at its end for one
+    /// that may stop early (see [`super::image_checkpoints`]).
+    pub fn checkpoints(&self, n: usize) -> Checkpoints {
+        if n > 0 && self.may_stop_early() {
+            Checkpoints::Spaced { spaced: n }
+        } else {
+            Checkpoints::Steps(self.checkpoint_steps(n))
+        }
     }
 }
 

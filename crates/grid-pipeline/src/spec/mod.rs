@@ -9,6 +9,7 @@
 
 pub mod extends;
 mod finite;
+pub mod image_checkpoints;
 pub mod images;
 pub mod overrides;
 pub mod slurm;

@@ -12,13 +12,14 @@ use super::evaluate::{Evaluation, FILE as EVALUATE_FILE};
 use super::images::attribute::read_maps;
 use super::images::score::{ImageScore, SCORE as IMAGE_SCORE};
 use super::images::synth::StoredRegion;
-use super::images::verify::VERIFICATION as IMAGE_VERIFICATION;
+use super::images::verify::{CHECKPOINT_STEP as IMAGE_CHECKPOINT_STEP, VERIFICATION as IMAGE_VERIFICATION};
 use super::images::{SPLITS, Split};
 use super::score::{SCORE_FILE, Score};
 use super::verify::{FILE as VERIFY_FILE, Verification};
 use super::work::{ExampleSource, ReportWork};
 use crate::context::StepContext;
 use crate::io::{read_json, read_jsonl};
+use crate::spec::image_checkpoints::Checkpoint;
 use grid_methods::salience::Method;
 use grid_methods::shortcut::image::verification::ImageVerification;
 use grid_methods::shortcut::image::{ManipulationKind, Visibility};
@@ -266,6 +267,15 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
     for c in &work.images {
         let score: ImageScore = read_json(&input_dir(ctx, c.score)?.join(IMAGE_SCORE))?;
         let verification: ImageVerification = read_json(&input_dir(ctx, c.verify)?.join(IMAGE_VERIFICATION))?;
+        // A checkpoint's step: in the plan for a run of fixed length, in its
+        // verification once a run that stopped early resolved it.
+        let checkpoint = match c.checkpoint {
+            None => None,
+            Some(Checkpoint::Step(step)) => Some(step),
+            Some(Checkpoint::Spaced { .. }) => {
+                Some(read_json::<usize>(&input_dir(ctx, c.verify)?.join(IMAGE_CHECKPOINT_STEP))?)
+            }
+        };
         for (class, of_class) in
             [(ImageClass::Manipulated, score.manipulated), (ImageClass::Untouched, score.untouched)]
         {
@@ -283,7 +293,7 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
                 accuracy: verification.accuracy,
                 verified: verification.passed,
                 images: of_class.images,
-                checkpoint: c.checkpoint,
+                checkpoint,
                 keep_probability: c.keep_probability,
                 visibility: c.visibility,
             });

@@ -5,6 +5,7 @@
 
 use super::corpus::ResolvedFiles;
 use crate::spec::Architecture;
+use crate::spec::image_checkpoints::Checkpoint;
 use crate::spec::{DatasetSpec, ModelSpec, VerificationSpec};
 use grid_core::model::ModelAssets;
 use grid_methods::metrics::Metric;
@@ -123,9 +124,9 @@ pub struct ImageCellCoordinates {
     pub visibility: Option<grid_methods::shortcut::image::Visibility>,
     pub method: grid_methods::salience::image::PixelMethod,
     pub seed: u64,
-    /// A training checkpoint's step (Figure 4); `None`: the trained model.
+    /// A training checkpoint (Figure 4); `None`: the trained model.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<usize>,
+    pub checkpoint: Option<Checkpoint>,
 }
 
 /// Which model cell an agreement step compares.

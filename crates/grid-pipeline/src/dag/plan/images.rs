@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use super::{PlanError, Planner};
 use crate::dag::params;
 use crate::paths::resolve;
+use crate::spec::image_checkpoints::Checkpoint;
 use crate::spec::images::{ImageDatasetSpec, ImageGrid, ImageModelKey, ImageSource};
 use crate::step_kind::StepKind;
 use crate::steps::Work;
@@ -27,7 +28,7 @@ struct ExplainedModel<'a> {
     cell: &'a str,
     train: usize,
     synth: usize,
-    checkpoint: Option<usize>,
+    checkpoint: Option<Checkpoint>,
     model: &'a str,
     dataset: &'a str,
     manipulation: ManipulationKind,
@@ -95,7 +96,7 @@ impl Planner<'_> {
                         model.training.seed = seed;
                         let name = if many_seeds { format!("{}/seed-{seed}", model.name) } else { model.name.clone() };
                         let cell = format!("images/{}/{}/{name}", dataset.name, planted.label);
-                        let checkpoints = model.checkpoint_steps(images.attribution.checkpoints);
+                        let checkpoints = model.checkpoints(images.attribution.checkpoints);
                         let key = ImageModelKey { config: &model.config, training: &model.training };
                         let mut train_params = serde_json::json!({ "image_model": key });
                         // Only a grid that asks for checkpoints has them in its keys.
@@ -109,7 +110,7 @@ impl Planner<'_> {
                             params::with_precision(train_params, self.precision),
                             Work::Image(ImageWork::Train { model: model.clone(), checkpoints: checkpoints.clone() }),
                         );
-                        let at = std::iter::once(None).chain(checkpoints.into_iter().map(Some));
+                        let at = std::iter::once(None).chain(checkpoints.each().into_iter().map(Some));
                         for checkpoint in at {
                             let explained = ExplainedModel {
                                 cell: &cell,
@@ -135,10 +136,10 @@ impl Planner<'_> {
     /// A trained model's (or a checkpoint's) `verify` step, and per method
     /// its `attribute` and `score` steps: one image cell each.
     fn explain_image_model(&mut self, images: &ImageGrid, m: &ExplainedModel) {
-        let suffix = m.checkpoint.map(|s| format!("/step-{s}")).unwrap_or_default();
+        let suffix = m.checkpoint.map(|c| format!("/{}", c.label())).unwrap_or_default();
         let with_checkpoint = |mut params: serde_json::Value| {
-            if let Some(step) = m.checkpoint {
-                params["checkpoint"] = serde_json::json!(step);
+            if let Some(checkpoint) = m.checkpoint {
+                params["checkpoint"] = serde_json::json!(checkpoint);
             }
             params
         };

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{ImageLabel, SPLITS, Split};
 use crate::context::StepContext;
 use crate::io::{read_json, write_json};
+use crate::spec::image_checkpoints::Checkpoint;
 use grid_core::train::images::predict_images;
 use grid_methods::salience::image::{PixelMap, PixelMethod, PixelSettings, explain};
 
@@ -40,7 +41,7 @@ pub fn run(
     method: PixelMethod,
     settings: &PixelSettings,
     sample: usize,
-    checkpoint: Option<usize>,
+    checkpoint: Option<Checkpoint>,
     ctx: &StepContext,
     out: &Path,
 ) -> Result<()> {
@@ -73,7 +74,7 @@ pub fn run(
 fn maps<B: AutodiffBackend>(
     method: PixelMethod,
     settings: &PixelSettings,
-    (model, checkpoint): (&Path, Option<usize>),
+    (model, checkpoint): (&Path, Option<Checkpoint>),
     test: &Split,
     background: &[grid_core::image::Image],
     device: &B::Device,

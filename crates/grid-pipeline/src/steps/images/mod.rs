@@ -18,6 +18,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::context::StepContext;
+use crate::spec::image_checkpoints::{Checkpoint, Checkpoints};
 use crate::spec::images::{ImageDatasetSpec, ImageModelSpec};
 use grid_core::image::Image;
 use grid_core::image::store;
@@ -32,14 +33,14 @@ pub enum ImageWork {
     Corpus { dataset: ImageDatasetSpec, side: usize, seed: u64, folder: Option<PathBuf> },
     /// Input: the corpus.
     Synth { manipulation: ImageShortcut, keep_probability: f64, seed: u64 },
-    /// Input: the synth step. `checkpoints`: the evaluation steps whose
-    /// models are kept beside the trained one (Figure 4).
-    Train { model: ImageModelSpec, checkpoints: Vec<usize> },
-    /// Inputs: the train and synth steps; of the trained model, or of its
-    /// checkpoint at a step.
-    Verify { thresholds: ImageThresholds, keep_probability: f64, checkpoint: Option<usize> },
+    /// Input: the synth step. `checkpoints`: the models kept beside the
+    /// trained one (Figure 4).
+    Train { model: ImageModelSpec, checkpoints: Checkpoints },
+    /// Inputs: the train and synth steps; of the trained model, or of one
+    /// of its checkpoints.
+    Verify { thresholds: ImageThresholds, keep_probability: f64, checkpoint: Option<Checkpoint> },
     /// Inputs: the train and synth steps.
-    Attribute { method: PixelMethod, settings: PixelSettings, sample: usize, checkpoint: Option<usize> },
+    Attribute { method: PixelMethod, settings: PixelSettings, sample: usize, checkpoint: Option<Checkpoint> },
     /// Inputs: the attribute and synth steps.
     Score,
 }

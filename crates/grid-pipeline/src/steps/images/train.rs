@@ -3,7 +3,9 @@
 //! untouched images apart), saved in torchvision's layout with its config
 //! and `training.json`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
@@ -11,6 +13,7 @@ use burn::tensor::backend::AutodiffBackend;
 use super::{SPLITS, Split};
 use crate::context::StepContext;
 use crate::io::{read_json, write_json};
+use crate::spec::image_checkpoints::{Checkpoint, Checkpoints, candidate_evaluations, evaluation_steps, resolve};
 use crate::spec::images::ImageModelSpec;
 use grid_core::model::resnet::load::{load_torchvision, save_torchvision};
 use grid_core::model::resnet::{ResNet, ResNetConfig};
@@ -20,13 +23,17 @@ use grid_core::train::images::{LabelledImage, train_resnet};
 pub const WEIGHTS: &str = "model.safetensors";
 pub const CONFIG: &str = "config.json";
 
+/// The steps a run that may stop early resolved its checkpoints' positions
+/// to (position k at index k).
+pub const CHECKPOINT_STEPS: &str = "checkpoint_steps.json";
+
 /// A checkpoint's file in the payload (payloads are flat: the cache
 /// checksums a step's files, not folders).
 fn checkpoint_file(step: usize) -> String {
     format!("checkpoint-step-{step}.safetensors")
 }
 
-pub fn run(model: &ImageModelSpec, checkpoints: &[usize], ctx: &StepContext, out: &Path) -> Result<()> {
+pub fn run(model: &ImageModelSpec, checkpoints: &Checkpoints, ctx: &StepContext, out: &Path) -> Result<()> {
     let labelled = |name: &str| -> Result<Vec<LabelledImage>> {
         let split = Split::read(&ctx.inputs[0], name)?;
         Ok(split
@@ -50,7 +57,7 @@ pub fn run(model: &ImageModelSpec, checkpoints: &[usize], ctx: &StepContext, out
 
 fn fit<B: AutodiffBackend>(
     model: &ImageModelSpec,
-    checkpoints: &[usize],
+    checkpoints: &Checkpoints,
     train: &[LabelledImage],
     validation: &[LabelledImage],
     ctx: &StepContext,
@@ -69,25 +76,74 @@ fn fit<B: AutodiffBackend>(
     if !checkpoints.is_empty() {
         std::fs::create_dir_all(&kept).with_context(|| format!("{}: cannot create", kept.display()))?;
     }
-    let saved = std::sync::Mutex::new(Ok(()));
+    let evaluations = evaluation_steps(model.training.max_steps.get(), model.training.eval_every.get());
+    // The models saved as training passes them: the steps asked for, or every
+    // one that positions resolved at the end could fall on before the last.
+    let save_at: BTreeSet<usize> = match checkpoints {
+        Checkpoints::Steps(steps) => steps.iter().copied().collect(),
+        Checkpoints::Spaced { spaced } => {
+            candidate_evaluations(*spaced, evaluations.len()).into_iter().map(|i| evaluations[i - 1]).collect()
+        }
+    };
+    let spaced = match checkpoints {
+        Checkpoints::Spaced { spaced } if *spaced > 0 => Some(*spaced),
+        _ => None,
+    };
+    let saved = Mutex::new(Ok(()));
+    // The last evaluation's model, where positions end.
+    let last = Mutex::new(None);
     let hook = |step: usize, m: &ResNet<B::InnerBackend>| {
-        if checkpoints.contains(&step) {
-            let result = save_torchvision(m, &kept.join(checkpoint_file(step)));
+        if save_at.contains(&step) {
+            let result = save_checkpoint(m, &kept.join(checkpoint_file(step)));
             let mut saved = saved.lock().unwrap_or_else(|p| p.into_inner());
             if saved.is_ok() {
                 *saved = result;
             }
+        }
+        if spaced.is_some() {
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = Some((step, m.clone()));
         }
     };
     let start = model.config.init::<B>(model.training.seed, device);
     let (trained, summary) = train_resnet(start, &model.training, &control, train, validation, &hook, device)
         .with_context(|| format!("image model `{}`", model.name))?;
     saved.into_inner().unwrap_or_else(|p| p.into_inner())?;
+    let steps = match (checkpoints, spaced) {
+        (Checkpoints::Spaced { .. }, Some(n)) => {
+            let (end, at_end) = last.into_inner().unwrap_or_else(|p| p.into_inner()).with_context(|| {
+                format!("image model `{}`: training ended without an evaluation to resolve its checkpoints", model.name)
+            })?;
+            save_checkpoint(&at_end, &kept.join(checkpoint_file(end)))?;
+            let run: Vec<usize> = evaluations.iter().copied().filter(|&s| s < end).chain([end]).collect();
+            let steps = resolve(n, &run);
+            write_json(&out.join(CHECKPOINT_STEPS), &steps)?;
+            steps
+        }
+        (Checkpoints::Steps(steps), _) => steps.clone(),
+        (Checkpoints::Spaced { .. }, None) => Vec::new(),
+    };
+    if spaced.is_some() {
+        for &step in &steps {
+            anyhow::ensure!(
+                kept.join(checkpoint_file(step)).is_file(),
+                "image model `{}`: no checkpoint kept at step {step}, where a position fell",
+                model.name
+            );
+        }
+    }
     if !checkpoints.is_empty() && kept != out {
         let into = out;
-        for &step in checkpoints.iter().filter(|&&s| kept.join(checkpoint_file(s)).is_file()) {
+        for &step in steps.iter().filter(|&&s| kept.join(checkpoint_file(s)).is_file()) {
             std::fs::copy(kept.join(checkpoint_file(step)), into.join(checkpoint_file(step)))
                 .with_context(|| format!("checkpoint at step {step}"))?;
+        }
+    } else if spaced.is_some() {
+        // Kept in the payload itself: the candidates no position chose go.
+        for step in save_at.iter().filter(|s| !steps.contains(s)) {
+            let unused = out.join(checkpoint_file(*step));
+            if unused.is_file() {
+                std::fs::remove_file(&unused).with_context(|| format!("{}: cannot remove", unused.display()))?;
+            }
         }
     }
     save_torchvision(&trained, &out.join(WEIGHTS))?;
@@ -95,17 +151,41 @@ fn fit<B: AutodiffBackend>(
     write_json(&out.join("training.json"), &summary)
 }
 
-/// The trained model of a train step's payload, or its checkpoint at
-/// `checkpoint` steps, on `B`.
+/// `model` saved at `path`, over the file a run interrupted after passing
+/// this step left there (it resumes from an earlier snapshot and passes the
+/// step again), or the same evaluation kept as a candidate.
+fn save_checkpoint<B: burn::tensor::backend::Backend>(model: &ResNet<B>, path: &Path) -> Result<()> {
+    if path.is_file() {
+        std::fs::remove_file(path).with_context(|| format!("{}: cannot replace", path.display()))?;
+    }
+    save_torchvision(model, path)
+}
+
+/// The step a checkpoint of the train step's payload `dir` was taken at.
+pub fn checkpoint_step(dir: &Path, checkpoint: Checkpoint) -> Result<usize> {
+    match checkpoint {
+        Checkpoint::Step(step) => Ok(step),
+        Checkpoint::Spaced { spaced, of } => {
+            let steps: Vec<usize> = read_json(&dir.join(CHECKPOINT_STEPS))?;
+            steps.get(spaced).copied().with_context(|| {
+                format!("{}: no step for checkpoint {} of {of}", dir.join(CHECKPOINT_STEPS).display(), spaced + 1)
+            })
+        }
+    }
+}
+
+/// The trained model of a train step's payload, or one of its checkpoints,
+/// on `B`.
 pub fn load<B: burn::tensor::backend::Backend>(
     dir: &Path,
-    checkpoint: Option<usize>,
+    checkpoint: Option<Checkpoint>,
     device: &B::Device,
 ) -> Result<ResNet<B>> {
     let config: ResNetConfig = read_json(&dir.join(CONFIG))?;
     let weights = match checkpoint {
         None => dir.join(WEIGHTS),
-        Some(step) => {
+        Some(checkpoint) => {
+            let step = checkpoint_step(dir, checkpoint)?;
             let path = dir.join(checkpoint_file(step));
             if !path.is_file() {
                 let summary: grid_core::train::TrainSummary = read_json(&dir.join("training.json"))?;

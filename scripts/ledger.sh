@@ -39,6 +39,8 @@ committed=(
     experiments/zhou_rationale_cn_nc_each.toml
     experiments/images_quick.toml
     experiments/images_scaled.toml
+    experiments/images_scaled_figure4.toml
+    experiments/images_scaled_visibility.toml
 )
 grids=("${committed[@]}")
 if [ "${1:-}" = --grids ]; then

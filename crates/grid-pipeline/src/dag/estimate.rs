@@ -335,17 +335,40 @@ struct Priced {
 }
 
 /// What a finished step recorded ([`work_record`]): the group whose
-/// missing steps it prices, and its work.
+/// missing steps it prices, its work, and the CPU it had.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct WorkRecord {
     group: String,
     work: StepWork,
+    /// Absent in manifests written before it existed.
+    #[serde(default, flatten)]
+    run: Option<RunRecord>,
+}
+
+/// The CPU a step had while it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// rayon's threads in its process (`RAYON_NUM_THREADS`, or every core).
+    pub threads: usize,
+    /// Seconds its threads waited for a CPU that other processes held
+    /// ([`crate::dag::executor::cpu_wait`]); `None` where the system does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_seconds: Option<f64>,
+}
+
+impl RunRecord {
+    /// The seconds a step measured at `seconds` (its share of the wall)
+    /// would have taken with its threads to itself: less what they waited,
+    /// never below a tenth of it.
+    fn unhindered(&self, seconds: f64) -> f64 {
+        seconds - self.waited_seconds.unwrap_or(0.0).clamp(0.0, 0.9 * seconds)
+    }
 }
 
 /// What step `index` of `plan` computes, in the units the cost model prices,
 /// for its manifest: later estimates, of this grid or another, learn from it.
 /// Its inputs are in `cache` (the step has run).
-pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_json::Value> {
+pub fn work_record(plan: &Plan, index: usize, cache: &Cache, run: RunRecord) -> Option<serde_json::Value> {
     // A corpus step's own statistics are not in the cache yet, and reading
     // its data again to record a second's work is not worth it.
     if plan.steps[index].kind == StepKind::Corpus {
@@ -353,7 +376,7 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
     }
     if let Work::Image(work) = &plan.steps[index].work {
         let work = images::step_work(plan, index, work, images::counts(plan, index));
-        let record = WorkRecord { group: group(plan, index), work };
+        let record = WorkRecord { group: group(plan, index), work, run: Some(run) };
         return serde_json::to_value(record).ok();
     }
     let mut notes = Vec::new();
@@ -372,7 +395,7 @@ pub fn work_record(plan: &Plan, index: usize, cache: &Cache) -> Option<serde_jso
     } else {
         Inputs { data: HashMap::new(), macs: HashMap::new(), images: HashMap::new() }
     };
-    let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &inputs) };
+    let record = WorkRecord { group: group(plan, index), work: step_work(plan, index, &inputs), run: Some(run) };
     serde_json::to_value(record).ok()
 }
 
@@ -395,8 +418,12 @@ struct Finished {
     target: Target,
     group: String,
     kind: StepKind,
-    /// Its share of the wall time ([`wall_shares`]).
+    /// Its share of the wall time ([`wall_shares`]), less what its threads
+    /// waited for a CPU held by other processes.
     seconds: f64,
+    /// The threads it ran on, where recorded: its measured time is compared
+    /// with the prior's for them, not for the run being estimated.
+    threads: Option<usize>,
     work: StepWork,
     bytes: f64,
 }
@@ -417,14 +444,15 @@ fn history(plan: &Plan, cache: &Cache, inputs: &Inputs) -> Vec<Finished> {
                 Some(record) => record,
                 None => {
                     let &i = in_plan.get(m.key.as_str())?;
-                    WorkRecord { group: group(plan, i), work: step_work(plan, i, inputs) }
+                    WorkRecord { group: group(plan, i), work: step_work(plan, i, inputs), run: None }
                 }
             };
             Some(Finished {
                 target: Target::of_manifest(&m.device),
                 group: record.group,
                 kind: m.kind,
-                seconds,
+                seconds: record.run.map_or(seconds, |run| run.unhindered(seconds)),
+                threads: record.run.map(|run| run.threads),
                 work: record.work,
                 bytes: m.files.iter().map(|f| f.bytes).sum::<u64>() as f64,
             })
@@ -445,7 +473,11 @@ pub fn estimate(plan: &Plan, cache: &Cache, threads: usize) -> Estimate {
     let mut bytes_by_group: HashMap<String, (f64, usize)> = HashMap::new();
     let mut by_kind: HashMap<(Target, StepKind), (f64, f64)> = HashMap::new();
     for f in history(plan, cache, &inputs) {
-        let predicted = f.work.seconds(&Prior::of(f.target, threads));
+        let on = match f.target {
+            Target::Cpu => f.threads.unwrap_or(threads),
+            Target::Gpu => threads,
+        };
+        let predicted = f.work.seconds(&Prior::of(f.target, on));
         let group = by_group.entry((f.target, f.group.clone())).or_default();
         *group = (group.0 + f.seconds, group.1 + predicted);
         let bytes = bytes_by_group.entry(f.group).or_default();
@@ -1018,6 +1050,29 @@ mod tests {
         });
         let work: StepWork = serde_json::from_value(old).unwrap();
         assert_eq!((work.train_macs, work.bytes, work.conv_train_macs, work.conv_width), (1.0, 6.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn a_step_starved_by_other_processes_is_measured_without_the_wait() {
+        let run = RunRecord { threads: 1, waited_seconds: Some(60.0) };
+        assert_eq!(run.unhindered(100.0), 40.0);
+        // Never below a tenth of the measurement; nothing known, nothing taken.
+        assert!((RunRecord { threads: 1, waited_seconds: Some(500.0) }.unhindered(100.0) - 10.0).abs() < 1e-9);
+        assert_eq!(RunRecord { threads: 2, waited_seconds: None }.unhindered(100.0), 100.0);
+    }
+
+    #[test]
+    fn a_work_record_reads_with_its_run_and_without() {
+        let work = serde_json::json!({
+            "train_macs": 1.0, "optimizer_steps": 2.0, "infer_macs": 3.0,
+            "example_passes": 4.0, "fixed_seconds": 5.0, "bytes": 6.0,
+        });
+        let before = serde_json::json!({ "group": "g", "work": work });
+        assert_eq!(serde_json::from_value::<WorkRecord>(before).unwrap().run, None);
+        let now = serde_json::json!({ "group": "g", "work": work, "threads": 1, "waited_seconds": 2.5 });
+        let record: WorkRecord = serde_json::from_value(now.clone()).unwrap();
+        assert_eq!(record.run, Some(RunRecord { threads: 1, waited_seconds: Some(2.5) }));
+        assert_eq!(serde_json::to_value(&record).unwrap()["threads"], 1, "written beside the work: {now}");
     }
 
     #[test]

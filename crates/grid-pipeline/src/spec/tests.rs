@@ -547,6 +547,27 @@ fn shipped_grids_that_extend_change_only_their_methods_or_training() {
         };
         let (grid, base) = (Grid::load(&path).unwrap(), Grid::load(&dir.join(base)).unwrap());
         assert_ne!(grid.name, base.name, "{}", path.display());
+        // An image grid built on another (images_scaled_figure4, _visibility)
+        // takes its data, models, maps and bars word for word, so that its
+        // corpus, synth steps and shared models are the base's cache entries;
+        // it picks seeds, manipulations, levels or checkpoints.
+        if let (Some(images), Some(base_images)) = (&grid.images, &base.images) {
+            assert_eq!(
+                (images.side, images.seed, &images.datasets, &images.models, &images.verification),
+                (
+                    base_images.side,
+                    base_images.seed,
+                    &base_images.datasets,
+                    &base_images.models,
+                    &base_images.verification
+                ),
+                "{}",
+                path.display()
+            );
+            let maps = |a: &crate::spec::images::ImageAttribution| (a.methods.clone(), a.sample, a.settings);
+            assert_eq!(maps(&images.attribution), maps(&base_images.attribution), "{}", path.display());
+            continue;
+        }
         // What the training and verification keys are made of, but for the
         // models' training: a grid that cuts it (imdb_lstm_paper_4k) changes
         // nothing else, methods included.

@@ -3,9 +3,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
+use super::cpu_wait::CpuWait;
 use super::{Executor, Finished, Job};
 use crate::context::StepContext;
 use crate::dag::StepStatus;
+use crate::dag::estimate::RunRecord;
 use crate::dag::reuse::SameWork;
 use crate::step_kind::StepKind;
 use crate::steps;
@@ -123,6 +125,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let snapshots = matches!(step.kind, StepKind::Train | StepKind::Attribute)
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
         let ctx = StepContext { inputs, compute, progress, log, snapshots };
+        let cpu_before = CpuWait::now();
         let result =
             catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
                 let message = panic
@@ -137,8 +140,13 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
             return Err(e);
         }
         let seconds = started.elapsed().as_secs_f64();
-        // What it computed, so that estimates of later runs learn from it.
-        staging.work = crate::dag::estimate::work_record(plan, index, cache);
+        // What it computed, and on what share of the CPU, so that estimates
+        // of later runs learn from it.
+        let run = RunRecord {
+            threads: rayon::current_num_threads(),
+            waited_seconds: cpu_before.zip(CpuWait::now()).map(|(before, after)| after.waited_since(&before)),
+        };
+        staging.work = crate::dag::estimate::work_record(plan, index, cache, run);
         let manifest =
             cache.publish(staging, &step.label, &step.params, input_refs(), seconds, &compute.to_string())?;
         // The result is in place: what it was resumed from has served.

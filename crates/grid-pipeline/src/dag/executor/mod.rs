@@ -5,6 +5,7 @@
 //! line in [`Executors::for_step`].
 
 pub mod child_process;
+pub mod cpu_wait;
 pub mod in_process;
 pub mod worker;
 

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 use crate::chunks::{Unwritten, for_each_chunk_pair, written};
-use crate::matmul::{gemm, gemm_into};
+use crate::matmul::{Threads, gemm, product_into_rows};
 use crate::softmax::{row_backward_in_place, row_in_place};
 
 /// From this many multiply-adds in a pass (over all heads and examples),
@@ -84,13 +84,29 @@ pub fn forward(
         for (h, p) in probs.chunks_mut(time * time).enumerate() {
             let head = h * d;
             // Scores Q_h K_hᵀ: K_h read transposed through its strides.
-            gemm_into((time, time, d), (p, time), &q[head..], (width, 1), &k[head..], (1, width));
+            product_into_rows(
+                Threads::of_size((time, time, d)),
+                (time, time, d),
+                (p, time),
+                &q[head..],
+                (width, 1),
+                &k[head..],
+                (1, width),
+            );
             // SAFETY: the product wrote every score.
             let p = unsafe { &mut *(p as *mut [MaybeUninit<f32>] as *mut [f32]) };
             for row in p.chunks_mut(time) {
                 row_in_place(row, bias, divisor);
             }
-            gemm_into((time, d, time), (&mut context[head..], width), p, (time, 1), &v[head..], (width, 1));
+            product_into_rows(
+                Threads::of_size((time, d, time)),
+                (time, d, time),
+                (&mut context[head..], width),
+                p,
+                (time, 1),
+                &v[head..],
+                (width, 1),
+            );
         }
     };
     let mut context = Vec::new();
@@ -137,15 +153,39 @@ pub fn backward(
         for (h, p) in probs[b * np..][..np].chunks(time * time).enumerate() {
             let head = h * d;
             // dV_h = P_hᵀ dO_h (P_h read transposed).
-            gemm_into((time, d, time), (&mut dv[head..], width), p, (1, time), &g[head..], (width, 1));
+            product_into_rows(
+                Threads::of_size((time, d, time)),
+                (time, d, time),
+                (&mut dv[head..], width),
+                p,
+                (1, time),
+                &g[head..],
+                (width, 1),
+            );
             // dP_h = dO_h V_hᵀ, then the softmax's backward row by row: dS_h.
             gemm(false, (time, time, d), (&mut scores, time), &g[head..], (width, 1), &v[head..], (1, width));
             for (p, s) in p.chunks(time).zip(scores.chunks_mut(time)) {
                 row_backward_in_place(p, s, divisor);
             }
             // dQ_h = dS_h K_h, dK_h = dS_hᵀ Q_h.
-            gemm_into((time, d, time), (&mut dq[head..], width), &scores, (time, 1), &k[head..], (width, 1));
-            gemm_into((time, d, time), (&mut dk[head..], width), &scores, (1, time), &q[head..], (width, 1));
+            product_into_rows(
+                Threads::of_size((time, d, time)),
+                (time, d, time),
+                (&mut dq[head..], width),
+                &scores,
+                (time, 1),
+                &k[head..],
+                (width, 1),
+            );
+            product_into_rows(
+                Threads::of_size((time, d, time)),
+                (time, d, time),
+                (&mut dk[head..], width),
+                &scores,
+                (1, time),
+                &q[head..],
+                (width, 1),
+            );
         }
     };
     let len = dims.batch * n;

@@ -19,10 +19,16 @@ pub(crate) fn gemm(
     rhs: &[f32],
     (rhs_rs, rhs_cs): (usize, usize),
 ) {
-    // Split over threads only where the product is large enough to pay for it;
-    // the split is over rows and columns, so each sum keeps its order.
-    let threads = if m * n * k >= 1 << 21 { Threads::Pool } else { Threads::One };
-    product(threads, accumulate, (m, n, k), (dst, dst_rs), lhs, (lhs_rs, lhs_cs), rhs, (rhs_rs, rhs_cs));
+    product(
+        Threads::of_size((m, n, k)),
+        accumulate,
+        (m, n, k),
+        (dst, dst_rs),
+        lhs,
+        (lhs_rs, lhs_cs),
+        rhs,
+        (rhs_rs, rhs_cs),
+    );
 }
 
 /// Where a product runs.
@@ -39,6 +45,14 @@ pub(crate) enum Threads {
     /// split. The caller names the library (usually `linear::blas_in_use`), so
     /// `GRID_BLAS=auto` can time one without changing what other threads use.
     Block(Option<&'static blas::Blas>),
+}
+
+impl Threads {
+    /// Over threads only where the product is large enough to pay for it;
+    /// the split is over rows and columns, so each sum keeps its order.
+    pub(crate) fn of_size((m, n, k): (usize, usize, usize)) -> Threads {
+        if m * n * k >= 1 << 21 { Threads::Pool } else { Threads::One }
+    }
 }
 
 /// [`gemm`] on the given threads.
@@ -76,31 +90,18 @@ pub(crate) fn product_into(
     (m, n, k): (usize, usize, usize),
     dst: &mut [MaybeUninit<f32>],
     lhs: &[f32],
-    (lhs_rs, lhs_cs): (usize, usize),
+    lhs_strides: (usize, usize),
     rhs: &[f32],
-    (rhs_rs, rhs_cs): (usize, usize),
+    rhs_strides: (usize, usize),
 ) {
     assert_eq!(dst.len(), m * n, "gemm: a destination of m × n");
-    strided_into(threads, (m, n, k), (dst, n), lhs, (lhs_rs, lhs_cs), rhs, (rhs_rs, rhs_cs));
+    product_into_rows(threads, (m, n, k), (dst, n), lhs, lhs_strides, rhs, rhs_strides);
 }
 
-/// [`gemm`] without accumulation into an uninitialised `dst` of row stride
-/// `dst_rs`: the `m × n` values it names are written, the rest of `dst`
-/// (between rows) left as it was.
-pub(crate) fn gemm_into(
-    (m, n, k): (usize, usize, usize),
-    (dst, dst_rs): (&mut [MaybeUninit<f32>], usize),
-    lhs: &[f32],
-    (lhs_rs, lhs_cs): (usize, usize),
-    rhs: &[f32],
-    (rhs_rs, rhs_cs): (usize, usize),
-) {
-    let threads = if m * n * k >= 1 << 21 { Threads::Pool } else { Threads::One };
-    strided_into(threads, (m, n, k), (dst, dst_rs), lhs, (lhs_rs, lhs_cs), rhs, (rhs_rs, rhs_cs));
-}
-
+/// [`product_into`] into rows `dst_rs` apart: the `m × n` values it names
+/// are written, the rest of `dst` (between rows) left as it was.
 #[allow(clippy::too_many_arguments)]
-fn strided_into(
+pub(crate) fn product_into_rows(
     threads: Threads,
     (m, n, k): (usize, usize, usize),
     (dst, dst_rs): (&mut [MaybeUninit<f32>], usize),

@@ -200,3 +200,29 @@ pub fn load<B: burn::tensor::backend::Backend>(
     };
     load_torchvision::<B>(&weights, &config, device)
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+    use grid_core::model::resnet::{Depth, ResNetConfig, Stem};
+
+    use super::*;
+
+    /// A run interrupted after it kept a checkpoint resumes from an earlier
+    /// snapshot and passes that step again: the second save replaces the
+    /// file (it was refused, and the step failed), and reads back.
+    #[test]
+    fn a_checkpoint_saved_again_replaces_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ResNetConfig { depth: Depth::R18, width: 2, stem: Stem::Small, classes: 2 };
+        let device = Default::default();
+        let path = dir.path().join(checkpoint_file(50));
+        let (first, second) = (config.init::<Flex>(1, &device), config.init::<Flex>(2, &device));
+        save_checkpoint(&first, &path).unwrap();
+        save_checkpoint(&second, &path).unwrap();
+        let read = load_torchvision::<Flex>(&path, &config, &device).unwrap();
+        let weights = |m: &ResNet<Flex>| m.fc.weight.val().into_data().to_vec::<f32>().unwrap();
+        assert_eq!(weights(&read), weights(&second));
+        assert_ne!(weights(&read), weights(&first));
+    }
+}

@@ -550,10 +550,15 @@ fn shipped_grids_that_extend_change_only_their_methods_or_training() {
         // An image grid built on another (images_scaled_figure4, _visibility)
         // takes its data, models, maps and bars word for word, so that its
         // corpus, synth steps and shared models are the base's cache entries;
-        // it picks seeds, manipulations, levels or checkpoints.
+        // it picks seeds, manipulations, levels or checkpoints, and how often
+        // its models are evaluated (where its checkpoints fall).
         if let (Some(images), Some(base_images)) = (&grid.images, &base.images) {
+            let mut models = images.models.clone();
+            for (model, base_model) in models.iter_mut().zip(&base_images.models) {
+                model.training.eval_every = base_model.training.eval_every;
+            }
             assert_eq!(
-                (images.side, images.seed, &images.datasets, &images.models, &images.verification),
+                (images.side, images.seed, &images.datasets, &models, &images.verification),
                 (
                     base_images.side,
                     base_images.seed,

@@ -256,6 +256,17 @@ fn stopped_training_resumes_where_it_stopped(grid_text: &str, jobs: &str, signal
     assert!(rerun.status.success(), "{again}");
     assert!(again.contains("resuming from the snapshot at step"), "{again}");
     assert_eq!(report_files(&t.reports().join("tiny")), report_files(&clean.reports().join("tiny")));
+    // The stopped attempt's time (1.5 s or more) is in the finished step's
+    // record, for the estimates: its manifest's seconds are the last run's.
+    let earlier: Vec<f64> = std::fs::read_dir(t.cache().join("train"))
+        .unwrap()
+        .flatten()
+        .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten())
+        .filter_map(|step| std::fs::read(step.path().join("manifest.json")).ok())
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter_map(|manifest| manifest["work"]["earlier"]["seconds"].as_f64())
+        .collect();
+    assert!(earlier.iter().any(|&s| s >= 1.5), "the stopped attempt's seconds: {earlier:?}");
 }
 
 /// An attribution step killed with `kill -9` part way goes on, on the next

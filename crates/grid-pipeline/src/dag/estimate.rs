@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 mod images;
 
 use super::Plan;
+use super::executor::attempts::Earlier;
 use crate::spec::DatasetSpec;
 use crate::step_kind::StepKind;
 use crate::steps::Work;
@@ -354,14 +355,22 @@ pub struct RunRecord {
     /// ([`crate::dag::executor::cpu_wait`]); `None` where the system does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_seconds: Option<f64>,
+    /// Interrupted attempts before the one that finished it (a training
+    /// resumed from its snapshots), whose time is part of its work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<Earlier>,
 }
 
 impl RunRecord {
-    /// The seconds a step measured at `seconds` (its share of the wall)
-    /// would have taken with its threads to itself: less what they waited,
-    /// never below a tenth of it.
+    /// The seconds a step measured at `seconds` (its share of the wall, in
+    /// the attempt that finished it) would have taken with its threads to
+    /// itself, over all its attempts: less what they waited, never below a
+    /// tenth of it.
     fn unhindered(&self, seconds: f64) -> f64 {
-        seconds - self.waited_seconds.unwrap_or(0.0).clamp(0.0, 0.9 * seconds)
+        let earlier = self.earlier.unwrap_or_default();
+        let (seconds, waited) =
+            (seconds + earlier.seconds, self.waited_seconds.unwrap_or(0.0) + earlier.waited_seconds);
+        seconds - waited.clamp(0.0, 0.9 * seconds)
     }
 }
 
@@ -1054,11 +1063,15 @@ mod tests {
 
     #[test]
     fn a_step_starved_by_other_processes_is_measured_without_the_wait() {
-        let run = RunRecord { threads: 1, waited_seconds: Some(60.0) };
+        let run = RunRecord { threads: 1, waited_seconds: Some(60.0), earlier: None };
         assert_eq!(run.unhindered(100.0), 40.0);
         // Never below a tenth of the measurement; nothing known, nothing taken.
-        assert!((RunRecord { threads: 1, waited_seconds: Some(500.0) }.unhindered(100.0) - 10.0).abs() < 1e-9);
-        assert_eq!(RunRecord { threads: 2, waited_seconds: None }.unhindered(100.0), 100.0);
+        let starved = RunRecord { threads: 1, waited_seconds: Some(500.0), earlier: None };
+        assert!((starved.unhindered(100.0) - 10.0).abs() < 1e-9);
+        assert_eq!(RunRecord { threads: 2, waited_seconds: None, earlier: None }.unhindered(100.0), 100.0);
+        // A step resumed after two interrupted attempts counts their time too.
+        let earlier = Some(Earlier { seconds: 300.0, waited_seconds: 20.0 });
+        assert_eq!(RunRecord { threads: 2, waited_seconds: Some(5.0), earlier }.unhindered(100.0), 375.0);
     }
 
     #[test]
@@ -1071,7 +1084,7 @@ mod tests {
         assert_eq!(serde_json::from_value::<WorkRecord>(before).unwrap().run, None);
         let now = serde_json::json!({ "group": "g", "work": work, "threads": 1, "waited_seconds": 2.5 });
         let record: WorkRecord = serde_json::from_value(now.clone()).unwrap();
-        assert_eq!(record.run, Some(RunRecord { threads: 1, waited_seconds: Some(2.5) }));
+        assert_eq!(record.run, Some(RunRecord { threads: 1, waited_seconds: Some(2.5), earlier: None }));
         assert_eq!(serde_json::to_value(&record).unwrap()["threads"], 1, "written beside the work: {now}");
     }
 

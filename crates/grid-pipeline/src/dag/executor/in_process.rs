@@ -3,6 +3,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
+use super::attempts::Earlier;
 use super::cpu_wait::CpuWait;
 use super::{Executor, Finished, Job};
 use crate::context::StepContext;
@@ -135,8 +136,12 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
                     .unwrap_or("unknown panic");
                 Err(anyhow::anyhow!("panicked: {message}"))
             });
+        let waited = || cpu_before.as_ref().zip(CpuWait::now()).map(|(before, after)| after.waited_since(before));
+        let resume = cache.resume_dir(step.kind, &step.key);
         if let Err(e) = result {
             let _ = std::fs::remove_dir_all(&staging.dir);
+            // Its time so far, for the attempt that finishes it.
+            Earlier::add(&resume, started.elapsed().as_secs_f64(), waited().unwrap_or(0.0));
             return Err(e);
         }
         let seconds = started.elapsed().as_secs_f64();
@@ -144,7 +149,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         // of later runs learn from it.
         let run = RunRecord {
             threads: rayon::current_num_threads(),
-            waited_seconds: cpu_before.zip(CpuWait::now()).map(|(before, after)| after.waited_since(&before)),
+            waited_seconds: waited(),
+            earlier: Earlier::read(&resume),
         };
         staging.work = crate::dag::estimate::work_record(plan, index, cache, run);
         let manifest =

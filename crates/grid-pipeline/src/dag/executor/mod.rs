@@ -4,6 +4,7 @@
 //! went. A new local executor is one file here implementing [`Executor`] and a
 //! line in [`Executors::for_step`].
 
+pub mod attempts;
 pub mod child_process;
 pub mod cpu_wait;
 pub mod in_process;

@@ -1,0 +1,60 @@
+//! What the interrupted attempts of a step spent before the one that
+//! finished it, kept in its resume folder beside its snapshots: a training
+//! resumed run after run reports its whole time to the estimates
+//! (`dag::estimate`), not its last run's (an IMDB BiLSTM trained over six
+//! sessions recorded its last 40 minutes of 3 hours). A snapshot that could
+//! not be used (training began again) leaves its attempt counted.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+const FILE: &str = "earlier_attempts.json";
+
+/// The seconds earlier attempts ran, and waited for a CPU in them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Earlier {
+    pub seconds: f64,
+    #[serde(default)]
+    pub waited_seconds: f64,
+}
+
+impl Earlier {
+    /// What the attempts before this one left in `resume`, if any.
+    pub fn read(resume: &Path) -> Option<Earlier> {
+        std::fs::read(resume.join(FILE)).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+
+    /// Adds an interrupted attempt to `resume`, where it kept something to
+    /// resume from (else the next attempt starts over, and this one's time
+    /// is not part of its work). Best effort: a record lost costs an
+    /// estimate, never a result.
+    pub fn add(resume: &Path, seconds: f64, waited_seconds: f64) {
+        if !resume.is_dir() {
+            return;
+        }
+        let mut earlier = Earlier::read(resume).unwrap_or_default();
+        earlier.seconds += seconds;
+        earlier.waited_seconds += waited_seconds;
+        if let Ok(bytes) = serde_json::to_vec(&earlier) {
+            let _ = std::fs::write(resume.join(FILE), bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_attempts_add_up_where_they_left_a_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let resume = dir.path().join("resume");
+        Earlier::add(&resume, 10.0, 1.0);
+        assert_eq!(Earlier::read(&resume), None, "nothing to resume from: nothing kept");
+        std::fs::create_dir(&resume).unwrap();
+        Earlier::add(&resume, 10.0, 1.0);
+        Earlier::add(&resume, 5.5, 0.5);
+        assert_eq!(Earlier::read(&resume), Some(Earlier { seconds: 15.5, waited_seconds: 1.5 }));
+    }
+}

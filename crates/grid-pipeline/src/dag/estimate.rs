@@ -427,8 +427,9 @@ struct Finished {
     target: Target,
     group: String,
     kind: StepKind,
-    /// Its share of the wall time ([`wall_shares`]), less what its threads
-    /// waited for a CPU held by other processes.
+    /// Its share of the wall time ([`wall_shares`]), plus its interrupted
+    /// attempts' time, less what its threads waited for a CPU held by other
+    /// processes ([`RunRecord::unhindered`]).
     seconds: f64,
     /// The threads it ran on, where recorded: its measured time is compared
     /// with the prior's for them, not for the run being estimated.

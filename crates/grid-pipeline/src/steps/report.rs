@@ -266,15 +266,14 @@ fn image_rows(work: &ReportWork, ctx: &StepContext) -> Result<Vec<ImageAttrRow>>
     let mut rows = Vec::new();
     for c in &work.images {
         let score: ImageScore = read_json(&input_dir(ctx, c.score)?.join(IMAGE_SCORE))?;
-        let verification: ImageVerification = read_json(&input_dir(ctx, c.verify)?.join(IMAGE_VERIFICATION))?;
+        let verified = input_dir(ctx, c.verify)?;
+        let verification: ImageVerification = read_json(&verified.join(IMAGE_VERIFICATION))?;
         // A checkpoint's step: in the plan for a run of fixed length, in its
         // verification once a run that stopped early resolved it.
         let checkpoint = match c.checkpoint {
             None => None,
             Some(Checkpoint::Step(step)) => Some(step),
-            Some(Checkpoint::Spaced { .. }) => {
-                Some(read_json::<usize>(&input_dir(ctx, c.verify)?.join(IMAGE_CHECKPOINT_STEP))?)
-            }
+            Some(Checkpoint::Spaced { .. }) => Some(read_json::<usize>(&verified.join(IMAGE_CHECKPOINT_STEP))?),
         };
         for (class, of_class) in
             [(ImageClass::Manipulated, score.manipulated), (ImageClass::Untouched, score.untouched)]

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::io::{read_json, write_json};
+
 const FILE: &str = "earlier_attempts.json";
 
 /// The seconds earlier attempts ran, and waited for a CPU in them.
@@ -22,7 +24,7 @@ pub struct Earlier {
 impl Earlier {
     /// What the attempts before this one left in `resume`, if any.
     pub fn read(resume: &Path) -> Option<Earlier> {
-        std::fs::read(resume.join(FILE)).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        read_json(&resume.join(FILE)).ok()
     }
 
     /// Adds an interrupted attempt to `resume`, where it kept something to
@@ -36,9 +38,7 @@ impl Earlier {
         let mut earlier = Earlier::read(resume).unwrap_or_default();
         earlier.seconds += seconds;
         earlier.waited_seconds += waited_seconds;
-        if let Ok(bytes) = serde_json::to_vec(&earlier) {
-            let _ = std::fs::write(resume.join(FILE), bytes);
-        }
+        let _ = write_json(&resume.join(FILE), &earlier);
     }
 }
 

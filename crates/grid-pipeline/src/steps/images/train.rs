@@ -113,7 +113,10 @@ fn fit<B: AutodiffBackend>(
             let (end, at_end) = last.into_inner().unwrap_or_else(|p| p.into_inner()).with_context(|| {
                 format!("image model `{}`: training ended without an evaluation to resolve its checkpoints", model.name)
             })?;
-            save_checkpoint(&at_end, &kept.join(checkpoint_file(end)))?;
+            // A candidate's model was saved as training passed it.
+            if !save_at.contains(&end) {
+                save_checkpoint(&at_end, &kept.join(checkpoint_file(end)))?;
+            }
             let run: Vec<usize> = evaluations.iter().copied().filter(|&s| s < end).chain([end]).collect();
             let steps = resolve(n, &run);
             write_json(&out.join(CHECKPOINT_STEPS), &steps)?;

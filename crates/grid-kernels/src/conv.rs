@@ -24,7 +24,7 @@
 //! patch matrices where that was measured to pay (few channels or many
 //! positions): the image zero-padded once, each kernel tap's patch rows a
 //! strided view of it (`PaddedImage`). Elsewhere, where an image has many
-//! positions and the CPU has AVX-512, the output and input gradient run as
+//! positions and the CPU has AVX-512 or AVX2, the output and input gradient run as
 //! [`crate::packed`] products, the weight packed once per call.
 //!
 //! An image's output and input gradient are computed on their own, by a
@@ -415,7 +415,7 @@ fn with_buffer<T>(key: &'static LocalKey<Cell<Vec<f32>>>, len: usize, f: impl Fn
 const FEW_POSITIONS: usize = 64;
 
 /// Output positions per image from which a layer's products run packed
-/// ([`PackedLhs`]) where the CPU has AVX-512. Measured on one thread
+/// ([`PackedLhs`]) where the CPU has AVX-512 or AVX2. Measured on one thread
 /// (BENCHMARKS.md): on a ResNet's products of 4,096 positions (its first
 /// stage at 64 pixels) the packed product runs 1.2–1.3× `gemm`'s rate; at
 /// 1,024 and fewer the two are within ±10%, and packing the weight at each
@@ -515,7 +515,7 @@ pub fn forward(dims: Dims, x: &[f32], weight: &[f32]) -> Vec<f32> {
 /// width (`h · (w + 2·pw)` positions, the extra columns discarded): `Y =
 /// Σ_taps W_tap [out, inputs] · X_tap [inputs, h · wp]`. One copy of the
 /// image instead of `kh · kw` (im2col's), for `2·pw / w` more columns. On
-/// AVX-512 all the taps' rows are one product's depth
+/// AVX-512 or AVX2 all the taps' rows are one product's depth
 /// ([`PackedLhs::multiply_gathered`]: each row where its offset says, the
 /// sums in registers over every channel and tap); elsewhere one `gemm`
 /// product per tap, summed in the output. The gathered product ran 1.1–1.6×
@@ -597,7 +597,7 @@ fn padded_forward(padded: &PaddedImage, x: &[f32], weight: &[f32]) -> Vec<f32> {
     let taps = dims.kernel[0] * dims.kernel[1];
     let (wide, plane) = (padded.wide_positions(), padded.hp * padded.wp);
     let threads = dims.threads_per_image();
-    // Where the CPU has AVX-512: one product over every (channel, tap) row,
+    // Where the CPU has AVX-512 or AVX2: one product over every (channel, tap) row,
     // the weight packed once ([`PackedLhs::multiply_gathered`]); else one
     // `gemm` product per tap, summed in the output.
     let gathered = PackedLhs::available().then(|| {
@@ -782,7 +782,7 @@ const GROUPED_GRADIENT_WEIGHT: usize = 1 << 19;
 /// images' output gradients side by side and the last group padded with
 /// zero images, so every image of a layer is computed by a product of the
 /// same shape; each image's columns then go back onto it. Where the CPU has
-/// AVX-512, `Wᵀ` is packed once per call: a deep layer's weight (512
+/// AVX-512 or AVX2, `Wᵀ` is packed once per call: a deep layer's weight (512
 /// channels: 9 MB) is the product's largest operand.
 fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize) -> Vec<f32> {
     let (depth, positions, image_len, out_len, outputs) =
@@ -837,7 +837,7 @@ fn grouped_input_gradient(dims: Dims, grad: &[f32], weight: &[f32], group: usize
 /// columns), where they stay in its cache for the product with `∂Yᵀ`. Built
 /// for a chunk of images first, the patch matrix went to memory and back
 /// (the weight gradient at 50 GFLOP/s where this runs 72, on a ResNet's 32
-/// channels at 32 pixels on an AMD EPYC). Where the CPU has AVX-512 the
+/// channels at 32 pixels on an AMD EPYC). Where the CPU has AVX-512 or AVX2 the
 /// product is [`multiply_strided`], both operands read in place (`gemm`
 /// packs `∂Yᵀ` again for each block: 43–92 GFLOP/s against 88–144), else
 /// `gemm`. Each thread takes a run of blocks and goes through the images

@@ -46,7 +46,7 @@ pub(crate) fn transpose(from: &[f32], (rows, columns): (usize, usize), to: &mut 
     assert!(from.len() >= rows * columns && to.len() >= rows * columns, "transpose: sizes");
     let (mut wide_rows, mut wide_columns) = (0, 0);
     #[cfg(target_arch = "x86_64")]
-    if crate::packed::PackedLhs::available() && rows >= 16 && columns >= 16 {
+    if crate::packed::Isa::detected() == Some(crate::packed::Isa::Avx512) && rows >= 16 && columns >= 16 {
         (wide_rows, wide_columns) = (rows / 16 * 16, columns / 16 * 16);
         // SAFETY: the CPU has AVX-512 F; both slices hold `rows × columns`
         // values (asserted) and the tiles lie inside them.

@@ -49,7 +49,7 @@ fn part_rows(batch: usize) -> usize {
 /// The weight is the same at every step, yet `gemm` packed it again at
 /// each, and through strides for its transpose: packing took 1.3–1.8× the
 /// multiply-adds' time in the recurrence's products (perf, the IMDB BiLSTM
-/// at 128 units). Where the CPU has AVX-512 the packed kernel reads both
+/// at 128 units). Where the CPU has AVX-512 or AVX2 the packed kernel reads both
 /// operands in place ([`multiply_strided`]); a value is the sum over `k` in
 /// order. Elsewhere `gemm`.
 fn step_product((m, n, k): (usize, usize, usize), dst: &mut [f32], a: &[f32], b: &[f32]) {

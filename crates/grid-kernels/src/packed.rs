@@ -11,8 +11,13 @@
 //! one fused multiply-add at a time, so it depends only on its row of `A` and
 //! its column of `B`: not on `n`, the panel it fell in, the threads or the
 //! batch (a saliency map does not depend on the images beside it).
-//! [`PackedLhs::available`] says whether this CPU runs it; the callers keep
-//! `gemm` for the others.
+//!
+//! On a CPU with AVX2 and FMA but not AVX-512 (16 vector registers of 8
+//! lanes) the same block runs as four 4 × 24 tiles, 12 sums in registers,
+//! each over the whole depth: the same fused multiply-adds in the same
+//! order, so a value is the same bits on either CPU.
+//! [`PackedLhs::available`] says whether this CPU runs one of them; the
+//! callers keep `gemm` for the others.
 
 use std::mem::MaybeUninit;
 
@@ -41,16 +46,40 @@ pub struct PackedLhs {
     blocks: Vec<f32>,
 }
 
-impl PackedLhs {
-    /// Whether this CPU runs the packed product (AVX-512 F).
-    pub fn available() -> bool {
+/// The instructions a block's kernel is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// AVX-512 F: an 8 × 48 block in 24 registers.
+    Avx512,
+    /// AVX2 and FMA: the block as four 4 × 24 tiles in 12 registers each.
+    Avx2,
+}
+
+impl Isa {
+    /// This CPU's, detected once; `None` where it has neither.
+    pub(crate) fn detected() -> Option<Isa> {
         #[cfg(target_arch = "x86_64")]
         {
-            static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-            *AVX512.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+            static ISA: std::sync::OnceLock<Option<Isa>> = std::sync::OnceLock::new();
+            *ISA.get_or_init(|| {
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    Some(Isa::Avx512)
+                } else if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    Some(Isa::Avx2)
+                } else {
+                    None
+                }
+            })
         }
         #[cfg(not(target_arch = "x86_64"))]
-        false
+        None
+    }
+}
+
+impl PackedLhs {
+    /// Whether this CPU runs the packed product (AVX-512 F, or AVX2 and FMA).
+    pub fn available() -> bool {
+        Isa::detected().is_some()
     }
 
     /// Packs `a` `[rows, depth]`, element `(i, k)` at `i · row_stride + k ·
@@ -110,7 +139,7 @@ impl PackedLhs {
 
     /// [`PackedLhs::multiply`] into a destination not yet written.
     pub fn multiply_into(&self, b: &[f32], b_stride: usize, n: usize, dst: &mut [MaybeUninit<f32>], parallel: bool) {
-        assert!(Self::available(), "packed: this CPU has no AVX-512");
+        assert!(Self::available(), "packed: this CPU has neither AVX-512 nor AVX2");
         assert_eq!(dst.len(), self.rows * n, "packed: a destination of rows × n");
         assert!(self.depth == 0 || (self.depth - 1) * b_stride + n <= b.len(), "packed: right operand too small");
         if n == 0 || self.rows == 0 {
@@ -175,7 +204,7 @@ impl PackedLhs {
         dst: &mut [MaybeUninit<f32>],
         parallel: bool,
     ) {
-        assert!(Self::available(), "packed: this CPU has no AVX-512");
+        assert!(Self::available(), "packed: this CPU has neither AVX-512 nor AVX2");
         assert_eq!(offsets.len(), self.depth, "packed: an offset per row of the right operand");
         assert_eq!(dst.len(), self.rows * n, "packed: a destination of rows × n");
         assert!(offsets.iter().all(|&at| at + n <= b.len()), "packed: right operand too small");
@@ -231,7 +260,7 @@ pub fn multiply_strided(
     dst: &mut [f32],
     accumulate: bool,
 ) {
-    assert!(PackedLhs::available(), "packed: this CPU has no AVX-512");
+    assert!(PackedLhs::available(), "packed: this CPU has neither AVX-512 nor AVX2");
     assert_eq!(dst.len(), m * n, "packed: a destination of m × n");
     if m == 0 || n == 0 {
         return;
@@ -311,12 +340,12 @@ fn pack_panel(b: &[f32], stride: usize, first: usize, columns: usize, depth: usi
     assert!(columns <= PANEL && panel.len() >= depth * PANEL);
     assert!(depth == 0 || (depth - 1) * stride + first + columns <= b.len(), "packed: right operand too small");
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `multiply` runs only where AVX-512 F is; rows `0..depth` of
-    // `b` hold `first + columns` values (asserted), `panel` `depth` rows.
-    unsafe {
-        avx512::pack(b.as_ptr().add(first), stride, columns, depth, panel.as_mut_ptr())
+    if Isa::detected() == Some(Isa::Avx512) {
+        // SAFETY: the CPU has AVX-512 F; rows `0..depth` of `b` hold `first
+        // + columns` values (asserted), `panel` `depth` rows.
+        unsafe { avx512::pack(b.as_ptr().add(first), stride, columns, depth, panel.as_mut_ptr()) }
+        return;
     }
-    #[cfg(not(target_arch = "x86_64"))]
     for (k, row) in panel.chunks_exact_mut(PANEL).take(depth).enumerate() {
         let start = k * stride + first;
         row[..columns].copy_from_slice(&b[start..start + columns]);
@@ -404,6 +433,12 @@ trait RowsOf: Copy {
     /// # Safety
     /// `k` is inside the operand's depth.
     unsafe fn row(self, k: usize) -> *const f32;
+
+    /// The same rows from `columns` further right.
+    ///
+    /// # Safety
+    /// Those columns are inside the operand.
+    unsafe fn right(self, columns: usize) -> Self;
 }
 
 impl RowsOf for Rhs {
@@ -411,6 +446,12 @@ impl RowsOf for Rhs {
     unsafe fn row(self, k: usize) -> *const f32 {
         // SAFETY: the caller's `k` is a row of the operand.
         unsafe { self.b.add(k * self.stride) }
+    }
+
+    #[inline(always)]
+    unsafe fn right(self, columns: usize) -> Rhs {
+        // SAFETY: the caller's columns are inside the operand.
+        Rhs { b: unsafe { self.b.add(columns) }, ..self }
     }
 }
 
@@ -420,6 +461,12 @@ impl RowsOf for Gathered {
         // SAFETY: the caller's `k` is inside `offsets`, each row inside `b`.
         unsafe { self.b.add(*self.offsets.add(k)) }
     }
+
+    #[inline(always)]
+    unsafe fn right(self, columns: usize) -> Gathered {
+        // SAFETY: the caller's columns are inside every row.
+        Gathered { b: unsafe { self.b.add(columns) }, ..self }
+    }
 }
 
 /// One block: `tile = lhs [rows, depth] · rhs [depth, columns]`, the
@@ -428,15 +475,19 @@ impl RowsOf for Gathered {
 /// # Safety
 /// `lhs` holds the tile's rows and `rhs` its columns over `depth`; the
 /// tile's values are writable (and, to accumulate, initialised); the CPU
-/// has AVX-512 F.
+/// runs a packed kernel ([`PackedLhs::available`]).
 unsafe fn block_product(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
     debug_assert!(tile.rows <= ROWS && tile.columns <= PANEL);
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        match tile.columns.div_ceil(LANES) {
-            1 => avx512::block::<1>(depth, lhs, rhs, tile),
-            2 => avx512::block::<2>(depth, lhs, rhs, tile),
-            _ => avx512::block::<3>(depth, lhs, rhs, tile),
+        match Isa::detected() {
+            Some(Isa::Avx512) => match tile.columns.div_ceil(LANES) {
+                1 => avx512::block::<1>(depth, lhs, rhs, tile),
+                2 => avx512::block::<2>(depth, lhs, rhs, tile),
+                _ => avx512::block::<3>(depth, lhs, rhs, tile),
+            },
+            Some(Isa::Avx2) => avx2::block(depth, lhs, rhs, tile),
+            None => unreachable!("packed: no kernel for this CPU"),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -536,6 +587,133 @@ mod avx512 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{Lhs, RowsOf, Tile};
+
+    /// Lanes of a vector.
+    const LANES: usize = 8;
+    /// Rows of a tile.
+    const ROWS: usize = 4;
+    /// Columns of a tile: 4 × 2 sums, 2 vectors of the right operand and
+    /// the broadcast values leave registers spare.
+    const COLUMNS: usize = 2 * LANES;
+
+    /// A block (≤ 8 rows, ≤ 48 columns) as tiles of [`ROWS`] × [`COLUMNS`],
+    /// each the whole depth in order.
+    ///
+    /// # Safety
+    /// As [`super::block_product`]; the CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn block(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
+        for first_row in (0..tile.rows).step_by(ROWS) {
+            for first_column in (0..tile.columns).step_by(COLUMNS) {
+                // SAFETY: the tile's rows and columns from these are inside
+                // the block's, which the caller vouches for.
+                unsafe {
+                    let lhs = Lhs { a: lhs.a.add(first_row * lhs.row_step), ..lhs };
+                    let rhs = rhs.right(first_column);
+                    let part = Tile {
+                        c: tile.c.add(first_row * tile.stride + first_column),
+                        rows: ROWS.min(tile.rows - first_row),
+                        columns: COLUMNS.min(tile.columns - first_column),
+                        ..tile
+                    };
+                    // Whole vectors without masks: a mask held in a
+                    // register left too few for the sums, two of which
+                    // went to the stack at every step (0.4× `gemm`).
+                    match (part.columns.div_ceil(LANES), part.columns % LANES == 0) {
+                        (1, true) => small::<1, false>(depth, lhs, rhs, part),
+                        (_, true) => small::<2, false>(depth, lhs, rhs, part),
+                        (1, false) => small::<1, true>(depth, lhs, rhs, part),
+                        (_, false) => small::<2, true>(depth, lhs, rhs, part),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The mask of `live` lanes of a vector (all from 8 on).
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn mask(live: usize) -> __m256i {
+        let lanes: [i32; LANES] = std::array::from_fn(|i| if i < live { -1 } else { 0 });
+        // SAFETY: an unaligned load of eight values from an array of eight.
+        unsafe { _mm256_loadu_si256(lanes.as_ptr().cast()) }
+    }
+
+    /// `V` vectors of columns: `ROWS × V` accumulators, the depth in order;
+    /// the last vector `MASKED` where the columns end inside it. Rows past
+    /// the tile's repeat its last (their sums are not stored), so nothing
+    /// outside the live rows is read.
+    ///
+    /// # Safety
+    /// As [`block`]; `rows ≤ ROWS`, `columns ≤ V · LANES`, and `columns =
+    /// V · LANES` unless `MASKED`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn small<const V: usize, const MASKED: bool>(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
+        let Tile { c, stride: c_stride, rows, columns, accumulate } = tile;
+        // SAFETY: the CPU has AVX2.
+        let last = unsafe { mask(columns - (V - 1) * LANES) };
+        let offsets: [usize; ROWS] = std::array::from_fn(|r| r.min(rows.saturating_sub(1)) * lhs.row_step);
+        let mut acc = [[_mm256_setzero_ps(); V]; ROWS];
+        if accumulate {
+            for (r, acc) in acc.iter_mut().enumerate().take(rows) {
+                // SAFETY: row r < rows of `c`, its first `columns` values.
+                unsafe {
+                    let out = c.add(r * c_stride);
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        *acc = if !MASKED || v + 1 < V {
+                            _mm256_loadu_ps(out.add(v * LANES))
+                        } else {
+                            _mm256_maskload_ps(out.add(v * LANES), last)
+                        };
+                    }
+                }
+            }
+        }
+        for k in 0..depth {
+            // SAFETY: k < depth: inside `rhs` (its live columns) and `lhs`
+            // (its live rows).
+            unsafe {
+                let row = rhs.row(k);
+                let mut b = [_mm256_setzero_ps(); V];
+                for (v, b) in b.iter_mut().enumerate() {
+                    *b = if !MASKED || v + 1 < V {
+                        _mm256_loadu_ps(row.add(v * LANES))
+                    } else {
+                        _mm256_maskload_ps(row.add(v * LANES), last)
+                    };
+                }
+                let column = lhs.a.add(k * lhs.depth_step);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm256_broadcast_ss(&*column.add(offsets[r]));
+                    for v in 0..V {
+                        acc[v] = _mm256_fmadd_ps(x, b[v], acc[v]);
+                    }
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate().take(rows) {
+            // SAFETY: row r < rows of `c`, its first `columns` values.
+            unsafe {
+                let out = c.add(r * c_stride);
+                for (v, &value) in acc.iter().enumerate() {
+                    if !MASKED || v + 1 < V {
+                        _mm256_storeu_ps(out.add(v * LANES), value);
+                    } else {
+                        _mm256_maskstore_ps(out.add(v * LANES), last, value);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,6 +756,28 @@ mod tests {
                 let c = multiply(&lhs, &b, n, parallel);
                 let worst = c.iter().zip(&expected).map(|(&c, &e)| (c as f64 - e).abs()).fold(0.0, f64::max);
                 assert!(worst <= 1e-4 * k as f64, "{m}×{n}×{k}: off by {worst}");
+            }
+        }
+    }
+
+    /// Each value is the depth's fused multiply-adds in order from zero,
+    /// whichever kernel this CPU runs (AVX-512 or AVX2), slices of the
+    /// depth and threads included: the bits of a scalar `mul_add` chain.
+    #[test]
+    fn a_value_is_the_fused_multiply_adds_in_order() {
+        if !PackedLhs::available() {
+            return;
+        }
+        for (m, n, k) in [(13, 57, 300), (8, 48, 5), (3, 7, 129), (9, 100, 40)] {
+            let a = wave(m * k, 0.37, 0.2);
+            let b = wave(k * n, 0.53, 0.9);
+            let c = multiply(&PackedLhs::of(&a, m, k, (k, 1)), &b, n, true);
+            let mut strided = vec![f32::NAN; m * n];
+            multiply_strided((&a, k), (&b, n), (m, n, k), &mut strided, false);
+            for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                let expected = (0..k).fold(0.0f32, |sum, t| a[i * k + t].mul_add(b[t * n + j], sum));
+                assert_eq!(c[i * n + j].to_bits(), expected.to_bits(), "{m}×{n}×{k} at ({i}, {j})");
+                assert_eq!(strided[i * n + j].to_bits(), expected.to_bits(), "strided {m}×{n}×{k} at ({i}, {j})");
             }
         }
     }

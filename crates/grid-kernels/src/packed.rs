@@ -624,7 +624,7 @@ mod avx2 {
                     // Whole vectors without masks: a mask held in a
                     // register left too few for the sums, two of which
                     // went to the stack at every step (0.4× `gemm`).
-                    match (part.columns.div_ceil(LANES), part.columns % LANES == 0) {
+                    match (part.columns.div_ceil(LANES), part.columns.is_multiple_of(LANES)) {
                         (1, true) => small::<1, false>(depth, lhs, rhs, part),
                         (_, true) => small::<2, false>(depth, lhs, rhs, part),
                         (1, false) => small::<1, true>(depth, lhs, rhs, part),

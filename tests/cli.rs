@@ -1,8 +1,8 @@
 //! The `grid` binary: commands, output and exit codes.
 
 use crate::util::{GridTest, TINY};
+use grid_pipeline::step_kind::StepKind;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -637,7 +637,10 @@ fn estimate_predicts_a_run_from_what_the_cache_measured() {
         assert_eq!(line["measured"], line["missing"], "{k}: {after}");
     }
     let predicted = cpu_seconds(&after);
-    let before_second: HashSet<PathBuf> = manifests(&t.cache()).into_iter().collect();
+    let step_keys = || -> HashSet<(StepKind, String)> {
+        manifests(&t).into_iter().map(|m| (m.kind, m.key.as_str().to_string())).collect()
+    };
+    let before_second = step_keys();
     let mut args = vec!["run", "grid.toml", "-j", "1"];
     args.extend_from_slice(&seed);
     let out = t.grid(&args);
@@ -646,35 +649,22 @@ fn estimate_predicts_a_run_from_what_the_cache_measured() {
     // waited for a CPU (the estimate predicts a machine to itself). Not the
     // command's wall time: under a loaded test suite that is several times
     // the steps' own, and it adds the process's start and planning.
-    let ran: f64 = manifests(&t.cache())
+    let ran: f64 = manifests(&t)
         .into_iter()
-        .filter(|m| !before_second.contains(m))
+        .filter(|m| !before_second.contains(&(m.kind, m.key.as_str().to_string())))
         .map(|m| {
-            let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
-            let seconds = manifest["seconds"].as_f64().unwrap();
-            let waited = manifest["work"]["waited_seconds"].as_f64().unwrap_or(0.0);
-            seconds - waited.clamp(0.0, 0.9 * seconds)
+            let waited = m.work.as_ref().and_then(|w| w["waited_seconds"].as_f64()).unwrap_or(0.0);
+            m.seconds - waited.clamp(0.0, 0.9 * m.seconds)
         })
         .sum();
     assert!(ran > 0.0, "the second run recorded its steps");
     assert!(predicted > ran / 5.0 && predicted < ran * 5.0, "predicted {predicted:.2} s, its steps took {ran:.2} s");
 }
 
-/// Every step manifest under `cache`.
-fn manifests(cache: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![cache.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name().is_some_and(|n| n == "manifest.json") {
-                found.push(path);
-            }
-        }
-    }
-    found
+/// Every step manifest in the test's cache.
+fn manifests(t: &GridTest) -> Vec<grid_cache::Manifest<StepKind>> {
+    let cache = grid_cache::Cache::open(t.cache()).unwrap();
+    StepKind::ALL.iter().flat_map(|&kind| cache.manifests(kind).unwrap()).collect()
 }
 
 /// Issue 59, item 4: on a terminal, a run predicted to take over a day asks

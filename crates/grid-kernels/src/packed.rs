@@ -13,7 +13,7 @@
 //! batch (a saliency map does not depend on the images beside it).
 //!
 //! On a CPU with AVX2 and FMA but not AVX-512 (16 vector registers of 8
-//! lanes) the same block runs as four 4 × 24 tiles, 12 sums in registers,
+//! lanes) the same block runs as tiles of 4 × 16, 8 sums in registers,
 //! each over the whole depth: the same fused multiply-adds in the same
 //! order, so a value is the same bits on either CPU.
 //! [`PackedLhs::available`] says whether this CPU runs one of them; the
@@ -51,7 +51,7 @@ pub struct PackedLhs {
 pub(crate) enum Isa {
     /// AVX-512 F: an 8 × 48 block in 24 registers.
     Avx512,
-    /// AVX2 and FMA: the block as four 4 × 24 tiles in 12 registers each.
+    /// AVX2 and FMA: the block as tiles of 4 × 16, 8 sums in registers each.
     Avx2,
 }
 
@@ -621,9 +621,9 @@ mod avx2 {
                         columns: COLUMNS.min(tile.columns - first_column),
                         ..tile
                     };
-                    // Whole vectors without masks: a mask held in a
-                    // register left too few for the sums, two of which
-                    // went to the stack at every step (0.4× `gemm`).
+                    // Whole vectors without masks: in 4 × 24 tiles a mask
+                    // held in a register left too few for the sums, two of
+                    // which went to the stack at every step (0.4× `gemm`).
                     match (part.columns.div_ceil(LANES), part.columns.is_multiple_of(LANES)) {
                         (1, true) => small::<1, false>(depth, lhs, rhs, part),
                         (_, true) => small::<2, false>(depth, lhs, rhs, part),
@@ -657,8 +657,8 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn small<const V: usize, const MASKED: bool>(depth: usize, lhs: Lhs, rhs: impl RowsOf, tile: Tile) {
         let Tile { c, stride: c_stride, rows, columns, accumulate } = tile;
-        // SAFETY: the CPU has AVX2.
-        let last = unsafe { mask(columns - (V - 1) * LANES) };
+        // SAFETY: the CPU has AVX2. Only a masked tile reads it.
+        let last = if MASKED { unsafe { mask(columns - (V - 1) * LANES) } } else { _mm256_setzero_si256() };
         let offsets: [usize; ROWS] = std::array::from_fn(|r| r.min(rows.saturating_sub(1)) * lhs.row_step);
         let mut acc = [[_mm256_setzero_ps(); V]; ROWS];
         if accumulate {

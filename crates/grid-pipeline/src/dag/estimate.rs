@@ -355,6 +355,10 @@ pub struct RunRecord {
     /// ([`crate::dag::executor::cpu_wait`]); `None` where the system does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_seconds: Option<f64>,
+    /// Seconds its process was stopped (`SIGSTOP`, Ctrl-Z;
+    /// [`crate::dag::executor::pauses`]); `None` where the system does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_seconds: Option<f64>,
     /// Interrupted attempts before the one that finished it (a training
     /// resumed from its snapshots), whose time is part of its work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -364,13 +368,16 @@ pub struct RunRecord {
 impl RunRecord {
     /// The seconds a step measured at `seconds` (its share of the wall, in
     /// the attempt that finished it) would have taken with its threads to
-    /// itself, over all its attempts: less what they waited, never below a
-    /// tenth of it.
+    /// itself, over all its attempts: less the time its process was stopped
+    /// (measured exactly), then less what its threads waited (an average over
+    /// them), never below a tenth of what it ran.
     fn unhindered(&self, seconds: f64) -> f64 {
         let earlier = self.earlier.unwrap_or_default();
-        let (seconds, waited) =
-            (seconds + earlier.seconds, self.waited_seconds.unwrap_or(0.0) + earlier.waited_seconds);
-        seconds - waited.clamp(0.0, 0.9 * seconds)
+        let seconds = seconds + earlier.seconds;
+        let paused = self.paused_seconds.unwrap_or(0.0) + earlier.paused_seconds;
+        let ran = (seconds - paused.max(0.0)).max(0.01 * seconds);
+        let waited = self.waited_seconds.unwrap_or(0.0) + earlier.waited_seconds;
+        ran - waited.clamp(0.0, 0.9 * ran)
     }
 }
 
@@ -1064,15 +1071,32 @@ mod tests {
 
     #[test]
     fn a_step_starved_by_other_processes_is_measured_without_the_wait() {
-        let run = RunRecord { threads: 1, waited_seconds: Some(60.0), earlier: None };
-        assert_eq!(run.unhindered(100.0), 40.0);
+        let run = |threads, waited_seconds, paused_seconds, earlier| RunRecord {
+            threads,
+            waited_seconds,
+            paused_seconds,
+            earlier,
+        };
+        assert_eq!(run(1, Some(60.0), None, None).unhindered(100.0), 40.0);
         // Never below a tenth of the measurement; nothing known, nothing taken.
-        let starved = RunRecord { threads: 1, waited_seconds: Some(500.0), earlier: None };
-        assert!((starved.unhindered(100.0) - 10.0).abs() < 1e-9);
-        assert_eq!(RunRecord { threads: 2, waited_seconds: None, earlier: None }.unhindered(100.0), 100.0);
+        assert!((run(1, Some(500.0), None, None).unhindered(100.0) - 10.0).abs() < 1e-9);
+        assert_eq!(run(2, None, None, None).unhindered(100.0), 100.0);
         // A step resumed after two interrupted attempts counts their time too.
-        let earlier = Some(Earlier { seconds: 300.0, waited_seconds: 20.0 });
-        assert_eq!(RunRecord { threads: 2, waited_seconds: Some(5.0), earlier }.unhindered(100.0), 375.0);
+        let earlier = Some(Earlier { seconds: 300.0, waited_seconds: 20.0, paused_seconds: 0.0 });
+        assert_eq!(run(2, Some(5.0), None, earlier).unhindered(100.0), 375.0);
+    }
+
+    #[test]
+    fn a_step_whose_process_was_stopped_is_measured_without_the_pause() {
+        // An image model trained over chunks, stopped for hours while other
+        // work was timed: the pauses are taken whole, not capped as waits are.
+        let earlier = Some(Earlier { seconds: 14_000.0, waited_seconds: 1_000.0, paused_seconds: 11_000.0 });
+        let run = RunRecord { threads: 1, waited_seconds: Some(100.0), paused_seconds: Some(0.0), earlier };
+        assert_eq!(run.unhindered(900.0), 2_800.0);
+        // The waits are then capped at nine tenths of what ran.
+        let earlier = Some(Earlier { seconds: 1_000.0, waited_seconds: 900.0, paused_seconds: 900.0 });
+        let run = RunRecord { threads: 1, waited_seconds: None, paused_seconds: None, earlier };
+        assert!((run.unhindered(0.0) - 10.0).abs() < 1e-9);
     }
 
     #[test]
@@ -1085,7 +1109,8 @@ mod tests {
         assert_eq!(serde_json::from_value::<WorkRecord>(before).unwrap().run, None);
         let now = serde_json::json!({ "group": "g", "work": work, "threads": 1, "waited_seconds": 2.5 });
         let record: WorkRecord = serde_json::from_value(now.clone()).unwrap();
-        assert_eq!(record.run, Some(RunRecord { threads: 1, waited_seconds: Some(2.5), earlier: None }));
+        let run = RunRecord { threads: 1, waited_seconds: Some(2.5), paused_seconds: None, earlier: None };
+        assert_eq!(record.run, Some(run));
         assert_eq!(serde_json::to_value(&record).unwrap()["threads"], 1, "written beside the work: {now}");
     }
 

@@ -13,12 +13,15 @@ use crate::io::{read_json, write_json};
 
 const FILE: &str = "earlier_attempts.json";
 
-/// The seconds earlier attempts ran, and waited for a CPU in them.
+/// The seconds earlier attempts ran, waited for a CPU in them, and were
+/// stopped in them ([`super::pauses`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Earlier {
     pub seconds: f64,
     #[serde(default)]
     pub waited_seconds: f64,
+    #[serde(default)]
+    pub paused_seconds: f64,
 }
 
 impl Earlier {
@@ -31,13 +34,14 @@ impl Earlier {
     /// resume from (else the next attempt starts over, and this one's time
     /// is not part of its work). Best effort: a record lost costs an
     /// estimate, never a result.
-    pub fn add(resume: &Path, seconds: f64, waited_seconds: f64) {
+    pub fn add(resume: &Path, attempt: Earlier) {
         if !resume.is_dir() {
             return;
         }
         let mut earlier = Earlier::read(resume).unwrap_or_default();
-        earlier.seconds += seconds;
-        earlier.waited_seconds += waited_seconds;
+        earlier.seconds += attempt.seconds;
+        earlier.waited_seconds += attempt.waited_seconds;
+        earlier.paused_seconds += attempt.paused_seconds;
         let _ = write_json(&resume.join(FILE), &earlier);
     }
 }
@@ -50,11 +54,15 @@ mod tests {
     fn interrupted_attempts_add_up_where_they_left_a_snapshot() {
         let dir = tempfile::tempdir().unwrap();
         let resume = dir.path().join("resume");
-        Earlier::add(&resume, 10.0, 1.0);
+        let attempt = |seconds, waited_seconds, paused_seconds| Earlier { seconds, waited_seconds, paused_seconds };
+        Earlier::add(&resume, attempt(10.0, 1.0, 0.0));
         assert_eq!(Earlier::read(&resume), None, "nothing to resume from: nothing kept");
         std::fs::create_dir(&resume).unwrap();
-        Earlier::add(&resume, 10.0, 1.0);
-        Earlier::add(&resume, 5.5, 0.5);
-        assert_eq!(Earlier::read(&resume), Some(Earlier { seconds: 15.5, waited_seconds: 1.5 }));
+        Earlier::add(&resume, attempt(10.0, 1.0, 0.0));
+        Earlier::add(&resume, attempt(5.5, 0.5, 2.0));
+        assert_eq!(Earlier::read(&resume), Some(attempt(15.5, 1.5, 2.0)));
+        // A record written before pauses were measured reads as none paused.
+        std::fs::write(resume.join(FILE), r#"{"seconds": 3.0, "waited_seconds": 1.0}"#).unwrap();
+        assert_eq!(Earlier::read(&resume), Some(attempt(3.0, 1.0, 0.0)));
     }
 }

@@ -9,8 +9,9 @@
 //! growth of the second, summed over the threads that ran during the step
 //! and divided by their count: when every thread is held back together, as
 //! a starved parallel loop is, that is the time lost; when one thread waits
-//! alone, it is less (the estimate errs towards the time measured). Other
-//! systems: unknown.
+//! alone, it is less (the estimate errs towards the time measured). The
+//! thread that watches for pauses ([`super::pauses`]) runs on every tick and
+//! waits for nothing; it is left out. Other systems: unknown.
 
 use std::collections::HashMap;
 
@@ -24,10 +25,14 @@ impl CpuWait {
     /// Now, or `None` where the system does not say.
     pub fn now() -> Option<CpuWait> {
         let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+        let ticker = super::pauses::ticker_thread();
         let threads = tasks
             .filter_map(Result::ok)
             .filter_map(|task| {
                 let tid = task.file_name().to_str()?.parse().ok()?;
+                if Some(tid) == ticker {
+                    return None;
+                }
                 let line = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
                 Some((tid, parse(&line)?))
             })

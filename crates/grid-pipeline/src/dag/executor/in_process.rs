@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::attempts::Earlier;
 use super::cpu_wait::CpuWait;
+use super::pauses;
 use super::{Executor, Finished, Job};
 use crate::context::StepContext;
 use crate::dag::StepStatus;
@@ -126,6 +127,8 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let snapshots = matches!(step.kind, StepKind::Train | StepKind::Attribute)
             .then(|| Snapshots { dir: cache.resume_dir(step.kind, &step.key), every: snapshot_interval() });
         let ctx = StepContext { inputs, compute, progress, log, snapshots };
+        // Pauses first: its ticker thread exists before the CPU waits are read.
+        let paused_before = pauses::paused_seconds();
         let cpu_before = CpuWait::now();
         let result =
             catch_unwind(AssertUnwindSafe(|| steps::execute(&step.work, &ctx, &staging.dir))).unwrap_or_else(|panic| {
@@ -137,11 +140,17 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
                 Err(anyhow::anyhow!("panicked: {message}"))
             });
         let waited = || cpu_before.as_ref().zip(CpuWait::now()).map(|(before, after)| after.waited_since(before));
+        let paused = || paused_before.zip(pauses::paused_seconds()).map(|(before, after)| after - before);
         let resume = cache.resume_dir(step.kind, &step.key);
         if let Err(e) = result {
             let _ = std::fs::remove_dir_all(&staging.dir);
             // Its time so far, for the attempt that finishes it.
-            Earlier::add(&resume, started.elapsed().as_secs_f64(), waited().unwrap_or(0.0));
+            let attempt = Earlier {
+                seconds: started.elapsed().as_secs_f64(),
+                waited_seconds: waited().unwrap_or(0.0),
+                paused_seconds: paused().unwrap_or(0.0),
+            };
+            Earlier::add(&resume, attempt);
             return Err(e);
         }
         let seconds = started.elapsed().as_secs_f64();
@@ -150,6 +159,7 @@ pub fn compute_step(job: &Job, compute: Compute) -> StepStatus {
         let run = RunRecord {
             threads: rayon::current_num_threads(),
             waited_seconds: waited(),
+            paused_seconds: paused(),
             earlier: Earlier::read(&resume),
         };
         staging.work = crate::dag::estimate::work_record(plan, index, cache, run);

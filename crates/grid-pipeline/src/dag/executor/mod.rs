@@ -8,6 +8,7 @@ pub mod attempts;
 pub mod child_process;
 pub mod cpu_wait;
 pub mod in_process;
+pub mod pauses;
 pub mod worker;
 
 use indicatif::ProgressBar;

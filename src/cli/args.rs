@@ -139,6 +139,13 @@ pub(super) enum Command {
         /// torch and torchvision).
         #[arg(long, conflicts_with = "gemm")]
         resnet: bool,
+        /// With `--resnet`: time grid, then torch, this many times in turn
+        /// and report the medians (each ratio the median of the sittings'
+        /// own), with every sitting's ratios: on a shared machine whose
+        /// speed drifts between minutes, one sitting's ratio is not the
+        /// kernels' alone.
+        #[arg(long, default_value_t = 1, requires = "resnet", value_parser = clap::value_parser!(u32).range(1..=100))]
+        sittings: u32,
         /// With `--gemm` or `--resnet`: the Python whose torch is timed on the
         /// same shapes; `none` skips it.
         #[arg(long, default_value = "python3")]

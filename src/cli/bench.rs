@@ -83,6 +83,7 @@ pub(super) fn bench_resnet(
     common: Common,
     only: Option<String>,
     python: Option<String>,
+    sittings: usize,
     json: Option<PathBuf>,
 ) -> Result<ExitCode, Failure> {
     use grid_pipeline::bench::resnet;
@@ -95,9 +96,10 @@ pub(super) fn bench_resnet(
     if shapes.is_empty() {
         return Err(usage(anyhow::anyhow!("{}: no ResNets to time", common.grid.display())));
     }
-    let bench =
-        grid_core::backend::on_worker_thread(compute.device, || resnet::run(shapes, compute, python.as_deref()))
-            .map_err(runtime)?;
+    let bench = grid_core::backend::on_worker_thread(compute.device, || {
+        resnet::run(shapes, compute, python.as_deref(), sittings)
+    })
+    .map_err(runtime)?;
     let context = grid_pipeline::bench::context(compute, &common.grid);
     print!("{}", resnet::markdown(&context, &bench));
     if let Some(path) = json {

@@ -76,8 +76,8 @@ fn dispatch(mut command: Command) -> Result<ExitCode, Failure> {
             };
             bench::bench_gemm(common, options, json)
         }
-        Command::Bench { common, resnet: true, only, json, python, .. } => {
-            bench::bench_resnet(common, only, (python != "none").then_some(python), json)
+        Command::Bench { common, resnet: true, only, json, python, sittings, .. } => {
+            bench::bench_resnet(common, only, (python != "none").then_some(python), sittings as usize, json)
         }
         Command::Bench {
             common,

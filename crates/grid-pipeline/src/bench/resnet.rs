@@ -20,6 +20,13 @@
 //! Images are a fixed wave (no RNG). Each rate is the best of passes until
 //! [`SECONDS`] went by, after one untimed pass.
 //!
+//! A shared machine's speed drifts by more than the kernels differ (on a
+//! 2-core cloud VM, one shape's training ratio read 0.87–1.07 in five
+//! sittings): `sittings` > 1 times grid, then torch, that many times in
+//! turn, and reports each rate's median and each ratio's median over the
+//! sittings, the ratios taken within a sitting, with every sitting's
+//! ratios beside them.
+//!
 //! Each rate is also given as a share of the machine's measured ceiling
 //! ([`super::gemm::peak`]): the model's multiply-adds per image
 //! ([`ResNetConfig::macs_per_image`]) times the forward passes' worth a
@@ -115,9 +122,75 @@ pub struct ResNetBench {
     pub threads: usize,
     /// The measured multiply-add ceiling of `threads` threads, GFLOP/s.
     pub peak: f64,
+    /// One row per shape: with several sittings, each rate's median over
+    /// them.
     pub rows: Vec<ResNetRow>,
     /// Why torch's columns are empty, when they are.
     pub torch_note: Option<String>,
+    /// Each sitting's rows, when there were several (else `rows` is the one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sittings: Vec<Vec<ResNetRow>>,
+}
+
+impl ResNetBench {
+    /// The ratio of grid's to torch's rate that `pick` reads from shape
+    /// `row`'s rates: over several sittings, the median of each sitting's.
+    fn ratio(&self, row: usize, pick: impl Fn(&ResNetRow) -> (f64, Option<f64>)) -> Option<f64> {
+        let of = |r: &ResNetRow| match pick(r) {
+            (grid, Some(torch)) => Some(grid / torch),
+            _ => None,
+        };
+        if self.sittings.is_empty() {
+            return of(&self.rows[row]);
+        }
+        median(self.sittings.iter().map(|rows| of(&rows[row])).collect::<Option<Vec<f64>>>()?)
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// Shape by shape, each rate's median over `sittings` (each a row per shape).
+fn median_rows(sittings: &[Vec<ResNetRow>]) -> Vec<ResNetRow> {
+    let first = &sittings[0];
+    (0..first.len())
+        .map(|i| {
+            let of = |pick: &dyn Fn(&ResNetRow) -> Option<f64>| {
+                median(sittings.iter().map(|rows| pick(&rows[i])).collect::<Option<Vec<f64>>>()?)
+            };
+            let rates = |side: &dyn Fn(&ResNetRow) -> Option<Rates>| -> Option<Rates> {
+                Some(Rates {
+                    train: of(&|r| side(r).map(|x| x.train))?,
+                    forward: of(&|r| side(r).map(|x| x.forward))?,
+                    gradient: of(&|r| side(r).map(|x| x.gradient))?,
+                })
+            };
+            let maps = first[i]
+                .maps
+                .iter()
+                .enumerate()
+                .map(|(m, map)| MapRate {
+                    method: map.method,
+                    grid: of(&|r| Some(r.maps[m].grid)).unwrap_or(map.grid),
+                    captum: of(&|r| r.maps[m].captum),
+                })
+                .collect();
+            ResNetRow {
+                shape: first[i].shape.clone(),
+                grid: rates(&|r| Some(r.grid)).unwrap_or(first[i].grid),
+                torch: rates(&|r| r.torch),
+                maps,
+            }
+        })
+        .collect()
 }
 
 /// The image models of `grid` (those whose name contains `filter`, if any)
@@ -180,34 +253,57 @@ fn is_gradient_map(method: PixelMethod) -> bool {
     }
 }
 
-/// Times `shapes` on `compute`, and in torch when `python` is set. Runs on
-/// the calling thread; call it where a step would run (`on_worker_thread`).
-pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> Result<ResNetBench> {
+/// Times `shapes` on `compute`, and in torch when `python` is set, in
+/// `sittings` turns (at least one). Runs on the calling thread; call it
+/// where a step would run (`on_worker_thread`).
+pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>, sittings: usize) -> Result<ResNetBench> {
     let threads = rayon::current_num_threads();
-    let mut grid = Vec::with_capacity(shapes.len());
-    for shape in &shapes {
-        grid.push(grid_core::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time::<B>(
-            shape, &device
-        )))?);
+    let script = tempfile::Builder::new().suffix(".py").tempfile()?;
+    std::fs::write(script.path(), include_str!("../../../../scripts/torch_resnet_bench.py"))?;
+    let mut torch_note = python.is_none().then(|| "--python none".to_string());
+    let mut each = Vec::with_capacity(sittings.max(1));
+    for _ in 0..sittings.max(1) {
+        let mut grid = Vec::with_capacity(shapes.len());
+        for shape in &shapes {
+            grid.push(grid_core::with_autodiff_backend!(compute, |B, device| Ok::<_, anyhow::Error>(time::<B>(
+                shape, &device
+            )))?);
+        }
+        // torch once it answered, or not at all: a sitting without it
+        // would leave the medians of different sittings' rates.
+        let torch = match python {
+            Some(python) if torch_note.is_none() => match torch_rates(python, script.path(), &shapes, threads) {
+                Ok(rates) => Some(rates),
+                Err(why) => {
+                    torch_note = Some(why);
+                    None
+                }
+            },
+            _ => None,
+        };
+        each.push(rows(&shapes, grid, torch.as_deref()));
+    }
+    if torch_note.is_some() {
+        for rows in &mut each {
+            rows.iter_mut().for_each(|row| {
+                row.torch = None;
+                row.maps.iter_mut().for_each(|map| map.captum = None);
+            });
+        }
     }
     let peak = super::gemm::peak(threads);
-    let (torch, torch_note): (Option<Vec<TorchRates>>, _) = match python {
-        None => (None, Some("--python none".to_string())),
-        Some(python) => {
-            let script = tempfile::Builder::new().suffix(".py").tempfile()?;
-            std::fs::write(script.path(), include_str!("../../../../scripts/torch_resnet_bench.py"))?;
-            match torch_rates(python, script.path(), &shapes, threads) {
-                Ok(rates) => (Some(rates), None),
-                Err(why) => (None, Some(why)),
-            }
-        }
-    };
-    let rows = shapes
-        .into_iter()
+    let (rows, sittings) = if each.len() == 1 { (each.remove(0), Vec::new()) } else { (median_rows(&each), each) };
+    Ok(ResNetBench { threads, peak, rows, torch_note, sittings })
+}
+
+/// One sitting's rows: grid's rates and maps of each shape beside torch's.
+fn rows(shapes: &[ResNetShape], grid: Vec<(Rates, Vec<f64>)>, torch: Option<&[TorchRates]>) -> Vec<ResNetRow> {
+    shapes
+        .iter()
         .zip(grid)
         .enumerate()
         .map(|(i, (shape, (grid, maps)))| {
-            let measured = torch.as_ref().map(|t| &t[i]);
+            let measured = torch.map(|t| &t[i]);
             let maps = shape
                 .maps
                 .iter()
@@ -218,10 +314,9 @@ pub fn run(shapes: Vec<ResNetShape>, compute: Compute, python: Option<&str>) -> 
                     captum: measured.and_then(|(_, captum)| captum.get(method.name()).copied()),
                 })
                 .collect();
-            ResNetRow { shape, grid, torch: measured.map(|(rates, _)| *rates), maps }
+            ResNetRow { shape: shape.clone(), grid, torch: measured.map(|(rates, _)| *rates), maps }
         })
-        .collect();
-    Ok(ResNetBench { threads, peak, rows, torch_note })
+        .collect()
 }
 
 /// A fixed wave of `[n, 3, side, side]` values in [−2, 2], about what
@@ -372,8 +467,10 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let cell = |rate: Option<f64>| rate.map_or("–".to_string(), |r| format!("{r:.1}"));
-    let ratio = |grid: f64, torch: Option<f64>| torch.map_or("–".to_string(), |t| format!("**{:.2}**", grid / t));
-    for row in &bench.rows {
+    let bold = |ratio: Option<f64>| ratio.map_or("–".to_string(), |r| format!("**{r:.2}**"));
+    let phase = |pick: fn(&Rates) -> f64| move |r: &ResNetRow| (pick(&r.grid), r.torch.as_ref().map(pick));
+    let (train, forward, gradient) = (phase(|r| r.train), phase(|r| r.forward), phase(|r| r.gradient));
+    for (i, row) in bench.rows.iter().enumerate() {
         let s = &row.shape;
         let torch = |pick: fn(&Rates) -> f64| row.torch.as_ref().map(pick);
         out.push_str(&format!(
@@ -386,14 +483,32 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
             s.batch,
             row.grid.train,
             cell(torch(|r| r.train)),
-            ratio(row.grid.train, torch(|r| r.train)),
+            bold(bench.ratio(i, train)),
             row.grid.forward,
             cell(torch(|r| r.forward)),
-            ratio(row.grid.forward, torch(|r| r.forward)),
+            bold(bench.ratio(i, forward)),
             row.grid.gradient,
             cell(torch(|r| r.gradient)),
-            ratio(row.grid.gradient, torch(|r| r.gradient)),
+            bold(bench.ratio(i, gradient)),
         ));
+    }
+    if !bench.sittings.is_empty() && bench.torch_note.is_none() {
+        out.push_str(&format!(
+            "\nRates: medians over {} sittings (grid, then torch, in turn); ratios: the median of each \
+             sitting's. Each sitting's ratios, training / forward / gradient:\n\n\
+             | model | {} |\n|---|{}\n",
+            bench.sittings.len(),
+            (1..=bench.sittings.len()).map(|n| format!("sitting {n}")).collect::<Vec<_>>().join(" | "),
+            "---|".repeat(bench.sittings.len()),
+        ));
+        for (i, row) in bench.rows.iter().enumerate() {
+            let each = bench.sittings.iter().map(|rows| {
+                let r = &rows[i];
+                let of = |pick: fn(&Rates) -> f64| r.torch.as_ref().map_or(f64::NAN, |t| pick(&r.grid) / pick(t));
+                format!("{:.2} / {:.2} / {:.2}", of(|r| r.train), of(|r| r.forward), of(|r| r.gradient))
+            });
+            out.push_str(&format!("| {} | {} |\n", row.shape.model, each.collect::<Vec<_>>().join(" | ")));
+        }
     }
     out.push_str(&format!(
         "\nShare of the machine's ceiling (measured multiply-adds, {} threads: {:.1} GFLOP/s), each phase's \
@@ -428,9 +543,10 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
              | model | side | method | grid | Captum | grid ÷ Captum | grid of ceiling | Captum of ceiling |\n\
              |---|---:|---|---:|---:|---:|---:|---:|\n"
         ));
-        for row in &bench.rows {
-            for map in &row.maps {
+        for (i, row) in bench.rows.iter().enumerate() {
+            for (m, map) in row.maps.iter().enumerate() {
                 let work = Work::Map(map.method);
+                let captum = |r: &ResNetRow| (r.maps[m].grid, r.maps[m].captum);
                 out.push_str(&format!(
                     "| {} | {} | {} | {:.2} | {} | {} | {} | {} |\n",
                     row.shape.model,
@@ -438,7 +554,7 @@ pub fn markdown(context: &super::BenchContext, bench: &ResNetBench) -> String {
                     map.method.name(),
                     map.grid,
                     map.captum.map_or("–".to_string(), |c| format!("{c:.2}")),
-                    ratio(map.grid, map.captum),
+                    bold(bench.ratio(i, captum)),
                     share(work, &row.shape, Some(map.grid)),
                     share(work, &row.shape, map.captum),
                 ));
@@ -504,7 +620,7 @@ mod tests {
         let row = ResNetRow { shape: shape(), grid, torch: Some(torch), maps };
         // A ceiling at which grid's 30 forward passes a second are 100%.
         let peak = 2.0 * shape().config.macs_per_image(8) * 30.0 / 1e9;
-        let bench = ResNetBench { threads: 2, peak, rows: vec![row], torch_note: None };
+        let bench = ResNetBench { threads: 2, peak, rows: vec![row], torch_note: None, sittings: Vec::new() };
         let table = markdown(&context, &bench);
         assert!(table.contains("| r | ResNet-18 width 2 small stem | 8 | 4 | 10.0 | 20.0 | **0.50** | 30.0 | 30.0 | **1.00** | 20.0 | 10.0 | **2.00** |"), "{table}");
         assert!(table.contains("| r | 8 | gradient | 30.00 | 10.00 | **3.00** | 200% | 67% |"), "{table}");
@@ -517,9 +633,48 @@ mod tests {
             peak: 1.0,
             rows: vec![ResNetRow { shape: shape(), grid, torch: None, maps: Vec::new() }],
             torch_note: Some("--python none".into()),
+            sittings: Vec::new(),
         };
         let table = markdown(&context, &bench);
         assert!(table.contains("torch not measured: --python none") && table.contains("| 10.0 | – | – |"), "{table}");
         assert!(table.contains("% | – | ") && !table.contains("Maps per second"), "{table}");
+    }
+
+    /// Over several sittings each rate is its median, each ratio the median
+    /// of the sittings' own ratios (not the ratio of the medians), and each
+    /// sitting's ratios are listed.
+    #[test]
+    fn sittings_give_medians_of_their_own_ratios() {
+        let context = super::super::BenchContext {
+            date: "d".into(),
+            commit: "c".into(),
+            machine: "m".into(),
+            device: "cpu".into(),
+            grid: "g".into(),
+        };
+        // The machine ran fast, slow, then middling: both sides moved with it.
+        let sitting = |grid: f64, torch: f64, captum: f64| {
+            let maps = vec![MapRate { method: PixelMethod::Gradient, grid, captum: Some(captum) }];
+            let rates = |r: f64| Rates { train: r, forward: 2.0 * r, gradient: r };
+            vec![ResNetRow { shape: shape(), grid: rates(grid), torch: Some(rates(torch)), maps }]
+        };
+        let each = vec![sitting(40.0, 32.0, 20.0), sitting(20.0, 25.0, 10.0), sitting(30.0, 30.0, 30.0)];
+        let rows = median_rows(&each);
+        assert_eq!(rows[0].grid, Rates { train: 30.0, forward: 60.0, gradient: 30.0 });
+        assert_eq!(rows[0].torch, Some(Rates { train: 30.0, forward: 60.0, gradient: 30.0 }));
+        assert_eq!((rows[0].maps[0].grid, rows[0].maps[0].captum), (30.0, Some(20.0)));
+        let bench = ResNetBench { threads: 2, peak: 1.0, rows, torch_note: None, sittings: each };
+        // Ratios 1.25, 0.80, 1.00: median 1.00 (the medians' ratio is 1.00 too,
+        // but for the maps 2.00, 2.00, 1.00 give 2.00 where 30 ÷ 20 is 1.50).
+        let table = markdown(&context, &bench);
+        assert!(
+            table.contains("| 30.0 | 30.0 | **1.00** | 60.0 | 60.0 | **1.00** | 30.0 | 30.0 | **1.00** |"),
+            "{table}"
+        );
+        assert!(table.contains("| r | 8 | gradient | 30.00 | 20.00 | **2.00** |"), "{table}");
+        assert!(table.contains("medians over 3 sittings"), "{table}");
+        assert!(table.contains("| r | 1.25 / 1.25 / 1.25 | 0.80 / 0.80 / 0.80 | 1.00 / 1.00 / 1.00 |"), "{table}");
+        assert_eq!(median(vec![3.0, 1.0, 2.0, 10.0]), Some(2.5));
+        assert_eq!(median(Vec::new()), None);
     }
 }

@@ -579,6 +579,16 @@ mod tests {
         }
     }
 
+    fn context() -> super::super::BenchContext {
+        super::super::BenchContext {
+            date: "d".into(),
+            commit: "c".into(),
+            machine: "m".into(),
+            device: "cpu".into(),
+            grid: "g".into(),
+        }
+    }
+
     /// Every phase runs and gives a positive, finite rate on the CPU
     /// backend.
     #[test]
@@ -607,13 +617,7 @@ mod tests {
     /// columns are empty when they are.
     #[test]
     fn the_table_gives_the_ratios() {
-        let context = super::super::BenchContext {
-            date: "d".into(),
-            commit: "c".into(),
-            machine: "m".into(),
-            device: "cpu".into(),
-            grid: "g".into(),
-        };
+        let context = context();
         let grid = Rates { train: 10.0, forward: 30.0, gradient: 20.0 };
         let torch = Rates { train: 20.0, forward: 30.0, gradient: 10.0 };
         let maps = vec![MapRate { method: PixelMethod::Gradient, grid: 30.0, captum: Some(10.0) }];
@@ -645,13 +649,7 @@ mod tests {
     /// sitting's ratios are listed.
     #[test]
     fn sittings_give_medians_of_their_own_ratios() {
-        let context = super::super::BenchContext {
-            date: "d".into(),
-            commit: "c".into(),
-            machine: "m".into(),
-            device: "cpu".into(),
-            grid: "g".into(),
-        };
+        let context = context();
         // The machine ran fast, slow, then middling: both sides moved with it.
         let sitting = |grid: f64, torch: f64, captum: f64| {
             let maps = vec![MapRate { method: PixelMethod::Gradient, grid, captum: Some(captum) }];
